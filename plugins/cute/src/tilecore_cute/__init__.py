@@ -1,0 +1,2 @@
+"""tilecore plugin cute."""
+__version__ = "0.1.0"

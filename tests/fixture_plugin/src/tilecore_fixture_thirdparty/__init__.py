@@ -1,0 +1,1 @@
+"""A third-party tilecore plugin used by the core's tests."""

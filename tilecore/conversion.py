@@ -1,0 +1,488 @@
+"""The conversion driver: ConversionTarget, Pattern, apply_conversion.
+
+MLIR 22's Python bindings have a greedy rewrite driver but no dialect
+conversion, so this module builds one on top of ``mlir.rewrite``:
+
+* every :class:`Pattern` (root op, benefit, pure ``match``, ``rewrite``) is
+  dispatched from one greedy callback per root op, in benefit order with ties
+  broken by plugin name (so the winner is deterministic and printable);
+* type changes are bridged with ``builtin.unrealized_conversion_cast``
+  (:class:`Rewriter` inserts and folds them), removed at the end by
+  ``reconcile-unrealized-casts``;
+* the work happens on a clone: on failure the caller's module is untouched,
+  on success the clone's body replaces the caller's;
+* afterwards the :class:`ConversionTarget` is checked and every illegal survivor
+  is reported with its location and the plugins that had patterns for it.
+
+Exceptions raised by patterns never cross the C++ driver: the dispatch callback
+catches them, stops matching, and the driver re-raises after the walk.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from .errors import LoweringError, TilecoreError, format_location
+from .mlir import PassManager, ir, rewrite
+
+CAST_OP = "builtin.unrealized_conversion_cast"
+
+
+# --------------------------------------------------------------------------- target
+
+
+class ConversionTarget:
+    """Which ops may survive a conversion.
+
+    Rules, most specific first: a dynamic rule for the op, a static op rule, a
+    dynamic rule for the dialect, a static dialect rule. Ops no rule mentions are
+    legal (partial conversion) unless ``unknown_legal=False``.
+    """
+
+    def __init__(self, name: str = "", unknown_legal: bool = True):
+        self.name = name
+        self.unknown_legal = unknown_legal
+        self._dialects: dict[str, bool] = {}
+        self._ops: dict[str, bool] = {}
+        self._dyn_ops: dict[str, Callable] = {}
+        self._dyn_dialects: dict[str, Callable] = {}
+
+    def add_legal_dialect(self, *names: str) -> "ConversionTarget":
+        for n in names:
+            self._dialects[n] = True
+        return self
+
+    def add_illegal_dialect(self, *names: str) -> "ConversionTarget":
+        for n in names:
+            self._dialects[n] = False
+        return self
+
+    def add_legal_op(self, *names: str) -> "ConversionTarget":
+        for n in names:
+            self._ops[n] = True
+        return self
+
+    def add_illegal_op(self, *names: str) -> "ConversionTarget":
+        for n in names:
+            self._ops[n] = False
+        return self
+
+    def add_dynamically_legal_op(self, name: str, fn: Callable) -> "ConversionTarget":
+        """``fn(op) -> bool`` decides legality of each ``name`` op."""
+        self._dyn_ops[name] = fn
+        return self
+
+    def add_dynamically_legal_dialect(self, name: str, fn: Callable) -> "ConversionTarget":
+        """``fn(op) -> bool`` decides legality of each op of dialect ``name``."""
+        self._dyn_dialects[name] = fn
+        return self
+
+    def is_legal(self, op) -> bool:
+        """True when ``op`` may survive under this target."""
+        name = op.name
+        if name in self._dyn_ops:
+            return bool(self._dyn_ops[name](op))
+        if name in self._ops:
+            return self._ops[name]
+        dialect = name.split(".", 1)[0]
+        if dialect in self._dyn_dialects:
+            return bool(self._dyn_dialects[dialect](op))
+        if dialect in self._dialects:
+            return self._dialects[dialect]
+        return self.unknown_legal
+
+    def describe(self) -> dict:
+        """A JSON-able summary (used by ``tilecore pipeline``)."""
+        return {
+            "legal_dialects": sorted(d for d, ok in self._dialects.items() if ok),
+            "illegal_dialects": sorted(d for d, ok in self._dialects.items() if not ok),
+            "legal_ops": sorted(o for o, ok in self._ops.items() if ok),
+            "illegal_ops": sorted(o for o, ok in self._ops.items() if not ok),
+            "dynamic": sorted([*self._dyn_ops, *(d + ".*" for d in self._dyn_dialects)]),
+        }
+
+
+# --------------------------------------------------------------------------- patterns
+
+
+class Pattern:
+    """A rewrite of one root op.
+
+    Subclasses set ``root`` (op name, ``"gpu.thread_id"``) and ``benefit``,
+    implement ``match(op)`` (pure: must not touch the IR) and
+    ``rewrite(op, rw)`` (builds the replacement through ``rw``, a
+    :class:`Rewriter`). ``plugin`` is filled in by the plugin manager.
+    Raise :class:`~tilecore.errors.LoweringError` to reject an op with a
+    diagnostic the user must see.
+    """
+
+    root: str = ""
+    benefit: int = 1
+    plugin: str = ""
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    def match(self, op) -> bool:
+        return True
+
+    def rewrite(self, op, rw: "Rewriter") -> None:  # pragma: no cover - abstract
+        raise NotImplementedError(f"{self.name}.rewrite")
+
+    def describe(self) -> str:
+        return f"{self.plugin}:{self.name}" if self.plugin else self.name
+
+
+class FunctionPattern(Pattern):
+    """A pattern made from plain functions (handy in tests and small plugins)."""
+
+    def __init__(self, root: str, rewrite_fn: Callable, match_fn: Callable | None = None,
+                 benefit: int = 1, name: str | None = None):
+        self.root = root
+        self.benefit = benefit
+        self._rewrite = rewrite_fn
+        self._match = match_fn
+        self._name = name or getattr(rewrite_fn, "__name__", "FunctionPattern")
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def match(self, op) -> bool:
+        return True if self._match is None else bool(self._match(op))
+
+    def rewrite(self, op, rw):
+        self._rewrite(op, rw)
+
+
+@dataclass
+class NativePass:
+    """An upstream (C++) pass pipeline run after a stage's Python patterns.
+
+    ``pipeline`` is the text inside ``builtin.module(...)``, for example
+    ``"gpu.module(convert-gpu-to-nvvm)"``. ``plugin`` is filled in by the manager.
+    """
+
+    pipeline: str
+    plugin: str = ""
+
+
+def order_patterns(patterns: Iterable[Pattern]) -> dict[str, list[Pattern]]:
+    """Group patterns by root op, highest benefit first, ties by plugin then pattern name."""
+    by_root: dict[str, list[Pattern]] = defaultdict(list)
+    for p in patterns:
+        by_root[p.root].append(p)
+    for lst in by_root.values():
+        lst.sort(key=lambda p: (-p.benefit, p.plugin, p.name))
+    return dict(by_root)
+
+
+# --------------------------------------------------------------------------- rewriter
+
+
+class Rewriter:
+    """What a pattern sees while rewriting: insertion point, type converter, casts.
+
+    ``with rw.ip:`` builds new ops before the matched op (the op's location is
+    the default location). ``operands(op)`` gives the operands already in their
+    converted types; ``replace(op, values)`` bridges any type change back with
+    an unrealized cast so not-yet-converted users stay valid.
+    """
+
+    def __init__(self, base, type_converter, state: "_DriverState"):
+        self._base = base
+        self.type_converter = type_converter
+        self._state = state
+        self.target = state.compile_target
+        self.options = state.options
+
+    @property
+    def ip(self):
+        return self._base.ip
+
+    def convert_type(self, t):
+        """The converted type of ``t`` (``t`` itself when no rule applies)."""
+        if self.type_converter is None:
+            return t
+        out = self.type_converter.convert(t)
+        return t if out is None else out
+
+    def cast(self, value, to_type):
+        """Bridge ``value`` to ``to_type`` (folding an existing opposite cast)."""
+        if value.type == to_type:
+            return value
+        owner = value.owner
+        if isinstance(owner, ir.OpView):
+            owner = owner.operation
+        if (isinstance(owner, ir.Operation) and owner.name == CAST_OP
+                and len(owner.operands) == 1 and owner.operands[0].type == to_type):
+            return owner.operands[0]
+        with self._base.ip:
+            op = ir.Operation.create(CAST_OP, results=[to_type], operands=[value])
+        return op.results[0]
+
+    def operand(self, value):
+        """One operand value in its converted type."""
+        return self.cast(value, self.convert_type(value.type))
+
+    def operands(self, op) -> list:
+        """All operands of ``op`` in their converted types."""
+        return [self.operand(v) for v in op.operands]
+
+    def replace(self, op, values) -> None:
+        """Replace ``op``'s results by ``values`` (an op, an OpView or a list of values)."""
+        if isinstance(values, (ir.Operation, ir.OpView)):
+            values = list(values.results)
+        elif isinstance(values, ir.Value):
+            values = [values]
+        values = list(values)
+        results = list(op.results)
+        if len(values) != len(results):
+            raise TilecoreError(f"internal: {op.name} has {len(results)} results, replacement has {len(values)}")
+        bridged = [self.cast(v, r.type) for v, r in zip(values, results)]
+        self._base.replace_op(op, bridged)
+
+    def erase(self, op) -> None:
+        """Erase ``op`` (it must have no remaining uses)."""
+        self._base.erase_op(op)
+
+    def notify(self, message: str) -> None:
+        """Record a remark (printed with ``--remarks``)."""
+        self._state.remarks.append(message)
+
+
+# --------------------------------------------------------------------------- driver
+
+
+@dataclass
+class ConversionStats:
+    """What one conversion did: pattern firings, wall time, ops before/after."""
+
+    stage: str = ""
+    fired: Counter = field(default_factory=Counter)
+    seconds: float = 0.0
+    ops_before: int = 0
+    ops_after: int = 0
+    native_passes: list[str] = field(default_factory=list)
+    remarks: list[str] = field(default_factory=list)
+
+    @property
+    def applied(self) -> int:
+        return sum(self.fired.values())
+
+
+class _DriverState:
+    def __init__(self, compile_target, options):
+        self.error: BaseException | None = None
+        self.fired: Counter = Counter()
+        self.remarks: list[str] = []
+        self.compile_target = compile_target
+        self.options = options
+
+
+class ConversionError(TilecoreError):
+    """A conversion left illegal ops behind (``survivors``: list of (op name, location, plugins))."""
+
+    def __init__(self, message, location=None, notes=None, survivors=None):
+        super().__init__(message, location, notes)
+        self.survivors = survivors or []
+
+
+def count_ops(op) -> int:
+    """Number of operations nested in ``op`` (itself included)."""
+    n = 0
+
+    def cb(_):
+        nonlocal n
+        n += 1
+        return ir.WalkResult.ADVANCE
+
+    op.walk(cb, ir.WalkOrder.PRE_ORDER)
+    return n
+
+
+def _make_callback(pats: list[Pattern], type_converter, state: _DriverState):
+    def callback(op, base):
+        if state.error is not None:
+            return True
+        for p in pats:
+            try:
+                with op.context, op.location:
+                    if not p.match(op):
+                        continue
+                    p.rewrite(op, Rewriter(base, type_converter, state))
+            except TilecoreError as e:
+                if e.location is None:
+                    e.location = format_location(op.location)
+                state.error = e
+                return True
+            except Exception as e:  # noqa: BLE001 - a plugin bug becomes a located error
+                state.error = TilecoreError(
+                    f"internal error in pattern {p.describe()} on '{op.name}': {type(e).__name__}: {e}",
+                    format_location(op.location))
+                state.error.__cause__ = e
+                return True
+            state.fired[p.describe()] += 1
+            return False
+        return True
+
+    return callback
+
+
+def run_native_pipeline(module_op, pipeline: str, context=None) -> None:
+    """Run ``builtin.module(<pipeline>)`` on ``module_op``; MLIR diagnostics become a TilecoreError."""
+    ctx = context or module_op.context
+    pm = PassManager.parse(f"builtin.module({pipeline})", context=ctx)
+    diags: list[str] = []
+
+    def handler(d):
+        diags.append(f"{format_location(d.location)}: {d.message}")
+        return True
+
+    h = ctx.attach_diagnostic_handler(handler)
+    try:
+        pm.run(module_op)
+    except Exception as e:  # noqa: BLE001 - MLIR raises MLIRError with the diagnostics
+        first = diags[0] if diags else str(e).splitlines()[0]
+        loc, _, msg = first.partition(": ")
+        raise TilecoreError(f"pass pipeline '{pipeline}' failed: {msg or first}", loc or None,
+                            notes=diags[1:]) from None
+    finally:
+        h.detach()
+
+
+def find_illegal(module_op, target: ConversionTarget) -> list:
+    """Every op nested in ``module_op`` that ``target`` does not allow (pre-order)."""
+    bad = []
+    root = module_op.operation if isinstance(module_op, ir.OpView) else module_op
+
+    def cb(op):
+        if op != root and not target.is_legal(op):
+            bad.append(op)
+        return ir.WalkResult.ADVANCE
+
+    root.walk(cb, ir.WalkOrder.PRE_ORDER)
+    return bad
+
+
+def check_legality(module_op, target: ConversionTarget, stage: str = "",
+                   patterns_by_root: dict[str, list[Pattern]] | None = None) -> None:
+    """Raise :class:`ConversionError` naming every illegal op left in ``module_op``."""
+    bad = find_illegal(module_op, target)
+    if not bad:
+        return
+    patterns_by_root = patterns_by_root or {}
+    survivors = []
+    for op in bad:
+        plugins = sorted({p.plugin or "?" for p in patterns_by_root.get(op.name, [])})
+        survivors.append((op.name, format_location(op.location), plugins))
+    where = f"stage '{stage}'" if stage else "conversion"
+
+    def line(s):
+        name, loc, plugins = s
+        had = f"patterns from: {', '.join(plugins)}" if plugins else "no plugin has a pattern for it"
+        return f"{loc}: illegal op '{name}' survived {where} ({had})"
+
+    first = survivors[0]
+    plugins = first[2]
+    had = f"patterns from: {', '.join(plugins)}" if plugins else "no plugin has a pattern for it"
+    raise ConversionError(
+        f"failed to legalize operation '{first[0]}' in {where} ({had})",
+        first[1], notes=[line(s) for s in survivors[1:]], survivors=survivors)
+
+
+def _transplant(dst_op, src_op) -> None:
+    """Make ``dst_op`` (a single-block, single-region op) hold ``src_op``'s body and attributes."""
+    dst_block = dst_op.regions[0].blocks[0]
+    src_block = src_op.regions[0].blocks[0]
+    for op in list(dst_block.operations):
+        op.erase()
+    for op in list(src_block.operations):
+        dst_block.append(op)
+    for name in _attr_names(dst_op):
+        del dst_op.attributes[name]
+    for name in _attr_names(src_op):
+        dst_op.attributes[name] = src_op.attributes[name]
+
+
+def _attr_names(op) -> list[str]:
+    return [a if isinstance(a, str) else a.name for a in op.attributes]
+
+
+def apply_conversion(module, target: ConversionTarget | None, patterns: Iterable[Pattern],
+                     type_converter=None, *, native_passes: Iterable[NativePass] = (),
+                     stage: str = "", compile_target=None, options=None,
+                     reconcile: bool = True, max_iterations: int = 10) -> ConversionStats:
+    """Convert ``module`` (a ``builtin.module`` or any single-block op) in place.
+
+    Python ``patterns`` run first through the greedy driver (folding off), then
+    ``native_passes``, then ``reconcile-unrealized-casts``; finally ``target``
+    is checked. On any failure a :class:`TilecoreError` is raised and
+    ``module`` is unchanged. Returns :class:`ConversionStats`.
+    """
+    t0 = time.perf_counter()
+    mod_op = module.operation if isinstance(module, (ir.Module, ir.OpView)) else module
+    patterns = list(patterns)
+    by_root = order_patterns(patterns)
+    stats = ConversionStats(stage=stage)
+    ctx = mod_op.context
+    work = mod_op.clone()
+    work_op = work.operation if isinstance(work, ir.OpView) else work
+    try:
+        stats.ops_before = count_ops(work_op)
+        state = _DriverState(compile_target, options)
+        if by_root:
+            pset = rewrite.RewritePatternSet(ctx)
+            for root, pats in by_root.items():
+                pset.add(root, _make_callback(pats, type_converter, state), benefit=max(p.benefit for p in pats))
+            cfg = rewrite.GreedyRewriteConfig()
+            cfg.enable_folding = False
+            cfg.enable_constant_cse = False
+            cfg.max_iterations = max_iterations
+            try:
+                rewrite.apply_patterns_and_fold_greedily(work_op, pset.freeze(), cfg)
+            except Exception as e:  # noqa: BLE001
+                if state.error is None:
+                    # Non-convergence is not fatal by itself: legality decides.
+                    if "converge" not in str(e):
+                        raise TilecoreError(f"rewrite driver failed in {stage or 'conversion'}: {e}") from None
+            if state.error is not None:
+                raise state.error
+        stats.fired = state.fired
+        stats.remarks = state.remarks
+        for np_ in native_passes:
+            run_native_pipeline(work_op, np_.pipeline, ctx)
+            stats.native_passes.append(np_.pipeline)
+        if reconcile:
+            _reconcile_casts(work_op, ctx)
+        if target is not None:
+            check_legality(work_op, target, stage, by_root)
+        stats.ops_after = count_ops(work_op)
+        _transplant(mod_op, work_op)
+    finally:
+        work_op.erase()
+    stats.seconds = time.perf_counter() - t0
+    return stats
+
+
+def _has_casts(op) -> bool:
+    found = False
+
+    def cb(o):
+        nonlocal found
+        if o.name == CAST_OP:
+            found = True
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    op.walk(cb, ir.WalkOrder.PRE_ORDER)
+    return found
+
+
+def _reconcile_casts(op, ctx) -> None:
+    if _has_casts(op):
+        run_native_pipeline(op, "reconcile-unrealized-casts", ctx)

@@ -1,0 +1,134 @@
+"""The core's own plugin: stages 7-8 and serialize, and the MLIR input formats.
+
+* ``attach-nvvm-target`` writes exactly one ``#nvvm.target<chip, features, O>``
+  on every gpu.module (with libdevice linked when the module calls ``__nv_*``);
+* ``translate-debug-info`` gives every ``llvm.func`` a debug scope when ``-g`` /
+  ``--lineinfo`` is on, so op locations become ``.loc`` / ``.file`` in the PTX;
+* ``serialize`` turns the gpu.module into PTX in-process, then into a cubin
+  with ptxas.
+"""
+
+from __future__ import annotations
+
+from .conversion import ConversionTarget, run_native_pipeline
+from .errors import TilecoreError
+from .hookspecs import hookimpl
+from .inputs import CORE_FORMATS
+from .mlir import ir
+from .stages import Stage
+
+
+def _gpu_modules(module) -> list:
+    return [op for op in module.body.operations if op.operation.name == "gpu.module"]
+
+
+def _calls_libdevice(gm) -> bool:
+    found = False
+
+    def cb(op):
+        nonlocal found
+        if op.name == "llvm.func":
+            name = ir.StringAttr(op.attributes["sym_name"]).value
+            if name.startswith("__nv_"):
+                found = True
+                return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    gm.operation.walk(cb, ir.WalkOrder.PRE_ORDER)
+    return found
+
+
+def nvvm_target_attr(target, options, link: list[str] | None = None) -> ir.Attribute:
+    """The ``#nvvm.target`` attribute for a compile target and options."""
+    text = f'#nvvm.target<O = {options.opt_level}, chip = "{target.name}", features = "{target.feature_string}"'
+    if link:
+        text += ", link = [" + ", ".join(f'"{p}"' for p in link) + "]"
+    return ir.Attribute.parse(text + ">")
+
+
+def attach_nvvm_target(ctx) -> None:
+    """Stage 7: exactly one ``#nvvm.target`` on each gpu.module."""
+    from .serialize import libdevice_path
+
+    mods = _gpu_modules(ctx.module)
+    if not mods:
+        raise TilecoreError("attach-nvvm-target: the module has no gpu.module to attach a target to",
+                            _loc_of(ctx.module))
+    with ctx.module.context:
+        for gm in mods:
+            link = None
+            if _calls_libdevice(gm):
+                lib = libdevice_path()
+                if lib is None:
+                    raise TilecoreError("the kernel calls libdevice (__nv_*) but libdevice.10.bc was not "
+                                        "found: install nvidia-nvvm")
+                link = [lib]
+            gm.operation.attributes["targets"] = ir.ArrayAttr.get([nvvm_target_attr(ctx.target, ctx.options, link)])
+
+
+def _loc_of(module) -> str:
+    from .errors import format_location
+
+    return format_location(module.operation.location)
+
+
+def _one_target(op) -> bool:
+    attrs = op.attributes
+    if "targets" not in attrs:
+        return False
+    arr = ir.ArrayAttr(attrs["targets"])
+    return len(arr) == 1 and str(arr[0]).startswith("#nvvm.target")
+
+
+def attach_legality(target, options) -> ConversionTarget:
+    return ConversionTarget("attach-nvvm-target").add_dynamically_legal_op("gpu.module", _one_target)
+
+
+def translate_debug_info(ctx) -> None:
+    """Stage 8: attach debug scopes to llvm.funcs when -g / --lineinfo asks for them."""
+    opts = ctx.options
+    if not (opts.debug or opts.lineinfo):
+        return
+    kind = "Full" if opts.debug else "LineTablesOnly"
+    if _gpu_modules(ctx.module):
+        run_native_pipeline(ctx.module.operation,
+                            f"gpu.module(ensure-debug-info-scope-on-llvm-func{{emission-kind={kind}}})")
+
+
+def serialize(ctx) -> None:
+    """Serialize: PTX in-process, then a cubin through ptxas (unless only PTX is wanted)."""
+    from .serialize import module_to_ptx, ptx_to_cubin
+
+    opts = ctx.options
+    if opts.emit == "mlir":
+        return
+    if opts.emit == "llvm":
+        from .serialize import module_to_llvm_ir
+
+        ctx.artifacts["llvm"] = module_to_llvm_ir(ctx.module)
+        return
+    ptx = module_to_ptx(ctx.module)
+    ctx.artifacts["ptx"] = ptx
+    if opts.emit == "cubin":
+        if len(ptx) != 1:
+            raise TilecoreError(f"serialize: expected one gpu.module, found {len(ptx)}")
+        (name, text), = ptx.items()
+        ctx.artifacts["cubin"] = ptx_to_cubin(text, ctx.target.ptxas_arch, opts.opt_level,
+                                              opts.debug, opts.lineinfo, name=name)
+
+
+@hookimpl
+def tilecore_register_stages():
+    return [
+        Stage("attach-nvvm-target", after=("convert-nvgpu-and-gpu-to-nvvm",), legality=attach_legality,
+              run=attach_nvvm_target, description="write exactly one #nvvm.target on the gpu.module"),
+        Stage("translate-debug-info", after=("attach-nvvm-target",), run=translate_debug_info,
+              description="debug scopes on llvm.func for -g / --lineinfo (.loc / .file in PTX)"),
+        Stage("serialize", after=("translate-debug-info",), run=serialize,
+              description="gpu.module -> PTX (in-process NVPTX) -> cubin (ptxas)"),
+    ]
+
+
+@hookimpl
+def tilecore_register_input_formats():
+    return list(CORE_FORMATS)

@@ -1,0 +1,42 @@
+"""Dialect definitions contributed by plugins (IRDL), loaded into every context.
+
+A plugin returns :class:`DialectDef` objects from ``tilecore_register_dialects``;
+:func:`make_context` builds an MLIR context with all of them loaded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import PluginError
+from .mlir import dialect, ir
+
+
+@dataclass
+class DialectDef:
+    """An IRDL dialect: ``name`` and the ``irdl.dialect`` module text that defines it."""
+
+    name: str
+    irdl: str
+    plugin: str = ""
+
+
+def load_dialects(ctx, defs: list[DialectDef]) -> None:
+    """Parse and load each IRDL definition into ``ctx``."""
+    irdl = dialect("irdl")
+    for d in defs:
+        try:
+            with ctx, ir.Location.unknown():
+                mod = ir.Module.parse(d.irdl)
+                irdl.load_dialects(mod)
+        except Exception as e:  # noqa: BLE001
+            raise PluginError(f"plugin '{d.plugin}': IRDL definition of dialect '{d.name}' does not load: "
+                              f"{str(e).splitlines()[0]}") from None
+
+
+def make_context(defs: list[DialectDef] = ()):
+    """A fresh MLIR context with every upstream dialect and the given IRDL dialects loaded."""
+    ctx = ir.Context()
+    if defs:
+        load_dialects(ctx, list(defs))
+    return ctx

@@ -1,0 +1,71 @@
+"""Errors tilecore reports to users: ``error: <location>: <message>``.
+
+Every failure a user can cause (bad input, an op no plugin lowers, an SM floor)
+is a :class:`TilecoreError`. The CLI prints it and exits with status 1; it never
+lets a Python traceback escape.
+"""
+
+from __future__ import annotations
+
+
+class TilecoreError(Exception):
+    """A user-facing compilation error with an optional source location.
+
+    ``location`` is a plain string (``file:line:col``, ``file:byte offset`` or an
+    op location rendered by :func:`format_location`); ``notes`` are extra lines
+    printed after the error.
+    """
+
+    def __init__(self, message: str, location: str | None = None, notes: list[str] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.location = location
+        self.notes = list(notes or [])
+
+    def render(self) -> str:
+        head = f"error: {self.location}: {self.message}" if self.location else f"error: {self.message}"
+        return "\n".join([head] + [f"note: {n}" for n in self.notes])
+
+    def __str__(self) -> str:  # pragma: no cover - convenience
+        return self.render()
+
+
+class PluginError(TilecoreError):
+    """A plugin could not be loaded, or returned something malformed from a hook."""
+
+
+class LoweringError(TilecoreError):
+    """A pattern refused an op for a reason the user must see (SM floor, bad operand type ...).
+
+    Raise it from ``Pattern.match`` or ``Pattern.rewrite`` with the op: the driver
+    stops, leaves the module unchanged and reports it at the op's location.
+    """
+
+    def __init__(self, message: str, op=None, location: str | None = None):
+        if location is None and op is not None:
+            location = format_location(op.location)
+        super().__init__(message, location)
+
+
+def format_location(loc) -> str:
+    """Render an MLIR location as ``file:line:col`` (falls back to MLIR's own text)."""
+    try:
+        if loc.is_a_file():
+            return f"{loc.filename}:{loc.start_line}:{loc.start_col}"
+        if loc.is_a_name():
+            inner = format_location(loc.child_loc)
+            return inner if inner != "unknown" else loc.name_str
+        if loc.is_a_callsite():
+            return format_location(loc.callee)
+        if loc.is_a_fused():
+            for sub in loc.locations:
+                text = format_location(sub)
+                if text != "unknown":
+                    return text
+            return "unknown"
+    except Exception:  # noqa: BLE001 - any binding quirk falls back to the text form
+        pass
+    text = str(loc)
+    if text.startswith("loc(") and text.endswith(")"):
+        text = text[4:-1]
+    return text.strip('"') or "unknown"

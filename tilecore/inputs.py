@@ -1,0 +1,79 @@
+"""Input formats: readers chosen by magic bytes, then by file suffix.
+
+The core reads MLIR text (``.mlir``) and MLIR bytecode; plugins add more
+(``tileas`` adds TileIR bytecode) through ``tilecore_register_input_formats``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Callable
+
+from .errors import TilecoreError
+
+
+@dataclass
+class InputFormat:
+    """A reader: ``read(data: bytes, path: str, ctx) -> ir.Module``.
+
+    ``magic``: leading bytes that identify the format (checked first);
+    ``suffixes``: file name endings used when no magic matches.
+    ``read`` raises :class:`~tilecore.errors.TilecoreError` with a location for bad input.
+    """
+
+    name: str
+    read: Callable
+    magic: bytes = b""
+    suffixes: tuple[str, ...] = ()
+    plugin: str = ""
+    disasm: Callable | None = None  # disasm(module) -> text for `tilecore disasm`; default str(module)
+
+
+def choose_format(path: str, data: bytes, formats: list[InputFormat]) -> InputFormat:
+    """The format that reads ``data`` (magic first, then suffix)."""
+    for f in formats:
+        if f.magic and data.startswith(f.magic):
+            return f
+    for f in formats:
+        if any(path.endswith(s) for s in f.suffixes):
+            return f
+    names = ", ".join(f"{f.name} ({f.plugin})" for f in formats) or "none"
+    raise TilecoreError(f"no installed plugin can read this input (known formats: {names})",
+                        os.path.basename(path) if path else "<input>")
+
+
+def read_mlir_text(data: bytes, path: str, ctx):
+    """Parse MLIR text or MLIR bytecode; parse errors become a located TilecoreError."""
+    from .errors import format_location
+    from .mlir import ir
+
+    diags: list = []
+
+    def handler(d):
+        diags.append(d)
+        return True
+
+    h = ctx.attach_diagnostic_handler(handler)
+    try:
+        with ctx:
+            if path and os.path.isfile(path):
+                return ir.Module.parseFile(path)  # locations carry the real file name
+            text = data if data.startswith(b"ML\xefR") else data.decode("utf-8", errors="replace")
+            return ir.Module.parse(text)
+    except Exception as e:  # noqa: BLE001
+        if diags:
+            d = diags[0]
+            loc = format_location(d.location)
+            if loc.startswith("-:") or loc == "unknown" or loc.startswith("<"):
+                loc = path + loc[1:] if loc.startswith("-:") else path
+            raise TilecoreError(d.message, loc) from None
+        raise TilecoreError(str(e).splitlines()[0], path) from None
+    finally:
+        h.detach()
+
+
+CORE_FORMATS = [
+    InputFormat("mlir-bytecode", read_mlir_text, magic=b"ML\xefR", suffixes=(".mlirbc",), plugin="core"),
+    InputFormat("mlir", read_mlir_text, suffixes=(".mlir",), plugin="core"),
+]

