@@ -25,7 +25,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from .errors import LoweringError, TilecoreError, format_location
+from .errors import LoweringError, TilecoreError, format_location, mlir_error_to_tilecore
 from .mlir import PassManager, ir, rewrite
 
 CAST_OP = "builtin.unrealized_conversion_cast"
@@ -239,7 +239,7 @@ class Rewriter:
             values = list(values.results)
         elif isinstance(values, ir.Value):
             values = [values]
-        values = list(values)
+        values = [_as_value(v) for v in values]
         results = list(op.results)
         if len(values) != len(results):
             raise TilecoreError(f"internal: {op.name} has {len(results)} results, replacement has {len(values)}")
@@ -253,6 +253,13 @@ class Rewriter:
     def notify(self, message: str) -> None:
         """Record a remark (printed with ``--remarks``)."""
         self._state.remarks.append(message)
+
+
+def _as_value(v):
+    """A Value from a Value or a single-result op."""
+    if isinstance(v, (ir.Operation, ir.OpView)):
+        return v.results[0]
+    return v
 
 
 # --------------------------------------------------------------------------- driver
@@ -336,23 +343,15 @@ def _make_callback(pats: list[Pattern], type_converter, state: _DriverState):
 def run_native_pipeline(module_op, pipeline: str, context=None) -> None:
     """Run ``builtin.module(<pipeline>)`` on ``module_op``; MLIR diagnostics become a TilecoreError."""
     ctx = context or module_op.context
-    pm = PassManager.parse(f"builtin.module({pipeline})", context=ctx)
-    diags: list[str] = []
-
-    def handler(d):
-        diags.append(f"{format_location(d.location)}: {d.message}")
-        return True
-
-    h = ctx.attach_diagnostic_handler(handler)
+    try:
+        pm = PassManager.parse(f"builtin.module({pipeline})", context=ctx)
+    except ValueError as e:
+        msg = str(e).splitlines()[0].split("error: ", 1)[-1]
+        raise TilecoreError(f"pass pipeline '{pipeline}' failed: {msg}") from None
     try:
         pm.run(module_op)
-    except Exception as e:  # noqa: BLE001 - MLIR raises MLIRError with the diagnostics
-        first = diags[0] if diags else str(e).splitlines()[0]
-        loc, _, msg = first.partition(": ")
-        raise TilecoreError(f"pass pipeline '{pipeline}' failed: {msg or first}", loc or None,
-                            notes=diags[1:]) from None
-    finally:
-        h.detach()
+    except Exception as e:  # noqa: BLE001 - MLIRError carries the diagnostics
+        raise mlir_error_to_tilecore(e, f"pass pipeline '{pipeline}' failed: ") from None
 
 
 def find_illegal(module_op, target: ConversionTarget) -> list:
@@ -376,6 +375,8 @@ def check_legality(module_op, target: ConversionTarget, stage: str = "",
     if not bad:
         return
     patterns_by_root = patterns_by_root or {}
+    # Casts left behind are symptoms of another survivor: report the real ops first.
+    bad.sort(key=lambda op: op.name == CAST_OP)
     survivors = []
     for op in bad:
         plugins = sorted({p.plugin or "?" for p in patterns_by_root.get(op.name, [])})
@@ -455,7 +456,12 @@ def apply_conversion(module, target: ConversionTarget | None, patterns: Iterable
         stats.fired = state.fired
         stats.remarks = state.remarks
         for np_ in native_passes:
-            run_native_pipeline(work_op, np_.pipeline, ctx)
+            try:
+                run_native_pipeline(work_op, np_.pipeline, ctx)
+            except TilecoreError as e:
+                if stage:
+                    e.message = f"in stage '{stage}' ({np_.plugin or 'native'}): {e.message}"
+                raise
             stats.native_passes.append(np_.pipeline)
         if reconcile:
             _reconcile_casts(work_op, ctx)

@@ -91,8 +91,7 @@ def translate_debug_info(ctx) -> None:
         return
     kind = "Full" if opts.debug else "LineTablesOnly"
     if _gpu_modules(ctx.module):
-        run_native_pipeline(ctx.module.operation,
-                            f"gpu.module(ensure-debug-info-scope-on-llvm-func{{emission-kind={kind}}})")
+        run_native_pipeline(ctx.module.operation, f"ensure-debug-info-scope-on-llvm-func{{emission-kind={kind}}}")
 
 
 def serialize(ctx) -> None:

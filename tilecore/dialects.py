@@ -37,6 +37,9 @@ def load_dialects(ctx, defs: list[DialectDef]) -> None:
 def make_context(defs: list[DialectDef] = ()):
     """A fresh MLIR context with every upstream dialect and the given IRDL dialects loaded."""
     ctx = ir.Context()
+    # One thread: the machine is small, and serialize forks (a forked child must not
+    # inherit a thread pool it cannot use).
+    ctx.enable_multithreading(False)
     if defs:
         load_dialects(ctx, list(defs))
     return ctx

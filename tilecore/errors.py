@@ -69,3 +69,26 @@ def format_location(loc) -> str:
     if text.startswith("loc(") and text.endswith(")"):
         text = text[4:-1]
     return text.strip('"') or "unknown"
+
+
+def mlir_error_to_tilecore(e: Exception, what: str = "", default_location: str | None = None) -> TilecoreError:
+    """Turn an ``MLIRError`` (or any exception) into a TilecoreError at the first diagnostic's location.
+
+    ``what`` prefixes the message (``"pass pipeline 'x' failed: "``); locations of
+    text parsed from memory (``-:3:4``) take ``default_location``'s file name.
+    """
+    diags = list(getattr(e, "error_diagnostics", []) or [])
+    if not diags:
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        return TilecoreError(what + first, default_location)
+    rendered = []
+    for d in diags:
+        loc = format_location(d.location)
+        if default_location and (loc == "unknown" or loc.startswith("-:")):
+            loc = default_location + (loc[1:] if loc.startswith("-:") else "")
+        rendered.append((loc, d.message))
+        for n in d.notes:
+            rendered.append((format_location(n.location), "note: " + n.message))
+    loc, msg = rendered[0]
+    return TilecoreError(what + msg, None if loc == "unknown" else loc,
+                         notes=[f"{lc}: {m}" for lc, m in rendered[1:]])

@@ -45,32 +45,17 @@ def choose_format(path: str, data: bytes, formats: list[InputFormat]) -> InputFo
 
 def read_mlir_text(data: bytes, path: str, ctx):
     """Parse MLIR text or MLIR bytecode; parse errors become a located TilecoreError."""
-    from .errors import format_location
+    from .errors import mlir_error_to_tilecore
     from .mlir import ir
 
-    diags: list = []
-
-    def handler(d):
-        diags.append(d)
-        return True
-
-    h = ctx.attach_diagnostic_handler(handler)
     try:
         with ctx:
             if path and os.path.isfile(path):
                 return ir.Module.parseFile(path)  # locations carry the real file name
             text = data if data.startswith(b"ML\xefR") else data.decode("utf-8", errors="replace")
             return ir.Module.parse(text)
-    except Exception as e:  # noqa: BLE001
-        if diags:
-            d = diags[0]
-            loc = format_location(d.location)
-            if loc.startswith("-:") or loc == "unknown" or loc.startswith("<"):
-                loc = path + loc[1:] if loc.startswith("-:") else path
-            raise TilecoreError(d.message, loc) from None
-        raise TilecoreError(str(e).splitlines()[0], path) from None
-    finally:
-        h.detach()
+    except Exception as e:  # noqa: BLE001 - MLIRError carries the parser diagnostics
+        raise mlir_error_to_tilecore(e, default_location=path or "<input>") from None
 
 
 CORE_FORMATS = [

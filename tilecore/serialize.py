@@ -8,8 +8,10 @@ module, so the caller's IR stays inspectable. ptxas is the one from the
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 import subprocess
+import sys
 import tempfile
 
 from .errors import TilecoreError
@@ -55,8 +57,64 @@ def gpu_modules(module) -> list:
     return [op for op in module.body.operations if op.operation.name == "gpu.module"]
 
 
+def run_isolated(fn, what: str, location: str | None = None):
+    """Run ``fn()`` in a forked child and return its (picklable) result.
+
+    LLVM's back end reports some errors (an intrinsic the target cannot select)
+    by aborting the process; in a child that becomes a TilecoreError with the
+    back end's message instead of killing the compiler.
+    """
+    if not hasattr(os, "fork") or os.environ.get("TILECORE_NO_FORK"):
+        return fn()
+    from .errors import TilecoreError as _TE
+
+    r, w = os.pipe()
+    err = tempfile.TemporaryFile()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # child
+        code = 0
+        try:
+            os.close(r)
+            os.dup2(err.fileno(), 2)
+            try:
+                payload = ("ok", fn())
+            except _TE as e:
+                payload = ("err", (e.message, e.location, e.notes))
+            except BaseException as e:  # noqa: BLE001
+                payload = ("err", (f"{type(e).__name__}: {e}", location, []))
+            with os.fdopen(w, "wb") as fh:
+                fh.write(pickle.dumps(payload))
+        except BaseException:  # noqa: BLE001
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(w)
+    with os.fdopen(r, "rb") as fh:
+        data = fh.read()
+    os.waitpid(pid, 0)
+    if data:
+        kind, val = pickle.loads(data)
+        if kind == "ok":
+            return val
+        raise _TE(*val)
+    err.seek(0)
+    lines = [ln.strip() for ln in err.read().decode(errors="replace").splitlines() if ln.strip()]
+    first = next((ln for ln in lines if "ERROR" in ln or "error" in ln), lines[0] if lines else "crashed")
+    raise _TE(f"{what} failed: {first}", location, notes=lines[1:4])
+
+
 def module_to_ptx(module) -> dict[str, str]:
-    """PTX text per gpu.module name, produced in-process from a clone of ``module``."""
+    """PTX text per gpu.module name, produced by MLIR's NVPTX back end (in a forked child)."""
+    from .errors import format_location
+
+    mods = gpu_modules(module)
+    loc = format_location(mods[0].location) if mods else None
+    return run_isolated(lambda: _module_to_ptx(module), "LLVM NVPTX back end", loc)
+
+
+def _module_to_ptx(module) -> dict[str, str]:
     gpu = dialect("gpu")
     work = module.operation.clone()
     try:
@@ -102,6 +160,10 @@ def ptx_to_cubin(ptx: str, arch: str, opt_level: int = 3, debug: bool = False, l
 
 def module_to_llvm_ir(module) -> str:
     """LLVM IR text of every gpu.module (``--emit llvm``), via ``gpu-module-to-binary{format=llvm}``."""
+    return run_isolated(lambda: _module_to_llvm_ir(module), "translation to LLVM IR")
+
+
+def _module_to_llvm_ir(module) -> str:
     gpu = dialect("gpu")
     work = module.operation.clone()
     try:

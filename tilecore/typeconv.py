@@ -161,7 +161,7 @@ def _vector_rule(t, conv):
         elem = conv.convert(t.element_type)
         if elem is None:
             return None
-        return ir.VectorType.get(list(t.shape), elem)
+        return t if elem == t.element_type else ir.VectorType.get(list(t.shape), elem, loc=ir.Location.unknown(t.context))
     return None
 
 

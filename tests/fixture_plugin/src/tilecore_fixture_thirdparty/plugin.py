@@ -20,8 +20,9 @@ class LaneIdFromTid(Pattern):
         i32 = ir.IntegerType.get_signless(32)
         with rw.ip, op.location:
             tid = ir.Operation.create("nvvm.read.ptx.sreg.tid.x", results=[i32]).results[0]
-            mask = dialects.llvm.mlir_constant(i32, ir.IntegerAttr.get(i32, 31))
-            lane = dialects.llvm.and_(tid, mask)
+            mask = ir.Operation.create("llvm.mlir.constant", results=[i32],
+                                       attributes={"value": ir.IntegerAttr.get(i32, 31)}).results[0]
+            lane = ir.Operation.create("llvm.and", results=[i32], operands=[tid, mask]).results[0]
             idx = dialects.arith.index_cast(ir.IndexType.get(), lane)
         rw.replace(op, [idx])
 

@@ -1,0 +1,230 @@
+"""The ``tilecore`` command: the main job, inspection flags, stage 7/8, serialize, and error handling."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from conftest import DATA, needs_gpu_nvvm, run_cli
+
+from tilecore.mlir import ir
+
+VADD = os.path.join(DATA, "vadd_gpu.mlir")
+
+
+def test_help_and_version():
+    proc = run_cli("--help")
+    assert proc.returncode == 0
+    for cmd in ("compile", "opt", "disasm", "plugins", "pipeline", "run"):
+        assert cmd in proc.stdout
+    assert run_cli("--version").stdout.startswith("tilecore 0.1.0")
+
+
+@needs_gpu_nvvm
+@pytest.mark.parametrize("gpu", ["sm_80", "sm_90a"])
+def test_compile_bundled_kernel_to_cubin(tmp_path, gpu):
+    out = tmp_path / "vadd.cubin"
+    proc = run_cli("compile", VADD, "--gpu-name", gpu, "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    data = out.read_bytes()
+    assert data[:4] == b"\x7fELF"
+    assert f"wrote {out} (cubin, {len(data)} bytes) for {gpu}; kernels: vadd" in proc.stdout
+
+
+@needs_gpu_nvvm
+def test_emit_ptx_llvm_mlir(tmp_path):
+    ptx = tmp_path / "k.ptx"
+    assert run_cli("compile", VADD, "--gpu-name", "sm_90a", "--emit", "ptx", "-o", str(ptx)).returncode == 0
+    text = ptx.read_text()
+    assert ".target sm_90a" in text and ".version 8.0" in text and ".entry vadd(" in text
+    ll = tmp_path / "k.ll"
+    proc = run_cli("compile", VADD, "--emit", "llvm", "-o", str(ll))
+    assert proc.returncode == 0, proc.stderr
+    assert "define ptx_kernel void @vadd" in ll.read_text() or "define void @vadd" in ll.read_text()
+    mlir = tmp_path / "k.mlir"
+    assert run_cli("compile", VADD, "--emit", "mlir", "-o", str(mlir)).returncode == 0
+    assert '#nvvm.target<O = 3, chip = "sm_80", features = "+ptx80">' in mlir.read_text()
+
+
+@needs_gpu_nvvm
+def test_attach_nvvm_target_writes_exactly_one_target_with_opt_level(tmp_path):
+    out = tmp_path / "k.mlir"
+    proc = run_cli("compile", VADD, "--gpu-name", "sm_90a", "-O1", "--emit", "mlir", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert text.count("#nvvm.target") == 1
+    assert '#nvvm.target<O = 1, chip = "sm_90a", features = "+ptx80">' in text
+
+
+@needs_gpu_nvvm
+def test_attach_nvvm_target_replaces_existing_targets(tmp_path):
+    src = tmp_path / "two.mlir"
+    src.write_text(open(VADD).read().replace(
+        "gpu.module @vadd_module {",
+        'gpu.module @vadd_module [#nvvm.target<chip = "sm_70">, #nvvm.target<chip = "sm_75">] {'))
+    out = tmp_path / "k.mlir"
+    assert run_cli("compile", str(src), "--emit", "mlir", "-o", str(out)).returncode == 0
+    text = out.read_text()
+    assert text.count("#nvvm.target") == 1 and 'chip = "sm_80"' in text
+
+
+@needs_gpu_nvvm
+def test_dump_dir_print_ir_after_all_and_timing(tmp_path):
+    dump = tmp_path / "dump"
+    tj = tmp_path / "t.json"
+    proc = run_cli("compile", VADD, "--gpu-name", "sm_80", "-o", str(tmp_path / "k.cubin"), "--dump-dir", str(dump),
+                   "--print-ir-after-all", "--timing", "--timing-json", str(tj))
+    assert proc.returncode == 0, proc.stderr
+    files = sorted(os.listdir(dump))
+    assert any(f.endswith("-convert-nvgpu-and-gpu-to-nvvm.mlir") for f in files)
+    assert any(f.endswith("-attach-nvvm-target.mlir") for f in files)
+    assert all(f[:2].isdigit() and f[2] == "-" for f in files)
+    stage6 = next(f for f in files if f.endswith("convert-nvgpu-and-gpu-to-nvvm.mlir"))
+    assert "gpu.thread_id" not in (dump / stage6).read_text()
+    assert "// -----// IR Dump After convert-nvgpu-and-gpu-to-nvvm (gpu_nvvm) //----- //" in proc.stderr
+    assert "tilecore stage timing report" in proc.stderr
+    data = json.loads(tj.read_text())
+    names = [s["stage"] for s in data["stages"]]
+    assert names[0] == "read-input" and "serialize" in names
+    s6 = next(s for s in data["stages"] if s["stage"] == "convert-nvgpu-and-gpu-to-nvvm")
+    assert s6["patterns"]["gpu_nvvm:IndexQuery[thread_id]"] == 1
+
+
+@needs_gpu_nvvm
+def test_lineinfo_puts_loc_and_file_into_ptx(tmp_path):
+    out = tmp_path / "k.ptx"
+    proc = run_cli("compile", VADD, "--lineinfo", "--emit", "ptx", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert ".file" in text and "vadd_gpu.mlir" in text
+    assert ".loc" in text
+    plain = tmp_path / "p.ptx"
+    run_cli("compile", VADD, "--emit", "ptx", "-o", str(plain))
+    assert ".loc" not in plain.read_text()
+    cub = tmp_path / "g.cubin"
+    assert run_cli("compile", VADD, "-g", "-o", str(cub)).returncode == 0
+
+
+@needs_gpu_nvvm
+def test_opt_runs_selected_stages():
+    proc = run_cli("opt", VADD, "--stages", "convert-nvgpu-and-gpu-to-nvvm")
+    assert proc.returncode == 0, proc.stderr
+    assert "nvvm.read.ptx.sreg.tid.x" in proc.stdout and "gpu.thread_id" not in proc.stdout
+    assert "#nvvm.target" not in proc.stdout
+    bad = run_cli("opt", VADD, "--stages", "no-such-stage")
+    assert bad.returncode == 1 and "error: unknown stage 'no-such-stage'" in bad.stderr
+
+
+@needs_gpu_nvvm
+def test_pipeline_lists_stages_in_order():
+    proc = run_cli("pipeline", "--gpu-name", "sm_90a", "--json")
+    assert proc.returncode == 0, proc.stderr
+    names = [s["stage"] for s in json.loads(proc.stdout)["stages"]]
+    tail = ["convert-nvgpu-and-gpu-to-nvvm", "attach-nvvm-target", "translate-debug-info", "serialize"]
+    assert names[-4:] == tail
+    text = run_cli("pipeline", "--gpu-name", "sm_90a").stdout
+    assert "gpu.thread_id" in text and "-> gpu_nvvm:IndexQuery[thread_id]" in text
+
+
+# -- errors -------------------------------------------------------------------------
+
+
+def assert_clean_error(proc, *fragments):
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("error: "), proc.stderr
+    for f in fragments:
+        assert f in proc.stderr, proc.stderr
+
+
+def test_missing_input(tmp_path):
+    out = tmp_path / "x.cubin"
+    proc = run_cli("compile", str(tmp_path / "nope.mlir"), "-o", str(out))
+    assert_clean_error(proc, "nope.mlir: cannot read input")
+    assert not out.exists()
+
+
+def test_unparsable_mlir_reports_file_line_col_and_writes_nothing(tmp_path):
+    src = tmp_path / "bad.mlir"
+    src.write_text("module {\n  %0 = arith.constant 1 : i32\n  this is not mlir\n}\n")
+    out = tmp_path / "bad.cubin"
+    proc = run_cli("compile", str(src), "-o", str(out))
+    assert_clean_error(proc, f"error: {src}:3:")
+    assert not out.exists()
+    assert os.listdir(tmp_path) == ["bad.mlir"]
+
+
+def test_unknown_input_format(tmp_path):
+    src = tmp_path / "data.bin"
+    src.write_bytes(b"\x00\x01garbage")
+    assert_clean_error(run_cli("compile", str(src)), "data.bin: no installed plugin can read this input")
+
+
+def test_unknown_target():
+    assert_clean_error(run_cli("compile", VADD, "--gpu-name", "sm_999"), "unknown target 'sm_999'")
+
+
+def test_uninstalled_arch_plugin_is_named():
+    proc = run_cli("compile", VADD, "--gpu-name", "sm_100a", env={"TILECORE_DISABLED_PLUGINS": "sm100"})
+    assert_clean_error(proc, "install tilecore[sm100]")
+
+
+@needs_gpu_nvvm
+def test_illegal_survivor_names_stage_op_location_and_exits_1(tmp_path):
+    src = tmp_path / "k.mlir"
+    src.write_text("""module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @k(%out: !llvm.ptr<1>, %n: index) kernel {
+      %t = tensor.empty(%n) : tensor<?xf32>
+      %c0 = arith.constant 0 : index
+      %v = tensor.extract %t[%c0] : tensor<?xf32>
+      llvm.store %v, %out : f32, !llvm.ptr<1>
+      gpu.return
+    }
+  }
+}""")
+    out = tmp_path / "k.cubin"
+    proc = run_cli("compile", str(src), "-o", str(out))
+    assert_clean_error(proc, f"error: {src}:4:12: failed to legalize operation 'tensor.empty' in stage "
+                             "'convert-nvgpu-and-gpu-to-nvvm'", f"{src}:6:12: illegal op 'tensor.extract' survived")
+    assert not out.exists()
+
+
+@needs_gpu_nvvm
+def test_ptxas_rejection_is_clean(tmp_path):
+    # A kernel whose PTX needs a newer SM than the target: ptxas refuses, we report it.
+    src = tmp_path / "k.mlir"
+    src.write_text("""module attributes {gpu.container_module} {
+  gpu.module @m {
+    llvm.func @k() attributes {nvvm.kernel} {
+      nvvm.fence.proxy.acquire <cta> %p, %n : !llvm.ptr, i32
+      llvm.return
+    }
+  }
+}""".replace("nvvm.fence.proxy.acquire <cta> %p, %n : !llvm.ptr, i32",
+             "%p = llvm.mlir.zero : !llvm.ptr\n      %n = llvm.mlir.constant(128 : i32) : i32\n"
+             "      nvvm.fence.proxy.acquire <cta> %p, %n"))
+    out = tmp_path / "k.cubin"
+    proc = run_cli("compile", str(src), "--gpu-name", "sm_80", "-o", str(out))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("error: ")
+    assert not out.exists()
+
+
+def test_no_mlir_import_for_help():
+    import subprocess
+    import sys
+
+    code = "import sys, tilecore.cli as c; c._parser(); print('mlir' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip()
+    assert out == "False"
+
+
+def test_error_locations_render(tmp_path):
+    from tilecore.errors import format_location
+
+    with ir.Context():
+        assert format_location(ir.Location.file("a.py", 3, 9)) == "a.py:3:9"
+        assert format_location(ir.Location.name("x", ir.Location.file("b.py", 1, 2))) == "b.py:1:2"
+        assert format_location(ir.Location.unknown()) == "unknown"
