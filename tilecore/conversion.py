@@ -244,10 +244,14 @@ class Rewriter:
         if len(values) != len(results):
             raise TilecoreError(f"internal: {op.name} has {len(results)} results, replacement has {len(values)}")
         bridged = [self.cast(v, r.type) for v, r in zip(values, results)]
-        self._base.replace_op(op, bridged)
+        self._base.replace_op(op.operation if isinstance(op, ir.OpView) else op, bridged)
 
     def erase(self, op) -> None:
-        """Erase ``op`` (it must have no remaining uses)."""
+        """Erase ``op`` (it must have no remaining uses: checked, since erasing a used op aborts)."""
+        op = op.operation if isinstance(op, ir.OpView) else op
+        for r in op.results:
+            if any(True for _ in r.uses):
+                raise TilecoreError(f"internal: erasing '{op.name}' whose result is still used")
         self._base.erase_op(op)
 
     def notify(self, message: str) -> None:
@@ -444,6 +448,7 @@ def apply_conversion(module, target: ConversionTarget | None, patterns: Iterable
             cfg.enable_folding = False
             cfg.enable_constant_cse = False
             cfg.max_iterations = max_iterations
+            cfg.use_top_down_traversal = True  # diagnostics come in program order
             try:
                 rewrite.apply_patterns_and_fold_greedily(work_op, pset.freeze(), cfg)
             except Exception as e:  # noqa: BLE001

@@ -124,8 +124,25 @@ class StageScheduler:
         return records
 
 
+def verify_module(module, stage: str) -> None:
+    """Verify ``module`` after ``stage``; invalid IR is reported, never handed to the next stage."""
+    from .errors import mlir_error_to_tilecore
+
+    try:
+        module.operation.verify()
+    except Exception as e:  # noqa: BLE001 - MLIRError with the verifier diagnostics
+        raise mlir_error_to_tilecore(e, f"stage '{stage}' produced invalid IR: ") from None
+
+
 def run_stage(stage: Stage, ctx: StageContext) -> ConversionStats:
-    """Run one stage and check its legality target."""
+    """Run one stage, verify its output and check its legality target."""
+    stats = _run_stage_body(stage, ctx)
+    if stage.name != "serialize":
+        verify_module(ctx.module, stage.name)
+    return stats
+
+
+def _run_stage_body(stage: Stage, ctx: StageContext) -> ConversionStats:
     legality: ConversionTarget | None = stage.legality(ctx.target, ctx.options) if stage.legality else None
     if stage.run is not None:
         t0 = time.perf_counter()

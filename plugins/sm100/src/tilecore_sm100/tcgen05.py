@@ -4,6 +4,9 @@ from tilecore.conversion import Pattern
 from tilecore.errors import LoweringError
 from tilecore.mlir import ir
 
+# Targets whose NVVM dialect accepts tcgen05 (MLIR 22's nvvm verifier: sm_100a / sm_101a only).
+TCGEN05_TARGETS = ("sm_100a", "sm_101a")
+
 # source op -> #nvvm.tcgen05_fence kind
 FENCES = {
     "cute_nvgpu.tcgen05_fence_before_thread_sync": "before",
@@ -23,8 +26,8 @@ class Tcgen05FencePattern(Pattern):
         return f"Tcgen05Fence[{self.kind}]"
 
     def rewrite(self, op, rw):
-        if not (rw.target and rw.target.cc >= 100 and rw.target.arch_specific):
-            raise LoweringError(f"'{op.name}' needs sm_100a or newer (arch-specific); target is "
+        if rw.target is None or rw.target.name not in TCGEN05_TARGETS:
+            raise LoweringError(f"'{op.name}' needs one of {', '.join(TCGEN05_TARGETS)} (tcgen05); target is "
                                 f"{rw.target.name if rw.target else 'unknown'}", op)
         with rw.ip, op.location:
             ir.Operation.create("nvvm.tcgen05.fence",

@@ -1,0 +1,70 @@
+"""The sm100 plugin: Blackwell targets, tcgen05 fence lowering with its SM gate, atoms."""
+
+from __future__ import annotations
+
+import pytest
+
+from tilecore.compiler import compile_module
+from tilecore.errors import TilecoreError
+from tilecore.mlir import ir
+from tilecore.options import CompileOptions
+from tilecore.plugins import PluginManager
+from tilecore.serialize import ptx_to_cubin
+from tilecore.targets import resolve_target
+
+KERNEL = """
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    llvm.func @k() attributes {nvvm.kernel} {
+      "cute_nvgpu.tcgen05_fence_before_thread_sync"() : () -> ()
+      "cute_nvgpu.tcgen05_fence_after_thread_sync"() : () -> ()
+      llvm.return
+    }
+  }
+}
+"""
+STAGES = ["convert-cute-to-llvm", "convert-nvgpu-and-gpu-to-nvvm", "attach-nvvm-target", "translate-debug-info",
+          "serialize"]
+
+
+@pytest.fixture(scope="module")
+def pm():
+    return PluginManager()
+
+
+def test_targets(pm):
+    t = pm.targets()
+    assert t["sm_100a"].plugin == "sm100" and t["sm_100a"].cc == 100 and t["sm_100a"].arch_specific
+    assert t["sm_100a"].feature_string == "+ptx86"
+    assert t["sm_120a"].cc == 120
+    assert "sm_90a" not in {n for n, v in t.items() if v.plugin == "sm100"}
+
+
+@pytest.mark.parametrize("gpu", ["sm_100a"])
+def test_tcgen05_fences_lower_and_assemble(pm, gpu):
+    with pm.make_context():
+        m = ir.Module.parse(KERNEL)
+    res = compile_module(m, resolve_target(gpu, pm.targets()), CompileOptions(emit="ptx"), pm, stages=STAGES)
+    text = str(m)
+    assert "nvvm.tcgen05.fence <before>" in text and "nvvm.tcgen05.fence <after>" in text
+    ptx = res.artifacts["ptx"]["m"]
+    assert "tcgen05.fence::before_thread_sync" in ptx and "tcgen05.fence::after_thread_sync" in ptx
+    assert ptx_to_cubin(ptx, gpu)[:4] == b"\x7fELF"
+
+
+@pytest.mark.parametrize("gpu", ["sm_90a", "sm_100", "sm_103a", "sm_120a"])
+def test_tcgen05_outside_its_targets_is_rejected_with_location(pm, gpu):
+    with pm.make_context():
+        m = ir.Module.parse(KERNEL)
+    with pytest.raises(TilecoreError) as ei:
+        compile_module(m, resolve_target(gpu, pm.targets()), CompileOptions(emit="ptx"), pm, stages=STAGES)
+    assert ei.value.message == ("'cute_nvgpu.tcgen05_fence_before_thread_sync' needs one of sm_100a, sm_101a "
+                                f"(tcgen05); target is {gpu}")
+    assert ei.value.location and ei.value.location.endswith(":5:7")
+
+
+def test_atoms_only_on_blackwell(pm):
+    assert "mma.sm100.umma" in pm.atoms(resolve_target("sm_100a", pm.targets()))
+    umma = pm.atoms(resolve_target("sm_100a", pm.targets()))["mma.sm100.umma"]
+    assert umma.admissible(resolve_target("sm_100a", pm.targets()))
+    assert not umma.admissible(resolve_target("sm_90a", pm.targets()))
