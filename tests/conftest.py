@@ -3,27 +3,11 @@
 from __future__ import annotations
 
 import importlib
-import os
 import subprocess
 import sys
 
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FIXTURE_PLUGIN = os.path.join(ROOT, "tests", "fixture_plugin")
-DATA = os.path.join(ROOT, "tilecore", "data")
-CORPUS = os.path.join(os.path.dirname(ROOT), "shared", "corpus", "visible")
-
-
-def has_plugin(name: str) -> bool:
-    try:
-        importlib.import_module(f"tilecore_{name}")
-        return True
-    except ImportError:
-        return False
-
-
-needs_gpu_nvvm = pytest.mark.skipif(not has_plugin("gpu_nvvm"), reason="gpu_nvvm plugin not installed")
+from support import FIXTURE_PLUGIN
 
 
 @pytest.fixture(scope="session")
@@ -55,9 +39,3 @@ def clean_env(monkeypatch):
     monkeypatch.delenv("TILECORE_DISABLED_PLUGINS", raising=False)
     return monkeypatch
 
-
-def run_cli(*args, env=None, cwd=None):
-    """Run the ``tilecore`` CLI in a subprocess; returns CompletedProcess (text)."""
-    e = dict(os.environ)
-    e.update(env or {})
-    return subprocess.run([sys.executable, "-m", "tilecore", *args], capture_output=True, text=True, env=e, cwd=cwd)

@@ -6,7 +6,7 @@ import json
 import os
 
 import pytest
-from conftest import DATA, needs_gpu_nvvm, run_cli
+from support import DATA, needs_gpu_nvvm, run_cli
 
 from tilecore.mlir import ir
 

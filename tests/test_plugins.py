@@ -6,7 +6,7 @@ import json
 import textwrap
 
 import pytest
-from conftest import has_plugin, run_cli
+from support import has_plugin, run_cli
 
 from tilecore.atoms import select_atom
 from tilecore.compiler import compile_module

@@ -25,7 +25,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from .errors import LoweringError, TilecoreError, format_location, mlir_error_to_tilecore
+from .errors import TilecoreError, format_location, mlir_error_to_tilecore
 from .mlir import PassManager, ir, rewrite
 
 CAST_OP = "builtin.unrealized_conversion_cast"

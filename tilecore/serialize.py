@@ -14,9 +14,9 @@ import subprocess
 import sys
 import tempfile
 
+from .conversion import run_native_pipeline
 from .errors import TilecoreError
 from .mlir import dialect, ir
-from .conversion import run_native_pipeline
 
 
 def find_nvidia_tool(name: str) -> str | None:

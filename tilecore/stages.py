@@ -179,7 +179,7 @@ def order_stages(stages: list[Stage]) -> list[Stage]:
         return (KNOWN_STAGES.index(name) if name in KNOWN_STAGES else len(KNOWN_STAGES), name)
 
     indeg = {n: 0 for n in edges}
-    for n, succ in edges.items():
+    for succ in edges.values():
         for m in succ:
             indeg[m] += 1
     ready = sorted([n for n, d in indeg.items() if d == 0], key=rank)
