@@ -115,6 +115,9 @@ def test_malformed_hook_results_are_reported_and_skipped(clean_env, with_thirdpa
     probs = {p.hook: p for p in pm.problems if p.plugin == "malformed"}
     assert "returned str, expected a list" in probs["tilecore_register_targets"].reason
     assert "raised ValueError: stage table unavailable" in probs["tilecore_register_stages"].reason
+    assert pm.patterns("convert-nvgpu-and-gpu-to-nvvm", None, None) is not None
+    probs = {p.hook: p for p in pm.problems if p.plugin == "malformed"}
+    assert probs["tilecore_register_patterns"].reason == "pattern Rootless has no root op name (root='')"
     assert "serialize" in stages
     if has_plugin("gpu_nvvm"):
         assert "sm_80" in targets

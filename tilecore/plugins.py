@@ -208,8 +208,15 @@ class PluginManager:
     def patterns(self, stage: str, target, options) -> list:
         from .conversion import Pattern
 
-        return [p for _, p in self.call("tilecore_register_patterns", Pattern,
-                                        stage=stage, target=target, options=options)]
+        out = []
+        for pname, p in self.call("tilecore_register_patterns", Pattern, stage=stage, target=target,
+                                  options=options):
+            if not isinstance(p.root, str) or "." not in p.root:
+                self._problem(pname, "tilecore_register_patterns",
+                              f"pattern {p.name} has no root op name (root={p.root!r})")
+                continue
+            out.append(p)
+        return out
 
     def native_passes(self, stage: str, target, options) -> list:
         from .conversion import NativePass

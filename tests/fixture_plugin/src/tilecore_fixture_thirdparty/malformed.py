@@ -1,5 +1,6 @@
 """A plugin whose hooks return malformed values (the core must report and skip them)."""
 
+from tilecore.conversion import Pattern
 from tilecore.hookspecs import hookimpl
 
 
@@ -11,3 +12,15 @@ def tilecore_register_targets():
 @hookimpl
 def tilecore_register_stages():
     raise ValueError("stage table unavailable")
+
+
+class Rootless(Pattern):
+    """A pattern that forgot to say which op it rewrites."""
+
+    def rewrite(self, op, rw):
+        pass
+
+
+@hookimpl
+def tilecore_register_patterns(stage, target, options):
+    return [Rootless()]
