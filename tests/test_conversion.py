@@ -246,3 +246,34 @@ def test_native_pass_failure_is_a_located_error_and_module_unchanged():
     with pytest.raises(TilecoreError, match="pass pipeline 'no-such-pass' failed|no-such-pass"):
         apply_conversion(m, None, [], native_passes=[NativePass("no-such-pass")])
     assert str(m) == before
+
+
+def test_pattern_that_neither_replaces_nor_erases_is_an_error_not_a_loop():
+    m = parse()
+    before = str(m)
+
+    def forgetful(op, rw):
+        with rw.ip:
+            ir.Operation.create("nvvm.read.ptx.sreg.tid.x", results=[ir.IntegerType.get_signless(32)])
+
+    with pytest.raises(TilecoreError, match="rewrite of 'gpu.thread_id' neither replaced nor erased it"):
+        apply_conversion(m, no_thread_id(), [FunctionPattern("gpu.thread_id", forgetful)])
+    assert str(m) == before
+
+
+def test_in_place_pattern_is_allowed():
+    m = parse()
+
+    class Tag(Pattern):
+        root = "gpu.printf"
+        modifies_in_place = True
+
+        def match(self, op):
+            return "tagged" not in op.attributes
+
+        def rewrite(self, op, rw):
+            op.attributes["tagged"] = ir.UnitAttr.get()
+
+    stats = apply_conversion(m, None, [Tag()])
+    assert stats.fired == {"Tag": 1}
+    assert "tagged" in str(m)

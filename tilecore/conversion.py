@@ -122,6 +122,9 @@ class Pattern:
     root: str = ""
     benefit: int = 1
     plugin: str = ""
+    # A pattern that updates its root in place (attributes, operands) instead of
+    # replacing or erasing it sets this; its ``match`` must then fail on the result.
+    modifies_in_place: bool = False
 
     @property
     def name(self) -> str:
@@ -195,6 +198,7 @@ class Rewriter:
 
     def __init__(self, base, type_converter, state: "_DriverState"):
         self._base = base
+        self.root_done = False
         self.type_converter = type_converter
         self._state = state
         self.target = state.compile_target
@@ -245,6 +249,7 @@ class Rewriter:
             raise TilecoreError(f"internal: {op.name} has {len(results)} results, replacement has {len(values)}")
         bridged = [self.cast(v, r.type) for v, r in zip(values, results)]
         self._base.replace_op(op.operation if isinstance(op, ir.OpView) else op, bridged)
+        self.root_done = True
 
     def erase(self, op) -> None:
         """Erase ``op`` (it must have no remaining uses: checked, since erasing a used op aborts)."""
@@ -253,6 +258,7 @@ class Rewriter:
             if any(True for _ in r.uses):
                 raise TilecoreError(f"internal: erasing '{op.name}' whose result is still used")
         self._base.erase_op(op)
+        self.root_done = True
 
     def notify(self, message: str) -> None:
         """Record a remark (printed with ``--remarks``)."""
@@ -325,7 +331,12 @@ def _make_callback(pats: list[Pattern], type_converter, state: _DriverState):
                 with op.context, op.location:
                     if not p.match(op):
                         continue
-                    p.rewrite(op, Rewriter(base, type_converter, state))
+                    rw = Rewriter(base, type_converter, state)
+                    p.rewrite(op, rw)
+                    if not rw.root_done and not p.modifies_in_place:
+                        # Otherwise the driver would re-match the same op forever.
+                        raise TilecoreError(f"internal error in pattern {p.describe()}: rewrite of "
+                                            f"'{op.name}' neither replaced nor erased it")
             except TilecoreError as e:
                 if e.location is None:
                     e.location = format_location(op.location)
