@@ -14,11 +14,17 @@ from .mlir import dialect, ir
 
 @dataclass
 class DialectDef:
-    """An IRDL dialect: ``name`` and the ``irdl.dialect`` module text that defines it."""
+    """An IRDL dialect: ``name`` and the ``irdl.dialect`` module text that defines it.
+
+    ``allow_unregistered``: the dialect needs ops of an unregistered companion
+    namespace (IRDL cannot declare terminators, so a dialect with regions keeps its
+    terminators there); contexts then allow unregistered dialects.
+    """
 
     name: str
     irdl: str
     plugin: str = ""
+    allow_unregistered: bool = False
 
 
 def load_dialects(ctx, defs: list[DialectDef]) -> None:
@@ -41,5 +47,6 @@ def make_context(defs: list[DialectDef] = ()):
     # inherit a thread pool it cannot use).
     ctx.enable_multithreading(False)
     if defs:
+        ctx.allow_unregistered_dialects = any(d.allow_unregistered for d in defs)
         load_dialects(ctx, list(defs))
     return ctx

@@ -25,3 +25,17 @@ def tilecore_register_stages():
               legality=_no_dialect("convert-tileas-to-llvm", "nv_tileas"),
               description="nv_tileas -> llvm / nvvm / gpu / nvgpu"),
     ]
+
+
+@hookimpl
+def tilecore_register_dialects():
+    from .cuda_tile.dialect import dialect_defs
+
+    return dialect_defs()
+
+
+@hookimpl
+def tilecore_register_input_formats():
+    from .bytecode.reader import TILEIR_FORMAT
+
+    return [TILEIR_FORMAT]
