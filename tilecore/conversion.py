@@ -29,6 +29,7 @@ from .errors import TilecoreError, format_location, mlir_error_to_tilecore
 from .mlir import PassManager, ir, rewrite
 
 CAST_OP = "builtin.unrealized_conversion_cast"
+MAX_NOTES = 10  # survivors listed individually in a legality failure; the rest are counted
 
 
 # --------------------------------------------------------------------------- target
@@ -406,9 +407,12 @@ def check_legality(module_op, target: ConversionTarget, stage: str = "",
     first = survivors[0]
     plugins = first[2]
     had = f"patterns from: {', '.join(plugins)}" if plugins else "no plugin has a pattern for it"
+    notes = [line(s) for s in survivors[1:MAX_NOTES + 1]]
+    if len(survivors) > MAX_NOTES + 1:
+        notes.append(f"... and {len(survivors) - MAX_NOTES - 1} more illegal ops")
     raise ConversionError(
         f"failed to legalize operation '{first[0]}' in {where} ({had})",
-        first[1], notes=[line(s) for s in survivors[1:]], survivors=survivors)
+        first[1], notes=notes, survivors=survivors)
 
 
 def _transplant(dst_op, src_op) -> None:
