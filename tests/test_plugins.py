@@ -229,3 +229,25 @@ def test_thirdparty_custom_atom_is_selected(clean_env, with_thirdparty):
     chosen = select_atom(atoms, "copy", t)
     assert chosen.name == "thirdparty.copy.fast"
     assert chosen.lower() == "thirdparty.copy.fast"
+
+
+def test_dialect_that_does_not_load_is_reported_and_skipped(clean_env, tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _write_module(tmp_path, "baddialect", """
+        from tilecore.hookspecs import hookimpl
+        from tilecore.dialects import DialectDef
+
+        @hookimpl
+        def tilecore_register_dialects():
+            return [DialectDef("broken_d", "irdl.dialect @broken_d { this is not irdl }"),
+                    DialectDef("fine_d", "irdl.dialect @fine_d { irdl.operation @op {} }")]
+    """)
+    clean_env.setenv("TILECORE_DISABLE_PLUGIN_AUTOLOAD", "1")
+    pm = PluginManager(load=["baddialect"])
+    ctx = pm.make_context()
+    probs = [p for p in pm.problems if p.plugin == "baddialect"]
+    assert len(probs) == 1 and probs[0].hook == "tilecore_register_dialects"
+    assert probs[0].reason.startswith("IRDL definition of dialect 'broken_d' does not load: ")
+    with ctx:
+        m = ir.Module.parse('"fine_d.op"() : () -> ()')
+    assert "fine_d.op" in str(m)

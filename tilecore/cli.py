@@ -97,6 +97,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 1
+    finally:
+        from .plugins import _DEFAULT
+
+        if _DEFAULT is not None and args.cmd != "plugins":
+            _warn(_DEFAULT)
     except Exception as e:  # noqa: BLE001 - the CLI never shows a traceback
         from .errors import TilecoreError
 
@@ -117,8 +122,11 @@ def _plugins(args):
 
 
 def _warn(pm) -> None:
-    for prob in pm.problems:
+    """Print plugin problems not printed yet (more can appear once hooks run)."""
+    shown = getattr(pm, "_problems_shown", 0)
+    for prob in pm.problems[shown:]:
         print(prob.render(), file=sys.stderr)
+    pm._problems_shown = len(pm.problems)
 
 
 def _options(args, **kw):

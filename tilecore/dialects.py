@@ -27,8 +27,13 @@ class DialectDef:
     allow_unregistered: bool = False
 
 
-def load_dialects(ctx, defs: list[DialectDef]) -> None:
-    """Parse and load each IRDL definition into ``ctx``."""
+def load_dialects(ctx, defs: list[DialectDef], on_error=None) -> None:
+    """Parse and load each IRDL definition into ``ctx``.
+
+    A definition that does not load raises :class:`PluginError`, or, with
+    ``on_error(defn, reason)``, is reported there and skipped (the other
+    dialects still load).
+    """
     irdl = dialect("irdl")
     for d in defs:
         try:
@@ -36,11 +41,15 @@ def load_dialects(ctx, defs: list[DialectDef]) -> None:
                 mod = ir.Module.parse(d.irdl)
                 irdl.load_dialects(mod)
         except Exception as e:  # noqa: BLE001
-            raise PluginError(f"plugin '{d.plugin}': IRDL definition of dialect '{d.name}' does not load: "
-                              f"{str(e).splitlines()[0]}") from None
+            diags = getattr(e, "error_diagnostics", None)
+            reason = (f"IRDL definition of dialect '{d.name}' does not load: "
+                      f"{diags[0].message if diags else str(e).splitlines()[0]}")
+            if on_error is None:
+                raise PluginError(f"plugin '{d.plugin}': {reason}") from None
+            on_error(d, reason)
 
 
-def make_context(defs: list[DialectDef] = ()):
+def make_context(defs: list[DialectDef] = (), on_error=None):
     """A fresh MLIR context with every upstream dialect and the given IRDL dialects loaded."""
     ctx = ir.Context()
     # One thread: the machine is small, and serialize forks (a forked child must not
@@ -48,5 +57,5 @@ def make_context(defs: list[DialectDef] = ()):
     ctx.enable_multithreading(False)
     if defs:
         ctx.allow_unregistered_dialects = any(d.allow_unregistered for d in defs)
-        load_dialects(ctx, list(defs))
+        load_dialects(ctx, list(defs), on_error)
     return ctx

@@ -236,7 +236,10 @@ class PluginManager:
         """An MLIR context with every plugin dialect loaded."""
         from .dialects import make_context
 
-        return make_context(list(self.dialects().values()))
+        def skip(defn, reason):
+            self._problem(defn.plugin, "tilecore_register_dialects", reason)
+
+        return make_context(list(self.dialects().values()), on_error=skip)
 
     def describe(self) -> list[dict]:
         """What each plugin registers (for ``tilecore plugins``)."""
