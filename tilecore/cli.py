@@ -97,11 +97,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 1
-    finally:
-        from .plugins import _DEFAULT
-
-        if _DEFAULT is not None and args.cmd != "plugins":
-            _warn(_DEFAULT)
     except Exception as e:  # noqa: BLE001 - the CLI never shows a traceback
         from .errors import TilecoreError
 
@@ -112,6 +107,11 @@ def main(argv: list[str] | None = None) -> int:
                 raise
             print(f"error: internal error: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
+    finally:
+        from . import plugins
+
+        if plugins._DEFAULT is not None and args.cmd != "plugins":
+            _warn(plugins._DEFAULT)
 
 
 def _plugins(args):
