@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..cuda_tile import types as T
-from ..cuda_tile.ops import ENUMS, OP_SPECS, OpSpec
+from ..cuda_tile.ops import ENUMS, HETERO_SLOTS, OP_SPECS, OpSpec
 from .cursor import BytecodeError, Cursor
 from .sections import Container, Table, TypeTable, read_table
 
@@ -325,6 +325,8 @@ class BodyDecoder:
             want = 1 if k == "TS1" else (len(f.names) if len(f.names) > 1 else None)
             if want is not None and n != want:
                 cur.fail(f"{rec.spec.name} has {n} results, expected {want}", at)
+            if want is None:
+                self._group_size(cur, f.names[0], n, at)
             rec.results += [self.types.read(cur, "result type") for _ in range(n)]
             rec.result_groups += [1] * n if len(f.names) > 1 else [n]
         elif k == "F":
@@ -372,8 +374,9 @@ class BodyDecoder:
             for n in f.names:
                 rec.operands.append((n, "single", [self.value(cur, n)]))
         elif k == "OV":
-            n = cur.count(f"{name} count")
-            rec.operands.append((name, "variadic", [self.value(cur, name) for _ in range(n)]))
+            at = cur.pos
+            n = self._group_size(cur, name, cur.count(f"{name} count"), at)
+            rec.operands.append((name.lstrip("~"), "variadic", [self.value(cur, name) for _ in range(n)]))
         elif k == "OC":
             at = cur.pos
             n = cur.count("operand count")
@@ -384,8 +387,8 @@ class BodyDecoder:
                 rec.operands.append((x, "single", [self.value(cur, x)]))
             for x in f.names:
                 if x.startswith("*"):
-                    rec.operands.append((x[1:], "variadic",
-                                         [self.value(cur, x[1:]) for _ in range(n - len(fixed))]))
+                    m = self._group_size(cur, x[1:], n - len(fixed), at)
+                    rec.operands.append((x[1:].lstrip("~"), "variadic", [self.value(cur, x[1:]) for _ in range(m)]))
         elif k == "O?":
             present = f"?{name}" in flags
             rec.operands.append((name, "optional", [self.value(cur, name)] if present else []))
@@ -399,6 +402,11 @@ class BodyDecoder:
             rec.regions = [self.region(cur, depth + 1) for _ in range(n)]
         else:  # pragma: no cover - the op table is checked by the tests
             raise AssertionError(k)
+
+    def _group_size(self, cur: Cursor, name: str, n: int, at: int) -> int:
+        if name.startswith("~") and n > HETERO_SLOTS:
+            cur.fail(f"{n} values in group '{name[1:]}' (the cuda_tile dialect holds at most {HETERO_SLOTS})", at)
+        return n
 
     def region(self, cur: Cursor, depth: int) -> list:
         n = cur.count("block count")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from tilecore.dialects import DialectDef
 
-from .ops import ENUMS, OP_SPECS, TERMINATORS
+from .ops import ENUMS, HETERO_SLOTS, OP_SPECS, TERMINATORS
 
 # Parametric types: name -> parameter names (see the package docstring for the forms).
 TYPES: dict[str, tuple[str, ...]] = {
@@ -63,13 +63,24 @@ def _params(kind: str, name: str, params: tuple[str, ...]) -> str:
     return f"  irdl.{kind} @{name} {{\n" + "\n".join(body) + "\n  }"
 
 
+def _slots(g: _Gen, groups) -> list[str]:
+    """IRDL operand / result declarations; a hetero group becomes HETERO_SLOTS optional slots."""
+    out = []
+    for name, kind in groups:
+        if kind == "hetero":
+            out += [f"{name}_{i}: optional {g.any()}" for i in range(HETERO_SLOTS)]
+        else:
+            out.append(f"{name}: {'' if kind == 'single' else kind + ' '}{g.any()}")
+    return out
+
+
 def _operation(spec) -> str:
     g = _Gen()
     decl = []
-    ops = [f"{n}: {'' if k == 'single' else k + ' '}{g.any()}" for n, k in spec.operands()]
+    ops = _slots(g, spec.operands())
     if ops:
         decl.append(f"    irdl.operands({', '.join(ops)})")
-    res = [f"{n}: {'variadic ' if v else ''}{g.any()}" for n, v in spec.results()]
+    res = _slots(g, spec.results())
     if res:
         decl.append(f"    irdl.results({', '.join(res)})")
     attrs = []

@@ -32,6 +32,11 @@ the bytecode stores them, the fields of the op; it is read by the bytecode reade
 ``R:n``            ``n`` regions, each: block count, per block arg types + ops
 =================  =================================================================
 
+A group name starting with ``~`` (``TS:~results``, ``OV:~index``) may mix types. IRDL
+binds all members of a variadic group to one type, so such a group is declared in IRDL
+as :data:`HETERO_SLOTS` optional slots ``name_0 ... name_63`` (see :func:`groups` to
+read a group back from an op).
+
 A field may end with ``@13.3`` (present only from that version on) and ``=value``
 (the value to use for older files).
 """
@@ -99,7 +104,7 @@ OPS: list[tuple[int, str, str, str]] = [
     (0x26, "extract", "13.1", "TS1:result OC:source,*indices"),
     (0x27, "floor", "13.1", _UNARY),
     (0x28, "fma", "13.1", "T:result F:flush_to_zero E:rounding_mode:rounding O:lhs,rhs,acc"),
-    (0x29, "for", "13.1", "TS:results F:unsigned_cmp@13.2 OC:lower_bound,upper_bound,step,*init_values R:1"),
+    (0x29, "for", "13.1", "TS:~results F:unsigned_cmp@13.2 OC:lower_bound,upper_bound,step,*~init_values R:1"),
     (0x2A, "ftof", "13.1", "T:result E:rounding_mode:rounding O:source"),
     (0x2B, "ftoi", "13.1", "T:result F:saturating@13.4 E:signedness:signedness E:rounding_mode:rounding "
                             "O:source"),
@@ -110,7 +115,7 @@ OPS: list[tuple[int, str, str, str]] = [
     (0x30, "get_tile_block_id", "13.1", "T:x,y,z"),
     (0x31, "global", "13.1", "F:constant@13.3 S:sym_name DG:value I:alignment "
                               "E:sym_visibility:visibility@13.3=public"),
-    (0x32, "if", "13.1", "TS:results O:condition R:2"),
+    (0x32, "if", "13.1", "TS:~results O:condition R:2"),
     (0x33, "int_to_ptr", "13.1", _UNARY),
     (0x3A, "iota", "13.1", "T:result"),
     (0x3B, "itof", "13.1", "T:result E:signedness:signedness E:rounding_mode:rounding O:source"),
@@ -121,10 +126,10 @@ OPS: list[tuple[int, str, str, str]] = [
                                     "O:source O?:mask O?:padding_value O?:token"),
     (0x3E, "load_view_tko", "13.1", "TS:tile,result_token F:@memory_scope,@optimization_hints,?token "
                                      "E:memory_ordering:memory_ordering E?:memory_scope:memory_scope "
-                                     "H?:optimization_hints BA:inbounds@13.4 O:view OV:index O?:token"),
+                                     "H?:optimization_hints BA:inbounds@13.4 O:view OV:~index O?:token"),
     (0x3F, "log", "13.1", _UNARY),
     (0x40, "log2", "13.1", _UNARY),
-    (0x41, "loop", "13.1", "TS:results OC:*init_values R:1"),
+    (0x41, "loop", "13.1", "TS:~results OC:*~init_values R:1"),
     (0x42, "make_partition_view", "13.1", "T:result O:tensor_view"),
     (0x43, "make_tensor_view", "13.1", "TS1:result O:base OV:dynamic_shape OV:dynamic_strides"),
     (0x44, "make_token", "13.1", "T:result"),
@@ -143,17 +148,17 @@ OPS: list[tuple[int, str, str, str]] = [
     (0x51, "offset", "13.1", "T:result O:ptr,offset"),
     (0x52, "ori", "13.1", _BINARY),
     (0x53, "permute", "13.1", "T:result I32A:permutation O:source"),
-    (0x54, "pow", "13.1", "T:result O:source,exponent"),
-    (0x55, "print_tko", "13.1", "TS1:result_token@13.2 F:?token@13.2 S:str OV:args O?:token"),
+    (0x54, "fpowf", "13.1", "T:result O:source,exponent"),
+    (0x55, "print_tko", "13.1", "TS1:result_token@13.2 F:?token@13.2 S:str OV:~args O?:token"),
     (0x56, "ptr_to_int", "13.1", _UNARY),
     (0x57, "ptr_to_ptr", "13.1", _UNARY),
-    (0x58, "reduce", "13.1", "TS:results I:dim A:identities OC:*operands R:1"),
+    (0x58, "reduce", "13.1", "TS:~results I:dim A:identities OC:*~operands R:1"),
     (0x59, "remf", "13.1", _BINARY),
     (0x5A, "remi", "13.1", _IBINARY_SIGN),
     (0x5B, "reshape", "13.1", _UNARY),
     (0x5C, "return", "13.1", _TERMINATOR),
     (0x5D, "rsqrt", "13.1", "T:result F:flush_to_zero O:source"),
-    (0x5E, "scan", "13.1", "TS:results I:dim B:reverse A:identities OC:*operands R:1"),
+    (0x5E, "scan", "13.1", "TS:~results I:dim B:reverse A:identities OC:*~operands R:1"),
     (0x5F, "select", "13.1", "T:result O:cond,val_if_true,val_if_false"),
     (0x60, "shli", "13.1", _IBINARY_OVF),
     (0x61, "shri", "13.1", _IBINARY_SIGN),
@@ -165,7 +170,7 @@ OPS: list[tuple[int, str, str, str]] = [
                                      "H?:optimization_hints O:destination,value O?:mask O?:token"),
     (0x66, "store_view_tko", "13.1", "TS1:result_token F:@memory_scope,@optimization_hints,?token "
                                       "E:memory_ordering:memory_ordering E?:memory_scope:memory_scope "
-                                      "H?:optimization_hints BA:inbounds@13.4 O:tile,view OV:index O?:token"),
+                                      "H?:optimization_hints BA:inbounds@13.4 O:tile,view OV:~index O?:token"),
     (0x67, "subf", "13.1", _FBINARY),
     (0x68, "subi", "13.1", _IBINARY_OVF),
     (0x69, "tan", "13.1", _UNARY),
@@ -182,7 +187,7 @@ OPS: list[tuple[int, str, str, str]] = [
     (0x74, "make_strided_view", "13.3", "T:result O:tensor_view"),
     (0x75, "atomic_red_view_tko", "13.3", "TS1:result_token F:?token E:memory_ordering:memory_ordering "
                                            "E:memory_scope:memory_scope E:mode:rmw_mode BA:inbounds@13.5 "
-                                           "O:view OV:index O:value O?:token"),
+                                           "O:view OV:~index O:value O?:token"),
     (0x76, "insert", "13.4", "TS1:result OC:source,destination,*indices"),
     (0x77, "gdc_launch_dependents_tko", "13.4", "T:result_token F:?token O?:token"),
     (0x78, "gdc_wait_tko", "13.4", "T:result_token F:?token O?:token"),
@@ -191,18 +196,19 @@ OPS: list[tuple[int, str, str, str]] = [
     (0x7B, "multimem_load_reduce_view_tko", "13.5", "TS:result,result_token F:@memory_scope,?token "
                                                      "E:memory_ordering:memory_ordering "
                                                      "E?:memory_scope:memory_scope E:reduction:multimem_reduction "
-                                                     "BA:inbounds O:view OV:index O?:token"),
+                                                     "BA:inbounds O:view OV:~index O?:token"),
     (0x7C, "multimem_reduce_view_tko", "13.5", "TS1:result_token F:?token E:memory_ordering:memory_ordering "
                                                 "E:memory_scope:memory_scope E:reduction:multimem_reduction "
-                                                "BA:inbounds O:view,tile OV:index O?:token"),
+                                                "BA:inbounds O:view,tile OV:~index O?:token"),
     (0x7D, "multimem_store_view_tko", "13.5", "TS1:result_token F:@memory_scope,?token "
                                                "E:memory_ordering:memory_ordering E?:memory_scope:memory_scope "
-                                               "BA:inbounds O:view,tile OV:index O?:token"),
+                                               "BA:inbounds O:view,tile OV:~index O?:token"),
 ]
 
 # Ops whose blocks they end: IRDL cannot mark an op as a terminator, so these live in
 # the unregistered companion namespace ``cuda_tile_term`` (see the package docstring).
 TERMINATORS = ("break", "continue", "return", "yield")
+HETERO_SLOTS = 64
 TERMINATOR_NAMESPACE = "cuda_tile_term"
 
 
@@ -232,34 +238,75 @@ class OpSpec:
         ns = TERMINATOR_NAMESPACE if self.name in TERMINATORS else "cuda_tile"
         return f"{ns}.{self.name}"
 
-    def results(self) -> list[tuple[str, bool]]:
-        """Result groups as (name, variadic)."""
+    def results(self) -> list[tuple[str, str]]:
+        """Result groups as (name, "single" | "variadic" | "hetero")."""
         out = []
         for f in self.fields:
             if f.kind == "T":
-                out += [(n, False) for n in f.names]
+                out += [(n, "single") for n in f.names]
             elif f.kind == "TS1":
-                out.append((f.names[0], False))
+                out.append((f.names[0], "single"))
             elif f.kind == "TS":
-                out += [(f.names[0], True)] if len(f.names) == 1 else [(n, False) for n in f.names]
+                out += [_group(f.names[0])] if len(f.names) == 1 else [(n, "single") for n in f.names]
         return out
 
     def operands(self) -> list[tuple[str, str]]:
-        """Operand groups as (name, "single" | "variadic" | "optional")."""
+        """Operand groups as (name, "single" | "variadic" | "optional" | "hetero")."""
         out = []
         for f in self.fields:
             if f.kind == "O":
                 out += [(n, "single") for n in f.names]
             elif f.kind == "OV":
-                out.append((f.names[0], "variadic"))
+                out.append(_group(f.names[0]))
             elif f.kind == "OC":
-                out += [(n[1:], "variadic") if n.startswith("*") else (n, "single") for n in f.names]
+                out += [_group(n[1:]) if n.startswith("*") else (n, "single") for n in f.names]
             elif f.kind == "O?":
                 out.append((f.names[0], "optional"))
         return out
 
     def regions(self) -> int:
         return sum(int(f.names[0]) for f in self.fields if f.kind == "R")
+
+
+def _group(name: str) -> tuple[str, str]:
+    return (name[1:], "hetero") if name.startswith("~") else (name, "variadic")
+
+
+def segment_sizes(kinds: list[str], counts: list[int]) -> list[int]:
+    """IRDL segment sizes for groups of ``kinds`` holding ``counts`` values (hetero: slots)."""
+    out = []
+    for kind, n in zip(kinds, counts):
+        out += [1] * n + [0] * (HETERO_SLOTS - n) if kind == "hetero" else [n]
+    return out
+
+
+def groups(op, results: bool = False) -> dict:
+    """Operands (or results) of a cuda_tile op by group name: ``{"index": [v0, v1], "token": [t]}``.
+
+    Works on any ``ir.Operation`` of the dialect: it undoes the segment encoding.
+    """
+    spec = OPS_BY_NAME[op.name.split(".", 1)[1]]
+    decl = spec.results() if results else spec.operands()
+    values = list(op.results if results else op.operands)
+    attr = "resultSegmentSizes" if results else "operandSegmentSizes"
+    if attr in op.attributes:
+        sizes = list(op.attributes[attr])
+        counts, i = [], 0
+        for _name, kind in decl:
+            if kind == "hetero":
+                counts.append(sum(sizes[i:i + HETERO_SLOTS]))
+                i += HETERO_SLOTS
+            else:
+                counts.append(sizes[i])
+                i += 1
+    else:
+        fixed = sum(1 for _n, k in decl if k == "single")
+        counts = [1 if k == "single" else len(values) - fixed for _n, k in decl]
+    out, pos = {}, 0
+    for (name, _kind), n in zip(decl, counts):
+        out[name] = values[pos:pos + n]
+        pos += n
+    return out
 
 
 def _version(text: str) -> tuple[int, int]:

@@ -1,0 +1,411 @@
+"""cuTile Python kernels exported to TileIR bytecode at test time (a reusable corpus).
+
+``export(name, path)`` writes kernel ``name`` as TileIR bytecode 13.4 (architecture
+independent, ``gpu_code=None``) and returns the path; ``corpus_dir()`` /
+``kernel_path(name)`` cache every kernel in one temporary folder per process.
+Array parameters follow the visible corpus conventions (int32 index type, unit
+last stride, 16-byte aligned base, non-negative strides, no aliasing).
+
+Each entry of :data:`KERNELS` is ``name -> (kernel, parameters)`` where a
+parameter is ``"f32[2]"`` (array dtype[rank]), ``"f32"`` (runtime scalar) or a
+Python value (a ``ct.Constant``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+
+import cuda.tile as ct
+from cuda.tile.compilation import (ArrayConstraint, CallingConvention, KernelSignature, ScalarConstraint,
+                                   export_kernel)
+
+DTYPES = {"f16": ct.float16, "bf16": ct.bfloat16, "f32": ct.float32, "f64": ct.float64, "i8": ct.int8,
+          "i16": ct.int16, "i32": ct.int32, "i64": ct.int64, "u8": ct.uint8, "u32": ct.uint32,
+          "f8e4m3": ct.float8_e4m3fn, "f8e8m0": ct.float8_e8m0fnu, "bool": ct.bool_}
+BYTECODE_VERSION = "13.4"
+
+
+def _param(p):
+    if isinstance(p, str) and "[" in p:
+        dt, rank = p[:-1].split("[")
+        nd = int(rank)
+        return ArrayConstraint(DTYPES[dt], nd, index_dtype=ct.int32, stride_lower_bound_incl=0, alias_groups=(),
+                               may_alias_internally=False, stride_constant=[None] * (nd - 1) + [1],
+                               base_addr_divisible_by=16)
+    if isinstance(p, str):
+        return ScalarConstraint(DTYPES[p])
+    return p
+
+
+# ----------------------------------------------------------------------------------- kernels
+
+@ct.kernel
+def vadd_f32(a, b, c, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    ct.store(c, index=(bid,), tile=ct.load(a, index=(bid,), shape=(TILE,)) + ct.load(b, index=(bid,), shape=(TILE,)))
+
+
+@ct.kernel
+def saxpy_f32(alpha, x, y, out, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    xt = ct.load(x, index=(bid,), shape=(TILE,))
+    yt = ct.load(y, index=(bid,), shape=(TILE,))
+    ct.store(out, index=(bid,), tile=alpha * xt + yt)
+
+
+@ct.kernel
+def relu_f16(x, y, TM: ct.Constant[int], TN: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    t = ct.load(x, index=(i, j), shape=(TM, TN))
+    ct.store(y, index=(i, j), tile=ct.maximum(t, 0))
+
+
+@ct.kernel
+def gelu_f16(x, y, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    t = ct.astype(ct.load(x, index=(bid,), shape=(TILE,)), ct.float32)
+    g = 0.5 * t * (1.0 + ct.tanh(0.7978845608 * (t + 0.044715 * t * t * t)))
+    ct.store(y, index=(bid,), tile=ct.astype(g, ct.float16))
+
+
+@ct.kernel
+def row_softmax_f16(x, y, ROWS: ct.Constant[int], N: ct.Constant[int]):
+    bid = ct.bid(0)
+    t = ct.astype(ct.load(x, index=(bid, 0), shape=(ROWS, N)), ct.float32)
+    e = ct.exp(t - ct.max(t, axis=1, keepdims=True))
+    ct.store(y, index=(bid, 0), tile=ct.astype(e / ct.sum(e, axis=1, keepdims=True), ct.float16))
+
+
+@ct.kernel
+def matmul_f16(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
+        a = ct.load(A, index=(i, k), shape=(TM, TK), padding_mode=ct.PaddingMode.ZERO)
+        b = ct.load(B, index=(k, j), shape=(TK, TN), padding_mode=ct.PaddingMode.ZERO)
+        acc = ct.mma(a, b, acc)
+    ct.store(C, index=(i, j), tile=ct.astype(acc, ct.float16))
+
+
+@ct.kernel
+def matmul_i8(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=ct.int32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
+        acc = ct.mma(ct.load(A, index=(i, k), shape=(TM, TK)), ct.load(B, index=(k, j), shape=(TK, TN)), acc)
+    ct.store(C, index=(i, j), tile=acc)
+
+
+@ct.kernel
+def transpose_f32(x, y, TM: ct.Constant[int], TN: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    ct.store(y, index=(j, i), tile=ct.transpose(ct.load(x, index=(i, j), shape=(TM, TN))))
+
+
+@ct.kernel
+def rownorm_loop_if_f32(x, out, p, TM: ct.Constant[int], TN: ct.Constant[int]):
+    bid = ct.bid(0)
+    acc = ct.full((TM, TN), 0, dtype=ct.float32)
+    for j in range(ct.num_tiles(x, axis=1, shape=(TM, TN))):
+        t = ct.load(x, index=(bid, j), shape=(TM, TN), padding_mode=ct.PaddingMode.ZERO)
+        if p == 2:
+            acc = acc + t * t
+        else:
+            acc = acc + ct.abs(t)
+    s = ct.sum(acc, axis=1)
+    if p == 2:
+        s = ct.sqrt(s)
+    ct.store(out, index=(bid,), tile=s)
+
+
+@ct.kernel
+def int_arith_i32(a, b, c, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    x = ct.load(a, index=(bid,), shape=(TILE,))
+    y = ct.load(b, index=(bid,), shape=(TILE,)) | 1
+    r = (x + y) * (x - y)
+    r = r + x // y + x % y
+    r = r ^ (x & y) ^ (x << 2) ^ (y >> 1)
+    r = ct.minimum(r, x) + ct.maximum(r, y) + ct.abs(-r)
+    ct.store(c, index=(bid,), tile=r)
+
+
+@ct.kernel
+def uint_ops_u32(a, b, c, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    x = ct.load(a, index=(bid,), shape=(TILE,))
+    y = ct.load(b, index=(bid,), shape=(TILE,)) | 1
+    r = x % y + (x >> 3) + ct.maximum(x, y)
+    ct.store(c, index=(bid,), tile=ct.where(x < y, r, ct.minimum(x, y)))
+
+
+@ct.kernel
+def float_unary_f32(x, y, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,))
+    r = ct.sin(t) + ct.cos(t) + ct.tan(t) + ct.sinh(t) + ct.cosh(t) + ct.tanh(t)
+    r = r + ct.exp2(t) + ct.log(ct.abs(t) + 1.0) + ct.log2(ct.abs(t) + 1.0)
+    r = r + ct.rsqrt(ct.abs(t) + 1.0) + ct.ceil(t) - ct.floor(t) + (-t)
+    ct.store(y, index=(bid,), tile=r)
+
+
+@ct.kernel
+def float_binary_f32(a, b, c, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    x = ct.load(a, index=(bid,), shape=(TILE,))
+    y = ct.load(b, index=(bid,), shape=(TILE,))
+    r = ct.atan2(x, y) + ct.pow(ct.abs(x), y) + x % y + ct.minimum(x, y) - x / y
+    ct.store(c, index=(bid,), tile=r)
+
+
+@ct.kernel
+def powi_f32(a, c, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    x = ct.load(a, index=(bid,), shape=(TILE,))
+    ct.store(c, index=(bid,), tile=x ** ct.arange(TILE, dtype=ct.int32))
+
+
+@ct.kernel
+def casts_mixed(a, b, c, d, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    x = ct.load(a, index=(bid,), shape=(TILE,))  # i8
+    y = ct.load(b, index=(bid,), shape=(TILE,))  # f32
+    xi = ct.astype(x, ct.int32)
+    yi = ct.astype(y, ct.int32)
+    ct.store(c, index=(bid,), tile=ct.astype(xi + yi, ct.int8))
+    ct.store(d, index=(bid,), tile=ct.astype(xi, ct.float32) + ct.bitcast(yi, ct.float32))
+
+
+@ct.kernel
+def where_cmpf_f32(a, b, c, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    x = ct.load(a, index=(bid,), shape=(TILE,))
+    y = ct.load(b, index=(bid,), shape=(TILE,))
+    m = (x > y) & (x != 0.0) | ct.isnan(y)
+    ct.store(c, index=(bid,), tile=ct.where(m, x, y))
+
+
+@ct.kernel
+def arange_iota_i32(c, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    ct.store(c, index=(bid,), tile=ct.arange(TILE, dtype=ct.int32) + bid * TILE)
+
+
+@ct.kernel
+def cumsum_scan_f32(x, y, TM: ct.Constant[int], TN: ct.Constant[int]):
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid, 0), shape=(TM, TN))
+    ct.store(y, index=(bid, 0), tile=ct.cumsum(t, axis=1) + ct.cumprod(t, axis=1, reverse=True))
+
+
+@ct.kernel
+def cat_extract_insert_f32(x, y, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,))
+    lo = ct.extract(t, index=(0,), shape=(TILE // 2,))
+    hi = ct.extract(t, index=(1,), shape=(TILE // 2,))
+    r = ct.cat((hi, lo), axis=0)
+    r = ct.insert(r, index=(0,), value=lo * 2.0)
+    ct.store(y, index=(bid,), tile=r)
+
+
+@ct.kernel
+def reshape_broadcast_f32(x, y, TM: ct.Constant[int], TN: ct.Constant[int]):
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TM,))
+    r = ct.broadcast_to(ct.reshape(t, (TM, 1)), (TM, TN))
+    ct.store(y, index=(bid, 0), tile=ct.permute(r, (0, 1)) + ct.expand_dims(t, axis=1))
+
+
+@ct.kernel
+def gather_scatter_f32(x, idx, y, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    i = ct.load(idx, index=(bid,), shape=(TILE,))
+    g = ct.gather(x, i)
+    ct.scatter(y, i, g * 2.0)
+
+
+@ct.kernel
+def atomics_i32(x, counts, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    i = ct.arange(TILE, dtype=ct.int32)
+    old = ct.atomic_add(counts, i, 1)
+    ct.atomic_max(counts, i, old)
+    ct.atomic_cas(counts, i, 0, 1)
+    ct.atomic_xchg(x, i, old)
+
+
+@ct.kernel
+def atomic_red_view_f32(x, y, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,))
+    y.tiled_view((TILE,)).atomic_store_add((0,), t)
+
+
+@ct.kernel
+def strided_view_f32(x, y, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    t = x.tiled_view((TILE,), traversal_steps=(TILE // 2,)).load((bid,))
+    ct.store(y, index=(bid,), tile=t)
+
+
+@ct.kernel
+def advanced_indexing_f32(x, idx, y, TM: ct.Constant[int], TN: ct.Constant[int]):
+    bid = ct.bid(0)
+    rows = ct.load(idx, index=(bid,), shape=(TM,))
+    t = ct.load_advanced_indexing(x, (rows, ct.Slice(0, TN)))
+    ct.store_advanced_indexing(y, (rows, ct.Slice(0, TN)), t + 1.0)
+
+
+@ct.kernel
+def print_assert_f32(x, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,))
+    ct.assert_(ct.sum(t) >= 0.0, "negative sum")
+    ct.printf("block %d sum %f\n", bid, ct.sum(t))
+
+
+@ct.kernel
+def while_break_i32(x, y, n, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,))
+    k = 0
+    while True:
+        if k >= n:
+            break
+        t = t * 2
+        k += 1
+    ct.store(y, index=(bid,), tile=t)
+
+
+@ct.kernel
+def grid_queries_i32(y, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    v = ct.full((TILE,), 0, dtype=ct.int32) + ct.num_blocks(0) * 1000 + ct.bid(1) + ct.num_blocks(2)
+    ct.store(y, index=(bid,), tile=v)
+
+
+@ct.kernel
+def argmax_rows_f32(x, out, TM: ct.Constant[int], TN: ct.Constant[int]):
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid, 0), shape=(TM, TN))
+    ct.store(out, index=(bid,), tile=ct.argmax(t, axis=1) + ct.argmin(t, axis=1))
+
+
+@ct.kernel
+def prod_min_reduce_f32(x, out, TM: ct.Constant[int], TN: ct.Constant[int]):
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid, 0), shape=(TM, TN))
+    ct.store(out, index=(bid,), tile=ct.prod(t, axis=1) + ct.min(t, axis=1))
+
+
+@ct.kernel
+def pack_unpack_f16(x, y, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,))
+    b = ct.pack_to_bytes(t)
+    ct.store(y, index=(bid,), tile=ct.unpack_from_bytes(b, ct.float16))
+
+
+@ct.kernel
+def mma_scaled_f8(A, SA, B, SB, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    a = ct.load(A, index=(i, 0), shape=(TM, TK))
+    b = ct.load(B, index=(0, j), shape=(TK, TN))
+    sa = ct.load(SA, index=(i, 0), shape=(TM, TK // 32))
+    sb = ct.load(SB, index=(0, j), shape=(TK // 32, TN))
+    acc = ct.mma_scaled(a, sa, b, sb, ct.full((TM, TN), 0, dtype=ct.float32))
+    ct.store(C, index=(i, j), tile=acc)
+
+
+@ct.kernel
+def gdc_f32(x, y, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    ct.grid_dependency_control_wait()
+    t = ct.load(x, index=(bid,), shape=(TILE,))
+    ct.grid_dependency_control_launch_dependents()
+    ct.store(y, index=(bid,), tile=t)
+
+
+@ct.kernel
+def pointer_offset_f32(x, y, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    i = ct.arange(TILE, dtype=ct.int32) + bid * TILE
+    t = ct.gather(x, i, mask=i < 1000, padding_value=0.0)
+    ct.scatter(y, i, t, mask=i < 1000)
+
+
+KERNELS: dict[str, tuple] = {
+    "vadd_f32": (vadd_f32, ["f32[1]", "f32[1]", "f32[1]", 128]),
+    "saxpy_f32": (saxpy_f32, ["f32", "f32[1]", "f32[1]", "f32[1]", 256]),
+    "relu_f16": (relu_f16, ["f16[2]", "f16[2]", 16, 64]),
+    "gelu_f16": (gelu_f16, ["f16[1]", "f16[1]", 256]),
+    "row_softmax_f16": (row_softmax_f16, ["f16[2]", "f16[2]", 2, 512]),
+    "matmul_f16": (matmul_f16, ["f16[2]", "f16[2]", "f16[2]", 128, 128, 64]),
+    "matmul_i8": (matmul_i8, ["i8[2]", "i8[2]", "i32[2]", 64, 64, 32]),
+    "transpose_f32": (transpose_f32, ["f32[2]", "f32[2]", 32, 64]),
+    "rownorm_loop_if_f32": (rownorm_loop_if_f32, ["f32[2]", "f32[1]", "i32", 4, 128]),
+    "int_arith_i32": (int_arith_i32, ["i32[1]", "i32[1]", "i32[1]", 128]),
+    "uint_ops_u32": (uint_ops_u32, ["u32[1]", "u32[1]", "u32[1]", 128]),
+    "float_unary_f32": (float_unary_f32, ["f32[1]", "f32[1]", 128]),
+    "float_binary_f32": (float_binary_f32, ["f32[1]", "f32[1]", "f32[1]", 128]),
+    "powi_f32": (powi_f32, ["f32[1]", "f32[1]", 128]),
+    "casts_mixed": (casts_mixed, ["i8[1]", "f32[1]", "i8[1]", "f32[1]", 128]),
+    "where_cmpf_f32": (where_cmpf_f32, ["f32[1]", "f32[1]", "f32[1]", 128]),
+    "arange_iota_i32": (arange_iota_i32, ["i32[1]", 128]),
+    "cumsum_scan_f32": (cumsum_scan_f32, ["f32[2]", "f32[2]", 4, 64]),
+    "cat_extract_insert_f32": (cat_extract_insert_f32, ["f32[1]", "f32[1]", 128]),
+    "reshape_broadcast_f32": (reshape_broadcast_f32, ["f32[1]", "f32[2]", 16, 32]),
+    "gather_scatter_f32": (gather_scatter_f32, ["f32[1]", "i32[1]", "f32[1]", 128]),
+    "atomics_i32": (atomics_i32, ["i32[1]", "i32[1]", 64]),
+    "atomic_red_view_f32": (atomic_red_view_f32, ["f32[1]", "f32[1]", 128]),
+    "strided_view_f32": (strided_view_f32, ["f32[1]", "f32[1]", 128]),
+    "advanced_indexing_f32": (advanced_indexing_f32, ["f32[2]", "i32[1]", "f32[2]", 8, 64]),
+    "print_assert_f32": (print_assert_f32, ["f32[1]", 128]),
+    "while_break_i32": (while_break_i32, ["i32[1]", "i32[1]", "i32", 128]),
+    "grid_queries_i32": (grid_queries_i32, ["i32[1]", 128]),
+    "argmax_rows_f32": (argmax_rows_f32, ["f32[2]", "i32[1]", 4, 64]),
+    "prod_min_reduce_f32": (prod_min_reduce_f32, ["f32[2]", "f32[1]", 4, 64]),
+    "pack_unpack_f16": (pack_unpack_f16, ["f16[1]", "f16[1]", 128]),
+    "mma_scaled_f8": (mma_scaled_f8, ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 64, 64, 64]),
+    "gdc_f32": (gdc_f32, ["f32[1]", "f32[1]", 128]),
+    "pointer_offset_f32": (pointer_offset_f32, ["f32[1]", "f32[1]", 128]),
+}
+
+
+def export(name: str, path: str) -> str:
+    """Export kernel ``name`` of :data:`KERNELS` as TileIR bytecode to ``path``; returns ``path``."""
+    kernel, params = KERNELS[name]
+    sig = KernelSignature([_param(p) for p in params], CallingConvention.cutile_python_v1(), symbol=name)
+    export_kernel(kernel, [sig], path, gpu_code=None, output_format="tileir_bytecode",
+                  bytecode_version=BYTECODE_VERSION)
+    return path
+
+
+_DIR: str | None = None
+
+
+def corpus_dir() -> str:
+    """The per-process cache folder of exported kernels."""
+    global _DIR
+    if _DIR is None:
+        _DIR = tempfile.mkdtemp(prefix="tilecore-cutile-")
+        atexit.register(shutil.rmtree, _DIR, True)
+    return _DIR
+
+
+def all_paths() -> list[str]:
+    """Every kernel of :data:`KERNELS`, exported."""
+    return [kernel_path(n) for n in KERNELS]
+
+
+def kernel_path(name: str) -> str:
+    """Path of kernel ``name`` as bytecode, exported on first use."""
+    path = os.path.join(corpus_dir(), f"{name}.tileirbc")
+    if not os.path.exists(path):
+        export(name, path + ".part")
+        os.replace(path + ".part", path)
+    return path
