@@ -1,13 +1,273 @@
-"""Verifier of cuda_tile modules: IRDL structure plus the type rules users hit first."""
+"""Verifier of cuda_tile modules: IRDL structure, then the type rules users hit first.
+
+IRDL checks operand / result counts, required attributes and enum spellings. The
+rules here check what IRDL cannot express: elementwise ops share one tile type;
+broadcast / reshape / permute / extract / insert / cat shapes agree; mmaf / mmai are
+M x K . K x N -> M x N with allowed element types; views are indexed with as many
+coordinates as they have dimensions. A failure is a TilecoreError at the op's location.
+"""
 
 from __future__ import annotations
 
-from tilecore.errors import TilecoreError, mlir_error_to_tilecore
+from tilecore.errors import TilecoreError, format_location, mlir_error_to_tilecore
+
+from . import types as T
+from .ops import groups
+
+UNARY = {"absf", "absi", "ceil", "floor", "cos", "cosh", "sin", "sinh", "tan", "tanh", "exp", "exp2", "log",
+         "log2", "sqrt", "rsqrt", "negf", "negi"}
+BINARY = {"addf", "subf", "mulf", "divf", "remf", "maxf", "minf", "addi", "subi", "muli", "divi", "remi", "maxi",
+          "mini", "andi", "ori", "xori", "shli", "shri", "mulhii", "fpowf", "atan2"}
+TERNARY = {"fma"}
+CASTS = {"ftof", "ftoi", "itof", "exti", "trunci", "bitcast"}
+VIEW_ACCESS = {"load_view_tko", "store_view_tko", "atomic_red_view_tko", "multimem_load_reduce_view_tko",
+               "multimem_reduce_view_tko", "multimem_store_view_tko"}
+
+# mmaf: allowed (lhs, rhs) element types -> allowed accumulator element types.
+MMAF_TYPES = {
+    ("f16", "f16"): {"f16", "f32"},
+    ("bf16", "bf16"): {"f32"},
+    ("tf32", "tf32"): {"f32"},
+    ("f32", "f32"): {"f32"},
+    ("f64", "f64"): {"f64"},
+    **{(a, b): {"f16", "f32"} for a in ("f8E4M3FN", "f8E5M2") for b in ("f8E4M3FN", "f8E5M2")},
+}
+MMAI_TYPES = {("i8", "i8"): {"i32"}}
+
+
+class VerifyError(Exception):
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+def short(t) -> str:
+    """``tile<128x64xf16>``-style spelling for messages."""
+    if isinstance(t, T.Tile):
+        dims = "".join(f"{d}x" for d in t.shape)
+        return f"tile<{dims}{short(t.element)}>"
+    if isinstance(t, T.Ptr):
+        return f"ptr<{short(t.pointee)}>"
+    if isinstance(t, T.Scalar):
+        return t.name.replace("!cuda_tile.", "")
+    return t.text.replace("!cuda_tile.", "")
+
+
+def _types(values) -> list:
+    return [T.parse_type(str(v.type)) for v in values]
+
+
+def _tile(t, what: str) -> T.Tile:
+    if not isinstance(t, T.Tile):
+        raise VerifyError(f"{what} must be a tile, got {short(t)}")
+    return t
+
+
+def _same(types: list, what: str) -> None:
+    if any(t != types[0] for t in types[1:]):
+        raise VerifyError(f"{what} must have the same tile type, got {', '.join(short(t) for t in types)}")
+
+
+def _elementwise(name, op) -> None:
+    ts = _types(op.operands) + _types(op.results)
+    _same(ts, "operands and result")
+
+
+def _compare(name, op) -> None:
+    lhs, rhs = _types(op.operands)
+    res = _tile(_types(op.results)[0], "result")
+    _same([lhs, rhs], "operands")
+    lhs = _tile(lhs, "operand")
+    if res.shape != lhs.shape or res.element != T.Scalar("i1"):
+        raise VerifyError(f"result must be {short(T.Tile(lhs.shape, T.Scalar('i1')))}, got {short(res)}")
+
+
+def _select(name, op) -> None:
+    cond, a, b = _types(op.operands)
+    res = _types(op.results)[0]
+    _same([a, b, res], "values and result")
+    cond, a = _tile(cond, "condition"), _tile(a, "value")
+    if cond.shape != a.shape or cond.element != T.Scalar("i1"):
+        raise VerifyError(f"condition must be {short(T.Tile(a.shape, T.Scalar('i1')))}, got {short(cond)}")
+
+
+def _cast(name, op) -> None:
+    src = _tile(_types(op.operands)[0], "operand")
+    res = _tile(_types(op.results)[0], "result")
+    if src.shape != res.shape:
+        raise VerifyError(f"operand and result shapes differ: {short(src)} -> {short(res)}")
+
+
+def _broadcast(name, op) -> None:
+    src = _tile(_types(op.operands)[0], "operand")
+    res = _tile(_types(op.results)[0], "result")
+    if src.element != res.element:
+        raise VerifyError(f"element types differ: {short(src)} -> {short(res)}")
+    if len(src.shape) != len(res.shape) or any(s not in (1, r) for s, r in zip(src.shape, res.shape)):
+        raise VerifyError(f"cannot broadcast {short(src)} to {short(res)}: each source dimension must be 1 "
+                          f"or equal the result's, with equal ranks")
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _reshape(name, op) -> None:
+    src = _tile(_types(op.operands)[0], "operand")
+    res = _tile(_types(op.results)[0], "result")
+    if src.element != res.element or _numel(src.shape) != _numel(res.shape):
+        raise VerifyError(f"cannot reshape {short(src)} to {short(res)}: element type and element count "
+                          f"must be preserved")
+
+
+def _permute(name, op) -> None:
+    src = _tile(_types(op.operands)[0], "operand")
+    res = _tile(_types(op.results)[0], "result")
+    perm = list(op.attributes["permutation"])
+    if sorted(perm) != list(range(len(src.shape))):
+        raise VerifyError(f"permutation {perm} is not a permutation of the {len(src.shape)} dimensions of "
+                          f"{short(src)}")
+    want = T.Tile(tuple(src.shape[p] for p in perm), src.element)
+    if res != want:
+        raise VerifyError(f"permuting {short(src)} by {perm} gives {short(want)}, not {short(res)}")
+
+
+def _extract(name, op) -> None:
+    g = groups(op)
+    src = _tile(_types(g["source"])[0], "source")
+    res = _tile(_types(op.results)[0], "result")
+    _subtile(src, res, len(g["indices"]))
+
+
+def _insert(name, op) -> None:
+    g = groups(op)
+    dst = _tile(_types(g["destination"])[0], "destination")
+    val = _tile(_types(g["source"])[0], "source")
+    res = _tile(_types(op.results)[0], "result")
+    if res != dst:
+        raise VerifyError(f"result {short(res)} must have the destination's type {short(dst)}")
+    _subtile(dst, val, len(g["indices"]))
+
+
+def _subtile(big: T.Tile, small: T.Tile, nindices: int) -> None:
+    if big.element != small.element or len(big.shape) != len(small.shape) \
+            or any(b % s for b, s in zip(big.shape, small.shape)):
+        raise VerifyError(f"{short(small)} is not a sub-tile of {short(big)}: ranks and element types must match "
+                          f"and each dimension must divide the larger one")
+    if nindices != len(big.shape):
+        raise VerifyError(f"{nindices} indices given for a rank-{len(big.shape)} tile")
+
+
+def _cat(name, op) -> None:
+    lhs, rhs = (_tile(t, "operand") for t in _types(op.operands))
+    res = _tile(_types(op.results)[0], "result")
+    dim = op.attributes["dim"].value
+    rank = len(lhs.shape)
+    if not 0 <= dim < rank or len(rhs.shape) != rank or lhs.element != rhs.element:
+        raise VerifyError(f"cannot concatenate {short(lhs)} and {short(rhs)} along dimension {dim}")
+    if any(a != b for i, (a, b) in enumerate(zip(lhs.shape, rhs.shape)) if i != dim):
+        raise VerifyError(f"cannot concatenate {short(lhs)} and {short(rhs)}: dimensions other than {dim} differ")
+    want = T.Tile(tuple(a + b if i == dim else a for i, (a, b) in enumerate(zip(lhs.shape, rhs.shape))),
+                  lhs.element)
+    if res != want:
+        raise VerifyError(f"concatenating {short(lhs)} and {short(rhs)} along {dim} gives {short(want)}, "
+                          f"not {short(res)}")
+
+
+def _mma(name, op) -> None:
+    ts = _types(op.operands)
+    lhs, rhs, acc = (_tile(t, w) for t, w in zip(ts[:3], ("lhs", "rhs", "acc")))
+    res = _tile(_types(op.results)[0], "result")
+    if res != acc:
+        raise VerifyError(f"result {short(res)} must have the accumulator's type {short(acc)}")
+    ranks = {len(lhs.shape), len(rhs.shape), len(acc.shape)}
+    if ranks not in ({2}, {3}):
+        raise VerifyError(f"operands must all be 2-d (M x K, K x N, M x N) or 3-d (batched), got "
+                          f"{short(lhs)}, {short(rhs)}, {short(acc)}")
+    *bl, m, k = lhs.shape
+    *br, k2, n = rhs.shape
+    *ba, m2, n2 = acc.shape
+    if k != k2 or m != m2 or n != n2 or not bl == br == ba:
+        raise VerifyError(f"shapes must be M x K . K x N -> M x N, got {short(lhs)} . {short(rhs)} -> {short(acc)}")
+    table = MMAF_TYPES if name in ("mmaf", "mmaf_scaled") else MMAI_TYPES
+    key = (lhs.element.text, rhs.element.text)
+    if key not in table or acc.element.text not in table[key]:
+        allowed = "; ".join(f"{a} x {b} -> {'/'.join(sorted(c))}" for (a, b), c in table.items())
+        raise VerifyError(f"element types {key[0]} x {key[1]} -> {acc.element.text} are not allowed "
+                          f"(allowed: {allowed})")
+
+
+def _view_access(name, op) -> None:
+    g = groups(op)
+    view = T.parse_type(str(g["view"][0].type))
+    if not isinstance(view, T.VIEWS):
+        raise VerifyError(f"expected a view operand, got {short(view)}")
+    n = len(g["index"])
+    if n != view.index_rank:
+        raise VerifyError(f"{short(view)} takes {view.index_rank} coordinates, got {n}")
+
+
+def _make_tensor_view(name, op) -> None:
+    g = groups(op)
+    tv = T.parse_type(str(op.results[0].type))
+    if not isinstance(tv, T.TensorView):
+        raise VerifyError(f"result must be a tensor_view, got {short(tv)}")
+    dyn_shape = sum(d == T.DYNAMIC for d in tv.shape)
+    dyn_strides = sum(d == T.DYNAMIC for d in tv.strides)
+    if len(g["dynamic_shape"]) != dyn_shape or len(g["dynamic_strides"]) != dyn_strides:
+        raise VerifyError(f"{short(tv)} has {dyn_shape} dynamic sizes and {dyn_strides} dynamic strides, got "
+                          f"{len(g['dynamic_shape'])} and {len(g['dynamic_strides'])} operands")
+
+
+def _index_space(name, op) -> None:
+    view = T.parse_type(str(op.operands[0].type))
+    if not isinstance(view, T.VIEWS):
+        raise VerifyError(f"expected a view operand, got {short(view)}")
+    if len(op.results) != view.index_rank:
+        raise VerifyError(f"{short(view)} has {view.index_rank} dimensions, got {len(op.results)} results")
+
+
+RULES = {
+    **{n: _elementwise for n in UNARY | BINARY | TERNARY},
+    "cmpf": _compare, "cmpi": _compare, "select": _select,
+    **{n: _cast for n in CASTS},
+    "broadcast": _broadcast, "reshape": _reshape, "permute": _permute, "extract": _extract, "insert": _insert,
+    "cat": _cat, "mmaf": _mma, "mmai": _mma,
+    **{n: _view_access for n in VIEW_ACCESS},
+    "make_tensor_view": _make_tensor_view, "get_index_space_shape": _index_space,
+}
+
+
+def check_op(op) -> None:
+    """Apply the rule of ``op`` (an ``ir.Operation``); raise a located TilecoreError."""
+    name = op.name
+    if not name.startswith("cuda_tile."):
+        return
+    rule = RULES.get(name[len("cuda_tile."):])
+    if rule is None:
+        return
+    try:
+        rule(name[len("cuda_tile."):], op)
+    except VerifyError as e:
+        raise TilecoreError(f"'{name}' {e.message}", format_location(op.location)) from None
 
 
 def verify_module(module) -> None:
-    """Raise a located TilecoreError for the first violated rule."""
+    """Raise a located TilecoreError for the first violated rule of ``module``."""
     try:
         module.operation.verify()
     except Exception as e:  # noqa: BLE001 - MLIRError with diagnostics
         raise mlir_error_to_tilecore(e) from None
+
+    def walk(op):
+        check_op(op)
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    walk(inner.operation)
+
+    for op in module.body.operations:
+        walk(op.operation)
