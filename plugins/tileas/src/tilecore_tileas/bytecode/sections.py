@@ -22,6 +22,7 @@ from .cursor import BytecodeError, Cursor
 
 MAGIC = b"\x7fTileIR\x00"
 SUPPORTED = ((13, 1), (13, 2), (13, 3), (13, 4), (13, 5))
+MAX_TILE_ELEMENTS = 1 << 31  # far above any real tile; keeps MLIR's element counts from overflowing
 SECTION_NAMES = {1: "string", 2: "function", 3: "debug", 4: "constant", 5: "type", 6: "global",
                  7: "producer"}
 
@@ -241,6 +242,11 @@ class TypeTable:
             shape = self._i64_list(cur, "tile shape")
             if any(d <= 0 for d in shape):
                 cur.fail(f"tile shape {list(shape)} has a non-positive dimension", at)
+            n = 1
+            for d in shape:
+                n *= d
+            if n > MAX_TILE_ELEMENTS:
+                cur.fail(f"tile shape {list(shape)} has more than {MAX_TILE_ELEMENTS} elements", at)
             return T.Tile(shape, e)
         if tag == _TV:
             flags = self._flags(cur, "tensor_view") if v >= (13, 4) else 0

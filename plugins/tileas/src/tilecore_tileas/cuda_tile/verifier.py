@@ -253,6 +253,8 @@ def check_op(op) -> None:
         rule(name[len("cuda_tile."):], op)
     except VerifyError as e:
         raise TilecoreError(f"'{name}' {e.message}", format_location(op.location)) from None
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e:  # a malformed op
+        raise TilecoreError(f"'{name}' is malformed: {e}", format_location(op.location)) from None
 
 
 def verify_module(module) -> None:
