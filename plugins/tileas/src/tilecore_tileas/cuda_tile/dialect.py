@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from tilecore.dialects import DialectDef
 
-from .ops import ENUMS, HETERO_SLOTS, OP_SPECS, TERMINATORS
+from .ops import ENUMS, HETERO_SLOTS, OP_SPECS, TERMINATOR_NAMESPACE, TERMINATORS
 
 # Parametric types: name -> parameter names (see the package docstring for the forms).
 TYPES: dict[str, tuple[str, ...]] = {
@@ -113,4 +113,4 @@ def irdl_text() -> str:
 
 def dialect_defs() -> list[DialectDef]:
     """The DialectDef the plugin registers (terminators are unregistered ops, see the package docs)."""
-    return [DialectDef("cuda_tile", irdl_text(), allow_unregistered=True)]
+    return [DialectDef("cuda_tile", irdl_text(), allow_unregistered=True, companions=(TERMINATOR_NAMESPACE,))]
