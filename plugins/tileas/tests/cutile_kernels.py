@@ -376,13 +376,58 @@ KERNELS: dict[str, tuple] = {
 }
 
 
-def export(name: str, path: str) -> str:
-    """Export kernel ``name`` of :data:`KERNELS` as TileIR bytecode to ``path``; returns ``path``."""
+def export(name: str, path: str, version: str = BYTECODE_VERSION) -> str:
+    """Export kernel ``name`` of :data:`KERNELS` as TileIR bytecode to ``path``; returns ``path``.
+
+    Versions before 13.3 cannot be architecture independent: they are exported for sm_90.
+    """
     kernel, params = KERNELS[name]
     sig = KernelSignature([_param(p) for p in params], CallingConvention.cutile_python_v1(), symbol=name)
-    export_kernel(kernel, [sig], path, gpu_code=None, output_format="tileir_bytecode",
-                  bytecode_version=BYTECODE_VERSION)
+    gpu_code = None if tuple(map(int, version.split("."))) >= (13, 3) else "sm_90"
+    export_kernel(kernel, [sig], path, gpu_code=gpu_code, output_format="tileir_bytecode", bytecode_version=version)
     return path
+
+
+def writer_kernel(version: str, multimem: bool = False) -> bytes:
+    """A kernel written with cuTile's own bytecode writer, for what ``@ct.kernel`` never emits.
+
+    It has a global (dense i32 data), a non-splat dense constant, ``get_global`` and, with
+    ``multimem`` (13.5 only), a multimem load-reduce and store. Version "13.5" exercises the
+    13.5 function header (hints always present, argument attributes).
+    """
+    import struct
+
+    from cuda.tile import _bytecode as bc
+    from cuda.tile._bytecode.debug_info import MISSING_DEBUG_ATTR_ID
+    from cuda.tile._bytecode.type_base import PaddingValue, PtrAttr
+
+    ver = {"13.1": bc.BytecodeVersion.V_13_1, "13.2": bc.BytecodeVersion.V_13_2, "13.3": bc.BytecodeVersion.V_13_3,
+           "13.4": bc.BytecodeVersion.V_13_4, "13.5": bc.BytecodeVersion.V_13_5}[version]
+    buf = bytearray()
+    with bc.write_bytecode(1, buf, ver) as w:
+        tt = w.type_table
+        i32, tok = tt.tile(tt.I32, []), tt.Token
+        t4 = tt.tile(tt.I32, [4])
+        tv = tt.tensor_view(tt.F32, [bc.DYNAMIC_SHAPE], [1], PtrAttr.Missing)
+        pv = tt.partition_view([16], tv, [0], PaddingValue.Zero)
+        w.global_section.define_global("table", t4, struct.pack("<4i", 1, 2, 3, 4), alignment=16)
+        params = [tt.tile(tt.pointer(tt.F32, PtrAttr.Missing), []), i32]
+        with w.function("writer_kernel", params, [], True, {}, MISSING_DEBUG_ATTR_ID) as fb:
+            cb = fb.code_builder
+            base, n = fb.parameters
+            token = bc.encode_MakeTokenOp(cb, tok)
+            bc.encode_ConstantOp(cb, t4, struct.pack("<4i", 5, 6, 7, 8))
+            bc.encode_GetGlobalOp(cb, tt.tile(tt.pointer(tt.I32, PtrAttr.Missing), []), "table")
+            part = bc.encode_MakePartitionViewOp(cb, pv, bc.encode_MakeTensorViewOp(cb, tv, base, [n], []))
+            zero = bc.encode_ConstantOp(cb, i32, struct.pack("<i", 0))
+            if multimem:
+                tile, t2 = bc.encode_MultimemLoadReduceViewTkoOp(
+                    cb, tt.tile(tt.F32, [16]), tok, part, [zero], token, bc.MemoryOrderingSemantics.WEAK, None,
+                    bc.MultimemReductionKind.ADD, [False])
+                bc.encode_MultimemStoreViewTkoOp(cb, tok, part, tile, [zero], t2, bc.MemoryOrderingSemantics.WEAK,
+                                                 None, [False])
+            bc.encode_ReturnOp(cb, [])
+    return bytes(buf)
 
 
 _DIR: str | None = None

@@ -30,12 +30,16 @@ def nvidia_op_names(path: str) -> list[str]:
 
 
 def our_op_names(module) -> list[str]:
-    """Op mnemonics of our module in pre-order; like tileirdisasm, an operand-less `yield` is elided."""
+    """Op mnemonics of our module in pre-order.
+
+    Like tileirdisasm, operand-less ``yield`` / ``continue`` terminators (implicit in its
+    text form) are left out.
+    """
     names = []
 
     def walk(op):
         mnemonic = op.name.split(".", 1)[1]
-        if not (mnemonic == "yield" and len(op.operands) == 0):
+        if not (mnemonic in ("yield", "continue") and len(op.operands) == 0):
             names.append(mnemonic)
         for region in op.regions:
             for block in region.blocks:

@@ -200,10 +200,11 @@ class TypeTable:
         return f
 
     def _ptr_attr(self, cur: Cursor, present: bool) -> None:
+        # 13.4+ may attach an attribute to pointers / tensor views (multimem needs a multicast
+        # pointer); no public producer writes one and its meaning is not documented, so it is
+        # rejected rather than dropped.
         if present:
-            at = cur.pos
-            if cur.u8("pointer attribute") != 0:
-                cur.fail("unknown pointer attribute", at)
+            cur.fail("pointer attributes are not supported (cuTile never writes them)")
 
     def _tensor_view(self, cur: Cursor, what: str):
         at = cur.pos

@@ -149,7 +149,7 @@ OPS: list[tuple[int, str, str, str]] = [
     (0x52, "ori", "13.1", _BINARY),
     (0x53, "permute", "13.1", "T:result I32A:permutation O:source"),
     (0x54, "fpowf", "13.1", "T:result O:source,exponent"),
-    (0x55, "print_tko", "13.1", "TS1:result_token@13.2 F:?token@13.2 S:str OV:~args O?:token"),
+    (0x55, "print_tko", "13.1", "TS:result_token F:?token@13.2 S:str OV:~args O?:token"),
     (0x56, "ptr_to_int", "13.1", _UNARY),
     (0x57, "ptr_to_ptr", "13.1", _UNARY),
     (0x58, "reduce", "13.1", "TS:~results I:dim A:identities OC:*~operands R:1"),

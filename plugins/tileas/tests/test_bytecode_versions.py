@@ -1,0 +1,76 @@
+"""Bytecode versions 13.1-13.5, globals, dense constants and the producer section."""
+
+import pytest
+
+import cutile_kernels
+from test_disasm import nvidia_op_names, our_op_names
+from tilecore.mlir import ir
+from tilecore.plugins import get_plugin_manager
+from tilecore_tileas.bytecode import read_tileir
+
+KERNELS = ["matmul_f16", "rownorm_loop_if_f32", "print_assert_f32", "float_unary_f32", "while_break_i32",
+           "atomics_i32", "cumsum_scan_f32", "gather_scatter_f32", "argmax_rows_f32"]
+
+
+def read(data, path="k.tileirbc"):
+    return read_tileir(data, path, get_plugin_manager().make_context())
+
+
+@pytest.mark.parametrize("version", ["13.1", "13.2", "13.3", "13.4"])
+@pytest.mark.parametrize("name", KERNELS)
+def test_cutile_versions_match_tileirdisasm(tmp_path, version, name):
+    path = str(tmp_path / f"{name}.tileirbc")
+    cutile_kernels.export(name, path, version)
+    with open(path, "rb") as fh:
+        module = read(fh.read(), path)
+    assert module.operation.attributes["cuda_tile.bytecode_version"].value == version
+    assert our_op_names(module) == nvidia_op_names(path)
+
+
+@pytest.mark.parametrize("version", ["13.4", "13.5"])
+def test_globals_and_dense_constants(tmp_path, version):
+    path = tmp_path / "w.tileirbc"
+    path.write_bytes(cutile_kernels.writer_kernel(version))
+    module = read(path.read_bytes(), str(path))
+    assert our_op_names(module) == nvidia_op_names(str(path))
+    glob, entry = [op.operation for op in module.body.operations]
+    assert glob.name == "cuda_tile.global"
+    assert str(glob.attributes["value"]) == "dense<[1, 2, 3, 4]> : tensor<4xi32>"
+    assert glob.attributes["alignment"].value == 16 and glob.attributes["sym_visibility"].value == "public"
+    ops = [op.operation for op in entry.regions[0].blocks[0].operations]
+    const = next(op for op in ops if op.name == "cuda_tile.constant")
+    assert str(const.attributes["value"]) == "dense<[5, 6, 7, 8]> : tensor<4xi32>"
+    get_global = next(op for op in ops if op.name == "cuda_tile.get_global")
+    assert get_global.attributes["name"].value == "table"
+    assert str(get_global.results[0].type) == "!cuda_tile.tile<array<i64>, !cuda_tile.ptr<i32>>"
+
+
+def test_multimem_ops_of_13_5():
+    """Decoded per cuTile's 13.5 encoders (tileirdisasm needs multicast pointers no producer writes)."""
+    module = read(cutile_kernels.writer_kernel("13.5", multimem=True))
+    ops = {op.operation.name: op.operation
+           for op in module.body.operations[1].regions[0].blocks[0].operations}
+    load = ops["cuda_tile.multimem_load_reduce_view_tko"]
+    assert load.attributes["reduction"].value == "add" and load.attributes["memory_ordering"].value == "weak"
+    assert [str(t) for t in load.results.types][0] == "!cuda_tile.tile<array<i64: 16>, f32>"
+    assert "cuda_tile.multimem_store_view_tko" in ops
+
+
+def test_producer_section():
+    data = bytearray(open("/work/shared/corpus/visible/vadd_f32.tileirbc", "rb").read())
+    assert data[-1] == 0  # end marker
+    # a producer section naming string 0, spliced in before the end marker
+    data[-1:] = bytes([0x07, 0x01, 0x00, 0x00])
+    module = read(bytes(data))
+    strings = module.operation.attributes["cuda_tile.producer"].value
+    assert isinstance(strings, str)
+
+
+def test_multimem_needs_13_5(tmp_path):
+    data = bytearray(cutile_kernels.writer_kernel("13.5", multimem=True))
+    data[9] = 4  # claim 13.4: the multimem opcodes do not exist there
+    from tilecore.errors import TilecoreError
+
+    with pytest.raises(TilecoreError) as e:
+        read(bytes(data))
+    assert "needs bytecode version 13.5, file is 13.4" in e.value.message or "unknown" in e.value.message
