@@ -1,37 +1,34 @@
 """Hook implementations of the ``tileas`` plugin: stage declarations of stages 1-4."""
 
-from tilecore.conversion import ConversionTarget
 from tilecore.hookspecs import hookimpl
-from tilecore.stages import Stage
-
-
-def _no_dialect(stage: str, *dialects: str):
-    def legality(target, options) -> ConversionTarget:
-        return ConversionTarget(stage).add_illegal_dialect(*dialects)
-
-    return legality
 
 
 @hookimpl
 def tilecore_register_stages():
-    return [
-        Stage("convert-cuda-tile-to-tileaa", legality=_no_dialect("convert-cuda-tile-to-tileaa", "cuda_tile"),
-              description="cuda_tile -> nv_tileaa (+ arith / scf)"),
-        Stage("convert-tileaa-to-tileas", after=("convert-cuda-tile-to-tileaa",),
-              description="nv_tileaa -> nv_tileas (kernel spec, witnesses)"),
-        Stage("convert-tile-func-to-llvm", after=("convert-tileaa-to-tileas",),
-              description="kernel ABI, nvvm.* kernel attributes"),
-        Stage("convert-tileas-to-llvm", after=("convert-tile-func-to-llvm",),
-              legality=_no_dialect("convert-tileas-to-llvm", "nv_tileas"),
-              description="nv_tileas -> llvm / nvvm / gpu / nvgpu"),
-    ]
+    from .atoms.select import stage as select_atoms
+    from .layout.assign import stage as assign_layouts
+    from .stage1_cuda_tile_to_tileaa import stage as stage1
+    from .stage2_tileaa_to_tileas import stage as stage2
+    from .stage3_tile_func_to_llvm import stage as stage3
+    from .stage4_tileas_to_llvm import stage as stage4
+
+    return [stage1(), stage2(), assign_layouts(), select_atoms(), stage3(), stage4()]
+
+
+@hookimpl
+def tilecore_register_atoms(target):
+    from .atoms import builtin_atoms
+
+    return builtin_atoms(target)
 
 
 @hookimpl
 def tilecore_register_dialects():
     from .cuda_tile.dialect import dialect_defs
+    from .nv_tileaa import dialect_defs as tileaa_defs
+    from .nv_tileas import dialect_defs as tileas_defs
 
-    return dialect_defs()
+    return dialect_defs() + tileaa_defs() + tileas_defs()
 
 
 @hookimpl

@@ -1,0 +1,219 @@
+"""Reduce atoms: how a reduce / scan combines the elements of a tile along an axis.
+
+Each lowering inlines the op's combiner region (scalar ``arith``, ended by
+``nv_tileas_term.yield``) once per combine step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tilecore.mlir import ir
+
+from ..layout import Blocked, row_major_strides
+from ..rebuild import inline_block
+
+UNROLL = 8  # combine loops up to this trip count are unrolled
+
+
+@dataclass
+class ReduceRequest:
+    """What an atom needs to know about a reduce / scan: kind, source layout, axis, element bytes."""
+
+    kind: str
+    layout: Blocked
+    axis: int
+    elem_bytes: int
+    threads: int
+
+
+def in_thread_admits(req: ReduceRequest) -> bool:
+    return req.layout.owners == 1 and req.layout.regs == req.layout.n
+
+
+def shuffle_admits(req: ReduceRequest) -> bool:
+    lay = req.layout
+    if req.kind != "reduce" or req.axis != len(lay.shape) - 1 or req.elem_bytes != 4:
+        return False
+    length = lay.shape[-1]
+    if length % lay.vec:
+        return False
+    g = length // lay.vec
+    return g > 1 and g & (g - 1) == 0 and lay.owners % g == 0 and (g <= 32 or g % 32 == 0)
+
+
+def identities(cg, op, types):
+    attrs = ir.ArrayAttr(op.attributes["identities"])
+    out = []
+    for a, t in zip(attrs, types):
+        if isinstance(t, ir.FloatType):
+            out.append(cg.const(t, ir.FloatAttr(a).value))
+        else:
+            out.append(cg.const(t, ir.IntegerAttr(a).value))
+    return out
+
+
+def _combine(rb, op, accs, vals):
+    body = op.regions[0].blocks[0]
+    return inline_block(rb, body, [*accs, *vals])
+
+
+def _out_shape(kind, shape, axis):
+    return tuple(d for i, d in enumerate(shape) if i != axis) if kind == "reduce" else tuple(shape)
+
+
+def lower_in_thread(cg, op, rb, sources, kind):
+    """Every element is in every thread: combine registers directly (flat index == register)."""
+    from ..stage4_tileas_to_llvm.values import TileV
+
+    axis = ir.IntegerAttr(op.attributes["dim"]).value
+    shape = sources[0].shape
+    out_shape = _out_shape(kind, shape, axis)
+    lay = cg.layout(out_shape)
+    strides = row_major_strides(shape)
+    outs = [[] for _ in sources]
+    reverse = "reverse" in op.attributes
+    for k in range(lay.regs):
+        f = min(k, lay.n - 1)
+        coords = []
+        for st, d in zip(row_major_strides(out_shape), out_shape):
+            coords.append((f // st) % d)
+        if kind == "reduce":
+            coords.insert(axis, 0)
+            steps = range(shape[axis])
+        else:
+            steps = range(coords[axis], shape[axis]) if reverse else range(0, coords[axis] + 1)
+        accs = None
+        for kk in steps:
+            c = list(coords)
+            c[axis] = kk
+            src = sum(a * b for a, b in zip(c, strides))
+            vals = [s.regs[src] for s in sources]
+            accs = vals if accs is None else _combine(rb, op, accs, vals)
+        for i, a in enumerate(accs):
+            outs[i].append(a)
+    return [TileV(lay, o) for o in outs]
+
+
+def _for(cg, lb, ub, inits, body_fn):
+    from ..stage4_tileas_to_llvm.codegen import create
+
+    node = create("scf.for", [v.type for v in inits], [lb, ub, cg.c32(1), *inits], regions=1)
+    blk = node.regions[0].blocks.append(cg.i32, *[v.type for v in inits])
+    with ir.InsertionPoint(blk):
+        res = body_fn(blk.arguments[0], list(blk.arguments)[1:])
+        create("scf.yield", [], res)
+    return list(node.results)
+
+
+def lower_smem(cg, op, rb, sources, kind):
+    """Sources to shared memory, then each result element combines its line serially."""
+    from ..stage4_tileas_to_llvm.exchange import write
+    from ..stage4_tileas_to_llvm.values import TileV
+
+    axis = ir.IntegerAttr(op.attributes["dim"]).value
+    shape = sources[0].shape
+    out_shape = _out_shape(kind, shape, axis)
+    types = [s.regs[0].type for s in sources]
+    offs = write(cg, sources)
+    lay = cg.layout(out_shape)
+    step = row_major_strides(shape)[axis]
+    n = shape[axis]
+    reverse = "reverse" in op.attributes
+    outs = [[] for _ in sources]
+    for k in range(lay.regs):
+        f = cg.flat(lay, k)
+        valid = cg.valid(lay, k)
+        if valid is not None:
+            f = cg.select(valid, f, cg.c32(0))
+        coords = cg.coords(out_shape, f)
+        if kind == "reduce":
+            coords.insert(axis, cg.c32(0))
+        line = list(coords)
+        line[axis] = cg.c32(0)
+        base = cg.linear(shape, line)
+
+        def load_at(kk, base=base):
+            idx = cg.op("arith.addi", base, cg.op("arith.muli", kk, cg.c32(step)) if step != 1 else kk)
+            return [cg.smem_load(o, idx, t) for o, t in zip(offs, types)]
+
+        def body(kk, accs):
+            return _combine(rb, op, accs, load_at(kk))
+
+        init = identities(cg, op, types)
+        if kind == "reduce":
+            if n <= UNROLL:
+                accs = init
+                for kk in range(n):
+                    accs = body(cg.c32(kk), accs)
+            else:
+                accs = _for(cg, cg.c32(0), cg.c32(n), init, body)
+        else:
+            lo, hi = (coords[axis], cg.c32(n)) if reverse else (cg.c32(0), cg.op("arith.addi", coords[axis],
+                                                                                     cg.c32(1)))
+            accs = _for(cg, lo, hi, init, body)
+        for i, a in enumerate(accs):
+            outs[i].append(a)
+    cg.barrier()
+    return [TileV(lay, o) for o in outs]
+
+
+def _shuffle_xor(cg, v, offset):
+    from ..stage4_tileas_to_llvm.codegen import create
+
+    return create("gpu.shuffle", [v.type, cg.i1], [v, cg.c32(offset), cg.c32(32)],
+                  {"mode": ir.Attribute.parse("#gpu<shuffle_mode xor>")}).results[0]
+
+
+def lower_shuffle(cg, op, rb, sources, kind):
+    """In-thread partial per register group, butterfly shuffles inside the row's lanes, then one
+    partial per warp through shared memory to the threads that hold the result."""
+    from ..stage4_tileas_to_llvm.codegen import elem_bytes
+    from ..stage4_tileas_to_llvm.values import TileV
+
+    src = sources[0]
+    lay = src.layout
+    shape = lay.shape
+    axis = len(shape) - 1
+    g = shape[-1] // lay.vec
+    lanes = min(g, 32)
+    parts = max(1, g // 32)
+    ty = src.regs[0].type
+    tt = cg.slot(lay.owners)
+    leader = cg.cmpi(0, cg.op("arith.remui", tt, cg.c32(lanes)), cg.c32(0))
+    writer = cg.and_(leader, cg.owner_mask(lay))
+    sub = cg.op("arith.divui", cg.op("arith.remui", tt, cg.c32(g)), cg.c32(32)) if parts > 1 else None
+    rows_total = lay.n // shape[-1]
+    for rep in range(lay.reps):
+        acc = None
+        for j in range(lay.vec):
+            v = src.regs[rep * lay.vec + j]
+            acc = v if acc is None else _combine(rb, op, [acc], [v])[0]
+        off = lanes // 2
+        while off >= 1:
+            acc = _combine(rb, op, [acc], [_shuffle_xor(cg, acc, off)])[0]
+            off //= 2
+        row = cg.op("arith.divui", cg.op("arith.addi", tt, cg.c32(rep * lay.owners)), cg.c32(g))
+        idx = cg.op("arith.muli", row, cg.c32(parts)) if parts > 1 else row
+        if sub is not None:
+            idx = cg.op("arith.addi", idx, sub)
+        cond = cg.and_(writer, cg.cmpi(6, row, cg.c32(rows_total)))
+        cg.masked(cond, lambda acc=acc, idx=idx: cg.smem_store(0, idx, acc))
+    cg.reserve(rows_total * parts * elem_bytes(ty))
+    cg.barrier()
+    out_shape = _out_shape("reduce", shape, axis)
+    olay = cg.layout(out_shape)
+    regs = []
+    for k in range(olay.regs):
+        f = cg.flat(olay, k)
+        valid = cg.valid(olay, k)
+        if valid is not None:
+            f = cg.select(valid, f, cg.c32(0))
+        acc = None
+        for p in range(parts):
+            idx = cg.op("arith.addi", cg.op("arith.muli", f, cg.c32(parts)), cg.c32(p)) if parts > 1 else f
+            v = cg.smem_load(0, idx, ty)
+            acc = v if acc is None else _combine(rb, op, [acc], [v])[0]
+        regs.append(acc)
+    cg.barrier()
+    return [TileV(olay, regs)]

@@ -1,0 +1,115 @@
+"""``tileas-select-atoms``: pick a copy atom per tiled memory op and a reduce atom per reduce / scan.
+
+The choice is made from the atom registry (``ctx.atoms()``: every plugin's
+``tilecore_register_atoms``) with :func:`tilecore.atoms.select_atom` on a request
+describing the op, and recorded as ``atom = #nv_tileas.atom<"name">``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tilecore.conversion import ConversionStats
+from tilecore.mlir import ir
+from tilecore.stages import Stage
+
+from ..layout import blocked
+from ..nv_tileaa import DYNAMIC
+from ..stage2_tileaa_to_tileas.kernel_spec import KernelSpec, kernel_spec_of
+from . import default_atom
+from .reduce import ReduceRequest
+
+NAME = "tileas-select-atoms"
+COPY_OPS = ("nv_tileas.tiled_load", "nv_tileas.tiled_store")
+
+
+@dataclass
+class CopyRequest:
+    """The static facts of a tiled access: layout, tile box, memref strides, base alignment, element size."""
+
+    layout: object
+    tile_shape: tuple
+    static_strides: list
+    div_by: int
+    elem_bytes: int
+
+    def vectorizable(self) -> bool:
+        lay = self.layout
+        if lay.vec <= 1 or self.tile_shape[-1] % lay.vec or self.static_strides[-1] != 1:
+            return False
+        nbytes = lay.vec * self.elem_bytes
+        if self.div_by % nbytes:
+            return False
+        return all(s != DYNAMIC and (s * self.elem_bytes) % nbytes == 0 for s in self.static_strides[:-1])
+
+
+def _bytes(t) -> int:
+    s = str(t)
+    if s.startswith("!nv_tileaa.ptr"):
+        return 8
+    if isinstance(t, ir.FloatType):
+        return t.width // 8
+    return max(1, ir.IntegerType(t).width // 8)
+
+
+def _div_by(value) -> int:
+    owner = value.owner if isinstance(value, ir.OpResult) else None
+    while owner is not None and owner.name in ("nv_tileas.assume", "nv_tileaa.assume"):
+        if "div_by" in owner.attributes:
+            return ir.IntegerAttr(owner.attributes["div_by"]).value
+        owner = owner.operands[0].owner if isinstance(owner.operands[0], ir.OpResult) else None
+    return 1
+
+
+def copy_request(op, threads: int) -> CopyRequest | None:
+    view = op.operands[0 if op.name == "nv_tileas.tiled_load" else 1]
+    vop = view.owner
+    memref = vop.operands[0]
+    mk = memref.owner
+    from ..stage4_tileas_to_llvm.memory import _memref_type_parts
+
+    el, _shape, strides = _memref_type_parts(memref.type)
+    tile_t = op.results[0].type if op.name == "nv_tileas.tiled_load" else op.operands[0].type
+    shape = tuple(ir.RankedTensorType(tile_t).shape) if str(tile_t).startswith("tensor<") else ()
+    return CopyRequest(blocked(shape, threads), shape, strides, _div_by(mk.operands[0]), _bytes(el))
+
+
+def run(ctx) -> ConversionStats:
+    with ctx.module.context, ir.Location.unknown():
+        return _run(ctx)
+
+
+def _run(ctx) -> ConversionStats:
+    stats = ConversionStats(stage=NAME)
+    atoms = ctx.atoms() if ctx.plugins else {}
+    for top in ctx.module.body.operations:
+        top = top.operation
+        if top.name != "nv_tileaa.func":
+            continue
+        spec = kernel_spec_of(top) or KernelSpec()
+        threads = 32 * spec.num_warps
+
+        def visit(op):
+            op = op.operation if hasattr(op, "operation") else op
+            atom = None
+            if op.name in COPY_OPS:
+                atom = default_atom(atoms, "copy", ctx.target, copy_request(op, threads))
+            elif op.name in ("nv_tileas.reduce", "nv_tileas.scan"):
+                t = op.operands[0].type
+                shape = tuple(ir.RankedTensorType(t).shape)
+                req = ReduceRequest(op.name.split(".")[1], blocked(shape, threads),
+                                    ir.IntegerAttr(op.attributes["dim"]).value,
+                                    _bytes(ir.RankedTensorType(t).element_type), threads)
+                atom = default_atom(atoms, "reduce", ctx.target, req)
+            if atom is not None:
+                op.attributes["atom"] = ir.Attribute.parse(f'#nv_tileas.atom<"{atom.name}">')
+                stats.fired[f"tileas:{atom.name}"] = stats.fired.get(f"tileas:{atom.name}", 0) + 1
+            return ir.WalkResult.ADVANCE
+
+        top.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return stats
+
+
+def stage() -> Stage:
+    return Stage(NAME, after=("tileas-assign-layouts",), before=("convert-tile-func-to-llvm",), run=run,
+                 description="copy / reduce atoms from the atom registry")

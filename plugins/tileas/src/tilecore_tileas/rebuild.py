@@ -1,0 +1,119 @@
+"""The rebuild driver shared by the tileas stages.
+
+Python has no dialect-conversion API in MLIR 22, and a tile op may turn into many
+values (stage 4 keeps a tile as one SSA value per register), so the tileas stages
+rebuild a function body op by op into a fresh block: ``Rebuilder`` walks the old
+body in program order, asks its *populators* (ordered tables ``op name -> handler``;
+the first populator that knows an op wins) for a handler, binds the old results to
+whatever the handler returns, and recreates ops no populator knows generically with
+mapped operands, converted result types and rebuilt regions. Every new op is created
+under the old op's location, so bytecode locations reach the PTX (``-g``).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from tilecore.errors import LoweringError
+from tilecore.mlir import ir
+
+
+class Rebuilder:
+    """Rebuilds IR through ordered populators (see the module docstring).
+
+    ``populators`` is a list of ``(name, {op_name: handler})``; a handler is called
+    as ``handler(op, rb)`` with the insertion point set and must return the new
+    values for ``op``'s results (a list, or None when it has none).
+    ``convert_type`` maps an old result / block-argument type to its new type.
+    """
+
+    def __init__(self, populators: list[tuple[str, dict]], convert_type: Callable, *, stage: str = "",
+                 strict_dialects: tuple[str, ...] = ()):
+        self.populators = populators
+        self.convert_type = convert_type
+        self.stage = stage
+        self.strict = strict_dialects  # ops of these dialects must have a handler
+        self.map: dict = {}
+        self.fired: dict[str, int] = {}
+        self.data: dict = {}
+
+    # -- values -----------------------------------------------------------------------------
+    def get(self, v):
+        try:
+            return self.map[v]
+        except KeyError:
+            raise LoweringError(f"internal error in {self.stage}: value used before its definition was rebuilt",
+                                v.owner if isinstance(v, ir.OpResult) else None) from None
+
+    def gets(self, vs) -> list:
+        return [self.get(v) for v in vs]
+
+    def bind(self, olds, news) -> None:
+        olds = list(olds)
+        news = list(news) if news is not None else []
+        if len(olds) != len(news):
+            raise LoweringError(f"internal error in {self.stage}: {len(news)} values for {len(olds)} results")
+        for o, n in zip(olds, news):
+            self.map[o] = n
+
+    # -- ops --------------------------------------------------------------------------------
+    def handler(self, name: str):
+        for pop, table in self.populators:
+            fn = table.get(name)
+            if fn is not None:
+                return pop, fn
+        return None, None
+
+    def op(self, op) -> None:
+        op = op.operation
+        pop, fn = self.handler(op.name)
+        with op.location:
+            if fn is None:
+                if op.name.split(".", 1)[0] in self.strict:
+                    raise LoweringError(f"unsupported op '{op.name}' in stage '{self.stage}'", op)
+                res = self.generic(op)
+            else:
+                self.fired[f"{pop}:{op.name}"] = self.fired.get(f"{pop}:{op.name}", 0) + 1
+                res = fn(op, self)
+        if op.results:
+            self.bind(op.results, res)
+
+    def block_into(self, old_block, new_block, args=None) -> None:
+        """Rebuild ``old_block``'s ops at the end of ``new_block`` (args bound to ``args`` or its arguments)."""
+        self.bind(old_block.arguments, list(new_block.arguments) if args is None else args)
+        with ir.InsertionPoint(new_block):
+            for o in old_block.operations:
+                self.op(o)
+
+    def region_into(self, old_region, new_region) -> None:
+        for ob in old_region.blocks:
+            types = [self.convert_type(a.type) for a in ob.arguments]
+            nb = new_region.blocks.append(*types, arg_locs=[a.location for a in ob.arguments])
+            self.block_into(ob, nb)
+
+    def generic(self, op, name: str | None = None, attrs: dict | None = None):
+        """Recreate ``op`` (optionally renamed / with other attributes) with mapped operands and regions."""
+        if attrs is None:
+            attrs = attrs_of(op)
+        new = ir.Operation.create(name or op.name, results=[self.convert_type(r.type) for r in op.results],
+                                  operands=self.gets(op.operands), attributes=attrs, regions=len(op.regions))
+        for o, n in zip(op.regions, new.regions):
+            self.region_into(o, n)
+        return list(new.results)
+
+
+def attrs_of(op) -> dict:
+    """The attributes of ``op`` as a plain dict."""
+    attrs = op.operation.attributes
+    names = [a if isinstance(a, str) else a.name for a in attrs]
+    return {n: attrs[n] for n in names}
+
+
+def inline_block(rb: Rebuilder, block, args: list) -> list:
+    """Rebuild ``block``'s ops at the current insertion point with its arguments bound to ``args``;
+    returns the (mapped) operands of its terminator instead of rebuilding it."""
+    rb.bind(block.arguments, args)
+    ops = list(block.operations)
+    for o in ops[:-1]:
+        rb.op(o)
+    return rb.gets(ops[-1].operands)

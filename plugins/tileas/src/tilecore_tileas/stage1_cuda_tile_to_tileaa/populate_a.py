@@ -1,0 +1,235 @@
+"""Stage 1, populator A: arithmetic, tile algebra and structured control flow.
+
+Element-wise cuda_tile math becomes ``arith`` / ``math`` on tensors (or scalars for
+0-d tiles); ``for`` / ``if`` become ``scf``; shape ops become nv_tileaa ops.
+"""
+
+from __future__ import annotations
+
+from tilecore.errors import LoweringError
+from tilecore.mlir import ir
+
+from ..nv_tileaa import TERM, builder
+from .common import create, element_type, has, i, i64, operands, result_types, s
+
+# cuda_tile op -> arith / math op with the same operands (signedness chooses the second column).
+SAME_OPERANDS = {
+    "addf": "arith.addf", "subf": "arith.subf", "mulf": "arith.mulf", "divf": "arith.divf", "remf": "arith.remf",
+    "negf": "arith.negf", "addi": "arith.addi", "subi": "arith.subi", "muli": "arith.muli", "andi": "arith.andi",
+    "ori": "arith.ori", "xori": "arith.xori", "shli": "arith.shli", "select": "arith.select",
+    "absf": "math.absf", "absi": "math.absi", "exp": "math.exp", "exp2": "math.exp2", "log": "math.log",
+    "log2": "math.log2", "sqrt": "math.sqrt", "rsqrt": "math.rsqrt", "tanh": "math.tanh", "sin": "math.sin",
+    "cos": "math.cos", "tan": "math.tan", "sinh": "math.sinh", "cosh": "math.cosh", "floor": "math.floor",
+    "ceil": "math.ceil", "pow": "math.powf", "atan2": "math.atan2", "fma": "math.fma", "fpowi": "math.fpowi",
+    "trunci": "arith.trunci", "bitcast": "arith.bitcast",
+}
+BY_SIGN = {  # name -> (signed, unsigned)
+    "shri": ("arith.shrsi", "arith.shrui"), "remi": ("arith.remsi", "arith.remui"),
+    "maxi": ("arith.maxsi", "arith.maxui"), "mini": ("arith.minsi", "arith.minui"),
+    "exti": ("arith.extsi", "arith.extui"), "itof": ("arith.sitofp", "arith.uitofp"),
+    "ftoi": ("arith.fptosi", "arith.fptoui"),
+}
+CMPF = {("equal", "ordered"): 1, ("greater_than", "ordered"): 2, ("greater_than_or_equal", "ordered"): 3,
+        ("less_than", "ordered"): 4, ("less_than_or_equal", "ordered"): 5, ("not_equal", "ordered"): 6,
+        ("equal", "unordered"): 8, ("greater_than", "unordered"): 9, ("greater_than_or_equal", "unordered"): 10,
+        ("less_than", "unordered"): 11, ("less_than_or_equal", "unordered"): 12, ("not_equal", "unordered"): 13}
+CMPI = {("equal", "signed"): 0, ("not_equal", "signed"): 1, ("less_than", "signed"): 2,
+        ("less_than_or_equal", "signed"): 3, ("greater_than", "signed"): 4, ("greater_than_or_equal", "signed"): 5,
+        ("equal", "unsigned"): 0, ("not_equal", "unsigned"): 1, ("less_than", "unsigned"): 6,
+        ("less_than_or_equal", "unsigned"): 7, ("greater_than", "unsigned"): 8,
+        ("greater_than_or_equal", "unsigned"): 9}
+
+
+def _flat(op, rb):
+    return [v for vs in operands(op, rb).values() for v in vs]
+
+
+def same_operands(name):
+    def h(op, rb):
+        return list(create(name, result_types(op, rb), _flat(op, rb)).results)
+    return h
+
+
+def by_sign(names):
+    def h(op, rb):
+        name = names[0] if s(op, "signedness", "signed") == "signed" else names[1]
+        return list(create(name, result_types(op, rb), _flat(op, rb)).results)
+    return h
+
+
+def _width(t):
+    e = element_type(t)
+    return ir.FloatType(e).width if isinstance(e, ir.FloatType) else 0
+
+
+def ftof(op, rb):
+    (src,) = _flat(op, rb)
+    rt = result_types(op, rb)[0]
+    wi, wo = _width(src.type), _width(rt)
+    name = "arith.extf" if wo > wi else "arith.truncf" if wo < wi else None
+    if name is None:  # f16 <-> bf16: go through f32
+        f32 = ir.F32Type.get()
+        mid_t = ir.RankedTensorType.get(ir.RankedTensorType(rt).shape, f32) if str(rt).startswith("tensor<") \
+            else f32
+        src = create("arith.extf", [mid_t], [src]).results[0]
+        name = "arith.truncf"
+    return list(create(name, [rt], [src]).results)
+
+
+def maxmin(kind):
+    def h(op, rb):
+        nan = has(op, "propagate_nan")
+        name = {("max", True): "arith.maximumf", ("max", False): "arith.maxnumf",
+                ("min", True): "arith.minimumf", ("min", False): "arith.minnumf"}[(kind, nan)]
+        return list(create(name, result_types(op, rb), _flat(op, rb)).results)
+    return h
+
+
+def divi(op, rb):
+    signed = s(op, "signedness", "signed") == "signed"
+    rnd = s(op, "rounding", "zero")
+    if signed:
+        name = {"positive_inf": "arith.ceildivsi", "negative_inf": "arith.floordivsi"}.get(rnd, "arith.divsi")
+    else:
+        name = "arith.ceildivui" if rnd == "positive_inf" else "arith.divui"
+    return list(create(name, result_types(op, rb), _flat(op, rb)).results)
+
+
+def negi(op, rb):
+    (x,) = _flat(op, rb)
+    zero = create("arith.constant", [x.type], [], {"value": _zero_attr(x.type)}).results[0]
+    return list(create("arith.subi", [x.type], [zero, x]).results)
+
+
+def _zero_attr(t):
+    if str(t).startswith("tensor<"):
+        return ir.DenseElementsAttr.get_splat(t, ir.IntegerAttr.get(ir.RankedTensorType(t).element_type, 0))
+    return ir.IntegerAttr.get(t, 0)
+
+
+def cmpf(op, rb):
+    key = (s(op, "comparison_predicate"), s(op, "comparison_ordering", "ordered"))
+    return list(create("arith.cmpf", result_types(op, rb), _flat(op, rb), {"predicate": i64(CMPF[key])}).results)
+
+
+def cmpi(op, rb):
+    key = (s(op, "comparison_predicate"), s(op, "signedness", "signed"))
+    return list(create("arith.cmpi", result_types(op, rb), _flat(op, rb), {"predicate": i64(CMPI[key])}).results)
+
+
+def constant(op, rb):
+    rt = result_types(op, rb)[0]
+    val = ir.DenseElementsAttr(op.attributes["value"])
+    if not str(rt).startswith("tensor<"):
+        if not val.is_splat:
+            raise LoweringError("a 0-d constant must hold one value", op)
+        return list(create("arith.constant", [rt], [], {"value": val.get_splat_value()}).results)
+    if str(val.type) != str(rt):
+        raise LoweringError(f"constant type {val.type} does not match its tile type {rt}", op)
+    return list(create("arith.constant", [rt], [], {"value": val}).results)
+
+
+def for_op(op, rb):
+    g = operands(op, rb)
+    lb, ub, step = g["lower_bound"][0], g["upper_bound"][0], g["step"][0]
+    inits = g["init_values"]
+    attrs = {"unsignedCmp": ir.UnitAttr.get()} if has(op, "unsigned_cmp") else {}
+    new = create("scf.for", [v.type for v in inits], [lb, ub, step, *inits], attrs, regions=1)
+    rb.region_into(op.regions[0], new.regions[0])
+    return list(new.results)
+
+
+def if_op(op, rb):
+    (cond,) = _flat(op, rb)
+    new = create("scf.if", result_types(op, rb), [cond], {}, regions=2)
+    for o, n in zip(op.regions, new.regions):
+        if len(o.blocks):
+            rb.region_into(o, n)
+        else:
+            n.blocks.append()
+            with ir.InsertionPoint(n.blocks[0]):
+                create("scf.yield", [], [])
+    return list(new.results)
+
+
+def scf_yield(op, rb):
+    parent = op.parent.name if op.parent is not None else ""
+    if parent in ("cuda_tile.reduce", "cuda_tile.scan"):
+        create(f"{TERM}.yield", [], _flat_term(op, rb))  # combiner bodies: see populator C
+    else:
+        create("scf.yield", [], _flat_term(op, rb))
+
+
+def _flat_term(op, rb):
+    return rb.gets(op.operands)
+
+
+def loop(op, rb):
+    raise LoweringError("'cuda_tile.loop' (a loop with break / continue) is not supported yet", op)
+
+
+def break_op(op, rb):
+    raise LoweringError("'cuda_tile.break' is not supported yet", op)
+
+
+def continue_op(op, rb):
+    parent = op.parent.name if op.parent is not None else ""
+    if parent != "cuda_tile.for":
+        raise LoweringError("'cuda_tile.continue' outside a 'for' body is not supported yet", op)
+    create("scf.yield", [], _flat_term(op, rb))
+
+
+def shape_op(name, attrs_fn=None):
+    def h(op, rb):
+        flat = _flat(op, rb)
+        attrs = attrs_fn(op) if attrs_fn else {}
+        return list(builder.build(name, _groups_for(name, flat), result_types(op, rb), attrs).results)
+    return h
+
+
+def _groups_for(name, flat):
+    if name in ("extract_slice",):
+        return [flat[0], flat[1:]]
+    if name == "insert_slice":
+        return [flat[0], flat[1], flat[2:]]
+    return flat
+
+
+def _perm(op):
+    return {"permutation": op.attributes["permutation"]}
+
+
+def _dim(op):
+    return {"dim": op.attributes["dim"]}
+
+
+def assert_op(op, rb):
+    builder.build("assert", _flat(op, rb), [], {"message": op.attributes["message"]})
+
+
+def print_op(op, rb):
+    g = operands(op, rb)
+    args = g.get("args", [])
+    if len(args) > 8:
+        raise LoweringError("print with more than 8 arguments is not supported", op)
+    slots = list(args) + [None] * (8 - len(args))
+    tok = (g.get("token") or [None])[0]
+    res = [ir.Type.parse("!nv_tileaa.mem_token")] if op.results else [None]
+    new = builder.build("print", [*slots, tok], res, {"str": op.attributes["str"]})
+    return list(new.results)
+
+
+POPULATOR = {
+    **{f"cuda_tile.{k}": same_operands(v) for k, v in SAME_OPERANDS.items()},
+    **{f"cuda_tile.{k}": by_sign(v) for k, v in BY_SIGN.items()},
+    "cuda_tile.ftof": ftof, "cuda_tile.maxf": maxmin("max"), "cuda_tile.minf": maxmin("min"),
+    "cuda_tile.divi": divi, "cuda_tile.negi": negi, "cuda_tile.cmpf": cmpf, "cuda_tile.cmpi": cmpi,
+    "cuda_tile.constant": constant, "cuda_tile.for": for_op, "cuda_tile.if": if_op, "cuda_tile.loop": loop,
+    f"{'cuda_tile_term'}.yield": scf_yield, "cuda_tile_term.continue": continue_op,
+    "cuda_tile_term.break": break_op,
+    "cuda_tile.broadcast": shape_op("broadcast"), "cuda_tile.reshape": shape_op("reshape"),
+    "cuda_tile.permute": shape_op("permute", _perm), "cuda_tile.extract": shape_op("extract_slice"),
+    "cuda_tile.insert": shape_op("insert_slice"), "cuda_tile.cat": shape_op("cat", _dim),
+    "cuda_tile.iota": shape_op("iota"),
+    "cuda_tile.assert": assert_op, "cuda_tile.print_tko": print_op,
+}

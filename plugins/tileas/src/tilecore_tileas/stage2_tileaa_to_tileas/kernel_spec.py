@@ -1,0 +1,91 @@
+"""The kernel-spec attribute stage 2 attaches before its conversion runs.
+
+``nv_tileaa.kernel_spec = #nv_tileaa.kernel_spec<num_warps, cluster_dim, num_ctas,
+occupancy, max_registers>`` mirrors the ``cute.kernel`` entry's launch metadata (the
+cuTile optimization hints for the compile target, defaults: 4 warps, no cluster);
+``nv_tileaa.compute_capability`` (major * 10 + minor, default 80) is the target spec
+SM-gated rewrites consult.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from tilecore.mlir import ir
+
+DEFAULT_NUM_WARPS = 4
+DEFAULT_CC = 80
+SPEC_ATTR = "nv_tileaa.kernel_spec"
+CC_ATTR = "nv_tileaa.compute_capability"
+
+
+@dataclass
+class KernelSpec:
+    num_warps: int = DEFAULT_NUM_WARPS
+    cluster_dim: tuple[int, int, int] = (1, 1, 1)
+    num_ctas: int = 1
+    occupancy: int = 0
+    max_registers: int = 0
+
+    def attr(self) -> ir.Attribute:
+        cd = ", ".join(map(str, self.cluster_dim))
+        return ir.Attribute.parse(f"#nv_tileaa.kernel_spec<{self.num_warps} : i32, array<i32: {cd}>, "
+                                  f"{self.num_ctas} : i32, {self.occupancy} : i32, {self.max_registers} : i32>")
+
+    @staticmethod
+    def parse(attr) -> "KernelSpec":
+        text = str(attr)
+        m = re.match(r"#nv_tileaa\.kernel_spec<(-?\d+) : i32, array<i32: ([^>]*)>, (-?\d+) : i32, "
+                     r"(-?\d+) : i32, (-?\d+) : i32>", text)
+        if not m:
+            raise ValueError(text)
+        cd = tuple(int(x) for x in m.group(2).split(","))
+        return KernelSpec(int(m.group(1)), cd, int(m.group(3)), int(m.group(4)), int(m.group(5)))
+
+
+def hints_for(attr, target) -> dict:
+    """The cuTile optimization hints that apply to ``target`` (``sm_90 = {...}`` or ``default``)."""
+    if attr is None:
+        return {}
+    text = str(attr)
+    want = [f"sm_{target.cc}" if target is not None else None, "default"]
+    for key in want:
+        if key is None:
+            continue
+        m = re.search(rf"\b{key}\s*=\s*\{{([^}}]*)\}}", text)
+        if m:
+            return {k: int(v) for k, v in re.findall(r"(\w+)\s*=\s*(-?\d+)", m.group(1))}
+    return {}
+
+
+def spec_from_hints(hints: dict) -> KernelSpec:
+    ks = KernelSpec()
+    ks.num_warps = hints.get("num_warps", DEFAULT_NUM_WARPS)
+    n = hints.get("num_cta_in_cga", 1)
+    ks.cluster_dim = (n, 1, 1)
+    ks.occupancy = hints.get("occupancy", 0)
+    ks.num_ctas = max(1, hints.get("occupancy", 1))
+    ks.max_registers = hints.get("max_nreg", hints.get("max_registers", 0))
+    return ks
+
+
+def attach_kernel_specs(module, target) -> int:
+    """Mirror every ``cute.kernel`` nv_tileaa.func's metadata onto ``nv_tileaa.kernel_spec``."""
+    n = 0
+    for op in module.body.operations:
+        op = op.operation
+        if op.name == "nv_tileaa.func" and "cute.kernel" in op.attributes:
+            hints = hints_for(op.attributes["optimization_hints"] if "optimization_hints" in op.attributes
+                              else None, target)
+            op.attributes[SPEC_ATTR] = spec_from_hints(hints).attr()
+            cc = target.cc if target is not None else DEFAULT_CC
+            op.attributes[CC_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), cc)
+            n += 1
+    return n
+
+
+def kernel_spec_of(func_op) -> KernelSpec | None:
+    if SPEC_ATTR not in func_op.attributes:
+        return None
+    return KernelSpec.parse(func_op.attributes[SPEC_ATTR])

@@ -1,0 +1,125 @@
+"""Stage 4, ``convert-tileas-to-llvm``: nv_tileas bodies -> llvm / arith / math / gpu / cf.
+
+The kernel body (an ``llvm.func`` made by stage 3) is rebuilt into registers: each
+tile becomes one scalar per register of its blocked layout (:mod:`.values`,
+:mod:`tilecore_tileas.layout`), element-wise ops repeat per register
+(:mod:`.elementwise`), memory goes through the copy atoms (:mod:`.memory`), layout
+changes through shared memory (:mod:`.exchange`, :mod:`.shape_ops`), reductions and
+scans through the reduce atoms, and ``scf`` carries flattened registers
+(:mod:`.control`); ``scf`` is then lowered to ``cf``. Output: llvm + arith + math + cf
++ gpu ops inside the gpu.module, which stage 6 finishes. MMA ops fail with a
+diagnostic naming the cuda_tile op.
+"""
+
+from __future__ import annotations
+
+from tilecore.conversion import ConversionStats, ConversionTarget, run_native_pipeline
+from tilecore.mlir import dialects, ir
+from tilecore.stages import Stage
+
+from ..rebuild import Rebuilder, attrs_of
+from . import control, elementwise, memory, misc, shape_ops
+from .codegen import SMEM_SYMBOL, CodeGen
+
+NAME = "convert-tileas-to-llvm"
+PTR1 = "!llvm.ptr<1>"
+
+
+def legality(target, options) -> ConversionTarget:
+    return ConversionTarget(NAME).add_illegal_dialect("nv_tileas", "nv_tileas_term", "nv_tileaa", "nv_tileaa_term",
+                                                      "scf")
+
+
+def convert_type(t):
+    s = str(t)
+    if s.startswith("!nv_tileaa.ptr"):
+        return ir.Type.parse(PTR1)
+    return t
+
+
+def populator() -> dict:
+    nt = "nv_tileas"
+    table = {
+        "arith.constant": elementwise.constant,
+        "scf.for": control.for_op, "scf.if": control.if_op, "scf.yield": control.yield_op,
+        f"{nt}.make_token": misc.token, f"{nt}.join_tokens": misc.token, f"{nt}.assume": misc.assume,
+        f"{nt}.make_memref": memory.make_memref, f"{nt}.view": memory.view,
+        f"{nt}.tiled_load": memory.tiled_load, f"{nt}.tiled_store": memory.tiled_store,
+        f"{nt}.tiled_atomic_rmw": memory.tiled_atomic_rmw, f"{nt}.load": memory.load, f"{nt}.store": memory.store,
+        f"{nt}.atomic_rmw": memory.atomic_rmw, f"{nt}.atomic_cas": memory.atomic_cas, f"{nt}.offset": memory.offset,
+        f"{nt}.broadcast": shape_ops.broadcast, f"{nt}.reshape": shape_ops.reshape,
+        f"{nt}.permute": shape_ops.permute, f"{nt}.extract_slice": shape_ops.extract_slice,
+        f"{nt}.insert_slice": shape_ops.insert_slice, f"{nt}.cat": shape_ops.cat, f"{nt}.iota": shape_ops.iota,
+        f"{nt}.reduce": misc.reduce_like("reduce"), f"{nt}.scan": misc.reduce_like("scan"),
+        f"{nt}.print": misc.print_op, f"{nt}.assert": misc.assert_op, f"{nt}.dot": misc.dot,
+        f"{nt}.block_scaled_mma": misc.unsupported("cuda_tile.mmaf_scaled"),
+        "builtin.unrealized_conversion_cast": misc.cast,
+    }
+    return table
+
+
+def _kernel_threads(fn) -> int:
+    if "nvvm.reqntid" in fn.attributes:
+        return int(list(ir.DenseI32ArrayAttr(fn.attributes["nvvm.reqntid"]))[0])
+    return 128
+
+
+def lower_function(fn, gpu_module, ctx) -> dict:
+    """Rebuild the body of one llvm.func kernel; returns the fired-handler counts."""
+    old = fn.regions[0].blocks[0]
+    with ir.InsertionPoint(fn), fn.location:
+        new_fn = ir.Operation.create("llvm.func", results=[], operands=[],
+                                     attributes=attrs_of(fn), regions=1)
+    new_block = new_fn.regions[0].blocks.append(*[a.type for a in old.arguments],
+                                                arg_locs=[a.location for a in old.arguments])
+    cg = CodeGen(new_block, _kernel_threads(fn), ctx.target, ctx.options, ctx.atoms() if ctx.plugins else {})
+    rb = Rebuilder([("tileas", populator())], convert_type, stage=NAME,
+                   strict_dialects=("nv_tileas", "nv_tileas_term", "nv_tileaa", "nv_tileaa_term"))
+    rb.data.update(cg=cg, div_by={})
+    # The element-wise bank: every op no handler claims is recreated per register.
+    rb.generic = lambda op, name=None, attrs=None: elementwise.elementwise(op, rb)  # type: ignore[method-assign]
+    try:
+        rb.block_into(old, new_block)
+    except Exception:
+        new_fn.erase()
+        raise
+    del new_fn.attributes["tileas.kernel"]
+    fn.erase()
+    with ir.InsertionPoint.at_block_begin(gpu_module.regions[0].blocks[0]), ir.Location.unknown():
+        _smem_global(max(16, cg.smem_bytes))
+    return rb.fired
+
+
+def _smem_global(nbytes: int):
+    ty = ir.Type.parse(f"!llvm.array<{nbytes} x i8>")
+    g = dialects.llvm.GlobalOp(ty, SMEM_SYMBOL, ir.Attribute.parse("#llvm.linkage<internal>"),
+                               addr_space=3, alignment=16)
+    g.regions[0].blocks.append()
+    with ir.InsertionPoint(g.regions[0].blocks[0]):
+        u = dialects.llvm.mlir_undef(ty)
+        dialects.llvm.return_(arg=u)
+
+
+def run(ctx) -> ConversionStats:
+    with ctx.module.context, ir.Location.unknown():
+        return _run(ctx)
+
+
+def _run(ctx) -> ConversionStats:
+    stats = ConversionStats(stage=NAME)
+    module = ctx.module
+    for top in module.body.operations:
+        if top.operation.name != "gpu.module":
+            continue
+        for fn in list(top.regions[0].blocks[0].operations):
+            if fn.operation.name == "llvm.func" and "tileas.kernel" in fn.operation.attributes:
+                fired = lower_function(fn.operation, top.operation, ctx)
+                for k, v in fired.items():
+                    stats.fired[k] = stats.fired.get(k, 0) + v
+    run_native_pipeline(module.operation, "gpu.module(convert-scf-to-cf)", module.context)
+    return stats
+
+
+def stage() -> Stage:
+    return Stage(NAME, after=("convert-tile-func-to-llvm",), legality=legality, run=run,
+                 description="nv_tileas -> llvm / nvvm / gpu (registers, copy and reduce atoms, smem exchange)")

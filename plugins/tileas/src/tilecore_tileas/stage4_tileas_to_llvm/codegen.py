@@ -1,0 +1,182 @@
+"""The code generator state of stage 4: thread index, constants, index math, shared memory.
+
+Every helper builds at the current insertion point; values that must dominate the
+whole kernel (the thread index, the shared-memory base) are built once at its entry.
+"""
+
+from __future__ import annotations
+
+from tilecore.mlir import dialects, ir
+
+from ..layout import Blocked, blocked, row_major_strides
+
+SMEM_SYMBOL = "__tileas_smem"
+
+
+def create(name, results, operands, attrs=None, regions=0):
+    return ir.Operation.create(name, results=results, operands=operands, attributes=attrs or {}, regions=regions)
+
+
+class CodeGen:
+    """Per-kernel state (see the module docstring)."""
+
+    def __init__(self, entry_block, threads: int, target=None, options=None, atoms=None):
+        self.threads = threads
+        self.target = target
+        self.options = options
+        self.atoms = atoms or {}
+        self.i1 = ir.IntegerType.get_signless(1)
+        self.i8 = ir.IntegerType.get_signless(8)
+        self.i32 = ir.IntegerType.get_signless(32)
+        self.i64 = ir.IntegerType.get_signless(64)
+        self.smem_bytes = 0
+        self.entry_ip = ir.InsertionPoint.at_block_begin(entry_block)
+        with self.entry_ip, ir.Location.unknown():
+            tid = create("gpu.thread_id", [ir.IndexType.get()], [], {"dimension": ir.Attribute.parse("#gpu<dim x>")})
+            self.tid = create("arith.index_cast", [self.i32], [tid.results[0]]).results[0]
+            self.smem_base = dialects.llvm.mlir_addressof(ir.Type.parse("!llvm.ptr<3>"), SMEM_SYMBOL)
+        self._slot: dict[int, object] = {}
+        self._owner: dict[int, object] = {}
+
+    # -- layouts ----------------------------------------------------------------------------
+    def layout(self, shape) -> Blocked:
+        return blocked(shape, self.threads)
+
+    def slot(self, owners: int):
+        """``tid % owners`` (built at the kernel entry)."""
+        if owners not in self._slot:
+            if owners >= self.threads:
+                self._slot[owners] = self.tid
+            else:
+                with self.entry_ip, ir.Location.unknown():
+                    self._slot[owners] = self.op("arith.remui", self.tid, self.c32(owners))
+        return self._slot[owners]
+
+    def owner_mask(self, lay: Blocked):
+        """i1 ``tid < owners`` or None when every thread is an owner."""
+        if lay.owners >= self.threads:
+            return None
+        if lay.owners not in self._owner:
+            with self.entry_ip, ir.Location.unknown():
+                self._owner[lay.owners] = self.cmpi(6, self.tid, self.c32(lay.owners))
+        return self._owner[lay.owners]
+
+    def flat(self, lay: Blocked, k: int):
+        """i32 flat element index held in register ``k`` of this thread."""
+        rep, j = divmod(k, lay.vec)
+        if lay.owners == 1:
+            return self.c32(rep * lay.vec + j)
+        base = self.op("arith.addi", self.slot(lay.owners), self.c32(rep * lay.owners)) if rep else \
+            self.slot(lay.owners)
+        f = self.op("arith.muli", base, self.c32(lay.vec)) if lay.vec > 1 else base
+        return self.op("arith.addi", f, self.c32(j)) if j else f
+
+    def valid(self, lay: Blocked, k: int):
+        """i1 'register k holds a real element' or None when it always does."""
+        if lay.always_valid(k):
+            return None
+        chunk = self.op("arith.addi", self.slot(lay.owners), self.c32((k // lay.vec) * lay.owners))
+        return self.cmpi(6, chunk, self.c32(lay.chunks))
+
+    def coords(self, shape, f) -> list:
+        """Row-major coordinates (i32) of flat index ``f`` in ``shape``."""
+        out = []
+        for d, st in zip(shape, row_major_strides(shape)):
+            q = self.op("arith.divui", f, self.c32(st)) if st > 1 else f
+            out.append(self.op("arith.remui", q, self.c32(d)) if d > 1 else self.c32(0) if d == 1 else q)
+        return out
+
+    def linear(self, shape, coords):
+        """Row-major flat index (i32) of ``coords`` in ``shape``."""
+        f = None
+        for c, st in zip(coords, row_major_strides(shape)):
+            term = self.op("arith.muli", c, self.c32(st)) if st != 1 else c
+            f = term if f is None else self.op("arith.addi", f, term)
+        return f if f is not None else self.c32(0)
+
+    # -- scalars ----------------------------------------------------------------------------
+    def c32(self, v: int):
+        return self.const(self.i32, v)
+
+    def const(self, ty, v):
+        if isinstance(ty, ir.FloatType) or str(ty) in ("f16", "bf16", "f32", "f64"):
+            attr = ir.FloatAttr.get(ty, float(v))
+        else:
+            attr = ir.IntegerAttr.get(ty, int(v))
+        return create("arith.constant", [ty], [], {"value": attr}).results[0]
+
+    def op(self, name, *operands, ty=None, attrs=None):
+        return create(name, [ty or operands[0].type], list(operands), attrs).results[0]
+
+    def cmpi(self, pred: int, a, b):
+        return create("arith.cmpi", [self.i1], [a, b],
+                      {"predicate": ir.IntegerAttr.get(self.i64, pred)}).results[0]
+
+    def and_(self, *conds):
+        conds = [c for c in conds if c is not None]
+        if not conds:
+            return None
+        out = conds[0]
+        for c in conds[1:]:
+            out = self.op("arith.andi", out, c)
+        return out
+
+    def select(self, c, a, b):
+        return create("arith.select", [a.type], [c, a, b]).results[0]
+
+    def if_(self, cond, then_fn, else_fn=None, types=()):
+        """scf.if with result ``types``; ``then_fn`` / ``else_fn`` build and return the yielded values."""
+        node = create("scf.if", list(types), [cond], regions=2)
+        for region, fn in ((node.regions[0], then_fn), (node.regions[1], else_fn)):
+            blk = region.blocks.append()
+            with ir.InsertionPoint(blk):
+                vals = fn() if fn is not None else []
+                create("scf.yield", [], list(vals or []))
+        return list(node.results)
+
+    def masked(self, cond, fn, default=None, ty=None):
+        """``fn()`` when ``cond`` (None = always); the result or ``default`` otherwise."""
+        if cond is None:
+            return fn()
+        if ty is None:
+            self.if_(cond, lambda: (fn(), [])[1])
+            return None
+        return self.if_(cond, lambda: [fn()], lambda: [default], types=[ty])[0]
+
+    # -- shared memory ----------------------------------------------------------------------
+    def storage_type(self, ty):
+        return self.i8 if str(ty) == "i1" else ty
+
+    def smem_ptr(self, byte_offset: int, index, elem):
+        llvm = dialects.llvm
+        p3 = ir.Type.parse("!llvm.ptr<3>")
+        base = self.smem_base
+        if byte_offset:
+            base = llvm.getelementptr(p3, base, [], [byte_offset], self.i8, 0)
+        return llvm.getelementptr(p3, base, [index], [-2147483648], self.storage_type(elem), 0)
+
+    def smem_store(self, byte_offset, index, value):
+        if str(value.type) == "i1":
+            value = self.op("arith.extui", value, ty=self.i8)
+        dialects.llvm.store(value, self.smem_ptr(byte_offset, index, value.type))
+
+    def smem_load(self, byte_offset, index, elem):
+        v = dialects.llvm.load(self.storage_type(elem), self.smem_ptr(byte_offset, index, elem))
+        return self.op("arith.trunci", v, ty=self.i1) if str(elem) == "i1" else v
+
+    def reserve(self, nbytes: int) -> None:
+        self.smem_bytes = max(self.smem_bytes, (nbytes + 15) // 16 * 16)
+
+    def barrier(self):
+        create("gpu.barrier", [], [])
+
+
+def elem_bytes(ty) -> int:
+    s = str(ty)
+    if s == "i1":
+        return 1
+    if s.startswith("!llvm.ptr"):
+        return 8
+    if isinstance(ty, ir.FloatType):
+        return max(1, ty.width // 8)
+    return max(1, ir.IntegerType(ty).width // 8)

@@ -1,0 +1,87 @@
+"""Structured control flow over tiles: scf.for / scf.if / scf.yield with tiles flattened to registers."""
+
+from __future__ import annotations
+
+from ..rebuild import attrs_of
+from tilecore.mlir import ir
+
+from .codegen import create
+from .values import TOKEN, TileV
+
+
+def flatten(vals) -> list:
+    out = []
+    for v in vals:
+        if isinstance(v, TileV):
+            out += v.regs
+        elif v is TOKEN:
+            continue
+        else:
+            out.append(v)
+    return out
+
+
+def unflatten(templates, flat) -> list:
+    """Rebuild values shaped like ``templates`` (old values -> their kind) from ``flat``."""
+    out, i = [], 0
+    for t in templates:
+        if isinstance(t, TileV):
+            out.append(TileV(t.layout, list(flat[i:i + t.layout.regs])))
+            i += t.layout.regs
+        elif t is TOKEN:
+            out.append(TOKEN)
+        else:
+            out.append(flat[i])
+            i += 1
+    return out
+
+
+def for_op(op, rb):
+    ins = rb.gets(op.operands)
+    lb, ub, step, inits = ins[0], ins[1], ins[2], ins[3:]
+    flat = flatten(inits)
+    attrs = attrs_of(op)
+    node = create("scf.for", [v.type for v in flat], [lb, ub, step, *flat], attrs, regions=1)
+    old = op.regions[0].blocks[0]
+    blk = node.regions[0].blocks.append(lb.type, *[v.type for v in flat])
+    args = list(blk.arguments)
+    rb.bind([old.arguments[0]], [args[0]])
+    rb.block_into(old, blk, args=[args[0], *unflatten(inits, args[1:])])
+    return unflatten(inits, list(node.results))
+
+
+def _yield_templates(region_block, rb):
+    term = list(region_block.operations)[-1]
+    return term
+
+
+def if_op(op, rb):
+    cond = rb.get(op.operands[0])
+    # Result kinds come from the old result types.
+    cg = rb.data["cg"]
+    templates = []
+    types = []
+    for r in op.results:
+        t = r.type
+        if str(t).startswith("tensor<"):
+            lay = cg.layout(ir.RankedTensorType(t).shape)
+            templates.append(TileV(lay, [None] * lay.regs))
+            types += [rb.convert_type(ir.RankedTensorType(t).element_type)] * lay.regs
+        elif "mem_token" in str(t):
+            templates.append(TOKEN)
+        else:
+            templates.append(None)
+            types.append(rb.convert_type(t))
+    node = create("scf.if", types, [cond], regions=2)
+    for o, n in zip(op.regions, node.regions):
+        blk = n.blocks.append()
+        if len(o.blocks):
+            rb.block_into(o.blocks[0], blk)
+        else:
+            with ir.InsertionPoint(blk):
+                create("scf.yield", [], [])
+    return unflatten(templates, list(node.results))
+
+
+def yield_op(op, rb):
+    create("scf.yield", [], flatten(rb.gets(op.operands)))

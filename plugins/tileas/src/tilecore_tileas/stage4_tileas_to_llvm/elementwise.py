@@ -1,0 +1,63 @@
+"""Element-wise ops (arith / math / any scalar op): one scalar op per register."""
+
+from __future__ import annotations
+
+from tilecore.errors import LoweringError
+from ..rebuild import attrs_of
+from tilecore.mlir import ir
+
+from .codegen import create
+from .values import TileV
+
+
+def scalar_type(t, convert):
+    if str(t).startswith("tensor<"):
+        return convert(ir.RankedTensorType(t).element_type)
+    return convert(t)
+
+
+def elementwise(op, rb):
+    """Recreate ``op`` per register (or once, when no operand is a tile)."""
+    cg = rb.data["cg"]
+    ins = rb.gets(op.operands)
+    attrs = attrs_of(op)
+    rtypes = [scalar_type(r.type, rb.convert_type) for r in op.results]
+    tiles = [v for v in ins if isinstance(v, TileV)]
+    if not tiles:
+        if any(not isinstance(v, ir.Value) for v in ins):
+            raise LoweringError(f"'{op.name}' on a non-value operand is not supported", op)
+        new = create(op.name, rtypes, ins, attrs)
+        return list(new.results)
+    lay = tiles[0].layout
+    if any(t.layout != lay for t in tiles):
+        raise LoweringError(f"internal error: operands of '{op.name}' disagree on their layout", op)
+    regs = [[] for _ in op.results]
+    for k in range(lay.regs):
+        args = [v.regs[k] if isinstance(v, TileV) else v for v in ins]
+        new = create(op.name, rtypes, args, attrs)
+        for i, r in enumerate(new.results):
+            regs[i].append(r)
+    out = []
+    for r, vals in zip(op.results, regs):
+        out.append(TileV(cg.layout(ir.RankedTensorType(r.type).shape), vals) if str(r.type).startswith("tensor<")
+                   else vals[0])
+    return out
+
+
+def constant(op, rb):
+    cg = rb.data["cg"]
+    t = op.results[0].type
+    attr = op.attributes["value"]
+    if not str(t).startswith("tensor<"):
+        return [create("arith.constant", [t], [], {"value": attr}).results[0]]
+    dense = ir.DenseElementsAttr(attr)
+    rt = ir.RankedTensorType(t)
+    lay = cg.layout(rt.shape)
+    if dense.is_splat:
+        c = create("arith.constant", [rt.element_type], [], {"value": dense.get_splat_value()}).results[0]
+        return [TileV(lay, [c] * lay.regs)]
+    if lay.owners == 1:
+        vals = [create("arith.constant", [rt.element_type], [], {"value": dense[min(k, lay.n - 1)]}).results[0]
+                for k in range(lay.regs)]
+        return [TileV(lay, vals)]
+    raise LoweringError("a non-splat tile constant spread over several threads is not supported yet", op)

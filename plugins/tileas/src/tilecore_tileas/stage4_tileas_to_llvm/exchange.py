@@ -1,0 +1,51 @@
+"""Data movement between threads through shared memory (layout conversions).
+
+``exchange`` writes every source tile row-major into the shared scratch buffer,
+synchronises, lets every thread read the elements its result registers need (an
+index function of the result coordinates), and synchronises again so the buffer can
+be reused. Permute, broadcast, slices, cat and the generic reduce / scan atoms use it.
+"""
+
+from __future__ import annotations
+
+from .codegen import elem_bytes
+from .values import TileV
+
+
+def write(cg, tiles) -> list[int]:
+    """Store ``tiles`` row-major into consecutive 16-byte aligned segments; their byte offsets."""
+    offs, at = [], 0
+    for t in tiles:
+        offs.append(at)
+        lay = t.layout
+        for k in range(lay.regs):
+            cond = cg.and_(cg.valid(lay, k), cg.owner_mask(lay))
+            f = cg.flat(lay, k)
+            cg.masked(cond, lambda f=f, k=k, at=at: cg.smem_store(at, f, t.regs[k]))
+        at += (lay.n * max(1, elem_bytes(cg.storage_type(t.regs[0].type))) + 15) // 16 * 16
+    cg.reserve(at)
+    cg.barrier()
+    return offs
+
+
+def exchange(cg, sources, out_shape, pick):
+    """A tile of ``out_shape``: register value = ``pick(coords, offsets)`` after the sources are in smem."""
+    offs = write(cg, sources)
+    lay = cg.layout(out_shape)
+    regs = []
+    for k in range(lay.regs):
+        f = cg.flat(lay, k)
+        valid = cg.valid(lay, k)
+        if valid is not None:  # keep the read inside the buffer
+            f = cg.select(valid, f, cg.c32(0))
+        regs.append(pick(cg.coords(out_shape, f), offs))
+    cg.barrier()
+    return TileV(lay, regs)
+
+
+def replicate(cg, tile: TileV) -> TileV:
+    """Make a tile computed by its owner threads only hold by every thread (atomics results)."""
+    if tile.layout.owners >= cg.threads:
+        return tile
+    el = tile.regs[0].type
+    return exchange(cg, [tile], tile.shape, lambda c, offs: cg.smem_load(offs[0], cg.linear(tile.shape, c), el))

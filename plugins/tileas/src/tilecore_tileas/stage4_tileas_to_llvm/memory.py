@@ -1,0 +1,323 @@
+"""Memory: memrefs, tiled views, tiled loads / stores / atomics, pointer tiles.
+
+A tiled access computes, per register, the global coordinates of its element
+(``index * tile + coord``), the bounds predicate against the memref sizes and the
+address ``base + sum(coord * stride)``; the copy atom chosen by ``tileas-select-atoms``
+(attribute ``atom``) emits the actual loads / stores (:mod:`tilecore_tileas.atoms`).
+"""
+
+from __future__ import annotations
+
+from tilecore.errors import LoweringError
+from tilecore.mlir import dialects, ir
+
+from ..atoms import default_atom
+from ..nv_tileaa import DYNAMIC, MEM_SEMANTIC
+from .codegen import create
+from .values import TOKEN, MemrefV, TileV, ViewV
+
+PTR1 = "!llvm.ptr<1>"
+
+
+def _ints(attr) -> tuple:
+    return tuple(int(x) for x in ir.DenseI64ArrayAttr(attr))
+
+
+def _memref_type_parts(t):
+    import re
+
+    m = re.match(r"!nv_tileaa\.memref<(.*?), array<i64(?:: ([^>]*))?>, array<i64(?:: ([^>]*))?>, (\d+) : i32>",
+                 str(t))
+    el = ir.Type.parse(m.group(1)) if not m.group(1).startswith("!nv_tileaa.ptr") else ir.Type.parse(PTR1)
+    shape = [int(x) for x in m.group(2).split(",")] if m.group(2) else []
+    strides = [int(x) for x in m.group(3).split(",")] if m.group(3) else []
+    return el, shape, strides
+
+
+def make_memref(op, rb):
+    cg = rb.data["cg"]
+    ins = rb.gets(op.operands)
+    el, shape, strides = _memref_type_parts(op.results[0].type)
+    base, dyn = ins[0], ins[1:]
+    nshape = sum(1 for d in shape if d == DYNAMIC)
+    dshape, dstrides = dyn[:nshape], dyn[nshape:]
+    shp, st = [], []
+    it = iter(dshape)
+    for d in shape:
+        shp.append(next(it) if d == DYNAMIC else cg.c32(d))
+    it = iter(dstrides)
+    for s in strides:
+        st.append(cg.op("arith.extsi", next(it), ty=cg.i64) if s == DYNAMIC else s)
+    div = rb.data["div_by"].get(op.operands[0], 1)
+    return [MemrefV(base, el, shp, st, strides, div)]
+
+
+def view(op, rb):
+    m = rb.get(op.operands[0])
+    import re
+
+    t = str(op.results[0].type)
+    pad = re.search(r'"(\w+)">$', t).group(1)
+    tile = tuple(int(x) for x in re.match(r"!nv_tileaa\.tiled_view<array<i64(?:: ([^>]*))?>", t).group(1).split(","))
+    return [ViewV(m, tile, tuple(range(len(tile))), pad)]
+
+
+class TiledAccess:
+    """Addresses and bounds of the elements of one tile accessed through a tiled view."""
+
+    def __init__(self, cg, v: ViewV, index: list, lay, op):
+        self.cg, self.v, self.lay = cg, v, lay
+        if len(index) != len(v.tile_shape):
+            raise LoweringError("tiled access with a view rank different from its index count", op)
+        self.origin = [cg.op("arith.muli", i, cg.c32(t)) if t != 1 else i for i, t in zip(index, v.tile_shape)]
+        self.element = v.memref.element
+
+    def coords(self, f):
+        cg = self.cg
+        local = cg.coords(self.v.tile_shape, f)
+        return [cg.op("arith.addi", o, c) for o, c in zip(self.origin, local)]
+
+    def in_bounds(self, g, extra_last: int = 0):
+        cg = self.cg
+        conds = []
+        for d, (c, n) in enumerate(zip(g, self.v.memref.shape)):
+            if d == len(g) - 1 and extra_last:
+                c = cg.op("arith.addi", c, cg.c32(extra_last))
+            conds.append(cg.cmpi(6, c, n))  # unsigned: a negative coordinate is out of bounds
+        return cg.and_(*conds)
+
+    def address(self, g):
+        cg = self.cg
+        off = None
+        for c, s in zip(g, self.v.memref.strides):
+            c64 = cg.op("arith.extsi", c, ty=cg.i64)
+            if isinstance(s, int):
+                term = c64 if s == 1 else cg.op("arith.muli", c64, cg.const(cg.i64, s))
+            else:
+                term = cg.op("arith.muli", c64, s)
+            off = term if off is None else cg.op("arith.addi", off, term)
+        return dialects.llvm.getelementptr(ir.Type.parse(PTR1), self.v.memref.base, [off], [-2147483648],
+                                           self.element, 0)
+
+    def vectorizable(self) -> bool:
+        """Static facts a vector copy atom needs (contiguous, aligned groups of ``vec`` elements)."""
+        from .codegen import elem_bytes
+
+        m, lay = self.v.memref, self.lay
+        if lay.vec <= 1 or self.v.tile_shape[-1] % lay.vec or m.static_strides[-1] != 1:
+            return False
+        nbytes = lay.vec * elem_bytes(self.element)
+        if m.div_by % nbytes:
+            return False
+        return all(s != DYNAMIC and (s * elem_bytes(self.element)) % nbytes == 0 for s in m.static_strides[:-1])
+
+
+def padding_value(cg, ty, pad: str):
+    if str(ty).startswith("!llvm.ptr"):
+        return dialects.llvm.mlir_zero(ty)
+    if isinstance(ty, ir.FloatType):
+        val = {"nan": float("nan"), "pos_inf": float("inf"), "neg_inf": float("-inf"), "neg_zero": -0.0}.get(pad, 0.0)
+        return cg.const(ty, val)
+    return cg.const(ty, 0)
+
+
+def _atom(rb, op, kind, request=None):
+    cg = rb.data["cg"]
+    name = ir.StringAttr(ir.Attribute.parse(str(op.attributes["atom"]).replace("#nv_tileas.atom<", "")
+                                            .rstrip(">"))).value if "atom" in op.attributes else None
+    atom = cg.atoms.get(name) if name else None
+    return atom or default_atom(cg.atoms, kind, cg.target, request)
+
+
+def tiled_load(op, rb):
+    cg = rb.data["cg"]
+    ins = rb.gets(op.operands)
+    v = ins[0]
+    index = [x for x in ins[1:] if x is not TOKEN]
+    rt = ir.RankedTensorType(op.results[0].type)
+    lay = cg.layout(rt.shape)
+    acc = TiledAccess(cg, v, index, lay, op)
+    atom = _atom(rb, op, "copy", acc)
+    regs = atom.lower(cg, "load", acc, None)
+    return [TileV(lay, regs), TOKEN]
+
+
+def tiled_store(op, rb):
+    cg = rb.data["cg"]
+    ins = rb.gets(op.operands)
+    tile, v = ins[0], ins[1]
+    index = [x for x in ins[2:] if x is not TOKEN]
+    tile = as_tile(cg, tile, v.tile_shape)
+    acc = TiledAccess(cg, v, index, tile.layout, op)
+    atom = _atom(rb, op, "copy", acc)
+    atom.lower(cg, "store", acc, tile)
+    return [TOKEN]
+
+
+def as_tile(cg, v, shape):
+    if isinstance(v, TileV):
+        return v
+    lay = cg.layout(shape)
+    return TileV(lay, [v] * lay.regs)
+
+
+# -- atomics ------------------------------------------------------------------------------------
+RMW = {"and": "_and", "or": "_or", "xor": "_xor", "add": "add", "addf": "fadd", "max": "max", "min": "min",
+       "umax": "umax", "umin": "umin", "xchg": "xchg"}
+ORDER = {0: "monotonic", 1: "monotonic", 2: "acquire", 3: "release", 4: "acq_rel"}
+
+
+def _ordering(op):
+    import re
+
+    m = re.search(r"<(\d+)", str(op.attributes["mem_semantic"])) if "mem_semantic" in op.attributes else None
+    return getattr(dialects.llvm.AtomicOrdering, ORDER[int(m.group(1)) if m else MEM_SEMANTIC["relaxed"]])
+
+
+def _rmw(cg, op, mode, ptr, val):
+    llvm = dialects.llvm
+    bin_op = getattr(llvm.AtomicBinOp, RMW[mode])
+    return llvm.atomicrmw(bin_op, ptr, val, _ordering(op))
+
+
+def tiled_atomic_rmw(op, rb):
+    cg = rb.data["cg"]
+    ins = rb.gets(op.operands)
+    v = ins[0]
+    rest = [x for x in ins[1:] if x is not TOKEN]
+    index, value = rest[:-1], rest[-1]
+    value = as_tile(cg, value, v.tile_shape)
+    lay = value.layout
+    acc = TiledAccess(cg, v, index, lay, op)
+    mode = ir.StringAttr(op.attributes["mode"]).value
+    for k in range(lay.regs):
+        g = acc.coords(cg.flat(lay, k))
+        cond = cg.and_(acc.in_bounds(g), cg.valid(lay, k), cg.owner_mask(lay))
+        cg.masked(cond, lambda g=g, k=k: _rmw(cg, op, mode, acc.address(g), value.regs[k]))
+    return [TOKEN]
+
+
+# -- pointer tiles ------------------------------------------------------------------------------
+def _pointee(t):
+    import re
+
+    s = str(t)
+    m = re.search(r"!nv_tileaa\.ptr<(.*), \d+ : i32>", s)
+    inner = m.group(1)
+    return ir.Type.parse(PTR1) if inner.startswith("!nv_tileaa.ptr") else ir.Type.parse(inner)
+
+
+def _elem_of(t):
+    return ir.RankedTensorType(t).element_type if str(t).startswith("tensor<") else t
+
+
+def _per_element(cg, vals, shape):
+    """Tiles (or scalars, broadcast) of ``shape`` -> (layout, per-register lists)."""
+    lay = cg.layout(shape)
+    return lay, [v.regs if isinstance(v, TileV) else ([v] * lay.regs if v is not None else [None] * lay.regs)
+                 for v in vals]
+
+
+def offset(op, rb):
+    cg = rb.data["cg"]
+    ptr, off = rb.gets(op.operands)
+    el = _pointee(_elem_of(op.operands[0].type))
+    p1 = ir.Type.parse(PTR1)
+
+    def one(p, o):
+        return dialects.llvm.getelementptr(p1, p, [o], [-2147483648], el, 0)
+
+    if not isinstance(ptr, TileV) and not isinstance(off, TileV):
+        return [one(ptr, off)]
+    shape = (ptr if isinstance(ptr, TileV) else off).shape
+    lay, (ps, os_) = _per_element(cg, [ptr, off], shape)
+    return [TileV(lay, [one(p, o) for p, o in zip(ps, os_)])]
+
+
+def _shape_of(t):
+    return tuple(ir.RankedTensorType(t).shape) if str(t).startswith("tensor<") else ()
+
+
+def load(op, rb):
+    cg = rb.data["cg"]
+    from ..irdl_text import group_values
+    from ..nv_tileas import OPS
+
+    g = group_values(op, OPS["load"][0])
+    ptrs, mask, pad = rb.get(g["ptrs"]), rb.get(g["mask"]) if g["mask"] is not None else None, \
+        rb.get(g["padding"]) if g["padding"] is not None else None
+    el = _pointee(_elem_of(op.operands[0].type))
+    shape = _shape_of(op.results[0].type)
+    lay, (ps, ms, pds) = _per_element(cg, [ptrs, mask, pad], shape)
+    out = []
+    for k in range(lay.regs):
+        cond = cg.and_(ms[k], cg.valid(lay, k))
+        default = pds[k] if pds[k] is not None else padding_value(cg, el, "zero")
+        out.append(cg.masked(cond, lambda k=k: dialects.llvm.load(el, ps[k]), default, el))
+    return [TileV(lay, out) if shape else out[0], TOKEN]
+
+
+def store(op, rb):
+    cg = rb.data["cg"]
+    from ..irdl_text import group_values
+    from ..nv_tileas import OPS
+
+    g = group_values(op, OPS["store"][0])
+    ptrs, val = rb.get(g["ptrs"]), rb.get(g["value"])
+    mask = rb.get(g["mask"]) if g["mask"] is not None else None
+    shape = _shape_of(op.operands[0].type)
+    lay, (ps, vs, ms) = _per_element(cg, [ptrs, val, mask], shape)
+    for k in range(lay.regs):
+        cond = cg.and_(ms[k], cg.valid(lay, k), cg.owner_mask(lay))
+        cg.masked(cond, lambda k=k: dialects.llvm.store(vs[k], ps[k]))
+    return [TOKEN]
+
+
+def atomic_rmw(op, rb):
+    cg = rb.data["cg"]
+    from ..irdl_text import group_values
+    from ..nv_tileas import OPS
+
+    g = group_values(op, OPS["atomic_rmw"][0])
+    ptrs, arg = rb.get(g["ptrs"]), rb.get(g["arg"])
+    mask = rb.get(g["mask"]) if g["mask"] is not None else None
+    shape = _shape_of(op.operands[0].type)
+    lay, (ps, vs, ms) = _per_element(cg, [ptrs, arg, mask], shape)
+    mode = ir.StringAttr(op.attributes["mode"]).value
+    el = _elem_of(op.results[0].type)
+    out = []
+    for k in range(lay.regs):
+        cond = cg.and_(ms[k], cg.valid(lay, k), cg.owner_mask(lay))
+        out.append(cg.masked(cond, lambda k=k: _rmw(cg, op, mode, ps[k], vs[k]), padding_value(cg, el, "zero"), el))
+    res = TileV(lay, out)
+    from .exchange import replicate
+
+    res = replicate(cg, res)
+    return [res if shape else res.regs[0], TOKEN]
+
+
+def atomic_cas(op, rb):
+    cg = rb.data["cg"]
+    from ..irdl_text import group_values
+    from ..nv_tileas import OPS
+
+    g = group_values(op, OPS["atomic_cas"][0])
+    ptrs, cmp, val = rb.get(g["ptrs"]), rb.get(g["cmp"]), rb.get(g["value"])
+    mask = rb.get(g["mask"]) if g["mask"] is not None else None
+    shape = _shape_of(op.operands[0].type)
+    lay, (ps, cs, vs, ms) = _per_element(cg, [ptrs, cmp, val, mask], shape)
+    el = _elem_of(op.results[0].type)
+    llvm = dialects.llvm
+    out = []
+
+    def cas(k):
+        pair = llvm.cmpxchg(ps[k], cs[k], vs[k], _ordering(op), llvm.AtomicOrdering.monotonic)
+        return llvm.extractvalue(el, pair, [0])
+
+    for k in range(lay.regs):
+        cond = cg.and_(ms[k], cg.valid(lay, k), cg.owner_mask(lay))
+        out.append(cg.masked(cond, lambda k=k: cas(k), padding_value(cg, el, "zero"), el))
+    from .exchange import replicate
+
+    res = replicate(cg, TileV(lay, out))
+    return [res if shape else res.regs[0], TOKEN]

@@ -1,0 +1,101 @@
+"""Reduce / scan dispatch, tokens, hints, print, assert, and the ops not supported yet."""
+
+from __future__ import annotations
+
+from tilecore.errors import LoweringError
+from tilecore.mlir import dialects, ir
+
+from ..atoms import default_atom
+from ..atoms.reduce import ReduceRequest
+from .codegen import create, elem_bytes
+from .memory import as_tile
+from .values import TOKEN, TileV
+
+
+def reduce_like(kind):
+    def h(op, rb):
+        cg = rb.data["cg"]
+        srcs = [as_tile(cg, v, tuple(ir.RankedTensorType(o.type).shape)) for v, o in
+                zip(rb.gets(op.operands), op.operands)]
+        axis = ir.IntegerAttr(op.attributes["dim"]).value
+        req = ReduceRequest(kind, srcs[0].layout, axis, elem_bytes(srcs[0].regs[0].type), cg.threads)
+        name = None
+        if "atom" in op.attributes:
+            name = str(op.attributes["atom"]).split('"')[1]
+        atom = cg.atoms.get(name) if name else None
+        if atom is None or not atom.admissible(cg.target, req):
+            atom = default_atom(cg.atoms, "reduce", cg.target, req)
+        outs = atom.lower(cg, op, rb, srcs, kind)
+        return [o if str(r.type).startswith("tensor<") else o.regs[0] for o, r in zip(outs, op.results)]
+    return h
+
+
+def token(op, rb):
+    return [TOKEN]
+
+
+def assume(op, rb):
+    v = rb.get(op.operands[0])
+    if "div_by" in op.attributes:
+        rb.data["div_by"][op.results[0]] = ir.IntegerAttr(op.attributes["div_by"]).value
+    return [v]
+
+
+def unsupported(cuda_name):
+    def h(op, rb):
+        raise LoweringError(f"unsupported op '{cuda_name}' ({op.name}): MMA lowering is not implemented yet", op)
+    return h
+
+
+def dot(op, rb):
+    name = "cuda_tile.mmai" if "signedness_lhs" in op.attributes else "cuda_tile.mmaf"
+    return unsupported(name)(op, rb)
+
+
+def _printable(cg, v):
+    t = str(v.type)
+    if t in ("f16", "bf16"):
+        return cg.op("arith.extf", v, ty=ir.F32Type.get())
+    if t == "i1":
+        return cg.op("arith.extui", v, ty=cg.i32)
+    return v
+
+
+def print_op(op, rb):
+    cg = rb.data["cg"]
+    fmt = ir.StringAttr(op.attributes["str"]).value
+    args = [v for v in rb.gets(op.operands) if v is not TOKEN]
+    tiles = [a for a in args if isinstance(a, TileV)]
+    gpu = dialects.gpu
+    if not tiles:  # one line per tile block, from thread 0
+        cond = cg.cmpi(0, cg.tid, cg.c32(0))
+        cg.masked(cond, lambda: gpu.printf(ir.StringAttr.get(fmt), [_printable(cg, a) for a in args]))
+    else:  # one line per element, from the thread that owns it
+        lay = tiles[0].layout
+        for k in range(lay.regs):
+            vals = [_printable(cg, a.regs[k] if isinstance(a, TileV) else a) for a in args]
+            cond = cg.and_(cg.valid(lay, k), cg.owner_mask(lay))
+            cg.masked(cond, lambda vals=vals: gpu.printf(ir.StringAttr.get(fmt), vals))
+    return [TOKEN] if op.results else None
+
+
+def assert_op(op, rb):
+    cg = rb.data["cg"]
+    cond = rb.get(op.operands[0])
+    msg = ir.StringAttr(op.attributes["message"]).value
+    regs = cond.regs if isinstance(cond, TileV) else [cond]
+    true = cg.const(cg.i1, 1)
+    for c in regs:
+        bad = cg.op("arith.xori", c, true)
+
+        def fail():
+            dialects.gpu.printf(ir.StringAttr.get(f"assertion failed: {msg}\n"), [])
+            create("llvm.intr.trap", [], [])
+
+        cg.masked(bad, fail)
+    return None
+
+
+def cast(op, rb):
+    """The unrealized casts stage 3 leaves between LLVM kernel arguments and nv_tileaa types."""
+    return rb.gets(op.operands)

@@ -1,0 +1,135 @@
+"""Tile shape ops: broadcast, reshape, permute, extract_slice, insert_slice, cat, iota."""
+
+from __future__ import annotations
+
+from tilecore.mlir import ir
+
+from .exchange import exchange
+from .memory import as_tile
+from .values import TileV
+
+
+def _shape(t):
+    return tuple(ir.RankedTensorType(t).shape) if str(t).startswith("tensor<") else ()
+
+
+def broadcast(op, rb):
+    cg = rb.data["cg"]
+    src = rb.get(op.operands[0])
+    out = _shape(op.results[0].type)
+    lay = cg.layout(out)
+    if not isinstance(src, TileV):
+        return [TileV(lay, [src] * lay.regs)]
+    if src.layout.n == 1:  # held by every thread: a register splat
+        return [TileV(lay, [src.regs[0]] * lay.regs)]
+    ss = src.shape
+    el = src.regs[0].type
+
+    def pick(c, offs):
+        sc = [x if d != 1 else cg.c32(0) for x, d in zip(c, ss)]
+        return cg.smem_load(offs[0], cg.linear(ss, sc), el)
+
+    return [exchange(cg, [src], out, pick)]
+
+
+def reshape(op, rb):
+    cg = rb.data["cg"]
+    src = rb.get(op.operands[0])
+    out = _shape(op.results[0].type)
+    if not out:
+        return [src.regs[0] if isinstance(src, TileV) else src]
+    lay = cg.layout(out)
+    if not isinstance(src, TileV):
+        return [TileV(lay, [src] * lay.regs)]
+    assert lay.regs == src.layout.regs  # layouts depend on the element count only
+    return [TileV(lay, list(src.regs))]
+
+
+def permute(op, rb):
+    cg = rb.data["cg"]
+    src = rb.get(op.operands[0])
+    perm = [int(x) for x in ir.DenseI32ArrayAttr(op.attributes["permutation"])]
+    out = _shape(op.results[0].type)
+    ss, el = src.shape, src.regs[0].type
+
+    def pick(c, offs):
+        sc = [None] * len(ss)
+        for i, p in enumerate(perm):
+            sc[p] = c[i]
+        return cg.smem_load(offs[0], cg.linear(ss, sc), el)
+
+    return [exchange(cg, [src], out, pick)]
+
+
+def extract_slice(op, rb):
+    cg = rb.data["cg"]
+    ins = rb.gets(op.operands)
+    src = as_tile(cg, ins[0], _shape(op.operands[0].type))
+    idx = ins[1:]
+    out = _shape(op.results[0].type)
+    ss, el = src.shape, src.regs[0].type
+
+    def pick(c, offs):
+        sc = [cg.op("arith.addi", cg.op("arith.muli", i, cg.c32(r)), x) for i, r, x in zip(idx, out, c)]
+        return cg.smem_load(offs[0], cg.linear(ss, sc), el)
+
+    res = exchange(cg, [src], out, pick)
+    return [res if out else res.regs[0]]
+
+
+def insert_slice(op, rb):
+    cg = rb.data["cg"]
+    ins = rb.gets(op.operands)
+    src = as_tile(cg, ins[0], _shape(op.operands[0].type))
+    dst = as_tile(cg, ins[1], _shape(op.operands[1].type))
+    idx = ins[2:]
+    out, rs, el = dst.shape, src.shape, dst.regs[0].type
+
+    def pick(c, offs):
+        inside, local = None, []
+        for i, r, x in zip(idx, rs, c):
+            lo = cg.op("arith.muli", i, cg.c32(r))
+            rel = cg.op("arith.subi", x, lo)
+            inside = cg.and_(inside, cg.cmpi(6, rel, cg.c32(r)))
+            local.append(rel)
+        li = cg.select(inside, cg.linear(rs, local), cg.c32(0))
+        a = cg.smem_load(offs[0], li, el)
+        b = cg.smem_load(offs[1], cg.linear(out, c), el)
+        return cg.select(inside, a, b)
+
+    return [exchange(cg, [src, dst], out, pick)]
+
+
+def cat(op, rb):
+    cg = rb.data["cg"]
+    lhs, rhs = rb.gets(op.operands)
+    dim = ir.IntegerAttr(op.attributes["dim"]).value
+    out = _shape(op.results[0].type)
+    ls, rs, el = lhs.shape, rhs.shape, lhs.regs[0].type
+
+    def pick(c, offs):
+        first = cg.cmpi(6, c[dim], cg.c32(ls[dim]))
+        rc = list(c)
+        rc[dim] = cg.op("arith.subi", c[dim], cg.c32(ls[dim]))
+        li = cg.select(first, cg.linear(ls, c), cg.c32(0))
+        ri = cg.select(first, cg.c32(0), cg.linear(rs, rc))
+        return cg.select(first, cg.smem_load(offs[0], li, el), cg.smem_load(offs[1], ri, el))
+
+    return [exchange(cg, [lhs, rhs], out, pick)]
+
+
+def iota(op, rb):
+    cg = rb.data["cg"]
+    rt = ir.RankedTensorType(op.results[0].type)
+    lay = cg.layout(rt.shape)
+    el = rt.element_type
+    regs = []
+    for k in range(lay.regs):
+        f = cg.flat(lay, k)
+        w = ir.IntegerType(el).width
+        if w > 32:
+            f = cg.op("arith.extui", f, ty=el)
+        elif w < 32:
+            f = cg.op("arith.trunci", f, ty=el)
+        regs.append(f)
+    return [TileV(lay, regs)]
