@@ -97,3 +97,65 @@ def test_corpus_covers_most_cutile_opcodes():
             stack += [o for region in op.regions for b in region for o in b.ops]
     assert len(cutile_kernels.KERNELS) >= 25
     assert len(seen & emittable) >= 0.8 * len(emittable), sorted(emittable - seen)
+
+
+def nvidia_op_locations(path: str) -> list[tuple[str, str | None]]:
+    """(mnemonic, "file:line:col") per op from ``tileirdisasm -g``; None for ops with regions
+    (their location is printed after the closing brace)."""
+    out = subprocess.run([find_nvidia_tool("tileirdisasm"), "-g", path], capture_output=True, text=True,
+                         check=True).stdout
+    aliases = {}
+    for line in out.splitlines():
+        m = re.match(r"(#loc\d*) = (.*)$", line)
+        if m:
+            aliases[m.group(1)] = m.group(2)
+
+    def resolve(ref: str) -> str:
+        text = aliases.get(ref, ref)
+        if text.startswith("loc(unknown)"):
+            return "unknown"
+        m = re.match(r'loc\("([^"]*)":(\d+):(\d+)\)', text)
+        if m:
+            return f"{m.group(1)}:{m.group(2)}:{m.group(3)}"
+        m = re.match(r"#cuda_tile\.di_loc<(#loc\d*) in ", text)
+        return resolve(m.group(1)) if m else text
+
+    ops = []
+    for line in out.splitlines():
+        s = line.strip()
+        if not s or s[0] in "}(#" or s.startswith("entry ") or s.startswith("global "):
+            continue
+        name = re.match(r"(?:%[^=]+= )?([a-z_0-9]+)", s).group(1)
+        m = re.search(r"loc\((#loc\d*)\)$", s)
+        ops.append((name, None if s.endswith("{") or not m else resolve(m.group(1))))
+    return ops
+
+
+@pytest.mark.parametrize("name", [os.path.basename(p) for p in VISIBLE] + ["rownorm_loop_if_f32", "while_break_i32",
+                                                                          "cumsum_scan_f32"])
+def test_debug_locations_match_tileirdisasm(name):
+    from tilecore.errors import format_location
+
+    path = os.path.join("/work/shared/corpus/visible", name) if name.endswith(".tileirbc") \
+        else cutile_kernels.kernel_path(name)
+    module, _ = read_input(path, get_plugin_manager())
+    ours = []
+
+    def walk(op):
+        mnemonic = op.name.split(".", 1)[1]
+        if not (mnemonic in ("yield", "continue") and len(op.operands) == 0):
+            ours.append((mnemonic, None if op.regions else format_location(op.location)))
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    walk(inner.operation)
+
+    for entry in module.body.operations:
+        for region in entry.operation.regions:
+            for inner in region.blocks[0].operations:
+                walk(inner.operation)
+    theirs = nvidia_op_locations(path)
+    assert [n for n, _ in ours] == [n for n, _ in theirs]
+    for (n, a), (_, b) in zip(ours, theirs):
+        if b is not None:
+            assert a == b, (n, a, b)

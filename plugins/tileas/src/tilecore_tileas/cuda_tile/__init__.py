@@ -94,12 +94,28 @@ Ops
     - ``if(condition) -> results`` with two regions (then, else), each ending in
       ``cuda_tile_term.yield``
 
-    An op with more than one variadic or optional operand group carries
-    ``operandSegmentSizes``. Locations come from the debug section:
-    ``loc("file.py":line:col)`` (call sites as ``callsite(...)``), unknown when absent.
+    ``fpowf(source, exponent)`` is NVIDIA's float power (opcode 0x54, spelled ``fpowf`` by
+    tileirdisasm); ``fpowi`` takes an integer exponent.
+
+Operand and result groups
+    IRDL binds every member of a variadic group to one type, so groups that may mix
+    types (``~`` in :data:`.ops.OPS`: for / loop / if / reduce / scan operands and results,
+    print_tko ``args``, view ``index`` lists) are declared as 64 optional slots
+    (``init_values_0`` ... ``init_values_63``). The op's operand list is unchanged (the
+    values in order); only the segment attribute counts slots. An op with more than one
+    non-single group carries ``operandSegmentSizes`` / ``resultSegmentSizes``. Read groups
+    with :func:`.ops.groups`: ``groups(op)["index"]``, ``groups(op, results=True)["results"]``.
+    Example: ``load_view_tko`` with 2 indices and a token has
+    ``operandSegmentSizes = array<i32: 1, 1, 1, 0 x 62, 1>`` (view, 64 index slots, token).
+
+Locations
+    From the debug section: ``loc("file.py":line:col)`` per op (the same file:line:col
+    tileirdisasm -g prints), call sites as ``callsite(...)``, the entry at its
+    subprogram's line; ``unknown`` when the file has no debug info.
 """
 
 from .dialect import dialect_defs
+from .ops import OPS_BY_NAME, groups
 from .types import DYNAMIC, parse_type
 
-__all__ = ["dialect_defs", "DYNAMIC", "parse_type"]
+__all__ = ["dialect_defs", "DYNAMIC", "OPS_BY_NAME", "groups", "parse_type"]
