@@ -56,9 +56,10 @@ def main() -> None:
     ap.add_argument("--cutile", action="store_true")
     a = ap.parse_args()
 
+    from tilecore_tileas.bytecode import read_tileir
+
     from tilecore.plugins import get_plugin_manager
     from tilecore.serialize import find_nvidia_tool
-    from tilecore_tileas.bytecode import read_tileir
 
     pm = get_plugin_manager()
     t0 = time.perf_counter()
@@ -74,8 +75,8 @@ def main() -> None:
             data = fh.read()
         module = read_tileir(data, path, ctx)
         nops = sum(1 for _ in _walk(module))
-        ours = median_time(lambda: read_tileir(data, path, ctx), a.n)
-        theirs = median_time(lambda: subprocess.run([disasm, path], capture_output=True, check=True), a.n)
+        ours = median_time(lambda d=data, p=path: read_tileir(d, p, ctx), a.n)
+        theirs = median_time(lambda p=path: subprocess.run([disasm, p], capture_output=True, check=True), a.n)
         ratios.append(ours / theirs)
         name = os.path.basename(path).split(".")[0]
         print(f"{name:<28} {len(data):>6} {nops:>5} {ours * 1000:>15.2f} {theirs * 1000:>16.2f} {ours / theirs:>6.2f}")

@@ -63,9 +63,10 @@ def case(files: list[bytes], seed: int, i: int) -> bytes:
 
 def worker(paths: list[str], seed: int, start: int, stop: int) -> None:
     """Run cases [start, stop) in this process, one JSON line per finished case."""
+    from tilecore_tileas.bytecode import read_tileir
+
     from tilecore.errors import TilecoreError
     from tilecore.plugins import get_plugin_manager
-    from tilecore_tileas.bytecode import read_tileir
 
     files = [open(p, "rb").read() for p in paths]
     ctx = get_plugin_manager().make_context()

@@ -19,8 +19,7 @@ import shutil
 import tempfile
 
 import cuda.tile as ct
-from cuda.tile.compilation import (ArrayConstraint, CallingConvention, KernelSignature, ScalarConstraint,
-                                   export_kernel)
+from cuda.tile.compilation import ArrayConstraint, CallingConvention, KernelSignature, ScalarConstraint, export_kernel
 
 DTYPES = {"f16": ct.float16, "bf16": ct.bfloat16, "f32": ct.float32, "f64": ct.float64, "i8": ct.int8,
           "i16": ct.int16, "i32": ct.int32, "i64": ct.int64, "u8": ct.uint8, "u32": ct.uint32,
@@ -230,8 +229,7 @@ def gather_scatter_f32(x, idx, y, TILE: ct.Constant[int]):
 
 @ct.kernel
 def atomics_i32(x, counts, TILE: ct.Constant[int]):
-    bid = ct.bid(0)
-    i = ct.arange(TILE, dtype=ct.int32)
+    i = ct.arange(TILE, dtype=ct.int32) + ct.bid(0) * TILE
     old = ct.atomic_add(counts, i, 1)
     ct.atomic_max(counts, i, old)
     ct.atomic_cas(counts, i, 0, 1)

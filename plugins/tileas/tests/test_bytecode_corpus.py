@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from tilecore.plugins import get_plugin_manager
 from tilecore.compiler import read_input
+from tilecore.plugins import get_plugin_manager
 
 CORPUS = "/work/shared/corpus/visible"
 FILES = sorted(glob.glob(os.path.join(CORPUS, "*.tileirbc")))

@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import pytest
-
 from tilecore_tileas.bytecode import decode_file
 
 VADD = "/work/shared/corpus/visible/vadd_f32.tileirbc"

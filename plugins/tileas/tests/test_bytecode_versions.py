@@ -1,12 +1,11 @@
 """Bytecode versions 13.1-13.5, globals, dense constants and the producer section."""
 
-import pytest
-
 import cutile_kernels
+import pytest
 from test_disasm import nvidia_op_names, our_op_names
-from tilecore.mlir import ir
-from tilecore.plugins import get_plugin_manager
 from tilecore_tileas.bytecode import read_tileir
+
+from tilecore.plugins import get_plugin_manager
 
 KERNELS = ["matmul_f16", "rownorm_loop_if_f32", "print_assert_f32", "float_unary_f32", "while_break_i32",
            "atomics_i32", "cumsum_scan_f32", "gather_scatter_f32", "argmax_rows_f32"]

@@ -1,11 +1,11 @@
 """One test per verifier rule: a broken op is reported at its own location with a clear message."""
 
 import pytest
+from tilecore_tileas.cuda_tile.verifier import verify_module
 
 from tilecore.errors import TilecoreError
 from tilecore.mlir import ir
 from tilecore.plugins import get_plugin_manager
-from tilecore_tileas.cuda_tile.verifier import verify_module
 
 D = -9223372036854775808
 

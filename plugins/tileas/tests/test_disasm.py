@@ -6,9 +6,9 @@ import re
 import subprocess
 import sys
 
+import cutile_kernels
 import pytest
 
-import cutile_kernels
 from tilecore.compiler import read_input
 from tilecore.plugins import get_plugin_manager
 from tilecore.serialize import find_nvidia_tool

@@ -5,10 +5,10 @@ import re
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tilecore_tileas.bytecode import read_tileir
 
 from tilecore.errors import TilecoreError
 from tilecore.plugins import get_plugin_manager
-from tilecore_tileas.bytecode import read_tileir
 
 FILES = [open(p, "rb").read() for p in sorted(glob.glob("/work/shared/corpus/visible/*.tileirbc"))]
 CTX = get_plugin_manager().make_context()
