@@ -452,3 +452,33 @@ def kernel_path(name: str) -> str:
         export(name, path + ".part")
         os.replace(path + ".part", path)
     return path
+
+
+def writer_ops_kernel() -> bytes:
+    """Ops ``@ct.kernel`` code does not produce, written with cuTile's bytecode writer (13.4):
+    mulhii, get_tensor_shape, ptr_to_int, int_to_ptr, ptr_to_ptr, memory_fence_alias_tko,
+    get_num_tile_blocks, alloca."""
+    from cuda.tile import _bytecode as bc
+    from cuda.tile._bytecode.debug_info import MISSING_DEBUG_ATTR_ID
+    from cuda.tile._bytecode.type_base import PtrAttr
+
+    buf = bytearray()
+    with bc.write_bytecode(1, buf, bc.BytecodeVersion.V_13_4) as w:
+        tt = w.type_table
+        i32, i64, tok = tt.tile(tt.I32, []), tt.tile(tt.I64, []), tt.Token
+        pf = tt.tile(tt.pointer(tt.F32, PtrAttr.Missing), [])
+        pi = tt.tile(tt.pointer(tt.I32, PtrAttr.Missing), [])
+        tv = tt.tensor_view(tt.F32, [bc.DYNAMIC_SHAPE, 64], [bc.DYNAMIC_SHAPE, 1], PtrAttr.Missing)
+        with w.function("writer_ops", [pf, i32, i32], [], True, {}, MISSING_DEBUG_ATTR_ID) as fb:
+            cb = fb.code_builder
+            base, n, s = fb.parameters
+            token = bc.encode_MakeTokenOp(cb, tok)
+            bc.encode_MulhiIOp(cb, i32, n, s)
+            bc.encode_GetTensorShapeOp(cb, [i32, i32], bc.encode_MakeTensorViewOp(cb, tv, base, [n], [s]))
+            ptr = bc.encode_IntToPtrOp(cb, pf, bc.encode_PtrToIntOp(cb, i64, base))
+            bc.encode_PtrToPtrOp(cb, pi, ptr)
+            bc.encode_MemoryFenceAliasTkoOp(cb, tok, token)
+            bc.encode_GetNumTileBlocksOp(cb, i32, i32, i32)
+            bc.encode_AllocaOp(cb, pf, 64, 16, False)
+            bc.encode_ReturnOp(cb, [])
+    return bytes(buf)

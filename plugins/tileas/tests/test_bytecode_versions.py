@@ -44,6 +44,19 @@ def test_globals_and_dense_constants(tmp_path, version):
     assert str(get_global.results[0].type) == "!cuda_tile.tile<array<i64>, !cuda_tile.ptr<i32>>"
 
 
+def test_writer_only_ops_match_tileirdisasm(tmp_path):
+    path = tmp_path / "ops.tileirbc"
+    path.write_bytes(cutile_kernels.writer_ops_kernel())
+    module = read(path.read_bytes(), str(path))
+    names = our_op_names(module)
+    assert names == nvidia_op_names(str(path))
+    assert {"mulhii", "get_tensor_shape", "ptr_to_int", "int_to_ptr", "ptr_to_ptr", "memory_fence_alias_tko",
+            "get_num_tile_blocks", "alloca"} <= set(names)
+    alloca = [op.operation for op in module.body.operations[0].regions[0].blocks[0].operations][-2]
+    assert alloca.name == "cuda_tile.alloca"
+    assert (alloca.attributes["num_elem"].value, alloca.attributes["alignment"].value) == (64, 16)
+
+
 def test_multimem_ops_of_13_5():
     """Decoded per cuTile's 13.5 encoders (tileirdisasm needs multicast pointers no producer writes)."""
     module = read(cutile_kernels.writer_kernel("13.5", multimem=True))
