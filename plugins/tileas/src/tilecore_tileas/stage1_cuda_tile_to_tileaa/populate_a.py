@@ -20,7 +20,7 @@ SAME_OPERANDS = {
     "absf": "math.absf", "absi": "math.absi", "exp": "math.exp", "exp2": "math.exp2", "log": "math.log",
     "log2": "math.log2", "sqrt": "math.sqrt", "rsqrt": "math.rsqrt", "tanh": "math.tanh", "sin": "math.sin",
     "cos": "math.cos", "tan": "math.tan", "sinh": "math.sinh", "cosh": "math.cosh", "floor": "math.floor",
-    "ceil": "math.ceil", "pow": "math.powf", "atan2": "math.atan2", "fma": "math.fma", "fpowi": "math.fpowi",
+    "ceil": "math.ceil", "pow": "math.powf", "fpowf": "math.powf", "atan2": "math.atan2", "fma": "math.fma", "fpowi": "math.fpowi",
     "trunci": "arith.trunci", "bitcast": "arith.bitcast",
 }
 BY_SIGN = {  # name -> (signed, unsigned)

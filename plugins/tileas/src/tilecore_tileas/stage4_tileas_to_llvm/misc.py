@@ -69,13 +69,13 @@ def print_op(op, rb):
     gpu = dialects.gpu
     if not tiles:  # one line per tile block, from thread 0
         cond = cg.cmpi(0, cg.tid, cg.c32(0))
-        cg.masked(cond, lambda: gpu.printf(ir.StringAttr.get(fmt), [_printable(cg, a) for a in args]))
+        cg.masked(cond, lambda: gpu.printf(ir.StringAttr.get(fmt), *[_printable(cg, a) for a in args]))
     else:  # one line per element, from the thread that owns it
         lay = tiles[0].layout
         for k in range(lay.regs):
             vals = [_printable(cg, a.regs[k] if isinstance(a, TileV) else a) for a in args]
             cond = cg.and_(cg.valid(lay, k), cg.owner_mask(lay))
-            cg.masked(cond, lambda vals=vals: gpu.printf(ir.StringAttr.get(fmt), vals))
+            cg.masked(cond, lambda vals=vals: gpu.printf(ir.StringAttr.get(fmt), *vals))
     return [TOKEN] if op.results else None
 
 
@@ -89,7 +89,7 @@ def assert_op(op, rb):
         bad = cg.op("arith.xori", c, true)
 
         def fail():
-            dialects.gpu.printf(ir.StringAttr.get(f"assertion failed: {msg}\n"), [])
+            dialects.gpu.printf(ir.StringAttr.get(f"assertion failed: {msg}\n"))
             create("llvm.intr.trap", [], [])
 
         cg.masked(bad, fail)
