@@ -336,6 +336,13 @@ def pointer_offset_f32(x, y, TILE: ct.Constant[int]):
     ct.scatter(y, i, t, mask=i < 1000)
 
 
+@ct.kernel(num_ctas=ct.ByTarget(default=1, sm_100=2), occupancy=ct.ByTarget(default=2, sm_90=4))
+def hinted_vadd_f32(a, b, c, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    ct.store(c, index=(bid,), tile=ct.load(a, index=(bid,), shape=(TILE,), latency=3)
+             + ct.load(b, index=(bid,), shape=(TILE,), allow_tma=False))
+
+
 KERNELS: dict[str, tuple] = {
     "vadd_f32": (vadd_f32, ["f32[1]", "f32[1]", "f32[1]", 128]),
     "saxpy_f32": (saxpy_f32, ["f32", "f32[1]", "f32[1]", "f32[1]", 256]),
@@ -371,6 +378,7 @@ KERNELS: dict[str, tuple] = {
     "mma_scaled_f8": (mma_scaled_f8, ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 64, 64, 64]),
     "gdc_f32": (gdc_f32, ["f32[1]", "f32[1]", 128]),
     "pointer_offset_f32": (pointer_offset_f32, ["f32[1]", "f32[1]", 128]),
+    "hinted_vadd_f32": (hinted_vadd_f32, ["f32[1]", "f32[1]", "f32[1]", 128]),
 }
 
 

@@ -40,3 +40,18 @@ def test_visible_kernel_reads(path):
     loc = str(entries[0].operation.location)
     assert ".py" in loc and ":" in loc
     assert _ops(module)[-1] == "cuda_tile_term.return"
+
+
+def test_optimization_hints_per_sm():
+    import cutile_kernels
+
+    module, _ = read_input(cutile_kernels.kernel_path("hinted_vadd_f32"), get_plugin_manager())
+    entry = module.body.operations[0].operation
+    assert str(entry.attributes["optimization_hints"]) == (
+        "#cuda_tile.optimization_hints<{default = {num_cta_in_cga = 1 : i32, occupancy = 2 : i32}, "
+        "sm_100 = {num_cta_in_cga = 2 : i32}, sm_90 = {occupancy = 4 : i32}}>")
+    loads = [op.operation for op in entry.regions[0].blocks[0].operations
+             if op.operation.name == "cuda_tile.load_view_tko"]
+    assert [str(op.attributes["optimization_hints"]) for op in loads] == [
+        "#cuda_tile.optimization_hints<{default = {latency = 3 : i32}}>",
+        "#cuda_tile.optimization_hints<{default = {allow_tma = false}}>"]
