@@ -1,0 +1,93 @@
+"""Stage 3, convert-tile-func-to-llvm: bare-pointer ABI and the nvvm.* kernel attributes (spec note 1)."""
+
+import os
+
+import pytest
+
+from tilecore.compiler import compile_module, read_input
+from tilecore.errors import TilecoreError
+from tilecore.mlir import ir
+from tilecore.options import CompileOptions
+from tilecore.plugins import get_plugin_manager
+from tilecore.targets import resolve_target
+from tilecore_tileas.stage2_tileaa_to_tileas.kernel_spec import KernelSpec, hints_for, spec_from_hints
+from tilecore_tileas.stage3_tile_func_to_llvm import kernel_attributes
+
+CORPUS = "/work/shared/corpus/visible"
+UP_TO_3 = ["convert-cuda-tile-to-tileaa", "convert-tileaa-to-tileas", "tileas-assign-layouts", "tileas-select-atoms",
+           "convert-tile-func-to-llvm"]
+
+
+def _target(sm):
+    pm = get_plugin_manager()
+    return resolve_target(sm, pm.targets())
+
+
+def test_saxpy_kernel_boundary():
+    pm = get_plugin_manager()
+    mod, _ = read_input(os.path.join(CORPUS, "saxpy_f32.tileirbc"), pm)
+    compile_module(mod, _target("sm_90a"), CompileOptions(), pm, stages=UP_TO_3)
+    text = str(mod)
+    assert "gpu.container_module" in text and "gpu.module @tileas_kernels" in text
+    assert ("llvm.func @saxpy_f32(%arg0: f32, %arg1: !llvm.ptr<1>, %arg2: i32, %arg3: i32, %arg4: !llvm.ptr<1>, "
+            "%arg5: i32, %arg6: i32, %arg7: !llvm.ptr<1>, %arg8: i32, %arg9: i32)") in text
+    assert "nvvm.kernel" in text and "nvvm.reqntid = array<i32: 128, 1, 1>" in text
+    assert "nvvm.minctasm = 1 : i32" in text
+    assert "nvvm.cluster_dim" not in text and "nvvm.maxnreg" not in text
+    assert "builtin.unrealized_conversion_cast" in text  # pointer args reach the nv_tileas body through casts
+    assert "nv_tileaa.func" not in text
+
+
+def _names(attrs):
+    return set(attrs)
+
+
+def test_cluster_attributes_only_with_cluster_support_and_more_than_one_cta():
+    spec = KernelSpec(num_warps=8, cluster_dim=(2, 1, 1), max_registers=128)
+    with ir.Context():
+        a90 = kernel_attributes(spec, _target("sm_90a"))
+        assert {"nvvm.cluster_dim", "nvvm.blocksareclusters", "nvvm.maxnreg"} <= _names(a90)
+        assert list(a90["nvvm.reqntid"]) == [256, 1, 1]
+        assert list(a90["nvvm.cluster_dim"]) == [2, 1, 1]
+        a80 = kernel_attributes(spec, _target("sm_80"))
+        assert "nvvm.cluster_dim" not in a80 and "nvvm.blocksareclusters" not in a80
+        one = kernel_attributes(KernelSpec(cluster_dim=(1, 1, 1)), _target("sm_90a"))
+        assert "nvvm.cluster_dim" not in one
+
+
+def test_hints_choose_the_spec_for_the_target():
+    with ir.Context() as ctx:
+        ctx.allow_unregistered_dialects = True
+        hints = ir.Attribute.parse('{sm_90 = {num_cta_in_cga = 2 : i32, occupancy = 2 : i32}, default = {}}')
+    assert hints_for(hints, _target("sm_90a")) == {"num_cta_in_cga": 2, "occupancy": 2}
+    assert hints_for(hints, _target("sm_80")) == {}
+    spec = spec_from_hints({"num_cta_in_cga": 2, "occupancy": 2})
+    assert spec.cluster_dim == (2, 1, 1) and spec.num_ctas == 2 and spec.num_warps == 4
+
+
+def test_returning_kernel_is_rejected():
+    pm = get_plugin_manager()
+    ctx = pm.make_context()
+    with ctx, ir.Location.unknown():
+        mod = ir.Module.parse('''
+"nv_tileaa.func"() ({
+^bb0(%x: i32):
+  "nv_tileaa_term.return"(%x) : (i32) -> ()
+}) {sym_name = "k", function_type = (i32) -> (i32), cute.kernel} : () -> ()''')
+    with pytest.raises(TilecoreError, match="a kernel entry must not return values"):
+        compile_module(mod, _target("sm_80"), CompileOptions(), pm, stages=["convert-tile-func-to-llvm"])
+
+
+def test_grid_constant_argument_attribute_migrates():
+    pm = get_plugin_manager()
+    ctx = pm.make_context()
+    with ctx, ir.Location.unknown():
+        mod = ir.Module.parse('''
+"nv_tileaa.func"() ({
+^bb0(%x: !llvm.ptr):
+  "nv_tileaa_term.return"() : () -> ()
+}) {sym_name = "k", function_type = (!llvm.ptr) -> (), cute.kernel,
+    arg_attrs = [{cute_nvgpu.grid_constant, llvm.byval = !llvm.struct<(i64, i64)>}]} : () -> ()''')
+    compile_module(mod, _target("sm_90a"), CompileOptions(), pm, stages=["convert-tile-func-to-llvm"])
+    text = str(mod)
+    assert "nvvm.grid_constant" in text and "cute_nvgpu.grid_constant" not in text
