@@ -398,7 +398,7 @@ def writer_kernel(version: str, multimem: bool = False) -> bytes:
     """A kernel written with cuTile's own bytecode writer, for what ``@ct.kernel`` never emits.
 
     It has a global (dense i32 data), a non-splat dense constant, ``get_global`` and, with
-    ``multimem`` (13.5 only), a multimem load-reduce and store. Version "13.5" exercises the
+    ``multimem`` (13.5 only), a multimem load-reduce, store and reduce. Version "13.5" exercises the
     13.5 function header (hints always present, argument attributes).
     """
     import struct
@@ -430,8 +430,10 @@ def writer_kernel(version: str, multimem: bool = False) -> bytes:
                 tile, t2 = bc.encode_MultimemLoadReduceViewTkoOp(
                     cb, tt.tile(tt.F32, [16]), tok, part, [zero], token, bc.MemoryOrderingSemantics.WEAK, None,
                     bc.MultimemReductionKind.ADD, [False])
-                bc.encode_MultimemStoreViewTkoOp(cb, tok, part, tile, [zero], t2, bc.MemoryOrderingSemantics.WEAK,
-                                                 None, [False])
+                t3 = bc.encode_MultimemStoreViewTkoOp(cb, tok, part, tile, [zero], t2,
+                                                      bc.MemoryOrderingSemantics.WEAK, None, [False])
+                bc.encode_MultimemReduceViewTkoOp(cb, tok, part, tile, [zero], t3, bc.MemoryOrderingSemantics.RELAXED,
+                                                  bc.MemoryScope.DEVICE, bc.MultimemReductionKind.MAX, [True])
             bc.encode_ReturnOp(cb, [])
     return bytes(buf)
 

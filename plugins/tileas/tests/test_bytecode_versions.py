@@ -66,6 +66,33 @@ def test_multimem_ops_of_13_5():
     assert load.attributes["reduction"].value == "add" and load.attributes["memory_ordering"].value == "weak"
     assert [str(t) for t in load.results.types][0] == "!cuda_tile.tile<array<i64: 16>, f32>"
     assert "cuda_tile.multimem_store_view_tko" in ops
+    red = ops["cuda_tile.multimem_reduce_view_tko"]
+    assert (red.attributes["reduction"].value, red.attributes["memory_scope"].value) == ("max", "device")
+    assert str(red.attributes["inbounds"]) == "array<i1: true>"
+
+
+def test_every_opcode_up_to_13_4_is_checked_against_tileirdisasm(tmp_path):
+    """The corpus the tests compare with tileirdisasm uses every op of the table but multimem (13.5).
+
+    (entry, global and module are not opcodes in a file: functions and globals have sections.)
+    """
+    from tilecore_tileas.bytecode import decode_file
+    from tilecore_tileas.cuda_tile.ops import OP_SPECS
+
+    old = tmp_path / "print_13_1.tileirbc"
+    cutile_kernels.export("print_assert_f32", str(old), "13.1")  # get_global of the print mutex
+    blobs = [open(p, "rb").read() for p in cutile_kernels.all_paths()]
+    blobs += [cutile_kernels.writer_ops_kernel(), cutile_kernels.writer_kernel("13.4"), old.read_bytes()]
+    seen = set()
+    for blob in blobs:
+        stack = [op for fn in decode_file(blob).functions for op in fn.body.ops]
+        while stack:
+            op = stack.pop()
+            seen.add(op.spec.name)
+            stack += [o for region in op.regions for b in region for o in b.ops]
+    missing = {s.name for s in OP_SPECS.values()} - seen
+    assert missing == {"entry", "global", "module", "multimem_load_reduce_view_tko", "multimem_reduce_view_tko",
+                       "multimem_store_view_tko"}
 
 
 def test_producer_section():
