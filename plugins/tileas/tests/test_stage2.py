@@ -155,6 +155,7 @@ def test_dot_layout_diagnostics():
 
 def test_combiner_block_signature():
     body = ('%r = "nv_tileaa.reduce"(%c) ({ ^bb0(%x: i32, %y: i32): "nv_tileaa_term.yield"(%x) : (i32) -> () }) '
-            '{dim = 1 : i64, identities = [0.0 : f32]} : (tensor<128x128xf32>) -> tensor<128xf32>')
+            '{dim = 1 : i64, identities = [0.0 : f32], operandSegmentSizes = array<i32: 1, 0, 0, 0>, '
+            'resultSegmentSizes = array<i32: 1, 0, 0, 0>} : (tensor<128x128xf32>) -> tensor<128xf32>')
     with pytest.raises(TilecoreError, match="failed to convert block signature"):
         _run(_func(body), stages=["convert-tileaa-to-tileas"])

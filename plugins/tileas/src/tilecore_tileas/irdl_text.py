@@ -44,7 +44,7 @@ def dialect_text(name: str, types: dict, attributes: dict, ops: dict) -> str:
                 decl.append(f"    irdl.{label}({', '.join(items)})")
         if nreg:
             lines += [f"    %r{i} = irdl.region" for i in range(nreg)]
-            decl.append("    irdl.regions(" + ", ".join(f"r{i}: %r{i}" for i in range(nreg)) + ")")
+            decl.append("    irdl.regions(" + ", ".join(f"region{i}: %r{i}" for i in range(nreg)) + ")")
         parts.append(f"  irdl.operation @{oname} {{\n" + "\n".join(lines + decl) + "\n  }")
     return f"irdl.dialect @{name} {{\n" + "\n".join(parts) + "\n}\n"
 
@@ -109,3 +109,10 @@ def group_values(op, spec: str) -> dict:
         i += s
         out[name] = chunk if kind == "variadic" else (chunk[0] if chunk else None)
     return out
+
+
+def slots(values: list, n: int) -> list:
+    """``values`` padded with None to ``n`` optional slots (ops with heterogeneous operand lists)."""
+    if len(values) > n:
+        raise ValueError(f"at most {n} values supported, got {len(values)}")
+    return list(values) + [None] * (n - len(values))

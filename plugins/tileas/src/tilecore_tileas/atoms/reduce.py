@@ -25,6 +25,7 @@ class ReduceRequest:
     axis: int
     elem_bytes: int
     threads: int
+    operands: int = 1
 
 
 def in_thread_admits(req: ReduceRequest) -> bool:
@@ -33,7 +34,7 @@ def in_thread_admits(req: ReduceRequest) -> bool:
 
 def shuffle_admits(req: ReduceRequest) -> bool:
     lay = req.layout
-    if req.kind != "reduce" or req.axis != len(lay.shape) - 1 or req.elem_bytes != 4:
+    if req.kind != "reduce" or req.axis != len(lay.shape) - 1 or req.elem_bytes != 4 or req.operands != 1:
         return False
     length = lay.shape[-1]
     if length % lay.vec:
@@ -54,8 +55,9 @@ def identities(cg, op, types):
 
 
 def _combine(rb, op, accs, vals):
+    """One combine step; the combiner takes (lhs0, rhs0, lhs1, rhs1, ...)."""
     body = op.regions[0].blocks[0]
-    return inline_block(rb, body, [*accs, *vals])
+    return inline_block(rb, body, [x for pair in zip(accs, vals) for x in pair])
 
 
 def _out_shape(kind, shape, axis):

@@ -99,7 +99,7 @@ def _run(ctx) -> ConversionStats:
                 shape = tuple(ir.RankedTensorType(t).shape)
                 req = ReduceRequest(op.name.split(".")[1], blocked(shape, threads),
                                     ir.IntegerAttr(op.attributes["dim"]).value,
-                                    _bytes(ir.RankedTensorType(t).element_type), threads)
+                                    _bytes(ir.RankedTensorType(t).element_type), threads, len(op.operands))
                 atom = default_atom(atoms, "reduce", ctx.target, req)
             if atom is not None:
                 op.attributes["atom"] = ir.Attribute.parse(f'#nv_tileas.atom<"{atom.name}">')

@@ -76,8 +76,9 @@ OPS = {
     "cat": ("lhs rhs", "result", 0),
     "iota": ("", "result", 0),
     "generate": ("operands*", "result", 1),
-    "reduce": ("operands*", "results*", 1),
-    "scan": ("operands*", "results*", 1),
+    # reduce / scan operands may differ in type (argmax: values and indices): one slot each
+    "reduce": ("o0 o1? o2? o3?", "r0 r1? r2? r3?", 1),
+    "scan": ("o0 o1? o2? o3?", "r0 r1? r2? r3?", 1),
     "dot": ("lhs rhs acc", "result", 0),
     "mma_block_scale": ("lhs rhs acc lhs_scale rhs_scale", "result", 0),
     "print": ("a0? a1? a2? a3? a4? a5? a6? a7? token?", "token?", 0),
@@ -85,6 +86,8 @@ OPS = {
     "global": ("", "", 0),
     "get_global": ("", "result", 0),
 }
+
+COMBINER_SLOTS = 4
 
 builder = OpBuilder(NAME, OPS)
 

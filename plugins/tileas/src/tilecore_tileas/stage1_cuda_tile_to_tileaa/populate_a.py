@@ -164,18 +164,79 @@ def _flat_term(op, rb):
     return rb.gets(op.operands)
 
 
+EXITS = ("cuda_tile_term.break", "cuda_tile_term.continue")
+
+
+def _has_exit(if_op) -> bool:
+    """True when a branch of ``if_op`` (or of an if nested in it) ends the enclosing loop iteration."""
+    for region in if_op.regions:
+        for block in region.blocks:
+            for o in block.operations:
+                if o.operation.name in EXITS or (o.operation.name == "cuda_tile.if" and _has_exit(o.operation)):
+                    return True
+    return False
+
+
+def _iteration(ops, rb, types):
+    """Lower one loop iteration's op sequence; returns (continue?, values) as SSA values.
+
+    An ``if`` that breaks or continues in a branch becomes an ``scf.if`` yielding the
+    outcome; the ops after it are lowered inside each branch that falls through.
+    """
+    i1 = ir.IntegerType.get_signless(1)
+    for idx, o in enumerate(ops):
+        o = o.operation
+        if o.name in EXITS:
+            flag = create("arith.constant", [i1], [], {"value": ir.IntegerAttr.get(i1, int(o.name.endswith(
+                "continue")))}).results[0]
+            return flag, rb.gets(o.operands)
+        if o.name == "cuda_tile_term.yield":  # a branch falling through: bind the if's results
+            rb.bind(o.parent.results, rb.gets(o.operands))
+            continue
+        if o.name == "cuda_tile.if" and _has_exit(o):
+            rest = list(ops[idx + 1:])
+            with o.location:
+                node = create("scf.if", [i1, *types], rb.gets(o.operands), {}, regions=2)
+                for region, new in zip(o.regions, node.regions):
+                    blk = new.blocks.append()
+                    body = list(region.blocks[0].operations) if len(region.blocks) else []
+                    with ir.InsertionPoint(blk):
+                        flag, vals = _iteration(body + rest, rb, types)
+                        create("scf.yield", [], [flag, *vals])
+            res = list(node.results)
+            return res[0], res[1:]
+        rb.op(o)
+    raise LoweringError("a loop body must end with 'continue' or 'break'", ops[-1] if ops else None)
+
+
 def loop(op, rb):
-    raise LoweringError("'cuda_tile.loop' (a loop with break / continue) is not supported yet", op)
+    """``loop`` (with break / continue anywhere in nested ifs) -> ``scf.while``: the before region runs
+    one iteration and continues while it ended in ``continue``; the after region forwards the values."""
+    inits = rb.gets(op.operands)
+    types = [v.type for v in inits]
+    if [str(t) for t in types] != [str(t) for t in result_types(op, rb)]:
+        raise LoweringError("a loop whose results differ in type from its iteration values is not supported", op)
+    node = create("scf.while", types, inits, {}, regions=2)
+    body = op.regions[0].blocks[0]
+    before = node.regions[0].blocks.append(*types, arg_locs=[a.location for a in body.arguments])
+    rb.bind(body.arguments, list(before.arguments))
+    with ir.InsertionPoint(before):
+        flag, vals = _iteration(list(body.operations), rb, types)
+        create("scf.condition", [], [flag, *vals])
+    after = node.regions[1].blocks.append(*types)
+    with ir.InsertionPoint(after):
+        create("scf.yield", [], list(after.arguments))
+    return list(node.results)
 
 
 def break_op(op, rb):
-    raise LoweringError("'cuda_tile.break' is not supported yet", op)
+    raise LoweringError("'cuda_tile.break' outside a 'loop' body", op)
 
 
 def continue_op(op, rb):
     parent = op.parent.name if op.parent is not None else ""
     if parent != "cuda_tile.for":
-        raise LoweringError("'cuda_tile.continue' outside a 'for' body is not supported yet", op)
+        raise LoweringError("'cuda_tile.continue' outside a 'for' or 'loop' body", op)
     create("scf.yield", [], _flat_term(op, rb))
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from tilecore.mlir import ir
 
-from ..nv_tileaa import builder
+from tilecore.errors import LoweringError
+
+from ..irdl_text import slots
+from ..nv_tileaa import COMBINER_SLOTS, builder
 from .common import result_types
 
 
@@ -14,7 +17,10 @@ def _combiner(name, extra):
         for k in extra:
             if k in op.attributes:
                 attrs[k] = op.attributes[k]
-        new = builder.build(name, [rb.gets(op.operands)], [result_types(op, rb)], attrs)
+        if len(op.operands) > COMBINER_SLOTS:
+            raise LoweringError(f"'{op.name}' with more than {COMBINER_SLOTS} operands is not supported", op)
+        new = builder.build(name, slots(rb.gets(op.operands), COMBINER_SLOTS),
+                            slots(result_types(op, rb), COMBINER_SLOTS), attrs)
         rb.region_into(op.regions[0], new.regions[0])  # the body's yield becomes nv_tileaa_term.yield (A)
         return list(new.results)
     return h

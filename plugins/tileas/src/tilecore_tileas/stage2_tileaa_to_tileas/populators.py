@@ -17,7 +17,8 @@ from tilecore.errors import LoweringError
 from ..rebuild import attrs_of
 from tilecore.mlir import ir
 
-from ..irdl_text import group_values
+from ..irdl_text import group_values, slots
+from ..nv_tileaa import COMBINER_SLOTS
 from ..nv_tileaa import OPS as AA_OPS
 from ..nv_tileas import TERM as AS_TERM
 from ..nv_tileas import builder as as_builder
@@ -97,7 +98,8 @@ def combiner(name):
         got = [str(a.type) for a in body.arguments]
         if sorted(want) != sorted(got) or len(want) != len(got):
             raise LoweringError("failed to convert block signature", op)
-        new = as_builder.build(name, [ops], [[r.type for r in op.results]], attrs)
+        new = as_builder.build(name, slots(ops, COMBINER_SLOTS), slots([r.type for r in op.results], COMBINER_SLOTS),
+                               attrs)
         rb.region_into(op.regions[0], new.regions[0])
         return list(new.results)
     return h

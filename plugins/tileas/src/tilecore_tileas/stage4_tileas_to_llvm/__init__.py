@@ -42,6 +42,7 @@ def populator() -> dict:
     table = {
         "arith.constant": elementwise.constant,
         "scf.for": control.for_op, "scf.if": control.if_op, "scf.yield": control.yield_op,
+        "scf.while": control.while_op, "scf.condition": control.condition_op,
         f"{nt}.make_token": misc.token, f"{nt}.join_tokens": misc.token, f"{nt}.assume": misc.assume,
         f"{nt}.make_memref": memory.make_memref, f"{nt}.view": memory.view,
         f"{nt}.tiled_load": memory.tiled_load, f"{nt}.tiled_store": memory.tiled_store,

@@ -85,3 +85,36 @@ def if_op(op, rb):
 
 def yield_op(op, rb):
     create("scf.yield", [], flatten(rb.gets(op.operands)))
+
+
+def _templates(cg, rb, types):
+    out, flat = [], []
+    for t in types:
+        if str(t).startswith("tensor<"):
+            lay = cg.layout(ir.RankedTensorType(t).shape)
+            out.append(TileV(lay, [None] * lay.regs))
+            flat += [rb.convert_type(ir.RankedTensorType(t).element_type)] * lay.regs
+        elif "mem_token" in str(t):
+            out.append(TOKEN)
+        else:
+            out.append(None)
+            flat.append(rb.convert_type(t))
+    return out, flat
+
+
+def while_op(op, rb):
+    cg = rb.data["cg"]
+    inits = rb.gets(op.operands)
+    tmpl_in, types_in = _templates(cg, rb, [v.type for v in op.operands])
+    tmpl_out, types_out = _templates(cg, rb, [r.type for r in op.results])
+    node = create("scf.while", types_out, flatten(inits), regions=2)
+    before = node.regions[0].blocks.append(*types_in)
+    rb.block_into(op.regions[0].blocks[0], before, args=unflatten(tmpl_in, list(before.arguments)))
+    after = node.regions[1].blocks.append(*types_out)
+    rb.block_into(op.regions[1].blocks[0], after, args=unflatten(tmpl_out, list(after.arguments)))
+    return unflatten(tmpl_out, list(node.results))
+
+
+def condition_op(op, rb):
+    vals = rb.gets(op.operands)
+    create("scf.condition", [], [vals[0], *flatten(vals[1:])])
