@@ -25,7 +25,10 @@ def disasm(tmp_path, content: bytes, name="bad.tileirbc", *extra):
     assert res.returncode == 1, res.stdout[:500]
     assert "Traceback" not in res.stderr
     assert res.stdout == ""
-    m = re.fullmatch(r"error: (.+):(\d+): (.+)\n", res.stderr)
+    # other plugins may add warning lines; the error itself is one line
+    errors = [line for line in res.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, res.stderr
+    m = re.fullmatch(r"error: (.+):(\d+): (.+)", errors[0])
     assert m, res.stderr
     assert m.group(1) == str(path)
     return int(m.group(2)), m.group(3)

@@ -106,11 +106,15 @@ def test_producer_section():
     assert module.operation.attributes["cuda_tile.producer"].value == first_string != ""
 
 
-def test_multimem_needs_13_5(tmp_path):
-    data = bytearray(cutile_kernels.writer_kernel("13.5", multimem=True))
-    data[9] = 4  # claim 13.4: the multimem opcodes do not exist there
+def test_opcode_newer_than_the_file_is_rejected():
+    from tilecore_tileas.bytecode import decode_file
+
     from tilecore.errors import TilecoreError
 
+    data = bytearray(open("/work/shared/corpus/visible/vadd_f32.tileirbc", "rb").read())
+    op = decode_file(bytes(data)).functions[0].body.ops[0]
+    data[op.offset] = 0x7B  # multimem_load_reduce_view_tko exists from 13.5 on; the file is 13.4
     with pytest.raises(TilecoreError) as e:
-        read(bytes(data))
-    assert "needs bytecode version 13.5, file is 13.4" in e.value.message or "unknown" in e.value.message
+        read(bytes(data), "v.tileirbc")
+    assert e.value.location == f"v.tileirbc:{op.offset}"
+    assert e.value.message == "opcode 0x7b (multimem_load_reduce_view_tko) needs bytecode version 13.5, file is 13.4"
