@@ -7,8 +7,8 @@ truncation; 1-3 of them; half the cases only flip / set bytes, which keeps the
 container intact and reaches the op decoder) and reads it in-process with the tileas reader (decode,
 build, verify). Cases run in batches in worker subprocesses: a worker that dies
 (an MLIR abort, a segfault) marks its in-flight case as crashed and a new worker
-resumes after it. Prints how many cases were rejected cleanly (a located
-TilecoreError), accepted, or crashed (anything else); the target is zero crashes.
+resumes after it. Prints how many cases were rejected cleanly (a TilecoreError with a
+location), accepted, or crashed (anything else, an error without location included); the target is zero crashes.
 ``--cutile`` adds the kernels of plugins/tileas/tests/cutile_kernels.py to the seeds.
 """
 
@@ -75,8 +75,9 @@ def worker(paths: list[str], seed: int, start: int, stop: int) -> None:
         try:
             read_tileir(data, "fuzz.tileirbc", ctx)
             outcome, detail = "accepted", ""
-        except TilecoreError as e:
-            outcome, detail = "rejected", e.message[:60]
+        except TilecoreError as e:  # clean only with a location (file:offset or the op's)
+            located = e.location and e.location != "unknown"
+            outcome, detail = ("rejected", e.message[:60]) if located else ("crashed", f"no location: {e.message}")
         except Exception as e:  # noqa: BLE001 - the point: anything but TilecoreError is a crash
             outcome, detail = "crashed", f"{type(e).__name__}: {str(e)[:120]}"
         print(json.dumps([i, outcome, detail]), flush=True)

@@ -157,5 +157,7 @@ def test_debug_locations_match_tileirdisasm(name):
     theirs = nvidia_op_locations(path)
     assert [n for n, _ in ours] == [n for n, _ in theirs]
     for (n, a), (_, b) in zip(ours, theirs):
-        if b is not None:
+        if b == "unknown":  # no debug info: we locate the op by its byte offset instead
+            assert re.fullmatch(re.escape(path) + r":\d+", a), (n, a)
+        elif b is not None:
             assert a == b, (n, a, b)

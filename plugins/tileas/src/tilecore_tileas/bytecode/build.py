@@ -12,8 +12,8 @@ from .decode import BlockRec, Decoded, OpRec
 class Builder:
     """Turns :class:`~.decode.Decoded` records into ``builtin.module`` IR in ``ctx``."""
 
-    def __init__(self, dec: Decoded, ctx):
-        self.dec, self.ctx = dec, ctx
+    def __init__(self, dec: Decoded, ctx, path: str = "<input>"):
+        self.dec, self.ctx, self.path = dec, ctx, path
         self.type_cache: dict[str, ir.Type] = {}
         self.loc_cache: dict[int, ir.Location] = {}
         self.unknown = ir.Location.unknown(ctx)
@@ -39,12 +39,16 @@ class Builder:
         return self.unknown
 
     def location(self, func_debug: int, ordinal: int, at: int) -> ir.Location:
+        """The op's debug location; without one, ``loc("<file>:<byte offset>")`` (a name
+        location, rendered by tilecore like a bytecode error) so diagnostics still point somewhere."""
         dbg = self.dec.debug
         attr_id = dbg.op_attr_id(func_debug, ordinal)
         loc = self.loc_cache.get(attr_id)
         if loc is None:
             loc = self._loc(dbg.location(attr_id, at))
             self.loc_cache[attr_id] = loc
+        if loc == self.unknown:
+            return ir.Location.name(f"{self.path}:{at}")
         return loc
 
     def attr(self, a: tuple) -> ir.Attribute:
@@ -185,6 +189,7 @@ def _signed64(v: int) -> int:
     return v - (1 << 64) if v >> 63 else v
 
 
-def build_module(dec: Decoded, ctx) -> ir.Module:
-    """The ``builtin.module`` holding the globals and entries of ``dec``."""
-    return Builder(dec, ctx).module()
+def build_module(dec: Decoded, ctx, path: str = "<input>") -> ir.Module:
+    """The ``builtin.module`` holding the globals and entries of ``dec`` (``path`` names the file
+    in the locations of ops without debug info)."""
+    return Builder(dec, ctx, path).module()

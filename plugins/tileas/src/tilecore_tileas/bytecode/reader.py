@@ -34,7 +34,7 @@ def read_tileir(data: bytes, path: str, ctx, verify: bool = True):
 
     dec = decode_file(data, path or "<input>")
     try:
-        module = build_module(dec, ctx)
+        module = build_module(dec, ctx, path or "<input>")
     except Exception as e:  # noqa: BLE001 - an MLIR builder rejected a decoded value
         raise mlir_error_to_tilecore(e, "cannot build IR: ", default_location=f"{path}:0") from None
     if verify:
