@@ -6,7 +6,7 @@ import json
 import os
 
 import pytest
-from support import DATA, needs_gpu_nvvm, run_cli
+from support import DATA, ROOT, has_plugin, needs_gpu_nvvm, run_cli
 
 from tilecore.mlir import ir
 
@@ -29,7 +29,7 @@ def test_compile_bundled_kernel_to_cubin(tmp_path, gpu):
     assert proc.returncode == 0, proc.stderr
     data = out.read_bytes()
     assert data[:4] == b"\x7fELF"
-    assert f"wrote {out} (cubin, {len(data)} bytes) for {gpu}; kernels: vadd" in proc.stdout
+    assert f"wrote {out} (cubin, {len(data)} bytes) for {gpu}; kernels: vadd (4 params)" in proc.stdout
 
 
 @needs_gpu_nvvm
@@ -228,3 +228,14 @@ def test_error_locations_render(tmp_path):
         assert format_location(ir.Location.file("a.py", 3, 9)) == "a.py:3:9"
         assert format_location(ir.Location.name("x", ir.Location.file("b.py", 1, 2))) == "b.py:1:2"
         assert format_location(ir.Location.unknown()) == "unknown"
+
+
+@pytest.mark.skipif(not has_plugin("tileas"), reason="needs the tileas plugin")
+def test_main_job_bundled_tileir_kernel(tmp_path):
+    """The README's first command: the bundled TileIR bytecode kernel to a cubin."""
+    out = tmp_path / "vadd_f32.cubin"
+    proc = run_cli("compile", os.path.join(ROOT, "examples", "vadd_f32.tileirbc"), "--gpu-name", "sm_90a",
+                   "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_bytes()[:4] == b"\x7fELF"
+    assert "kernels: vadd_f32 (9 params, 128 threads/CTA)" in proc.stdout

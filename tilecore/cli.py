@@ -177,12 +177,22 @@ def cmd_compile(args) -> int:
 
 
 def _kernel_names(res) -> list[str]:
+    """``name (N params, T threads/CTA)`` for every .entry of the PTX."""
     import re
 
-    names = []
+    out = []
     for text in (res.artifacts.get("ptx") or {}).values():
-        names += re.findall(r"\.entry\s+([A-Za-z_$][\w$]*)", text)
-    return names
+        for m in re.finditer(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(([^)]*)\)([^{]*)", text):
+            nparams = m.group(2).count(".param")
+            req = re.search(r"\.reqntid\s+(\d+)(?:,\s*(\d+))?(?:,\s*(\d+))?", m.group(3))
+            threads = ""
+            if req:
+                n = 1
+                for g in req.groups():
+                    n *= int(g) if g else 1
+                threads = f", {n} threads/CTA"
+            out.append(f"{m.group(1)} ({nparams} params{threads})")
+    return out
 
 
 def _report_timing(args, t_read, total, records) -> None:
