@@ -111,7 +111,8 @@ Operand and result groups
 Locations
     From the debug section: ``loc("file.py":line:col)`` per op (the same file:line:col
     tileirdisasm -g prints), call sites as ``callsite(...)``, the entry at its
-    subprogram's line; ``unknown`` when the file has no debug info.
+    subprogram's line. An op without debug info gets the name location
+    ``loc("<file>:<byte offset>")``, which tilecore prints like a bytecode error.
 """
 
 from .dialect import dialect_defs
