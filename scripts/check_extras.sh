@@ -34,6 +34,9 @@ for extra in "${@:-sm100}"; do
   gpu=sm_80; [ "$extra" = sm100 ] && gpu=sm_100a
   out="$(dirname "$venv")/k.cubin"
   "$venv/bin/tilecore" compile "$ROOT/tilecore/data/vadd_gpu.mlir" --gpu-name "$gpu" -o "$out" >/dev/null
+  if [ "$extra" = tileas ] || [ "$extra" = all ]; then
+    "$venv/bin/tilecore" compile "$ROOT/examples/vadd_f32.tileirbc" --gpu-name "$gpu" -o "$out" >/dev/null
+  fi
   size=$(du -sm "$venv" | cut -f1)
   echo "ok tilecore[$extra]: $got; install ${secs}s, ${size} MB; compiled for $gpu"
   rm -rf "$(dirname "$venv")"
