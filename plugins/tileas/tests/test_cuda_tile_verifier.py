@@ -60,6 +60,15 @@ def test_elementwise_result_type_agrees():
     assert e.location == "k.py:7:3" and "same tile type" in e.message and "tile<4xf16>" in e.message
 
 
+def test_unsigned_divi_cannot_round_to_negative_infinity():
+    i = tile([4], "i32")
+    e = error(kernel([i, i], [f'%0 = "cuda_tile.divi"(%a0, %a1) {{rounding = "negative_inf", signedness = "unsigned"}} '
+                              f': ({i}, {i}) -> {i} {AT}']))
+    assert e.location == "k.py:7:3"
+    assert e.message == ("'cuda_tile.divi' rounding 'negative_inf' is not allowed with 'unsigned' operands "
+                         "(unsigned division already rounds toward zero)")
+
+
 def test_compare_result_is_i1_of_the_operand_shape():
     e = error(kernel([tile([4]), tile([4])],
                      [f'%0 = "cuda_tile.cmpf"(%a0, %a1) {{comparison_ordering = "ordered", comparison_predicate = '

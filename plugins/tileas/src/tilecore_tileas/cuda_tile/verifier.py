@@ -73,6 +73,13 @@ def _elementwise(name, op) -> None:
     _same(ts, "operands and result")
 
 
+def _divi(name, op) -> None:
+    _elementwise(name, op)
+    if op.attributes["signedness"].value == "unsigned" and op.attributes["rounding"].value == "negative_inf":
+        raise VerifyError("rounding 'negative_inf' is not allowed with 'unsigned' operands "
+                          "(unsigned division already rounds toward zero)")
+
+
 def _compare(name, op) -> None:
     lhs, rhs = _types(op.operands)
     res = _tile(_types(op.results)[0], "result")
@@ -231,7 +238,7 @@ def _index_space(name, op) -> None:
 
 
 RULES = {
-    **{n: _elementwise for n in UNARY | BINARY | TERNARY},
+    **{n: _elementwise for n in UNARY | BINARY | TERNARY}, "divi": _divi,
     "cmpf": _compare, "cmpi": _compare, "select": _select,
     **{n: _cast for n in CASTS},
     "broadcast": _broadcast, "reshape": _reshape, "permute": _permute, "extract": _extract, "insert": _insert,
