@@ -46,20 +46,21 @@ def op_names(module):
     return names
 
 
-def tid_to_sreg(op, rw):
-    i32 = ir.IntegerType.get_signless(32)
-    with rw.ip:
-        r = ir.Operation.create("nvvm.read.ptx.sreg.tid.x", results=[i32])
-        c = dialects.arith.index_cast(ir.IndexType.get(), r.results[0])
-    rw.replace(op, [c])
+def read_sreg(register):
+    """A rewrite function: the root becomes ``nvvm.read.ptx.sreg.<register>`` cast to index."""
+
+    def rewrite(op, rw):
+        i32 = ir.IntegerType.get_signless(32)
+        with rw.ip:
+            r = ir.Operation.create(f"nvvm.read.ptx.sreg.{register}", results=[i32])
+            c = dialects.arith.index_cast(ir.IndexType.get(), r.results[0])
+        rw.replace(op, [c])
+
+    return rewrite
 
 
-def tid_to_laneid(op, rw):
-    i32 = ir.IntegerType.get_signless(32)
-    with rw.ip:
-        r = ir.Operation.create("nvvm.read.ptx.sreg.laneid", results=[i32])
-        c = dialects.arith.index_cast(ir.IndexType.get(), r.results[0])
-    rw.replace(op, [c])
+tid_to_sreg = read_sreg("tid.x")
+tid_to_laneid = read_sreg("laneid")
 
 
 def no_thread_id():
