@@ -43,6 +43,14 @@ def shuffle_admits(req: ReduceRequest) -> bool:
     return g > 1 and g & (g - 1) == 0 and lay.owners % g == 0 and (g <= 32 or g % 32 == 0)
 
 
+def is_reverse(op) -> bool:
+    """The scan's ``reverse`` flag (a BoolAttr, or a unit attribute when present)."""
+    if "reverse" not in op.attributes:
+        return False
+    a = op.attributes["reverse"]
+    return ir.BoolAttr(a).value if isinstance(a, ir.BoolAttr) or str(a) in ("true", "false") else True
+
+
 def identities(cg, op, types):
     attrs = ir.ArrayAttr(op.attributes["identities"])
     out = []
@@ -74,7 +82,7 @@ def lower_in_thread(cg, op, rb, sources, kind):
     lay = cg.layout(out_shape)
     strides = row_major_strides(shape)
     outs = [[] for _ in sources]
-    reverse = "reverse" in op.attributes
+    reverse = is_reverse(op)
     for k in range(lay.regs):
         f = min(k, lay.n - 1)
         coords = []
@@ -121,7 +129,7 @@ def lower_smem(cg, op, rb, sources, kind):
     lay = cg.layout(out_shape)
     step = row_major_strides(shape)[axis]
     n = shape[axis]
-    reverse = "reverse" in op.attributes
+    reverse = is_reverse(op)
     outs = [[] for _ in sources]
     for k in range(lay.regs):
         f = cg.flat(lay, k)

@@ -30,11 +30,12 @@ class CodeGen:
         self.i32 = ir.IntegerType.get_signless(32)
         self.i64 = ir.IntegerType.get_signless(64)
         self.smem_bytes = 0
-        self.entry_ip = ir.InsertionPoint.at_block_begin(entry_block)
-        with self.entry_ip, ir.Location.unknown():
+        with ir.InsertionPoint(entry_block), ir.Location.unknown():
             tid = create("gpu.thread_id", [ir.IndexType.get()], [], {"dimension": ir.Attribute.parse("#gpu<dim x>")})
             self.tid = create("arith.index_cast", [self.i32], [tid.results[0]]).results[0]
             self.smem_base = dialects.llvm.mlir_addressof(ir.Type.parse("!llvm.ptr<3>"), SMEM_SYMBOL)
+        # Kernel-wide values go before the shared-memory base: after the thread index, before the body.
+        self.entry_ip = ir.InsertionPoint(self.smem_base.owner)
         self._slot: dict[int, object] = {}
         self._owner: dict[int, object] = {}
 

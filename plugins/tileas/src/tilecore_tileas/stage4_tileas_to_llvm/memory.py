@@ -69,7 +69,8 @@ class TiledAccess:
         self.cg, self.v, self.lay = cg, v, lay
         if len(index) != len(v.tile_shape):
             raise LoweringError("tiled access with a view rank different from its index count", op)
-        self.origin = [cg.op("arith.muli", i, cg.c32(t)) if t != 1 else i for i, t in zip(index, v.tile_shape)]
+        steps = v.traversal_strides or v.tile_shape  # a strided view steps by its traversal strides
+        self.origin = [cg.op("arith.muli", i, cg.c32(t)) if t != 1 else i for i, t in zip(index, steps)]
         self.element = v.memref.element
 
     def coords(self, f):
@@ -129,10 +130,17 @@ def _atom(rb, op, kind, request=None):
     return atom or default_atom(cg.atoms, kind, cg.target, request)
 
 
+def _with_op_view(v: ViewV, op) -> ViewV:
+    """The view with what the op's attributes add (traversal strides of a strided view)."""
+    if "traversal_strides" in op.attributes:
+        return ViewV(v.memref, v.tile_shape, v.dim_map, v.padding, _ints(op.attributes["traversal_strides"]))
+    return v
+
+
 def tiled_load(op, rb):
     cg = rb.data["cg"]
     ins = rb.gets(op.operands)
-    v = ins[0]
+    v = _with_op_view(ins[0], op)
     index = [x for x in ins[1:] if x is not TOKEN]
     rt = ir.RankedTensorType(op.results[0].type)
     lay = cg.layout(rt.shape)
@@ -145,7 +153,7 @@ def tiled_load(op, rb):
 def tiled_store(op, rb):
     cg = rb.data["cg"]
     ins = rb.gets(op.operands)
-    tile, v = ins[0], ins[1]
+    tile, v = ins[0], _with_op_view(ins[1], op)
     index = [x for x in ins[2:] if x is not TOKEN]
     tile = as_tile(cg, tile, v.tile_shape)
     acc = TiledAccess(cg, v, index, tile.layout, op)
@@ -183,7 +191,7 @@ def _rmw(cg, op, mode, ptr, val):
 def tiled_atomic_rmw(op, rb):
     cg = rb.data["cg"]
     ins = rb.gets(op.operands)
-    v = ins[0]
+    v = _with_op_view(ins[0], op)
     rest = [x for x in ins[1:] if x is not TOKEN]
     index, value = rest[:-1], rest[-1]
     value = as_tile(cg, value, v.tile_shape)

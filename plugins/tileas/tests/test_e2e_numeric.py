@@ -1,0 +1,410 @@
+"""End to end numbers: cuTile kernels compiled for sm_80 run on random inputs and match numpy.
+
+Sizes are chosen so that the last tile is partial (bounds masks and padding are
+exercised). Kernels run in ``tilecore.emulate`` when it is installed, otherwise in the
+stage-4 reference interpreter (:mod:`stage4_interpreter`) on the output of
+``convert-tileas-to-llvm``. Launch contract: grid = tile blocks, block = (128, 1, 1).
+Besides the corpus kernels and those of :mod:`cutile_kernels`, this module defines its
+own (layernorm, column reduction, column softmax, dynamic loop with if).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+
+import numpy as np
+import pytest
+
+import cutile_kernels as ck
+import cuda.tile as ct
+from cuda.tile.compilation import CallingConvention, KernelSignature, export_kernel
+from stage4_interpreter import Interpreter
+from tilecore.compiler import compile_file
+
+CORPUS = "/work/shared/corpus/visible"
+BLOCK = (128, 1, 1)
+RNG = np.random.default_rng(1234)
+f16, f32, i32 = np.float16, np.float32, np.int32
+
+
+# ------------------------------------------------------------------------------ own kernels
+@ct.kernel
+def layernorm_f32(x, w, b, y, TM: ct.Constant[int], N: ct.Constant[int]):
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid, 0), shape=(TM, N))
+    mean = ct.sum(t, axis=1, keepdims=True) / N
+    d = t - mean
+    var = ct.sum(d * d, axis=1, keepdims=True) / N
+    g = ct.reshape(ct.load(w, index=(0,), shape=(N,)), (1, N))
+    h = ct.reshape(ct.load(b, index=(0,), shape=(N,)), (1, N))
+    ct.store(y, index=(bid, 0), tile=d * ct.rsqrt(var + 1e-5) * g + h)
+
+
+@ct.kernel
+def colsum_f32(x, out, TM: ct.Constant[int], TN: ct.Constant[int]):
+    j = ct.bid(0)
+    acc = ct.full((TN,), 0, dtype=ct.float32)
+    for i in range(ct.cdiv(x.shape[0], TM)):
+        acc = acc + ct.sum(ct.load(x, index=(i, j), shape=(TM, TN), padding_mode=ct.PaddingMode.ZERO), axis=0)
+    ct.store(out, index=(j,), tile=acc)
+
+
+@ct.kernel
+def col_softmax_f32(x, y, M: ct.Constant[int], TN: ct.Constant[int]):
+    j = ct.bid(0)
+    t = ct.load(x, index=(0, j), shape=(M, TN))
+    e = ct.exp(t - ct.max(t, axis=0, keepdims=True))
+    ct.store(y, index=(0, j), tile=e / ct.sum(e, axis=0, keepdims=True))
+
+
+@ct.kernel
+def clamp_loop_if_f32(x, y, n, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,))
+    for k in range(n):
+        if k % 2 == 0:
+            t = t * 1.5
+        else:
+            t = ct.minimum(t, 4.0)
+    ct.store(y, index=(bid,), tile=t)
+
+
+@ct.kernel
+def broadcast_outer_f16(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    u = ct.reshape(ct.load(a, index=(i,), shape=(TM,)), (TM, 1))
+    v = ct.reshape(ct.load(b, index=(j,), shape=(TN,)), (1, TN))
+    ct.store(c, index=(i, j), tile=ct.astype(ct.astype(u, ct.float32) * ct.astype(v, ct.float32), ct.float16))
+
+
+OWN = {
+    "layernorm_f32": (layernorm_f32, ["f32[2]", "f32[1]", "f32[1]", "f32[2]", 2, 256]),
+    "colsum_f32": (colsum_f32, ["f32[2]", "f32[1]", 16, 32]),
+    "col_softmax_f32": (col_softmax_f32, ["f32[2]", "f32[2]", 64, 16]),
+    "clamp_loop_if_f32": (clamp_loop_if_f32, ["f32[1]", "f32[1]", "i32", 128]),
+    "broadcast_outer_f16": (broadcast_outer_f16, ["f16[1]", "f16[1]", "f16[2]", 16, 32]),
+}
+_DIR = tempfile.mkdtemp(prefix="tileas-e2e-")
+
+
+def _path(name: str) -> str:
+    if os.path.exists(os.path.join(CORPUS, f"{name}.tileirbc")):
+        return os.path.join(CORPUS, f"{name}.tileirbc")
+    if name in ck.KERNELS:
+        return ck.kernel_path(name)
+    path = os.path.join(_DIR, f"{name}.tileirbc")
+    if not os.path.exists(path):
+        kernel, params = OWN[name]
+        sig = KernelSignature([ck._param(p) for p in params], CallingConvention.cutile_python_v1(), symbol=name)
+        export_kernel(kernel, [sig], path, gpu_code=None, output_format="tileir_bytecode",
+                      bytecode_version=ck.BYTECODE_VERSION)
+    return path
+
+
+def arr(a: np.ndarray) -> list:
+    """An array parameter in the kernel ABI: pointer, shape, strides (in elements)."""
+    return [a, *[i32(d) for d in a.shape], *[i32(s // a.itemsize) for s in a.strides]]
+
+
+def run(name, grid, args, printed=None):
+    """Compile ``name`` for sm_80 and run it; returns the arrays of ``args`` after the launch."""
+    try:
+        from tilecore import emulate  # noqa: F401
+    except ImportError:
+        emulate = None
+    if emulate is not None:
+        res = compile_file(_path(name), "sm_80")
+        return emulate.launch(res.module, name, grid, BLOCK, args)
+    res = compile_file(_path(name), "sm_80", stop_after="convert-tileas-to-llvm")
+    it = Interpreter(res.module, name)
+    out = it.launch(grid, BLOCK, args)
+    if printed is not None:
+        printed.extend(it.printed)
+    return out
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+def close(got, ref, rtol=1e-5, atol=1e-5):
+    np.testing.assert_allclose(np.asarray(got, dtype=np.float64), np.asarray(ref, dtype=np.float64), rtol=rtol,
+                               atol=atol)
+
+
+def rand(shape, dtype=f32, lo=None, hi=None):
+    if lo is not None:
+        return RNG.uniform(lo, hi, size=shape).astype(dtype)
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+# ------------------------------------------------------------------------------ corpus
+def test_vadd_f32():
+    a, b, c = rand(1000), rand(1000), np.zeros(1000, f32)
+    out = run("vadd_f32", (cdiv(1000, 128), 1, 1), arr(a) + arr(b) + arr(c))
+    close(out[2], a + b, 0, 0)
+
+
+def test_saxpy_f32():
+    x, y, o = rand(1000), rand(1000), np.zeros(1000, f32)
+    out = run("saxpy_f32", (cdiv(1000, 256), 1, 1), [f32(2.5)] + arr(x) + arr(y) + arr(o))
+    close(out[2], f32(2.5) * x + y, 1e-6, 1e-6)
+
+
+def test_relu_f16():
+    x, y = rand((20, 100), f16), np.zeros((20, 100), f16)
+    out = run("relu_f16", (cdiv(20, 16), cdiv(100, 64), 1), arr(x) + arr(y))
+    close(out[1], np.maximum(x, 0), 0, 0)
+
+
+def test_gelu_f16():
+    x, y = rand(600, f16), np.zeros(600, f16)
+    out = run("gelu_f16", (cdiv(600, 256), 1, 1), arr(x) + arr(y))
+    t = x.astype(f32)
+    ref = (0.5 * t * (1 + np.tanh(f32(0.7978845608) * (t + f32(0.044715) * t * t * t)))).astype(f16)
+    close(out[1], ref, 2e-3, 2e-3)
+
+
+def test_rowsum_f32():
+    x, o = rand((20, 256)), np.zeros(20, f32)
+    out = run("rowsum_f32", (cdiv(20, 8), 1, 1), arr(x) + arr(o))
+    close(out[1], x.sum(1), 1e-5, 1e-4)
+
+
+def test_row_softmax_f16():
+    x, y = rand((5, 512), f16), np.zeros((5, 512), f16)
+    out = run("row_softmax_f16", (cdiv(5, 2), 1, 1), arr(x) + arr(y))
+    t = x.astype(f32)
+    e = np.exp(t - t.max(1, keepdims=True))
+    close(out[1], (e / e.sum(1, keepdims=True)).astype(f16), 1e-2, 1e-4)
+
+
+def test_transpose_f32():
+    x, y = rand((40, 70)), np.zeros((70, 40), f32)
+    out = run("transpose_f32", (cdiv(40, 32), cdiv(70, 64), 1), arr(x) + arr(y))
+    close(out[1], x.T, 0, 0)
+
+
+@pytest.mark.parametrize("p", [2, 1])
+def test_rownorm_loop_if_f32(p):
+    x, o = rand((10, 300)), np.zeros(10, f32)
+    out = run("rownorm_loop_if_f32", (cdiv(10, 4), 1, 1), arr(x) + arr(o) + [i32(p)])
+    ref = np.sqrt((x * x).sum(1)) if p == 2 else np.abs(x).sum(1)
+    close(out[1], ref, 1e-5, 1e-4)
+
+
+# ------------------------------------------------------------------------------ generated
+def test_int_arith_i32():
+    n = 200
+    a, b, c = rand(n, i32, 0, 1000), rand(n, i32, 1, 100), np.zeros(n, i32)
+    out = run("int_arith_i32", (cdiv(n, 128), 1, 1), arr(a) + arr(b) + arr(c))
+    x, y = a.astype(np.int64), (b | 1).astype(np.int64)
+    r = (x + y) * (x - y)
+    r = r + x // y + x % y
+    r = r ^ (x & y) ^ (x << 2) ^ (y >> 1)
+    r = np.minimum(r, x) + np.maximum(r, y) + np.abs(-r)
+    close(out[2], ((r + 2**31) % 2**32 - 2**31).astype(i32), 0, 0)
+
+
+def test_uint_ops_u32():
+    n = 200
+    a = RNG.integers(0, 2**32 - 1, n, dtype=np.uint32)
+    b = RNG.integers(0, 2**32 - 1, n, dtype=np.uint32)
+    c = np.zeros(n, np.uint32)
+    out = run("uint_ops_u32", (cdiv(n, 128), 1, 1), arr(a) + arr(b) + arr(c))
+    x, y = a.astype(np.uint64), (b | 1).astype(np.uint64)
+    r = (x % y + (x >> 3) + np.maximum(x, y)) % 2**32
+    close(out[2], np.where(x < y, r, np.minimum(x, y)), 0, 0)
+
+
+def test_float_unary_f32():
+    x, y = rand(200, f32, -1.5, 1.5), np.zeros(200, f32)
+    out = run("float_unary_f32", (2, 1, 1), arr(x) + arr(y))
+    t = x.astype(np.float64)
+    r = np.sin(t) + np.cos(t) + np.tan(t) + np.sinh(t) + np.cosh(t) + np.tanh(t)
+    r = r + np.exp2(t) + np.log(np.abs(t) + 1) + np.log2(np.abs(t) + 1)
+    r = r + 1 / np.sqrt(np.abs(t) + 1) + np.ceil(t) - np.floor(t) - t
+    close(out[1], r, 1e-4, 1e-4)
+
+
+def test_float_binary_f32():
+    a, b, c = rand(200, f32, 0.5, 3), rand(200, f32, 0.5, 3), np.zeros(200, f32)
+    out = run("float_binary_f32", (2, 1, 1), arr(a) + arr(b) + arr(c))
+    x, y = a.astype(np.float64), b.astype(np.float64)
+    close(out[2], np.arctan2(x, y) + np.abs(x) ** y + np.fmod(x, y) + np.minimum(x, y) - x / y, 1e-4, 1e-4)
+
+
+def test_powi_f32():
+    a, c = rand(128, f32, 0.9, 1.1), np.zeros(128, f32)
+    out = run("powi_f32", (1, 1, 1), arr(a) + arr(c))
+    close(out[1], a.astype(np.float64) ** np.arange(128), 1e-4, 1e-6)
+
+
+def test_casts_mixed():
+    n = 150
+    a, b = rand(n, np.int8, -100, 100), rand(n, f32, -50, 50)
+    c, d = np.zeros(n, np.int8), np.zeros(n, f32)
+    out = run("casts_mixed", (2, 1, 1), arr(a) + arr(b) + arr(c) + arr(d))
+    xi, yi = a.astype(i32), b.astype(i32)  # toward zero, like C
+    close(out[2], (xi + yi).astype(np.int8), 0, 0)
+    close(out[3], xi.astype(f32) + yi.view(f32), 0, 0)
+
+
+def test_where_cmpf_f32():
+    a, b, c = rand(150), rand(150), np.zeros(150, f32)
+    a[::7] = 0
+    b[::11] = np.nan
+    out = run("where_cmpf_f32", (2, 1, 1), arr(a) + arr(b) + arr(c))
+    m = (a > b) & (a != 0) | np.isnan(b)
+    close(out[2], np.where(m, a, b), 0, 0)
+
+
+def test_arange_iota_i32():
+    c = np.zeros(300, i32)
+    out = run("arange_iota_i32", (3, 1, 1), arr(c))
+    close(out[0], np.arange(300), 0, 0)
+
+
+def test_cumsum_scan_f32():
+    x, y = rand((6, 64), f32, 0.5, 1.5), np.zeros((6, 64), f32)
+    out = run("cumsum_scan_f32", (2, 1, 1), arr(x) + arr(y))
+    ref = np.cumsum(x, 1) + np.cumprod(x[:, ::-1], 1)[:, ::-1]
+    close(out[1], ref, 1e-4, 1e-4)
+
+
+def test_cat_extract_insert_f32():
+    x, y = rand(256), np.zeros(256, f32)
+    out = run("cat_extract_insert_f32", (2, 1, 1), arr(x) + arr(y))
+    ref = []
+    for blk in x.reshape(2, 128):
+        lo, hi = blk[:64], blk[64:]
+        r = np.concatenate([hi, lo])
+        r[:64] = lo * 2
+        ref.append(r)
+    close(out[1], np.concatenate(ref), 0, 0)
+
+
+def test_reshape_broadcast_f32():
+    x, y = rand(40), np.zeros((40, 32), f32)
+    out = run("reshape_broadcast_f32", (cdiv(40, 16), 1, 1), arr(x) + arr(y))
+    close(out[1], np.broadcast_to(x[:, None], (40, 32)) * 2, 0, 0)
+
+
+def test_gather_scatter_f32():
+    x, y = rand(256), np.zeros(256, f32)
+    idx = RNG.permutation(256).astype(i32)
+    out = run("gather_scatter_f32", (2, 1, 1), arr(x) + arr(idx) + arr(y))
+    ref = np.zeros(256, f32)
+    ref[idx] = x[idx] * 2
+    close(out[2], ref, 0, 0)
+
+
+def test_atomics_i32():
+    x = np.zeros(128, i32)
+    counts = RNG.integers(-1, 3, 128).astype(i32)
+    out = run("atomics_i32", (2, 1, 1), arr(x) + arr(counts))
+    old = counts.copy()
+    new = np.maximum(old + 1, old)
+    new = np.where(new == 0, 1, new)
+    close(out[0], old, 0, 0)
+    close(out[1], new, 0, 0)
+
+
+def test_atomic_red_view_f32():
+    x, y = rand(384), np.zeros(128, f32)
+    out = run("atomic_red_view_f32", (3, 1, 1), arr(x) + arr(y))
+    close(out[1], x.reshape(3, 128).sum(0), 1e-5, 1e-5)
+
+
+def test_strided_view_f32():
+    x, y = rand(300), np.zeros(384, f32)
+    out = run("strided_view_f32", (3, 1, 1), arr(x) + arr(y))
+    ref = np.zeros(384, f32)
+    for b in range(3):
+        seg = x[b * 64:b * 64 + 128]
+        ref[b * 128:b * 128 + len(seg)] = seg
+    close(out[1], ref, 0, 0)
+
+
+def test_grid_queries_i32():
+    y = np.zeros(384, i32)
+    out = run("grid_queries_i32", (3, 1, 1), arr(y))
+    close(out[0], np.full(384, 3000 + 0 + 1), 0, 0)
+
+
+def test_argmax_rows_f32():
+    x, o = rand((5, 64)), np.zeros(5, i32)
+    out = run("argmax_rows_f32", (cdiv(5, 4), 1, 1), arr(x) + arr(o))
+    close(out[1], x.argmax(1) + x.argmin(1), 0, 0)
+
+
+def test_prod_min_reduce_f32():
+    x, o = rand((10, 64), f32, 0.9, 1.1), np.zeros(10, f32)
+    out = run("prod_min_reduce_f32", (cdiv(10, 4), 1, 1), arr(x) + arr(o))
+    close(out[1], x.astype(np.float64).prod(1) + x.min(1), 1e-5, 1e-5)
+
+
+@pytest.mark.parametrize("n", [0, 3])
+def test_while_break_i32(n):
+    x, y = rand(200, i32, -50, 50), np.zeros(200, i32)
+    out = run("while_break_i32", (2, 1, 1), arr(x) + arr(y) + [i32(n)])
+    close(out[1], x * 2**n, 0, 0)
+
+
+def test_pointer_offset_f32():
+    x, y = rand(1000), np.zeros(1000, f32)
+    out = run("pointer_offset_f32", (8, 1, 1), arr(x) + arr(y))
+    close(out[1], x, 0, 0)
+
+
+def test_print_assert_f32():
+    x = rand(256, f32, 0, 1)
+    printed = []
+    run("print_assert_f32", (2, 1, 1), arr(x), printed)
+    sums = x.reshape(2, 128).sum(1)
+    assert len(printed) == 2
+    for line, b in zip(sorted(printed), range(2)):
+        head, val = line.rsplit(" ", 1)
+        assert head == f"block {b} sum"
+        assert math.isclose(float(val), sums[b], rel_tol=1e-5)
+
+
+# ------------------------------------------------------------------------------ own
+def test_layernorm_f32():
+    x, w, b, y = rand((5, 256)), rand(256), rand(256), np.zeros((5, 256), f32)
+    out = run("layernorm_f32", (cdiv(5, 2), 1, 1), arr(x) + arr(w) + arr(b) + arr(y))
+    t = x.astype(np.float64)
+    mean = t.mean(1, keepdims=True)
+    var = ((t - mean) ** 2).mean(1, keepdims=True)
+    close(out[3], (t - mean) / np.sqrt(var + 1e-5) * w + b, 1e-4, 1e-4)
+
+
+def test_colsum_f32():
+    x, o = rand((50, 70)), np.zeros(70, f32)
+    out = run("colsum_f32", (cdiv(70, 32), 1, 1), arr(x) + arr(o))
+    close(out[1], x.sum(0), 1e-5, 1e-4)
+
+
+def test_col_softmax_f32():
+    x, y = rand((64, 20)), np.zeros((64, 20), f32)
+    out = run("col_softmax_f32", (cdiv(20, 16), 1, 1), arr(x) + arr(y))
+    e = np.exp(x - x.max(0, keepdims=True))
+    close(out[1], e / e.sum(0, keepdims=True), 1e-5, 1e-6)
+
+
+@pytest.mark.parametrize("n", [0, 1, 4])
+def test_clamp_loop_if_f32(n):
+    x, y = rand(200), np.zeros(200, f32)
+    out = run("clamp_loop_if_f32", (2, 1, 1), arr(x) + arr(y) + [i32(n)])
+    ref = x.copy()
+    for k in range(n):
+        ref = ref * f32(1.5) if k % 2 == 0 else np.minimum(ref, f32(4.0))
+    close(out[1], ref, 0, 0)
+
+
+def test_broadcast_outer_f16():
+    a, b, c = rand(20, f16), rand(40, f16), np.zeros((20, 40), f16)
+    out = run("broadcast_outer_f16", (cdiv(20, 16), cdiv(40, 32), 1), arr(a) + arr(b) + arr(c))
+    close(out[2], (a.astype(f32)[:, None] * b.astype(f32)[None, :]).astype(f16), 0, 0)
