@@ -90,3 +90,14 @@ def test_lineinfo_reaches_ptx():
     ptx = "\n".join(module_to_ptx(res.module).values())
     assert re.search(r'\.file\s+\d+ ".*gen_corpus.py"', ptx)
     assert re.search(r"\.loc\s+\d+ 2\d\d \d+", ptx)
+
+
+@pytest.mark.parametrize("sm", SMS)
+@pytest.mark.parametrize("name", ["layernorm_f32", "colsum_f32", "col_softmax_f32", "clamp_loop_if_f32",
+                                  "broadcast_outer_f16"])
+def test_own_kernel_compiles(name, sm):
+    from test_e2e_numeric import _path
+
+    res = compile_file(_path(name), sm)
+    assert res.artifacts["cubin"][:4] == b"\x7fELF"
+    assert f".entry {name}(" in _ptx(res)

@@ -159,3 +159,24 @@ def test_combiner_block_signature():
             'resultSegmentSizes = array<i32: 1, 0, 0, 0>} : (tensor<128x128xf32>) -> tensor<128xf32>')
     with pytest.raises(TilecoreError, match="failed to convert block signature"):
         _run(_func(body), stages=["convert-tileaa-to-tileas"])
+
+
+def test_only_reg_and_smem_layouts():
+    body = ('%x = "nv_tileaa.convert_layout"(%c) {layout_kind = "tmem"} : (tensor<128x128xf32>) '
+            '-> tensor<128x128xf32>')
+    with pytest.raises(TilecoreError, match="TODO: only reg and smem layouts are supported at the moment"):
+        _run(_func(body), stages=["convert-tileaa-to-tileas"])
+    ok = _func(body.replace("tmem", "smem"))
+    _run(ok, stages=["convert-tileaa-to-tileas"])
+    assert '"nv_tileas.convert_layout"' in str(ok)
+
+
+def test_plugin_rewriter_diagnostics():
+    unknown = ('%x = "nv_tileaa.plugin"(%c) {feature = "warp_specialize", operandSegmentSizes = '
+               'array<i32: 1, 0, 0, 0>} : (tensor<128x128xf32>) -> tensor<128x128xf32>')
+    with pytest.raises(TilecoreError, match="plugin has unsupported feature"):
+        _run(_func(unknown), stages=["convert-tileaa-to-tileas"])
+    no_layout = ('%x = "nv_tileaa.plugin"(%q) {feature = "passthrough", operandSegmentSizes = '
+                 'array<i32: 1, 0, 0, 0>} : (i32) -> i32')
+    with pytest.raises(TilecoreError, match="fails to assign layout"):
+        _run(_func(no_layout), stages=["convert-tileaa-to-tileas"])

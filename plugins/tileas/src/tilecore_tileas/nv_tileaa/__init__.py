@@ -74,6 +74,9 @@ OPS = {
     "extract_slice": ("source index*", "result", 0),
     "insert_slice": ("source dest index*", "result", 0),
     "cat": ("lhs rhs", "result", 0),
+    "convert_layout": ("source", "result", 0),
+    # an op a plugin lowers by feature name (attribute ``feature``); see stage 2's plugin rewriter
+    "plugin": ("a0? a1? a2? a3?", "result?", 0),
     "iota": ("", "result", 0),
     "generate": ("operands*", "result", 1),
     # reduce / scan operands may differ in type (argmax: values and indices): one slot each

@@ -32,8 +32,8 @@ MATH_OPS = "absf absi exp exp2 log log2 sqrt rsqrt tanh sin cos tan sinh cosh fl
 
 # Ops that keep their operands and only change dialect.
 RENAMED = ("make_token", "join_tokens", "assume", "make_memref", "load", "store", "atomic_rmw", "atomic_cas",
-           "offset", "int_to_ptr", "ptr_to_int", "ptr_to_ptr", "broadcast", "reshape", "permute", "extract_slice",
-           "insert_slice", "iota", "print", "assert", "get_global")
+           "offset", "int_to_ptr", "ptr_to_int", "ptr_to_ptr", "broadcast", "reshape", "permute", "insert_slice",
+           "iota", "print", "assert", "get_global")
 TILED = {"tiled_load": "memref index* token?", "tiled_store": "tile memref index* token?",
          "tiled_atomic_rmw": "memref index* value token?"}
 
@@ -151,6 +151,35 @@ def mma_block_scale(op, rb):
     return rb.generic(op, name="nv_tileas.block_scaled_mma", attrs=attrs)
 
 
+LAYOUT_KINDS = ("reg", "smem")  # where a tile may live at this level
+
+
+def slice_or_convert(name):
+    """extract_slice / convert_layout: only register and shared-memory layouts exist here."""
+    def h(op, rb):
+        if "layout_kind" in op.attributes and ir.StringAttr(op.attributes["layout_kind"]).value not in LAYOUT_KINDS:
+            raise LoweringError("TODO: only reg and smem layouts are supported at the moment", op)
+        return rb.generic(op, name=f"nv_tileas.{name}", attrs=rekey(_attrs(op)))
+    return h
+
+
+# Features the plugin rewriter knows: name -> rewrite(op, rb) returning the new results.
+PLUGIN_FEATURES = {
+    "passthrough": lambda op, rb: [rb.get(op.operands[0])],
+}
+
+
+def plugin_op(op, rb):
+    feature = ir.StringAttr(op.attributes["feature"]).value if "feature" in op.attributes else ""
+    fn = PLUGIN_FEATURES.get(feature)
+    if fn is None:
+        raise LoweringError("plugin has unsupported feature", op)
+    if op.results and (not op.operands or str(op.results[0].type) != str(op.operands[0].type)
+                       or not str(op.results[0].type).startswith("tensor<")):
+        raise LoweringError("fails to assign layout", op)
+    return fn(op, rb)
+
+
 def mark_for_reuse(op, rb):
     if any("queue" not in str(v.type) for v in op.operands):
         raise LoweringError("expect operands with queue types", op)
@@ -168,6 +197,8 @@ def core_populator() -> dict:
         "nv_tileaa.reduce": combiner("reduce"), "nv_tileaa.scan": combiner("scan"),
         "nv_tileaa_term.yield": yield_op, "nv_tileaa.cat": cat, "nv_tileaa.dot": dot,
         "nv_tileaa.mma_block_scale": mma_block_scale, "nv_tileaa.mark_for_reuse": mark_for_reuse,
+        "nv_tileaa.extract_slice": slice_or_convert("extract_slice"),
+        "nv_tileaa.convert_layout": slice_or_convert("convert_layout"), "nv_tileaa.plugin": plugin_op,
         "nv_tileaa.func": keep, "nv_tileaa_term.return": keep,
     })
     assert all(k.split(".", 1)[1] in AA_OPS or k.startswith("nv_tileaa_term") for k in table)
