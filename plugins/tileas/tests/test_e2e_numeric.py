@@ -408,3 +408,15 @@ def test_broadcast_outer_f16():
     a, b, c = rand(20, f16), rand(40, f16), np.zeros((20, 40), f16)
     out = run("broadcast_outer_f16", (cdiv(20, 16), cdiv(40, 32), 1), arr(a) + arr(b) + arr(c))
     close(out[2], (a.astype(f32)[:, None] * b.astype(f32)[None, :]).astype(f16), 0, 0)
+
+
+def test_pack_unpack_f16():
+    x, y = rand(200, f16), np.zeros(200, f16)
+    out = run("pack_unpack_f16", (2, 1, 1), arr(x) + arr(y))
+    close(out[1], x, 0, 0)
+
+
+def test_gdc_f32():
+    x, y = rand(200), np.zeros(200, f32)
+    out = run("gdc_f32", (2, 1, 1), arr(x) + arr(y))
+    close(out[1], x, 0, 0)

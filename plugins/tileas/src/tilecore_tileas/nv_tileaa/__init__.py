@@ -86,6 +86,10 @@ OPS = {
     "mma_block_scale": ("lhs rhs acc lhs_scale rhs_scale", "result", 0),
     "print": ("a0? a1? a2? a3? a4? a5? a6? a7? token?", "token?", 0),
     "assert": ("condition", "", 0),
+    "pack": ("source", "result", 0),
+    "unpack": ("source", "result", 0),
+    "gdc_wait": ("token?", "result_token", 0),
+    "gdc_launch_dependents": ("token?", "result_token", 0),
     "global": ("", "", 0),
     "get_global": ("", "result", 0),
 }

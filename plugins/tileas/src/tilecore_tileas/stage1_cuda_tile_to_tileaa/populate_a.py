@@ -291,6 +291,6 @@ POPULATOR = {
     "cuda_tile.broadcast": shape_op("broadcast"), "cuda_tile.reshape": shape_op("reshape"),
     "cuda_tile.permute": shape_op("permute", _perm), "cuda_tile.extract": shape_op("extract_slice"),
     "cuda_tile.insert": shape_op("insert_slice"), "cuda_tile.cat": shape_op("cat", _dim),
-    "cuda_tile.iota": shape_op("iota"),
+    "cuda_tile.iota": shape_op("iota"), "cuda_tile.pack": shape_op("pack"), "cuda_tile.unpack": shape_op("unpack"),
     "cuda_tile.assert": assert_op, "cuda_tile.print_tko": print_op,
 }

@@ -228,7 +228,14 @@ def tensor_shape(op, rb):
     return _shape_values(rb, memref, desc)
 
 
+def gdc(name):
+    def h(op, rb):
+        return list(builder.build(name, [rb.gets(op.operands)[0] if op.operands else None], [_token_type()]).results)
+    return h
+
+
 POPULATOR = {
+    "cuda_tile.gdc_wait_tko": gdc("gdc_wait"), "cuda_tile.gdc_launch_dependents_tko": gdc("gdc_launch_dependents"),
     "cuda_tile.make_token": make_token, "cuda_tile.join_tokens": join_tokens, "cuda_tile.assume": assume,
     "cuda_tile.make_tensor_view": make_tensor_view, "cuda_tile.make_partition_view": make_view,
     "cuda_tile.make_strided_view": make_view, "cuda_tile.load_view_tko": load_view,

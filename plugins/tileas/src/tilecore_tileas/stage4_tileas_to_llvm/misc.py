@@ -99,3 +99,13 @@ def assert_op(op, rb):
 def cast(op, rb):
     """The unrealized casts stage 3 leaves between LLVM kernel arguments and nv_tileaa types."""
     return rb.gets(op.operands)
+
+
+def gdc(kind):
+    """Programmatic dependent launch: griddepcontrol on sm_90+, nothing before (no PDL there)."""
+    def h(op, rb):
+        cg = rb.data["cg"]
+        if cg.target is not None and cg.target.cc >= 90:
+            dialects.nvvm.griddepcontrol(getattr(dialects.nvvm.GridDepActionKind, kind))
+        return [TOKEN]
+    return h

@@ -133,3 +133,12 @@ def iota(op, rb):
             f = cg.op("arith.trunci", f, ty=el)
         regs.append(f)
     return [TileV(lay, regs)]
+
+
+def pack(op, rb):
+    """pack / unpack: the same bytes as another element type (through shared memory)."""
+    cg = rb.data["cg"]
+    src = as_tile(cg, rb.get(op.operands[0]), _shape(op.operands[0].type))
+    rt = ir.RankedTensorType(op.results[0].type)
+    el = rt.element_type
+    return [exchange(cg, [src], tuple(rt.shape), lambda c, offs: cg.smem_load(offs[0], cg.linear(rt.shape, c), el))]
