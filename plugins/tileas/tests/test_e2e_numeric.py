@@ -420,3 +420,12 @@ def test_gdc_f32():
     x, y = rand(200), np.zeros(200, f32)
     out = run("gdc_f32", (2, 1, 1), arr(x) + arr(y))
     close(out[1], x, 0, 0)
+
+
+def test_advanced_indexing_f32():
+    x, y = rand((30, 64)), np.zeros((30, 64), f32)
+    idx = RNG.permutation(30)[:16].astype(i32)
+    out = run("advanced_indexing_f32", (2, 1, 1), arr(x) + arr(idx) + arr(y))
+    ref = np.zeros((30, 64), f32)
+    ref[idx] = x[idx] + 1
+    close(out[2], ref, 0, 0)

@@ -59,6 +59,9 @@ OPS = {
     "make_memref": ("base shape* strides*", "memref", 0),
     "tiled_load": ("memref index* token?", "tile token", 0),
     "tiled_store": ("tile memref index* token?", "token", 0),
+    # through a gather / scatter view: ``offsets`` (a tile) gives the coordinates along ``sparse_dim``
+    "gather_load": ("memref offsets index* token?", "tile token", 0),
+    "scatter_store": ("tile memref offsets index* token?", "token", 0),
     "tiled_atomic_rmw": ("memref index* value token?", "token", 0),
     "load": ("ptrs mask? padding? token?", "tile token", 0),
     "store": ("ptrs value mask? token?", "token", 0),

@@ -37,6 +37,8 @@ OPS.update({
     "view": ("memref", "view", 0),
     "tiled_load": ("view index* token?", "tile token", 0),
     "tiled_store": ("tile view index* token?", "token", 0),
+    "gather_load": ("view offsets index* token?", "tile token", 0),
+    "scatter_store": ("tile view offsets index* token?", "token", 0),
     "tiled_atomic_rmw": ("view index* value token?", "token", 0),
     "convert_layout": ("source", "result", 0),
     "block_scaled_mma": ("lhs rhs acc lhs_scale rhs_scale", "result", 0),

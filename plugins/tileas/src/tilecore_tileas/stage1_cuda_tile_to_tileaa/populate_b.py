@@ -86,10 +86,13 @@ def make_view(op, rb):
 
 def _view_attrs(view: ViewRecord, op) -> dict:
     d = view.desc
-    attrs = {"tile_shape": _arr(d.tile_shape), "dim_map": _arr(d.dim_map),
+    dim_map = getattr(d, "dim_map", tuple(range(len(d.tile_shape))))
+    attrs = {"tile_shape": _arr(d.tile_shape), "dim_map": _arr(dim_map),
              "padding": ir.StringAttr.get(d.padding)}
     if isinstance(d, T.StridedView):
         attrs["traversal_strides"] = _arr(d.traversal_strides)
+    elif isinstance(d, T.GatherScatterView):
+        attrs["sparse_dim"] = i64(d.sparse_dim)
     elif not isinstance(d, T.PartitionView):
         raise LoweringError(f"loads through a {type(d).__name__} are not supported yet", op)
     if has(op, "inbounds"):
@@ -108,6 +111,13 @@ def load_view(op, rb):
     g = {k: v for k, v in operands_raw(op).items()}
     view = _view(rb, g["view"][0], op)
     tok = rb.gets(g["token"])
+    if isinstance(view.desc, T.GatherScatterView):
+        sd = view.desc.sparse_dim
+        idx = rb.gets(g["index"])
+        new = builder.build("gather_load", [view.memref, idx[sd], idx[:sd] + idx[sd + 1:], tok[0] if tok else None],
+                            [rb.convert_type(op.results[0].type), _token_type()],
+                            {**_view_attrs(view, op), **mem_attrs(op)})
+        return list(new.results)
     new = builder.build("tiled_load", [view.memref, rb.gets(g["index"]), tok[0] if tok else None],
                         [rb.convert_type(op.results[0].type), _token_type()],
                         {**_view_attrs(view, op), **mem_attrs(op)})
@@ -118,6 +128,13 @@ def store_view(op, rb):
     g = operands_raw(op)
     view = _view(rb, g["view"][0], op)
     tok = rb.gets(g["token"])
+    if isinstance(view.desc, T.GatherScatterView):
+        sd = view.desc.sparse_dim
+        idx = rb.gets(g["index"])
+        new = builder.build("scatter_store", [rb.get(g["tile"][0]), view.memref, idx[sd], idx[:sd] + idx[sd + 1:],
+                                              tok[0] if tok else None],
+                            [_token_type()], {**_view_attrs(view, op), **mem_attrs(op)})
+        return list(new.results)
     new = builder.build("tiled_store", [rb.get(g["tile"][0]), view.memref, rb.gets(g["index"]),
                                         tok[0] if tok else None],
                         [_token_type()], {**_view_attrs(view, op), **mem_attrs(op)})
@@ -238,7 +255,7 @@ POPULATOR = {
     "cuda_tile.gdc_wait_tko": gdc("gdc_wait"), "cuda_tile.gdc_launch_dependents_tko": gdc("gdc_launch_dependents"),
     "cuda_tile.make_token": make_token, "cuda_tile.join_tokens": join_tokens, "cuda_tile.assume": assume,
     "cuda_tile.make_tensor_view": make_tensor_view, "cuda_tile.make_partition_view": make_view,
-    "cuda_tile.make_strided_view": make_view, "cuda_tile.load_view_tko": load_view,
+    "cuda_tile.make_strided_view": make_view, "cuda_tile.make_gather_scatter_view": make_view, "cuda_tile.load_view_tko": load_view,
     "cuda_tile.store_view_tko": store_view, "cuda_tile.atomic_red_view_tko": atomic_red_view,
     "cuda_tile.load_ptr_tko": load_ptr, "cuda_tile.store_ptr_tko": store_ptr,
     "cuda_tile.atomic_rmw_tko": atomic_rmw, "cuda_tile.atomic_cas_tko": atomic_cas,

@@ -35,7 +35,8 @@ RENAMED = ("make_token", "join_tokens", "assume", "make_memref", "load", "store"
            "offset", "int_to_ptr", "ptr_to_int", "ptr_to_ptr", "broadcast", "reshape", "permute", "insert_slice",
            "iota", "print", "assert", "get_global", "pack", "unpack", "gdc_wait", "gdc_launch_dependents")
 TILED = {"tiled_load": "memref index* token?", "tiled_store": "tile memref index* token?",
-         "tiled_atomic_rmw": "memref index* value token?"}
+         "tiled_atomic_rmw": "memref index* value token?", "gather_load": "memref offsets index* token?",
+         "scatter_store": "tile memref offsets index* token?"}
 
 
 def _generic(op, rb):

@@ -14,6 +14,7 @@ from tilecore.mlir import dialects, ir
 from ..atoms import default_atom
 from ..nv_tileaa import DYNAMIC, MEM_SEMANTIC
 from .codegen import create
+from .exchange import exchange
 from .values import TOKEN, MemrefV, TileV, ViewV
 
 PTR1 = "!llvm.ptr<1>"
@@ -72,11 +73,16 @@ class TiledAccess:
         steps = v.traversal_strides or v.tile_shape  # a strided view steps by its traversal strides
         self.origin = [cg.op("arith.muli", i, cg.c32(t)) if t != 1 else i for i, t in zip(index, steps)]
         self.element = v.memref.element
+        self.sparse = None  # (dim, per-register coordinates) for gather / scatter views
 
-    def coords(self, f):
+    def coords(self, f, k=None):
+        """Global coordinates of the element with tile-local flat index ``f`` (held in register ``k``)."""
         cg = self.cg
         local = cg.coords(self.v.tile_shape, f)
-        return [cg.op("arith.addi", o, c) for o, c in zip(self.origin, local)]
+        g = [cg.op("arith.addi", o, c) for o, c in zip(self.origin, local)]
+        if self.sparse is not None:
+            g[self.sparse[0]] = self.sparse[1][k]
+        return g
 
     def in_bounds(self, g, extra_last: int = 0):
         cg = self.cg
@@ -169,6 +175,40 @@ def as_tile(cg, v, shape):
     return TileV(lay, [v] * lay.regs)
 
 
+def _gather_access(cg, op, v, offsets, index, lay):
+    """A TiledAccess whose coordinate along ``sparse_dim`` comes from the ``offsets`` tile."""
+    sd = ir.IntegerAttr(op.attributes["sparse_dim"]).value
+    full = index[:sd] + [cg.c32(0)] + index[sd:]
+    acc = TiledAccess(cg, v, full, lay, op)
+    offs = as_tile(cg, offsets, (v.tile_shape[sd],))
+    el = offs.regs[0].type
+    per_elem = exchange(cg, [offs], lay.shape, lambda c, o: cg.smem_load(o[0], c[sd], el))
+    acc.sparse = (sd, per_elem.regs)
+    return acc
+
+
+def gather_load(op, rb):
+    cg = rb.data["cg"]
+    ins = rb.gets(op.operands)
+    v, offsets = ins[0], ins[1]
+    index = [x for x in ins[2:] if x is not TOKEN]
+    lay = cg.layout(ir.RankedTensorType(op.results[0].type).shape)
+    acc = _gather_access(cg, op, v, offsets, index, lay)
+    regs = _atom(rb, op, "copy", acc).lower(cg, "load", acc, None)
+    return [TileV(lay, regs), TOKEN]
+
+
+def scatter_store(op, rb):
+    cg = rb.data["cg"]
+    ins = rb.gets(op.operands)
+    v, offsets = ins[1], ins[2]
+    tile = as_tile(cg, ins[0], v.tile_shape)
+    index = [x for x in ins[3:] if x is not TOKEN]
+    acc = _gather_access(cg, op, v, offsets, index, tile.layout)
+    _atom(rb, op, "copy", acc).lower(cg, "store", acc, tile)
+    return [TOKEN]
+
+
 # -- atomics ------------------------------------------------------------------------------------
 RMW = {"and": "_and", "or": "_or", "xor": "_xor", "add": "add", "addf": "fadd", "max": "max", "min": "min",
        "umax": "umax", "umin": "umin", "xchg": "xchg"}
@@ -199,7 +239,7 @@ def tiled_atomic_rmw(op, rb):
     acc = TiledAccess(cg, v, index, lay, op)
     mode = ir.StringAttr(op.attributes["mode"]).value
     for k in range(lay.regs):
-        g = acc.coords(cg.flat(lay, k))
+        g = acc.coords(cg.flat(lay, k), k)
         cond = cg.and_(acc.in_bounds(g), cg.valid(lay, k), cg.owner_mask(lay))
         cg.masked(cond, lambda g=g, k=k: _rmw(cg, op, mode, acc.address(g), value.regs[k]))
     return [TOKEN]
