@@ -61,6 +61,11 @@ def test_hints_choose_the_spec_for_the_target():
         hints = ir.Attribute.parse('{sm_90 = {num_cta_in_cga = 2 : i32, occupancy = 2 : i32}, default = {}}')
     assert hints_for(hints, _target("sm_90a")) == {"num_cta_in_cga": 2, "occupancy": 2}
     assert hints_for(hints, _target("sm_80")) == {}
+    with ir.Context() as ctx:
+        ctx.allow_unregistered_dialects = True
+        both = ir.Attribute.parse("{default = {num_cta_in_cga = 1 : i32, occupancy = 2 : i32}, "
+                                  "sm_100 = {num_cta_in_cga = 2 : i32}}")
+    assert hints_for(both, _target("sm_100a")) == {"num_cta_in_cga": 2, "occupancy": 2}
     spec = spec_from_hints({"num_cta_in_cga": 2, "occupancy": 2})
     assert spec.cluster_dim == (2, 1, 1) and spec.num_ctas == 2 and spec.num_warps == 4
 
@@ -91,3 +96,21 @@ def test_grid_constant_argument_attribute_migrates():
     compile_module(mod, _target("sm_90a"), CompileOptions(), pm, stages=["convert-tile-func-to-llvm"])
     text = str(mod)
     assert "nvvm.grid_constant" in text and "cute_nvgpu.grid_constant" not in text
+
+
+@pytest.mark.parametrize("sm,expect", [
+    ("sm_80", ["nvvm.minctasm = 2 : i32"]),
+    ("sm_90a", ["nvvm.minctasm = 4 : i32"]),
+    ("sm_100a", ["nvvm.minctasm = 2 : i32", "nvvm.cluster_dim = array<i32: 2, 1, 1>", "nvvm.blocksareclusters"]),
+])
+def test_per_sm_hints_reach_the_kernel(sm, expect):
+    import cutile_kernels
+
+    pm = get_plugin_manager()
+    mod, _ = read_input(cutile_kernels.kernel_path("hinted_vadd_f32"), pm)
+    compile_module(mod, _target(sm), CompileOptions(), pm, stages=UP_TO_3)
+    text = str(mod)
+    for e in expect:
+        assert e in text
+    if sm != "sm_100a":
+        assert "nvvm.cluster_dim" not in text

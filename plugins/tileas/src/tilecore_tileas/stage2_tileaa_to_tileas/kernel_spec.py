@@ -45,18 +45,18 @@ class KernelSpec:
 
 
 def hints_for(attr, target) -> dict:
-    """The cuTile optimization hints that apply to ``target`` (``sm_90 = {...}`` or ``default``)."""
+    """The cuTile optimization hints for ``target``: ``default`` overridden by ``sm_<cc>``."""
     if attr is None:
         return {}
     text = str(attr)
-    want = [f"sm_{target.cc}" if target is not None else None, "default"]
-    for key in want:
+    out: dict = {}
+    for key in ("default", f"sm_{target.cc}" if target is not None else None):
         if key is None:
             continue
         m = re.search(rf"\b{key}\s*=\s*\{{([^}}]*)\}}", text)
         if m:
-            return {k: int(v) for k, v in re.findall(r"(\w+)\s*=\s*(-?\d+)", m.group(1))}
-    return {}
+            out.update({k: int(v) for k, v in re.findall(r"(\w+)\s*=\s*(-?\d+)", m.group(1))})
+    return out
 
 
 def spec_from_hints(hints: dict) -> KernelSpec:

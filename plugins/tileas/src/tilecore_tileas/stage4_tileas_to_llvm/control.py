@@ -40,7 +40,7 @@ def for_op(op, rb):
     ins = rb.gets(op.operands)
     lb, ub, step, inits = ins[0], ins[1], ins[2], ins[3:]
     flat = flatten(inits)
-    attrs = attrs_of(op)
+    attrs = {k: v for k, v in attrs_of(op).items() if k not in ("layouts",)}
     node = create("scf.for", [v.type for v in flat], [lb, ub, step, *flat], attrs, regions=1)
     old = op.regions[0].blocks[0]
     blk = node.regions[0].blocks.append(lb.type, *[v.type for v in flat])

@@ -10,6 +10,10 @@ from .codegen import create
 from .values import TileV
 
 
+# Attributes the layout / atom stages attach for stage 4 only: not copied onto scalar ops.
+ANNOTATIONS = ("layouts", "exchange", "atom")
+
+
 def scalar_type(t, convert):
     if str(t).startswith("tensor<"):
         return convert(ir.RankedTensorType(t).element_type)
@@ -20,7 +24,7 @@ def elementwise(op, rb):
     """Recreate ``op`` per register (or once, when no operand is a tile)."""
     cg = rb.data["cg"]
     ins = rb.gets(op.operands)
-    attrs = attrs_of(op)
+    attrs = {k: v for k, v in attrs_of(op).items() if k not in ANNOTATIONS}
     rtypes = [scalar_type(r.type, rb.convert_type) for r in op.results]
     tiles = [v for v in ins if isinstance(v, TileV)]
     if not tiles:
