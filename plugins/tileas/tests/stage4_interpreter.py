@@ -129,7 +129,8 @@ class Interpreter:
         env = {}
         entry = self.fn.regions[0].blocks[0]
         for a, v in zip(entry.arguments, args):
-            env[a] = v
+            t = str(a.type)
+            env[a] = _m(v, INT_W[t]) if t in INT_W and isinstance(v, int) else v
         ctx = {"tid": tid, "bid": bid, "grid": grid, "block": block, "smem": smem}
         blk = entry
         while True:

@@ -14,13 +14,13 @@ import math
 import os
 import tempfile
 
+import cuda.tile as ct
+import cutile_kernels as ck
 import numpy as np
 import pytest
-
-import cutile_kernels as ck
-import cuda.tile as ct
 from cuda.tile.compilation import CallingConvention, KernelSignature, export_kernel
 from stage4_interpreter import Interpreter
+
 from tilecore.compiler import compile_file
 
 CORPUS = "/work/shared/corpus/visible"

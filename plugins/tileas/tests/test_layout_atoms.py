@@ -2,15 +2,16 @@
 
 import os
 
+from tilecore_tileas.atoms import INTERFACE, builtin_atoms, default_atom
+from tilecore_tileas.atoms.reduce import ReduceRequest, shuffle_admits
+from tilecore_tileas.atoms.select import CopyRequest
+from tilecore_tileas.layout import blocked
+
 from tilecore.atoms import Atom
 from tilecore.compiler import compile_module, read_input
 from tilecore.options import CompileOptions
 from tilecore.plugins import get_plugin_manager
 from tilecore.targets import resolve_target
-from tilecore_tileas.atoms import INTERFACE, builtin_atoms, default_atom
-from tilecore_tileas.atoms.reduce import ReduceRequest, shuffle_admits
-from tilecore_tileas.atoms.select import CopyRequest
-from tilecore_tileas.layout import blocked
 
 CORPUS = "/work/shared/corpus/visible"
 STAGES = ["convert-cuda-tile-to-tileaa", "convert-tileaa-to-tileas", "tileas-assign-layouts", "tileas-select-atoms"]

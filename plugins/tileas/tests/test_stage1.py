@@ -3,12 +3,12 @@
 import os
 
 import pytest
+from tilecore_tileas.stage1_cuda_tile_to_tileaa import POPULATORS
 
 from tilecore.compiler import compile_module, read_input
 from tilecore.options import CompileOptions
 from tilecore.plugins import get_plugin_manager
 from tilecore.targets import resolve_target
-from tilecore_tileas.stage1_cuda_tile_to_tileaa import POPULATORS
 
 CORPUS = "/work/shared/corpus/visible"
 

@@ -3,6 +3,7 @@
 import os
 
 import pytest
+from tilecore_tileas.stage2_tileaa_to_tileas import conversion_target, populate
 
 from tilecore.compiler import compile_module, read_input
 from tilecore.errors import TilecoreError
@@ -10,7 +11,6 @@ from tilecore.mlir import ir
 from tilecore.options import CompileOptions
 from tilecore.plugins import get_plugin_manager
 from tilecore.targets import resolve_target
-from tilecore_tileas.stage2_tileaa_to_tileas import conversion_target, populate
 
 CORPUS = "/work/shared/corpus/visible"
 STAGES = ["convert-cuda-tile-to-tileaa", "convert-tileaa-to-tileas"]

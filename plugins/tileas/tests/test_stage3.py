@@ -3,6 +3,8 @@
 import os
 
 import pytest
+from tilecore_tileas.stage2_tileaa_to_tileas.kernel_spec import KernelSpec, hints_for, spec_from_hints
+from tilecore_tileas.stage3_tile_func_to_llvm import kernel_attributes
 
 from tilecore.compiler import compile_module, read_input
 from tilecore.errors import TilecoreError
@@ -10,8 +12,6 @@ from tilecore.mlir import ir
 from tilecore.options import CompileOptions
 from tilecore.plugins import get_plugin_manager
 from tilecore.targets import resolve_target
-from tilecore_tileas.stage2_tileaa_to_tileas.kernel_spec import KernelSpec, hints_for, spec_from_hints
-from tilecore_tileas.stage3_tile_func_to_llvm import kernel_attributes
 
 CORPUS = "/work/shared/corpus/visible"
 UP_TO_3 = ["convert-cuda-tile-to-tileaa", "convert-tileaa-to-tileas", "tileas-assign-layouts", "tileas-select-atoms",

@@ -28,7 +28,6 @@ from tilecore.atoms import Atom, select_atom
 
 from . import copy, reduce
 
-
 INTERFACE = "tileas/1"
 
 

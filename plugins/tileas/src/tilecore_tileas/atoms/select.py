@@ -89,7 +89,7 @@ def _run(ctx) -> ConversionStats:
         spec = kernel_spec_of(top) or KernelSpec()
         threads = 32 * spec.num_warps
 
-        def visit(op):
+        def visit(op, threads=threads):
             op = op.operation if hasattr(op, "operation") else op
             atom = None
             if op.name in COPY_OPS:

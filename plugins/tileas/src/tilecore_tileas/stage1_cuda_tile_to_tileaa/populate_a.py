@@ -10,7 +10,7 @@ from tilecore.errors import LoweringError
 from tilecore.mlir import ir
 
 from ..nv_tileaa import TERM, builder
-from .common import create, element_type, has, i, i64, operands, result_types, s
+from .common import create, element_type, has, i64, operands, result_types, s
 
 # cuda_tile op -> arith / math op with the same operands (signedness chooses the second column).
 SAME_OPERANDS = {

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from tilecore.mlir import ir
-
 from tilecore.errors import LoweringError
+from tilecore.mlir import ir
 
 from ..irdl_text import slots
 from ..nv_tileaa import COMBINER_SLOTS, builder

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 
 from tilecore.errors import LoweringError
-from ..rebuild import attrs_of
 from tilecore.mlir import ir
 
 from ..irdl_text import group_values, slots
@@ -22,6 +21,7 @@ from ..nv_tileaa import COMBINER_SLOTS
 from ..nv_tileaa import OPS as AA_OPS
 from ..nv_tileas import TERM as AS_TERM
 from ..nv_tileas import builder as as_builder
+from ..rebuild import attrs_of
 from .kernel_spec import CC_ATTR, SPEC_ATTR
 
 ARITH_OPS = ("addf subf mulf divf remf negf addi subi muli andi ori xori shli shrsi shrui remsi remui maxsi "

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..rebuild import attrs_of
 from tilecore.mlir import ir
 
+from ..rebuild import attrs_of
 from .codegen import create
 from .values import TOKEN, TileV
 

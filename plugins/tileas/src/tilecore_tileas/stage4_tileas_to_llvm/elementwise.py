@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from tilecore.errors import LoweringError
-from ..rebuild import attrs_of
 from tilecore.mlir import ir
 
+from ..rebuild import attrs_of
 from .codegen import create
 from .values import TileV
-
 
 # Attributes the layout / atom stages attach for stage 4 only: not copied onto scalar ops.
 ANNOTATIONS = ("layouts", "exchange", "atom")

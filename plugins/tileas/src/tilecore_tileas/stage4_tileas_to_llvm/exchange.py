@@ -21,7 +21,7 @@ def write(cg, tiles) -> list[int]:
         for k in range(lay.regs):
             cond = cg.and_(cg.valid(lay, k), cg.owner_mask(lay))
             f = cg.flat(lay, k)
-            cg.masked(cond, lambda f=f, k=k, at=at: cg.smem_store(at, f, t.regs[k]))
+            cg.masked(cond, lambda f=f, k=k, at=at, t=t: cg.smem_store(at, f, t.regs[k]))
         at += (lay.n * max(1, elem_bytes(cg.storage_type(t.regs[0].type))) + 15) // 16 * 16
     cg.reserve(at)
     cg.barrier()

@@ -13,7 +13,6 @@ from tilecore.mlir import dialects, ir
 
 from ..atoms import default_atom
 from ..nv_tileaa import DYNAMIC, MEM_SEMANTIC
-from .codegen import create
 from .exchange import exchange
 from .values import TOKEN, MemrefV, TileV, ViewV
 
