@@ -72,6 +72,15 @@ class Interpreter:
                         self.fn = op.operation
         assert self.fn is not None, kernel
         self.mem = Memory()
+        self.globals = {}  # symbol -> pointer, for globals with an initial value (not shared memory)
+        for top in module.body.operations:
+            if top.operation.name != "gpu.module":
+                continue
+            for op in top.regions[0].blocks[0].operations:
+                op = op.operation
+                if op.name == "llvm.mlir.global" and "value" in op.attributes:
+                    data = np.array(ir.DenseElementsAttr(op.attributes["value"]))
+                    self.globals[ir.StringAttr(op.attributes["sym_name"]).value] = self.mem.add(data)
         self.printed: list[str] = []
         self.compiled = {}
 
@@ -328,7 +337,8 @@ class Interpreter:
             self._store(ins[1], ins[0], str(op.operands[0].type), ctx)
             return None
         if n == "mlir.addressof":
-            return ("smem", 0)
+            name = ir.FlatSymbolRefAttr(op.attributes["global_name"]).value
+            return self.globals.get(name, ("smem", 0))
         if n in ("mlir.poison", "mlir.undef"):
             return [0] * int(rt[7:-1].split("x")[0]) if rt.startswith("vector<") else 0
         if n == "mlir.zero":

@@ -429,3 +429,16 @@ def test_advanced_indexing_f32():
     ref = np.zeros((30, 64), f32)
     ref[idx] = x[idx] + 1
     close(out[2], ref, 0, 0)
+
+
+def test_global_and_non_splat_constant(tmp_path):
+    """A module-level global read through get_global + offset, plus a non-splat tile constant
+    (a constant table in global memory); cuda_tile MLIR text, as no @ct.kernel emits these."""
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "global_const.cuda_tile.mlir")
+    res = compile_file(src, "sm_80", stop_after="convert-tileas-to-llvm")
+    assert "llvm.mlir.global internal @table(dense<[10, 20, 30, 40]>" in str(res.module)
+    it = Interpreter(res.module, "cst_global")
+    (out,) = it.launch((1, 1, 1), BLOCK, [np.zeros(8, i32)])
+    close(out, np.array([10, 20, 30, 40] * 2) + np.array([3, 1, 4, 1, 5, 9, 2, 6]), 0, 0)
+    for sm in ("sm_80", "sm_90a", "sm_100a"):
+        assert compile_file(src, sm).artifacts["cubin"][:4] == b"\x7fELF"

@@ -63,7 +63,7 @@ def _run(ctx) -> ConversionStats:
     pops = [("entry", {"cuda_tile.entry": _entry, "cuda_tile_term.return": _return}), *POPULATORS]
     rb = Rebuilder(pops, tc, stage=NAME, strict_dialects=("cuda_tile", "cuda_tile_term"))
     for op in list(body.operations):
-        if op.operation.name == "cuda_tile.entry":
+        if op.operation.name in ("cuda_tile.entry", "cuda_tile.global"):
             with ir.InsertionPoint(op), op.location:
                 rb.op(op)
             op.operation.erase()

@@ -245,6 +245,16 @@ def tensor_shape(op, rb):
     return _shape_values(rb, memref, desc)
 
 
+def global_op(op, rb):
+    """A module-level global: its symbol, dense value and alignment carry over."""
+    keep = ("sym_name", "value", "alignment", "sym_visibility", "constant")
+    builder.build("global", [], [], {k: op.attributes[k] for k in keep if k in op.attributes})
+
+
+def get_global(op, rb):
+    return list(builder.build("get_global", [], result_types(op, rb), {"name": op.attributes["name"]}).results)
+
+
 def gdc(name):
     def h(op, rb):
         return list(builder.build(name, [rb.gets(op.operands)[0] if op.operands else None], [_token_type()]).results)
@@ -252,6 +262,7 @@ def gdc(name):
 
 
 POPULATOR = {
+    "cuda_tile.global": global_op, "cuda_tile.get_global": get_global,
     "cuda_tile.gdc_wait_tko": gdc("gdc_wait"), "cuda_tile.gdc_launch_dependents_tko": gdc("gdc_launch_dependents"),
     "cuda_tile.make_token": make_token, "cuda_tile.join_tokens": join_tokens, "cuda_tile.assume": assume,
     "cuda_tile.make_tensor_view": make_tensor_view, "cuda_tile.make_partition_view": make_view,

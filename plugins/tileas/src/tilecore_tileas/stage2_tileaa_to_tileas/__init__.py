@@ -49,7 +49,7 @@ def _run(ctx) -> ConversionStats:
     rb.data["target"] = ctx.target
     body = module.body
     for op in list(body.operations):
-        if op.operation.name == "nv_tileaa.func":
+        if op.operation.name in ("nv_tileaa.func", "nv_tileaa.global"):
             with ir.InsertionPoint(op):
                 rb.op(op)
             op.operation.erase()

@@ -31,7 +31,7 @@ CLUSTER_MIN_CC = 90
 
 
 def legality(target, options) -> ConversionTarget:
-    return ConversionTarget(NAME).add_illegal_op("nv_tileaa.func", "nv_tileaa_term.return")
+    return ConversionTarget(NAME).add_illegal_op("nv_tileaa.func", "nv_tileaa_term.return", "nv_tileas.global")
 
 
 def abi_type(t: ir.Type) -> ir.Type:
@@ -118,6 +118,26 @@ def convert_func(func, gpu_module, target) -> None:
     func.erase()
 
 
+def convert_global(g, gpu_module) -> None:
+    """A module-level nv_tileas.global -> llvm.mlir.global in global memory (address space 1)."""
+    value = ir.DenseElementsAttr(g.attributes["value"])
+    ty = ir.RankedTensorType(value.type)
+    n = 1
+    for d in ty.shape:
+        n *= d
+    arr = ir.Type.parse(f"!llvm.array<{n} x {ty.element_type}>")
+    attrs = {"sym_name": g.attributes["sym_name"], "global_type": ir.TypeAttr.get(arr),
+             "linkage": ir.Attribute.parse("#llvm.linkage<internal>"), "value": value,
+             "addr_space": ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1)}
+    if "alignment" in g.attributes:
+        attrs["alignment"] = g.attributes["alignment"]
+    if "constant" in g.attributes:
+        attrs["constant"] = ir.UnitAttr.get()
+    with ir.InsertionPoint.at_block_begin(gpu_module.regions[0].blocks[0]), g.location:
+        ir.Operation.create("llvm.mlir.global", results=[], operands=[], attributes=attrs, regions=1)
+    g.erase()
+
+
 def run(ctx) -> ConversionStats:
     with ctx.module.context, ir.Location.unknown():
         return _run(ctx)
@@ -129,6 +149,8 @@ def _run(ctx) -> ConversionStats:
     if funcs:
         module.operation.attributes["gpu.container_module"] = ir.UnitAttr.get()
         gm = _gpu_module(module)
+        for g in [op.operation for op in module.body.operations if op.operation.name == "nv_tileas.global"]:
+            convert_global(g, gm)
         for f in funcs:
             convert_func(f, gm, ctx.target)
     return ConversionStats(stage=NAME)

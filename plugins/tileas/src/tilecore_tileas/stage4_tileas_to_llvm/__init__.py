@@ -56,7 +56,7 @@ def populator() -> dict:
         f"{nt}.print": misc.print_op, f"{nt}.assert": misc.assert_op, f"{nt}.dot": misc.dot,
         f"{nt}.block_scaled_mma": misc.unsupported("cuda_tile.mmaf_scaled"),
         "builtin.unrealized_conversion_cast": misc.cast,
-        f"{nt}.pack": shape_ops.pack, f"{nt}.unpack": shape_ops.pack,
+        f"{nt}.get_global": misc.get_global, f"{nt}.pack": shape_ops.pack, f"{nt}.unpack": shape_ops.pack,
         f"{nt}.gdc_wait": misc.gdc("wait"), f"{nt}.gdc_launch_dependents": misc.gdc("launch_dependents"),
     }
     return table
@@ -76,7 +76,8 @@ def lower_function(fn, gpu_module, ctx) -> dict:
                                      attributes=attrs_of(fn), regions=1)
     new_block = new_fn.regions[0].blocks.append(*[a.type for a in old.arguments],
                                                 arg_locs=[a.location for a in old.arguments])
-    cg = CodeGen(new_block, _kernel_threads(fn), ctx.target, ctx.options, ctx.atoms() if ctx.plugins else {})
+    cg = CodeGen(new_block, _kernel_threads(fn), ctx.target, ctx.options, ctx.atoms() if ctx.plugins else {},
+                 gpu_module)
     rb = Rebuilder([("tileas", populator())], convert_type, stage=NAME,
                    strict_dialects=("nv_tileas", "nv_tileas_term", "nv_tileaa", "nv_tileaa_term"))
     rb.data.update(cg=cg, div_by={})

@@ -20,7 +20,9 @@ def create(name, results, operands, attrs=None, regions=0):
 class CodeGen:
     """Per-kernel state (see the module docstring)."""
 
-    def __init__(self, entry_block, threads: int, target=None, options=None, atoms=None):
+    def __init__(self, entry_block, threads: int, target=None, options=None, atoms=None, gpu_module=None):
+        self.gpu_module = gpu_module
+        self._tables = 0
         self.threads = threads
         self.target = target
         self.options = options
@@ -143,6 +145,23 @@ class CodeGen:
             self.if_(cond, lambda: (fn(), [])[1])
             return None
         return self.if_(cond, lambda: [fn()], lambda: [default], types=[ty])[0]
+
+    def constant_table(self, dense, tensor_type):
+        """Address of a read-only global holding ``dense`` (row-major) in the kernel's gpu.module."""
+        n = 1
+        for d in tensor_type.shape:
+            n *= d
+        name = f"__tileas_cst{self._tables}"
+        self._tables += 1
+        arr = ir.Type.parse(f"!llvm.array<{n} x {tensor_type.element_type}>")
+        with ir.InsertionPoint.at_block_begin(self.gpu_module.regions[0].blocks[0]), ir.Location.unknown():
+            create("llvm.mlir.global", [], [], {
+                "sym_name": ir.StringAttr.get(name), "global_type": ir.TypeAttr.get(arr),
+                "linkage": ir.Attribute.parse("#llvm.linkage<internal>"), "constant": ir.UnitAttr.get(),
+                "value": dense, "addr_space": ir.IntegerAttr.get(self.i32, 1),
+                "alignment": ir.IntegerAttr.get(self.i64, 16)}, regions=1)
+        with self.entry_ip, ir.Location.unknown():
+            return dialects.llvm.mlir_addressof(ir.Type.parse("!llvm.ptr<1>"), name)
 
     # -- shared memory ----------------------------------------------------------------------
     def storage_type(self, ty):

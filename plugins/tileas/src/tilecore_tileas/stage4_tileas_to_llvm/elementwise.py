@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tilecore.errors import LoweringError
-from tilecore.mlir import ir
+from tilecore.mlir import dialects, ir
 
 from ..rebuild import attrs_of
 from .codegen import create
@@ -59,8 +59,15 @@ def constant(op, rb):
     if dense.is_splat:
         c = create("arith.constant", [rt.element_type], [], {"value": dense.get_splat_value()}).results[0]
         return [TileV(lay, [c] * lay.regs)]
-    if lay.owners == 1:
-        vals = [create("arith.constant", [rt.element_type], [], {"value": dense[min(k, lay.n - 1)]}).results[0]
-                for k in range(lay.regs)]
-        return [TileV(lay, vals)]
-    raise LoweringError("a non-splat tile constant spread over several threads is not supported yet", op)
+    # A non-splat tile: a constant table in global memory, one load per register.
+    table = cg.constant_table(dense, rt)
+    el = rt.element_type
+    regs = []
+    for k in range(lay.regs):
+        f = cg.flat(lay, k)
+        valid = cg.valid(lay, k)
+        if valid is not None:
+            f = cg.select(valid, f, cg.c32(0))
+        p = dialects.llvm.getelementptr(ir.Type.parse("!llvm.ptr<1>"), table, [f], [-2147483648], el, 0)
+        regs.append(dialects.llvm.load(el, p))
+    return [TileV(lay, regs)]

@@ -109,3 +109,8 @@ def gdc(kind):
             dialects.nvvm.griddepcontrol(getattr(dialects.nvvm.GridDepActionKind, kind))
         return [TOKEN]
     return h
+
+
+def get_global(op, rb):
+    name = ir.StringAttr(op.attributes["name"]).value
+    return [dialects.llvm.mlir_addressof(ir.Type.parse("!llvm.ptr<1>"), name)]
