@@ -101,3 +101,36 @@ def test_own_kernel_compiles(name, sm):
     res = compile_file(_path(name), sm)
     assert res.artifacts["cubin"][:4] == b"\x7fELF"
     assert f".entry {name}(" in _ptx(res)
+
+
+def _nv_info(cubin: bytes, tmp) -> tuple[list, str]:
+    """(ordinal, offset, size) of every kernel parameter and the REQNTID value, from cuobjdump -elf."""
+    import subprocess
+
+    from tilecore.serialize import find_nvidia_tool
+
+    path = os.path.join(tmp, "k.cubin")
+    with open(path, "wb") as fh:
+        fh.write(cubin)
+    elf = subprocess.run([find_nvidia_tool("cuobjdump"), "-elf", path], capture_output=True, text=True).stdout
+    params = sorted(re.findall(r"Ordinal\s*:\s*(0x[0-9a-f]+)\s+Offset\s*:\s*(0x[0-9a-f]+)\s+Size\s*:\s*(0x[0-9a-f]+)",
+                               elf))
+    reqntid = re.search(r"EIATTR_REQNTID\s+Format:\s+\S+\s+Value:\s+([0-9a-fx ]+)", elf)
+    return params, reqntid.group(1).strip() if reqntid else ""
+
+
+@pytest.mark.parametrize("name", NON_MMA)
+def test_kernel_abi_matches_tileiras(name, tmp_path):
+    """Same parameter list (ordinal, offset, size) and the same required block size as tileiras' cubin."""
+    import subprocess
+
+    from tilecore.serialize import find_nvidia_tool
+
+    src = os.path.join(CORPUS, f"{name}.tileirbc")
+    ref = tmp_path / "ref.cubin"
+    subprocess.run([find_nvidia_tool("tileiras"), "--gpu-name=sm_80", "--opt-level=3", f"--output-file={ref}", src],
+                   check=True, capture_output=True)
+    mine = compile_file(src, "sm_80").artifacts["cubin"]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    assert _nv_info(mine, tmp_path / "a") == _nv_info(ref.read_bytes(), tmp_path / "b")
