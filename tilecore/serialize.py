@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -137,6 +138,10 @@ def ptx_to_cubin(ptx: str, arch: str, opt_level: int = 3, debug: bool = False, l
     ptxas = find_nvidia_tool("ptxas")
     if not ptxas:
         raise TilecoreError("ptxas not found: install nvidia-cuda-nvcc (pip install nvidia-cuda-nvcc)")
+    if lineinfo and not debug:
+        # LLVM marks any module with a compile unit `.target ..., debug`; ptxas refuses that with
+        # optimisation ("Optimized debugging not supported"), while -lineinfo only needs the .loc lines.
+        ptx = re.sub(r"^(\.target [^\n]*?), debug$", r"\1", ptx, flags=re.M)
     with tempfile.TemporaryDirectory(prefix="tilecore-") as tmp:
         src = os.path.join(tmp, f"{name}.ptx")
         dst = os.path.join(tmp, f"{name}.cubin")
