@@ -78,6 +78,23 @@ def test_generated_kernel_compiles(name, sm):
     assert f".entry {name}(" in _ptx(res)
 
 
+@pytest.mark.parametrize("flag", ["lineinfo", "debug"])
+def test_line_tables_reach_the_cubin(flag, tmp_path):
+    """--lineinfo / -g compile to a cubin (ptxas accepts it) that carries a line table."""
+    import subprocess
+
+    from tilecore.options import CompileOptions
+    from tilecore.serialize import find_nvidia_tool
+
+    opts = CompileOptions()
+    setattr(opts, flag, True)
+    cubin = compile_file(os.path.join(CORPUS, "rownorm_loop_if_f32.tileirbc"), "sm_80", options=opts)
+    path = tmp_path / "k.cubin"
+    path.write_bytes(cubin.artifacts["cubin"])
+    elf = subprocess.run([find_nvidia_tool("cuobjdump"), "-elf", str(path)], capture_output=True, text=True).stdout
+    assert ".nv_debug_line_sass" in elf or ".debug_line" in elf
+
+
 def test_lineinfo_reaches_ptx():
     """Bytecode locations survive every tileas stage: the PTX has .file / .loc for the kernel source."""
     from tilecore.options import CompileOptions
