@@ -66,9 +66,9 @@ def copy_request(op, threads: int) -> CopyRequest | None:
     vop = view.owner
     memref = vop.operands[0]
     mk = memref.owner
-    from ..stage4_tileas_to_llvm.memory import _memref_type_parts
+    from ..stage4_tileas_to_llvm.memory import memref_type_parts
 
-    el, _shape, strides = _memref_type_parts(memref.type)
+    el, _shape, strides = memref_type_parts(memref.type)
     tile_t = op.results[0].type if op.name == "nv_tileas.tiled_load" else op.operands[0].type
     shape = tuple(ir.RankedTensorType(tile_t).shape) if str(tile_t).startswith("tensor<") else ()
     return CopyRequest(blocked(shape, threads), shape, strides, _div_by(mk.operands[0]), _bytes(el))

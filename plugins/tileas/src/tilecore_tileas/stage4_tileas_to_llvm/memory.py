@@ -8,12 +8,17 @@ address ``base + sum(coord * stride)``; the copy atom chosen by ``tileas-select-
 
 from __future__ import annotations
 
+import re
+
 from tilecore.errors import LoweringError
 from tilecore.mlir import dialects, ir
 
 from ..atoms import default_atom
+from ..irdl_text import group_values
 from ..nv_tileaa import DYNAMIC, MEM_SEMANTIC
-from .exchange import exchange
+from ..nv_tileas import OPS
+from .codegen import elem_bytes
+from .exchange import exchange, replicate
 from .values import TOKEN, MemrefV, TileV, ViewV
 
 PTR1 = "!llvm.ptr<1>"
@@ -23,9 +28,7 @@ def _ints(attr) -> tuple:
     return tuple(int(x) for x in ir.DenseI64ArrayAttr(attr))
 
 
-def _memref_type_parts(t):
-    import re
-
+def memref_type_parts(t):
     m = re.match(r"!nv_tileaa\.memref<(.*?), array<i64(?:: ([^>]*))?>, array<i64(?:: ([^>]*))?>, (\d+) : i32>",
                  str(t))
     el = ir.Type.parse(m.group(1)) if not m.group(1).startswith("!nv_tileaa.ptr") else ir.Type.parse(PTR1)
@@ -37,7 +40,7 @@ def _memref_type_parts(t):
 def make_memref(op, rb):
     cg = rb.data["cg"]
     ins = rb.gets(op.operands)
-    el, shape, strides = _memref_type_parts(op.results[0].type)
+    el, shape, strides = memref_type_parts(op.results[0].type)
     base, dyn = ins[0], ins[1:]
     nshape = sum(1 for d in shape if d == DYNAMIC)
     dshape, dstrides = dyn[:nshape], dyn[nshape:]
@@ -54,8 +57,6 @@ def make_memref(op, rb):
 
 def view(op, rb):
     m = rb.get(op.operands[0])
-    import re
-
     t = str(op.results[0].type)
     pad = re.search(r'"(\w+)">$', t).group(1)
     tile = tuple(int(x) for x in re.match(r"!nv_tileaa\.tiled_view<array<i64(?:: ([^>]*))?>", t).group(1).split(","))
@@ -107,8 +108,6 @@ class TiledAccess:
 
     def vectorizable(self) -> bool:
         """Static facts a vector copy atom needs (contiguous, aligned groups of ``vec`` elements)."""
-        from .codegen import elem_bytes
-
         m, lay = self.v.memref, self.lay
         if lay.vec <= 1 or self.v.tile_shape[-1] % lay.vec or m.static_strides[-1] != 1:
             return False
@@ -215,8 +214,6 @@ ORDER = {0: "monotonic", 1: "monotonic", 2: "acquire", 3: "release", 4: "acq_rel
 
 
 def _ordering(op):
-    import re
-
     m = re.search(r"<(\d+)", str(op.attributes["mem_semantic"])) if "mem_semantic" in op.attributes else None
     return getattr(dialects.llvm.AtomicOrdering, ORDER[int(m.group(1)) if m else MEM_SEMANTIC["relaxed"]])
 
@@ -246,8 +243,6 @@ def tiled_atomic_rmw(op, rb):
 
 # -- pointer tiles ------------------------------------------------------------------------------
 def _pointee(t):
-    import re
-
     s = str(t)
     m = re.search(r"!nv_tileaa\.ptr<(.*), \d+ : i32>", s)
     inner = m.group(1)
@@ -287,9 +282,6 @@ def _shape_of(t):
 
 def load(op, rb):
     cg = rb.data["cg"]
-    from ..irdl_text import group_values
-    from ..nv_tileas import OPS
-
     g = group_values(op, OPS["load"][0])
     ptrs, mask, pad = rb.get(g["ptrs"]), rb.get(g["mask"]) if g["mask"] is not None else None, \
         rb.get(g["padding"]) if g["padding"] is not None else None
@@ -306,9 +298,6 @@ def load(op, rb):
 
 def store(op, rb):
     cg = rb.data["cg"]
-    from ..irdl_text import group_values
-    from ..nv_tileas import OPS
-
     g = group_values(op, OPS["store"][0])
     ptrs, val = rb.get(g["ptrs"]), rb.get(g["value"])
     mask = rb.get(g["mask"]) if g["mask"] is not None else None
@@ -322,9 +311,6 @@ def store(op, rb):
 
 def atomic_rmw(op, rb):
     cg = rb.data["cg"]
-    from ..irdl_text import group_values
-    from ..nv_tileas import OPS
-
     g = group_values(op, OPS["atomic_rmw"][0])
     ptrs, arg = rb.get(g["ptrs"]), rb.get(g["arg"])
     mask = rb.get(g["mask"]) if g["mask"] is not None else None
@@ -337,17 +323,12 @@ def atomic_rmw(op, rb):
         cond = cg.and_(ms[k], cg.valid(lay, k), cg.owner_mask(lay))
         out.append(cg.masked(cond, lambda k=k: _rmw(cg, op, mode, ps[k], vs[k]), padding_value(cg, el, "zero"), el))
     res = TileV(lay, out)
-    from .exchange import replicate
-
     res = replicate(cg, res)
     return [res if shape else res.regs[0], TOKEN]
 
 
 def atomic_cas(op, rb):
     cg = rb.data["cg"]
-    from ..irdl_text import group_values
-    from ..nv_tileas import OPS
-
     g = group_values(op, OPS["atomic_cas"][0])
     ptrs, cmp, val = rb.get(g["ptrs"]), rb.get(g["cmp"]), rb.get(g["value"])
     mask = rb.get(g["mask"]) if g["mask"] is not None else None
@@ -364,7 +345,5 @@ def atomic_cas(op, rb):
     for k in range(lay.regs):
         cond = cg.and_(ms[k], cg.valid(lay, k), cg.owner_mask(lay))
         out.append(cg.masked(cond, lambda k=k: cas(k), padding_value(cg, el, "zero"), el))
-    from .exchange import replicate
-
     res = replicate(cg, TileV(lay, out))
     return [res if shape else res.regs[0], TOKEN]
