@@ -65,3 +65,15 @@ def test_locations_survive_to_llvm():
     with_locs = res.module.operation.get_asm(enable_debug_info=True)
     assert 'loc("gen_corpus.py":290' in with_locs or "gen_corpus.py\":290" in with_locs
     assert text
+
+
+def test_memory_ordering_and_scope_reach_the_ptx():
+    """acquire / device loads and release / tile-block stores: scalar atomics with that order and scope."""
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "ordered_copy.cuda_tile.mlir")
+    for sm in ("sm_80", "sm_90a", "sm_100a"):
+        res = compile_file(src, sm)
+        ptx = "\n".join(res.artifacts["ptx"].values()) if isinstance(res.artifacts["ptx"], dict) else \
+            res.artifacts["ptx"]
+        assert ptx.count("ld.acquire.gpu.global.b32") == 4
+        assert ptx.count("st.release.cta.global.b32") == 4
+        assert "ld.global.v4" not in ptx  # ordered accesses are never vectorised

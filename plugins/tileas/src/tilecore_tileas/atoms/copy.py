@@ -19,14 +19,14 @@ def _scalar_load(cg, access, k, pad):
     lay = access.lay
     g = access.coords(cg.flat(lay, k), k)
     cond = cg.and_(access.in_bounds(g), cg.valid(lay, k))
-    return cg.masked(cond, lambda: dialects.llvm.load(access.element, access.address(g)), pad, access.element)
+    return cg.masked(cond, lambda: access.load(access.address(g)), pad, access.element)
 
 
 def _scalar_store(cg, access, k, value):
     lay = access.lay
     g = access.coords(cg.flat(lay, k), k)
     cond = cg.and_(access.in_bounds(g), cg.valid(lay, k), cg.owner_mask(lay))
-    cg.masked(cond, lambda: dialects.llvm.store(value, access.address(g)))
+    cg.masked(cond, lambda: access.store(value, access.address(g)))
 
 
 def lower_scalar(cg, kind, access, tile):

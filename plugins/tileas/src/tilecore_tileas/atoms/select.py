@@ -32,10 +32,11 @@ class CopyRequest:
     static_strides: list
     div_by: int
     elem_bytes: int
+    weak: bool = True
 
     def vectorizable(self) -> bool:
         lay = self.layout
-        if lay.vec <= 1 or self.tile_shape[-1] % lay.vec or self.static_strides[-1] != 1:
+        if not self.weak or lay.vec <= 1 or self.tile_shape[-1] % lay.vec or self.static_strides[-1] != 1:
             return False
         nbytes = lay.vec * self.elem_bytes
         if self.div_by % nbytes:
@@ -71,7 +72,10 @@ def copy_request(op, threads: int) -> CopyRequest | None:
     el, _shape, strides = memref_type_parts(memref.type)
     tile_t = op.results[0].type if op.name == "nv_tileas.tiled_load" else op.operands[0].type
     shape = tuple(ir.RankedTensorType(tile_t).shape) if str(tile_t).startswith("tensor<") else ()
-    return CopyRequest(blocked(shape, threads), shape, strides, _div_by(mk.operands[0]), _bytes(el))
+    from ..stage4_tileas_to_llvm.memory import memory_order
+
+    return CopyRequest(blocked(shape, threads), shape, strides, _div_by(mk.operands[0]), _bytes(el),
+                       memory_order(op)[0] is None)
 
 
 def run(ctx) -> ConversionStats:

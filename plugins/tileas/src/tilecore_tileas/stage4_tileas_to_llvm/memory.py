@@ -74,6 +74,20 @@ class TiledAccess:
         self.origin = [cg.op("arith.muli", i, cg.c32(t)) if t != 1 else i for i, t in zip(index, steps)]
         self.element = v.memref.element
         self.sparse = None  # (dim, per-register coordinates) for gather / scatter views
+        self.ordering, self.syncscope = memory_order(op)
+
+    def load(self, addr):
+        """A scalar load with the op's memory ordering (weak: a plain load)."""
+        if self.ordering is None:
+            return dialects.llvm.load(self.element, addr)
+        return dialects.llvm.load(self.element, addr, ordering=self.ordering, syncscope=self.syncscope,
+                                  alignment=elem_bytes(self.element))
+
+    def store(self, value, addr):
+        if self.ordering is None:
+            return dialects.llvm.store(value, addr)
+        return dialects.llvm.store(value, addr, ordering=self.ordering, syncscope=self.syncscope,
+                                   alignment=elem_bytes(self.element))
 
     def coords(self, f, k=None):
         """Global coordinates of the element with tile-local flat index ``f`` (held in register ``k``)."""
@@ -109,6 +123,8 @@ class TiledAccess:
     def vectorizable(self) -> bool:
         """Static facts a vector copy atom needs (contiguous, aligned groups of ``vec`` elements)."""
         m, lay = self.v.memref, self.lay
+        if self.ordering is not None:  # ordered accesses are scalar atomics
+            return False
         if lay.vec <= 1 or self.v.tile_shape[-1] % lay.vec or m.static_strides[-1] != 1:
             return False
         nbytes = lay.vec * elem_bytes(self.element)
@@ -211,6 +227,23 @@ def scatter_store(op, rb):
 RMW = {"and": "_and", "or": "_or", "xor": "_xor", "add": "add", "addf": "fadd", "max": "max", "min": "min",
        "umax": "umax", "umin": "umin", "xchg": "xchg"}
 ORDER = {0: "monotonic", 1: "monotonic", 2: "acquire", 3: "release", 4: "acq_rel"}
+# mem_scope discriminant -> LLVM NVPTX sync scope (none / sys: the system scope, "")
+SCOPE = {0: None, 1: "block", 2: "device", 3: None}
+
+
+def _discriminant(op, name):
+    if name not in op.attributes:
+        return None
+    return int(re.search(r"<(\d+)", str(op.attributes[name])).group(1))
+
+
+def memory_order(op):
+    """(LLVM ordering or None for a weak access, sync scope) of a memory op's mem_semantic / mem_scope."""
+    sem = _discriminant(op, "mem_semantic")
+    if not sem:  # weak (0) or absent
+        return None, None
+    scope = SCOPE.get(_discriminant(op, "mem_scope") or 0)
+    return getattr(dialects.llvm.AtomicOrdering, ORDER[sem]), scope
 
 
 def _ordering(op):
