@@ -15,7 +15,7 @@ from tilecore.mlir import dialects, ir
 
 from ..atoms import default_atom
 from ..irdl_text import group_values
-from ..nv_tileaa import DYNAMIC, MEM_SEMANTIC
+from ..nv_tileaa import DYNAMIC
 from ..nv_tileas import OPS
 from .codegen import elem_bytes
 from .exchange import exchange, replicate
@@ -247,14 +247,16 @@ def memory_order(op):
 
 
 def _ordering(op):
-    m = re.search(r"<(\d+)", str(op.attributes["mem_semantic"])) if "mem_semantic" in op.attributes else None
-    return getattr(dialects.llvm.AtomicOrdering, ORDER[int(m.group(1)) if m else MEM_SEMANTIC["relaxed"]])
+    """Atomic read-modify-writes are at least relaxed (monotonic); (ordering, sync scope)."""
+    order, scope = memory_order(op)
+    return order or dialects.llvm.AtomicOrdering.monotonic, scope
 
 
 def _rmw(cg, op, mode, ptr, val):
     llvm = dialects.llvm
     bin_op = getattr(llvm.AtomicBinOp, RMW[mode])
-    return llvm.atomicrmw(bin_op, ptr, val, _ordering(op))
+    order, scope = _ordering(op)
+    return llvm.atomicrmw(bin_op, ptr, val, order, syncscope=scope)
 
 
 def tiled_atomic_rmw(op, rb):
@@ -372,7 +374,8 @@ def atomic_cas(op, rb):
     out = []
 
     def cas(k):
-        pair = llvm.cmpxchg(ps[k], cs[k], vs[k], _ordering(op), llvm.AtomicOrdering.monotonic)
+        order, scope = _ordering(op)
+        pair = llvm.cmpxchg(ps[k], cs[k], vs[k], order, llvm.AtomicOrdering.monotonic, syncscope=scope)
         return llvm.extractvalue(el, pair, [0])
 
     for k in range(lay.regs):
