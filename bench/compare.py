@@ -2,19 +2,26 @@
 
 Usage:
     python bench/compare.py [--corpus DIR ...] [--no-generated] [--sm sm_80,sm_90a,sm_100a]
-                            [-n 5] [--kernel NAME ...] [--out PATH]
+                            [-n 5] [--kernel NAME ...] [--out PATH] [--markdown] [--timeout S]
 
 For every kernel (default: ../shared/corpus/visible plus the cuTile kernels the tests
-generate, plugins/tileas/tests/cutile_kernels.py) and every SM, both compilers run as
-whole processes, alternately, N times each after one warm-up. Recorded per side:
-success or the first error line, median / min wall time, peak memory of the child
-(ru_maxrss from wait4), and the cubin's SASS statistics (bench/sass.py: instruction
-count, registers, shared memory, instruction classes). tilecore's per-stage breakdown
-(``--timing-json``) is stored too, so the slowest stage per kernel is visible.
+export, plugins/tileas/tests/cutile_kernels.py) and every SM, both compilers run as whole
+processes, alternately, N times each after one warm-up:
 
-Output: a table on stdout, JSON in bench/results/<date>-<git sha>.json (or --out), and
-the geometric means of the time ratio and the SASS-instruction ratio (tilecore /
-tileiras) over the kernels both compile. Kernels tilecore cannot compile are listed.
+    tilecore compile K --gpu-name SM -O3 -o tc.cubin --timing-json t.json
+    tileiras --gpu-name=SM' --opt-level=3 --output-file=ti.cubin K     (SM' from TILEIRAS_GPU)
+
+Recorded per side: success or the first error line; median / min wall time and CPU time;
+peak memory of the child (ru_maxrss from wait4, which covers the child's own children too,
+e.g. ptxas); the cubin's SASS statistics (bench/sass.py: instruction count, registers,
+shared memory, instruction classes). tilecore's per-stage breakdown (``--timing-json``,
+median per stage over the runs, plus the process start-up outside the stages) is stored
+too, so the slowest stage per kernel is visible.
+
+Output: tables on stdout (``--markdown`` for GitHub tables), JSON in
+bench/results/<date>-<git sha>.json (or --out), and the geometric means of the time
+ratio and the SASS-instruction ratio (tilecore / tileiras) over the kernels both compile.
+Kernels tilecore cannot compile are listed with their error, never dropped.
 These are whole-process times on a shared machine: compare ratios, not absolutes.
 """
 
@@ -26,24 +33,29 @@ import glob
 import json
 import math
 import os
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from dataclasses import dataclass, field
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
-from sass import sass_stats  # noqa: E402
+from sass import class_names, sass_stats  # noqa: E402
 
 from tilecore.serialize import find_nvidia_tool  # noqa: E402
 
 DEFAULT_CORPUS = os.path.join(os.path.dirname(ROOT), "shared", "corpus", "visible")
+GENERATED_MODULE_DIR = os.path.join(ROOT, "plugins", "tileas", "tests")  # cutile_kernels.py
 DEFAULT_SMS = "sm_80,sm_90a,sm_100a"
 
-# tilecore target -> tileiras --gpu-name (tileiras has no "a" spelling).
+# tilecore target -> tileiras --gpu-name. tileiras has no arch-specific ("a") spelling:
+# it always compiles for the full feature set of the SM.
 TILEIRAS_GPU = {
     "sm_80": "sm_80",
     "sm_86": "sm_86",
@@ -57,193 +69,374 @@ TILEIRAS_GPU = {
     "sm_120a": "sm_120",
 }
 
-
-def run_measured(cmd: list[str]) -> tuple[float, int, int, str]:
-    """(wall seconds, exit status, peak RSS in KiB, stderr) of one child process."""
-    with tempfile.TemporaryFile() as err:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        err.seek(0)
-        return wall, proc.returncode, usage.ru_maxrss, err.read().decode(errors="replace")
+# Targets of issue 7, reported (never asserted): geomean tilecore / tileiras ratios.
+TARGETS = {"geomean_time_ratio": 1.0, "geomean_sass_ratio_no_mma": 1.1}
 
 
-def first_error(stderr: str) -> str:
-    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and not ln.startswith("warning:")]
-    return next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else "failed")
+# ------------------------------------------------------------------------------ kernels
+
+@dataclass
+class Kernel:
+    name: str
+    path: str
+    origin: str  # "corpus" or "generated"
 
 
-def kernels(corpora: list[str], generated: bool, names: list[str]) -> list[tuple[str, str]]:
-    """(name, path) of every kernel to measure."""
-    out = []
-    for d in corpora:
-        for p in sorted(glob.glob(os.path.join(d, "*.tileirbc"))):
-            out.append((os.path.basename(p)[: -len(".tileirbc")], p))
+def find_kernels(corpora: list[str], generated: bool, filters: list[str], tmp: str) -> tuple[list[Kernel], list[str]]:
+    """The kernels to measure, and the notes about generated kernels that could not be exported.
+
+    Corpus kernels come first; a generated kernel with the name of a corpus kernel is the same
+    cuTile source and is skipped. ``filters`` keep kernels whose name contains one of them.
+    """
+    def wanted(name: str) -> bool:
+        return not filters or any(f in name for f in filters)
+
+    out = [Kernel(os.path.basename(p)[: -len(".tileirbc")], p, "corpus")
+           for d in corpora for p in sorted(glob.glob(os.path.join(d, "*.tileirbc")))]
+    out = [k for k in out if wanted(k.name)]
+    notes: list[str] = []
     if generated:
-        sys.path.insert(0, os.path.join(ROOT, "plugins", "tileas", "tests"))
+        sys.path.insert(0, GENERATED_MODULE_DIR)
         try:
             import cutile_kernels
         except ImportError as e:
-            print(f"note: generated kernels skipped ({e})", file=sys.stderr)
-        else:
-            seen = {n for n, _ in out}
-            for n in sorted(cutile_kernels.KERNELS):
-                if n not in seen:
-                    out.append((n, cutile_kernels.kernel_path(n)))
-    if names:
-        out = [(n, p) for n, p in out if any(f in n for f in names)]
-    return out
+            notes.append(f"generated kernels skipped: {e}")
+            return out, notes
+        seen = {k.name for k in out}
+        os.makedirs(os.path.join(tmp, "generated"), exist_ok=True)
+        for name in sorted(cutile_kernels.KERNELS):
+            if name in seen or not wanted(name):
+                continue
+            path = os.path.join(tmp, "generated", f"{name}.tileirbc")
+            try:
+                cutile_kernels.export(name, path)
+            except Exception as e:  # a cuTile export failure is a note, not a crash of the harness
+                notes.append(f"{name}: cuTile export failed: {type(e).__name__}: {str(e).splitlines()[0]}")
+                continue
+            out.append(Kernel(name, path, "generated"))
+    return out, notes
 
 
+# ------------------------------------------------------------------------ measurement
+
+@dataclass
+class Run:
+    wall_s: float
+    cpu_s: float
+    peak_rss_kib: int
+    returncode: int
+    stderr: str
+
+
+def run_measured(cmd: list[str], timeout: float) -> Run:
+    """Run ``cmd`` once; wall time, CPU time and peak RSS from the OS accounting of the child."""
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        killer = threading.Timer(timeout, proc.kill)
+        killer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            killer.cancel()
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        stderr = err.read().decode(errors="replace")
+    if proc.returncode == -9 and wall >= timeout:
+        stderr += f"\nerror: timed out after {timeout:g} s"
+    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, proc.returncode, stderr)
+
+
+_TILEIRAS_LOC = re.compile(r'^#cuda_tile\.di_loc<loc\("([^"]*)":(\d+):(\d+)\).*?>>: (error|warning):')
+
+
+def first_error(run: Run) -> str:
+    """The first error line of a failed run (warnings skipped), or how it ended."""
+    lines = [ln.strip() for ln in run.stderr.splitlines() if ln.strip()]
+    lines = [ln for ln in lines if not ln.lower().startswith("warning")]
+    line = next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else "")
+    # tileiras prefixes its diagnostics with the whole debug-info attribute; keep file:line:col
+    line = _TILEIRAS_LOC.sub(r"\1:\2:\3: \4:", line)
+    if run.returncode < 0 and "timed out" not in line:
+        line = (line + "; " if line else "") + f"killed by signal {-run.returncode}"
+    return line or f"exit status {run.returncode}, no message"
+
+
+@dataclass
 class Side:
-    """One compiler's command line for a kernel and SM."""
+    """One compiler on one kernel and SM: its command line and the runs recorded so far."""
 
-    def __init__(self, name: str, cmd: list[str], output: str):
-        self.name, self.cmd, self.output = name, cmd, output
-        self.times: list[float] = []
-        self.rss: list[int] = []
-        self.error: str | None = None
+    compiler: str
+    cmd: list[str]
+    output: str
+    timing_json: str | None = None  # tilecore only
+    runs: list[Run] = field(default_factory=list)
+    stage_runs: list[dict] = field(default_factory=list)
+    error: str | None = None
 
-    def run(self, record: bool) -> None:
+    def run(self, timeout: float, record: bool) -> None:
         if self.error:
             return
-        wall, rc, rss, stderr = run_measured(self.cmd)
-        if rc != 0:
-            self.error = first_error(stderr)
-            return
-        if record:
-            self.times.append(wall)
-            self.rss.append(rss)
+        if self.timing_json and os.path.exists(self.timing_json):
+            os.remove(self.timing_json)
+        r = run_measured(self.cmd, timeout)
+        if r.returncode != 0:
+            self.error = first_error(r)
+        elif record:
+            self.runs.append(r)
+            if self.timing_json and os.path.exists(self.timing_json):
+                with open(self.timing_json) as fh:
+                    self.stage_runs.append(json.load(fh))
 
     def summary(self) -> dict:
         if self.error:
             return {"ok": False, "error": self.error}
-        out = {"ok": True, "median_s": statistics.median(self.times), "min_s": min(self.times),
-               "runs": len(self.times), "peak_rss_kib": max(self.rss)}
-        out["sass"] = sass_stats(self.output)
+        walls = [r.wall_s for r in self.runs]
+        out = {"ok": True, "runs": len(walls), "wall_s": [round(w, 4) for w in walls],
+               "median_s": statistics.median(walls), "min_s": min(walls),
+               "cpu_median_s": statistics.median(r.cpu_s for r in self.runs),
+               "peak_rss_kib": max(r.peak_rss_kib for r in self.runs),
+               "cubin_bytes": os.path.getsize(self.output), "sass": sass_stats(self.output)}
+        if self.stage_runs:
+            out.update(stage_breakdown(self.stage_runs, out["median_s"]))
         return out
 
 
-def compare_one(path: str, sm: str, n: int, tmp: str, tilecore: str, tileiras: str) -> dict:
-    tag = os.path.basename(path) + "." + sm
-    tc_out, ti_out = os.path.join(tmp, tag + ".tc.cubin"), os.path.join(tmp, tag + ".ti.cubin")
-    timing = os.path.join(tmp, tag + ".timing.json")
-    tc = Side("tilecore", [tilecore, "compile", path, "--gpu-name", sm, "-O3", "-o", tc_out,
-                           "--timing-json", timing], tc_out)
-    ti = Side("tileiras", [tileiras, f"--gpu-name={TILEIRAS_GPU.get(sm, sm.rstrip('a'))}", "--opt-level=3",
-                           f"--output-file={ti_out}", path], ti_out)
+def stage_breakdown(stage_runs: list[dict], wall_median: float) -> dict:
+    """Median seconds per tilecore stage over the runs, the start-up outside them, the slowest stage."""
+    names = [s["stage"] for s in stage_runs[0]["stages"]]
+    per = {n: statistics.median(next(s["seconds"] for s in r["stages"] if s["stage"] == n) for r in stage_runs)
+           for n in names}
+    in_process = statistics.median(r["total_seconds"] for r in stage_runs)
+    slowest = max(per, key=per.get)
+    return {"stages": {n: round(v, 5) for n, v in per.items()},
+            "in_process_s": round(in_process, 5),
+            # interpreter start, imports, plugin loading, writing the cubin
+            "startup_s": round(max(wall_median - in_process, 0.0), 5),
+            "slowest_stage": slowest, "slowest_stage_s": round(per[slowest], 5)}
+
+
+def compare_one(k: Kernel, sm: str, n: int, tmp: str, tilecore: list[str], tileiras: str, timeout: float) -> dict:
+    """Measure both compilers on kernel ``k`` for ``sm``; one result row (see bench/README.md)."""
+    tag = os.path.join(tmp, f"{k.origin}.{k.name}.{sm}")
+    ti_gpu = TILEIRAS_GPU.get(sm, sm.rstrip("af"))
+    tc = Side("tilecore", [*tilecore, "compile", k.path, "--gpu-name", sm, "-O3", "-o", tag + ".tc.cubin",
+                           "--timing-json", tag + ".timing.json"], tag + ".tc.cubin", tag + ".timing.json")
+    ti = Side("tileiras", [tileiras, f"--gpu-name={ti_gpu}", "--opt-level=3", f"--output-file={tag}.ti.cubin",
+                           k.path], tag + ".ti.cubin")
     for side in (tc, ti):
-        side.run(record=False)  # warm-up (also finds failures once)
-    for _ in range(n):  # alternate so both see the same machine load
-        tc.run(record=True)
-        ti.run(record=True)
-    row = {"tilecore": tc.summary(), "tileiras": ti.summary()}
-    if row["tilecore"]["ok"] and os.path.exists(timing):
-        with open(timing) as fh:
-            stages = json.load(fh)["stages"]
-        row["tilecore"]["stages"] = {s["stage"]: round(s["seconds"], 5) for s in stages}
-        slowest = max(stages, key=lambda s: s["seconds"])
-        row["tilecore"]["slowest_stage"] = slowest["stage"]
+        side.run(timeout, record=False)  # warm-up (file cache, and a failure shows here once)
+    for _ in range(n):  # alternate, so that both see the same load of the shared machine
+        tc.run(timeout, record=True)
+        ti.run(timeout, record=True)
+    row = {"kernel": k.name, "origin": k.origin, "sm": sm, "tileiras_gpu": ti_gpu,
+           "path": k.path if k.origin == "generated" else os.path.relpath(k.path, ROOT),
+           "tilecore": tc.summary(), "tileiras": ti.summary()}
     a, b = row["tilecore"], row["tileiras"]
     if a["ok"] and b["ok"]:
         row["time_ratio"] = a["median_s"] / b["median_s"]
+        row["time_ratio_min"] = a["min_s"] / b["min_s"]
+        row["cpu_ratio"] = a["cpu_median_s"] / b["cpu_median_s"] if b["cpu_median_s"] else None
         ia, ib = a["sass"].get("instructions"), b["sass"].get("instructions")
         row["sass_ratio"] = ia / ib if ia and ib else None
+        row["uses_mma"] = bool(a["sass"].get("uses_mma") or b["sass"].get("uses_mma"))
     return row
 
 
-def geomean(xs: list[float]) -> float | None:
+# ---------------------------------------------------------------------------- summary
+
+def geomean(xs) -> float | None:
     xs = [x for x in xs if x]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
+def summarize(results: list[dict], notes: list[str]) -> dict:
+    """Geometric means over the pairs both compile, per SM too, and every failure."""
+    def means(rows):
+        return {"both_compile": len(rows),
+                "geomean_time_ratio": geomean(r["time_ratio"] for r in rows),
+                "geomean_time_ratio_min": geomean(r["time_ratio_min"] for r in rows),
+                "geomean_cpu_ratio": geomean(r["cpu_ratio"] for r in rows),
+                "geomean_sass_ratio": geomean(r["sass_ratio"] for r in rows),
+                "geomean_sass_ratio_no_mma": geomean(r["sass_ratio"] for r in rows if not r["uses_mma"])}
+
+    both = [r for r in results if "time_ratio" in r]
+    out = {"pairs": len(results), **means(both)}
+    out["per_sm"] = {sm: means([r for r in both if r["sm"] == sm]) for sm in dict.fromkeys(r["sm"] for r in results)}
+    out["tilecore_failures"] = [{"kernel": r["kernel"], "sm": r["sm"], "error": r["tilecore"]["error"]}
+                                for r in results if not r["tilecore"]["ok"]]
+    out["tileiras_failures"] = [{"kernel": r["kernel"], "sm": r["sm"], "error": r["tileiras"]["error"]}
+                                for r in results if not r["tileiras"]["ok"]]
+    out["notes"] = notes
+    out["targets"] = TARGETS
+    return out
+
+
+# ----------------------------------------------------------------------------- output
+
+def table(headers: list[str], rows: list[list], markdown: bool) -> str:
+    """Rows as an aligned text table, or as a GitHub markdown table."""
+    cells = [[str(c) for c in r] for r in rows]
+    if markdown:
+        lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+        return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in cells])
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    fmt = "  ".join(f"{{:<{w}}}" if i < 2 else f"{{:>{w}}}" for i, w in enumerate(widths))
+    lines = [fmt.format(*headers), "-" * (sum(widths) + 2 * (len(widths) - 1))]
+    return "\n".join(lines + [fmt.format(*r).rstrip() for r in cells])
+
+
+def _pair(a: dict, b: dict, get) -> str:
+    def one(s):
+        v = get(s) if s["ok"] else None
+        return "-" if v is None else str(v)
+    return f"{one(a)}/{one(b)}"
+
+
+def _f(x, spec=".2f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def _share(seconds: float, side: dict) -> str:
+    return f"{100 * seconds / side['median_s']:.0f}%"
+
+
+def main_table(results: list[dict], markdown: bool) -> str:
+    headers = ["kernel", "sm", "tilecore s", "tileiras s", "time ratio", "min ratio", "SASS tc", "SASS ti",
+               "SASS ratio", "regs tc/ti", "smem tc/ti", "MiB tc/ti", "tc start-up", "slowest tc stage"]
+    rows = []
+    for r in results:
+        a, b = r["tilecore"], r["tileiras"]
+        slow = f"{a['slowest_stage']} {_share(a['slowest_stage_s'], a)}" if a.get("slowest_stage") else ""
+        startup = _share(a["startup_s"], a) if "startup_s" in a else ""
+        rows.append([r["kernel"], r["sm"],
+                     _f(a.get("median_s"), ".3f") if a["ok"] else "FAIL",
+                     _f(b.get("median_s"), ".3f") if b["ok"] else "FAIL",
+                     _f(r.get("time_ratio")), _f(r.get("time_ratio_min")),
+                     a["sass"].get("instructions", "-") if a["ok"] else "-",
+                     b["sass"].get("instructions", "-") if b["ok"] else "-",
+                     _f(r.get("sass_ratio")),
+                     _pair(a, b, lambda s: s["sass"].get("registers")),
+                     _pair(a, b, lambda s: s["sass"].get("shared_bytes")),
+                     _pair(a, b, lambda s: s["peak_rss_kib"] // 1024), startup, slow])
+    return table(headers, rows, markdown)
+
+
+def class_table(results: list[dict], markdown: bool) -> str:
+    """tilecore/tileiras counts of every instruction class that is non-zero somewhere."""
+    ok = [r for r in results if r["tilecore"]["ok"] or r["tileiras"]["ok"]]
+
+    def count(s, c):
+        return s["sass"].get("classes", {}).get(c) if s["ok"] else None
+
+    used = [c for c in class_names() if any(count(r[s], c) for r in ok for s in ("tilecore", "tileiras"))]
+    rows = [[r["kernel"], r["sm"], *(_pair(r["tilecore"], r["tileiras"], lambda s, c=c: count(s, c)) for c in used)]
+            for r in ok]
+    return table(["kernel", "sm", *used], rows, markdown)
+
+
+def summary_text(s: dict) -> str:
+    def target(key):
+        v, t = s[key], TARGETS[key]
+        return f"{v:.3f} (target <= {t}: {'met' if v <= t else 'not met'})" if v else "n/a"
+
+    lines = [f"both compile: {s['both_compile']} of {s['pairs']} kernel x SM pairs",
+             f"geomean time ratio tilecore/tileiras (median wall): {target('geomean_time_ratio')}",
+             f"geomean time ratio tilecore/tileiras (min wall): {_f(s['geomean_time_ratio_min'], '.3f')}",
+             f"geomean CPU-time ratio tilecore/tileiras: {_f(s['geomean_cpu_ratio'], '.3f')}",
+             f"geomean SASS instruction ratio tilecore/tileiras: {_f(s['geomean_sass_ratio'], '.3f')}",
+             f"geomean SASS instruction ratio, kernels without MMA: {target('geomean_sass_ratio_no_mma')}"]
+    for sm, m in s["per_sm"].items():
+        lines.append(f"  {sm}: {m['both_compile']} pairs both compile, time ratio {_f(m['geomean_time_ratio'], '.3f')}, "
+                     f"SASS ratio {_f(m['geomean_sass_ratio'], '.3f')}")
+    lines += [f"tilecore cannot compile: {f['kernel']} @ {f['sm']}: {f['error']}" for f in s["tilecore_failures"]]
+    lines += [f"tileiras cannot compile: {f['kernel']} @ {f['sm']}: {f['error']}" for f in s["tileiras_failures"]]
+    lines += [f"note: {n}" for n in s["notes"]]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------- main
+
 def git_sha() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                              text=True).stdout.strip() or "nogit"
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        return out.stdout.strip() or "nogit"
     except OSError:
         return "nogit"
 
 
+def tool_version(cmd: list[str]) -> str:
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    lines = [ln.strip() for ln in (out.stdout + out.stderr).splitlines() if ln.strip()]
+    return next((ln for ln in lines if "release" in ln or "version" in ln.lower()), lines[0] if lines else "?")
+
+
+def tilecore_command() -> list[str]:
+    exe = os.path.join(os.path.dirname(sys.executable), "tilecore")
+    return [exe] if os.path.exists(exe) else [sys.executable, "-m", "tilecore"]
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="tilecore vs tileiras on the same TileIR bytecode")
-    ap.add_argument("--corpus", action="append", help=f"folder of *.tileirbc (default {DEFAULT_CORPUS})")
-    ap.add_argument("--no-generated", action="store_true", help="skip the kernels generated with cuda-tile")
-    ap.add_argument("--sm", default=DEFAULT_SMS, help=f"comma-separated targets (default {DEFAULT_SMS})")
-    ap.add_argument("-n", type=int, default=5, help="measured runs per compiler (after one warm-up)")
-    ap.add_argument("--kernel", action="append", default=[], help="only kernels whose name contains this")
-    ap.add_argument("--out", help="JSON path (default bench/results/<date>-<sha>.json)")
+    ap = argparse.ArgumentParser(description="tilecore vs tileiras on the same TileIR bytecode",
+                                 epilog="Whole-process times on this machine: compare ratios, not absolutes.")
+    ap.add_argument("--corpus", action="append", metavar="DIR", help=f"folder of *.tileirbc, repeatable "
+                    f"(default {os.path.relpath(DEFAULT_CORPUS)})")
+    ap.add_argument("--no-generated", action="store_true", help="skip the cuTile kernels of cutile_kernels.py")
+    ap.add_argument("--sm", default=DEFAULT_SMS, help=f"comma-separated tilecore targets (default {DEFAULT_SMS})")
+    ap.add_argument("-n", type=int, default=5, help="measured runs per compiler after one warm-up (default 5)")
+    ap.add_argument("--kernel", action="append", default=[], metavar="NAME",
+                    help="only kernels whose name contains NAME (repeatable)")
+    ap.add_argument("--out", help="JSON path (default bench/results/<date>-<git sha>.json)")
+    ap.add_argument("--markdown", action="store_true", help="print the tables as GitHub markdown")
+    ap.add_argument("--timeout", type=float, default=600, help="seconds before one compile is killed (default 600)")
     a = ap.parse_args(argv)
+    if a.n < 1:
+        ap.error("-n must be at least 1")
+    corpora = a.corpus or [DEFAULT_CORPUS]
+    for d in corpora:
+        if not os.path.isdir(d):
+            print(f"error: {d}: corpus folder not found", file=sys.stderr)
+            return 1
     tileiras = find_nvidia_tool("tileiras")
     if not tileiras:
         print("error: tileiras not found (pip install nvidia-cuda-tileiras)", file=sys.stderr)
         return 1
-    tilecore = os.path.join(os.path.dirname(sys.executable), "tilecore")
-    ks = kernels(a.corpus or [DEFAULT_CORPUS], not a.no_generated, a.kernel)
+    tilecore = tilecore_command()
     sms = [s.strip() for s in a.sm.split(",") if s.strip()]
     results = []
-    hdr = (f"{'kernel':26} {'sm':8} {'tilecore s':>10} {'tileiras s':>10} {'t ratio':>7} {'sass tc':>7} "
-           f"{'sass ti':>7} {'s ratio':>7} {'reg tc/ti':>9} {'MiB tc/ti':>9}  slowest tilecore stage")
-    print(hdr)
-    print("-" * len(hdr))
     with tempfile.TemporaryDirectory(prefix="tilecore-compare-") as tmp:
-        for name, path in ks:
+        ks, notes = find_kernels(corpora, not a.no_generated, a.kernel, tmp)
+        if not ks:
+            print(f"error: no kernel (*.tileirbc) in {', '.join(corpora)} matches", file=sys.stderr)
+            return 1
+        print(f"{len(ks)} kernels x {len(sms)} SMs, {a.n} runs each after a warm-up", file=sys.stderr)
+        for k in ks:
             for sm in sms:
-                row = compare_one(path, sm, a.n, tmp, tilecore, tileiras)
-                row.update(kernel=name, sm=sm, path=os.path.relpath(path, ROOT))
-                results.append(row)
-                print(format_row(row), flush=True)
-    both = [r for r in results if "time_ratio" in r]
-    summary = {
-        "kernels_compared": len(both),
-        "geomean_time_ratio": geomean([r["time_ratio"] for r in both]),
-        "geomean_sass_ratio": geomean([r.get("sass_ratio") for r in both]),
-        "tilecore_failures": [f"{r['kernel']}@{r['sm']}: {r['tilecore']['error']}" for r in results
-                              if not r["tilecore"]["ok"]],
-        "tileiras_failures": [f"{r['kernel']}@{r['sm']}: {r['tileiras']['error']}" for r in results
-                              if not r["tileiras"]["ok"]],
-    }
+                results.append(compare_one(k, sm, a.n, tmp, tilecore, tileiras, a.timeout))
+                r = results[-1]
+                print(f"  {k.name} @ {sm}: tilecore {'ok' if r['tilecore']['ok'] else 'FAIL'}, "
+                      f"tileiras {'ok' if r['tileiras']['ok'] else 'FAIL'}", file=sys.stderr, flush=True)
+    summary = summarize(results, notes)
+    print(main_table(results, a.markdown))
     print()
-    gt, gs = summary["geomean_time_ratio"], summary["geomean_sass_ratio"]
-    print(f"both compile: {len(both)} of {len(results)} kernel x SM pairs")
-    print(f"geomean time ratio tilecore/tileiras: {gt:.3f}" if gt else "geomean time ratio: n/a")
-    print(f"geomean SASS instruction ratio tilecore/tileiras: {gs:.3f}" if gs else "geomean SASS ratio: n/a")
-    for f in summary["tilecore_failures"]:
-        print(f"tilecore cannot compile: {f}")
-    for f in summary["tileiras_failures"]:
-        print(f"tileiras cannot compile: {f}")
-    out = a.out or os.path.join(HERE, "results", f"{datetime.date.today().isoformat()}-{git_sha()}.json")
+    print(class_table(results, a.markdown))
+    print()
+    print(summary_text(summary))
+    sha = git_sha()
+    cuobjdump = find_nvidia_tool("cuobjdump")
+    out = a.out or os.path.join(HERE, "results", f"{datetime.date.today().isoformat()}-{sha}.json")
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    meta = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "git": git_sha(), "n": a.n,
-            "sms": sms, "machine": f"{os.cpu_count()} cores, {sys.platform}", "python": sys.version.split()[0]}
-    with open(out, "w") as fh:
+    meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "git": sha,
+            "n": a.n, "sms": sms, "corpora": corpora, "generated": not a.no_generated, "kernel_filter": a.kernel,
+            "machine": f"{os.cpu_count()} cores, {sys.platform}, no GPU needed", "python": sys.version.split()[0],
+            "tilecore": tool_version([*tilecore, "--version"]), "tileiras": tool_version([tileiras, "--version"]),
+            "cuobjdump": tool_version([cuobjdump, "--version"]) if cuobjdump else None}
+    with open(out + ".part", "w") as fh:
         json.dump({"meta": meta, "summary": summary, "results": results}, fh, indent=1)
+    os.replace(out + ".part", out)
     print(f"wrote {os.path.relpath(out)}")
     return 0
-
-
-def format_row(r: dict) -> str:
-    a, b = r["tilecore"], r["tileiras"]
-
-    def t(s):
-        return f"{s['median_s']:10.3f}" if s["ok"] else f"{'FAIL':>10}"
-
-    def ins(s):
-        return f"{s['sass'].get('instructions', '-'):>7}" if s["ok"] else f"{'-':>7}"
-
-    reg = f"{a['sass'].get('registers') if a['ok'] else '-'}/{b['sass'].get('registers') if b['ok'] else '-'}"
-    mem = f"{a['peak_rss_kib'] // 1024 if a['ok'] else '-'}/{b['peak_rss_kib'] // 1024 if b['ok'] else '-'}"
-    tr = f"{r['time_ratio']:7.2f}" if "time_ratio" in r else f"{'-':>7}"
-    sr = f"{r['sass_ratio']:7.2f}" if r.get("sass_ratio") else f"{'-':>7}"
-    line = (f"{r['kernel'][:26]:26} {r['sm']:8} {t(a)} {t(b)} {tr} {ins(a)} {ins(b)} {sr} {reg:>9} {mem:>9}  "
-            f"{a.get('slowest_stage', '')}")
-    if not a["ok"]:
-        line += f"\n    tilecore: {a['error'][:150]}"
-    if not b["ok"]:
-        line += f"\n    tileiras: {b['error'][:150]}"
-    return line
 
 
 if __name__ == "__main__":
