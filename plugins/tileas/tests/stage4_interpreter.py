@@ -369,6 +369,10 @@ class Interpreter:
             if ok:
                 self._store(ins[0], ins[2], t, ctx)
             return (old, int(ok))
+        if n == "ptrtoint":  # a pointer as an integer: buffer id in the high bits, byte offset below
+            return (ins[0][0] << 40) | ins[0][1]
+        if n == "inttoptr":
+            return (ins[0] >> 40, ins[0] & ((1 << 40) - 1))
         if n == "extractvalue":
             return ins[0][list(ir.DenseI64ArrayAttr(op.attributes["position"]))[0]]
         if n == "intr.trap":

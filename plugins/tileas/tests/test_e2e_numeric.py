@@ -442,3 +442,14 @@ def test_global_and_non_splat_constant(tmp_path):
     close(out, np.array([10, 20, 30, 40] * 2) + np.array([3, 1, 4, 1, 5, 9, 2, 6]), 0, 0)
     for sm in ("sm_80", "sm_90a", "sm_100a"):
         assert compile_file(src, sm).artifacts["cubin"][:4] == b"\x7fELF"
+
+
+def test_pointer_casts():
+    """ptr_to_int, integer address arithmetic, int_to_ptr and ptr_to_ptr (cuda_tile MLIR text)."""
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "ptr_casts.cuda_tile.mlir")
+    res = compile_file(src, "sm_80", stop_after="convert-tileas-to-llvm")
+    text = str(res.module)
+    assert "llvm.ptrtoint" in text and "llvm.inttoptr" in text
+    x = rand(8)
+    _, out = Interpreter(res.module, "ptr_casts").launch((1, 1, 1), BLOCK, [x, np.zeros(8, f32)])
+    close(out, x, 0, 0)

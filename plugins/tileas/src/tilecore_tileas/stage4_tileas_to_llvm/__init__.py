@@ -56,7 +56,8 @@ def populator() -> dict:
         f"{nt}.print": misc.print_op, f"{nt}.assert": misc.assert_op, f"{nt}.dot": misc.dot,
         f"{nt}.block_scaled_mma": misc.unsupported("cuda_tile.mmaf_scaled"),
         "builtin.unrealized_conversion_cast": misc.cast,
-        f"{nt}.get_global": misc.get_global, f"{nt}.pack": shape_ops.pack, f"{nt}.unpack": shape_ops.pack,
+        f"{nt}.ptr_to_int": elementwise.ptr_cast("ptr_to_int"), f"{nt}.int_to_ptr": elementwise.ptr_cast("int_to_ptr"),
+        f"{nt}.ptr_to_ptr": elementwise.ptr_cast("ptr_to_ptr"), f"{nt}.get_global": misc.get_global, f"{nt}.pack": shape_ops.pack, f"{nt}.unpack": shape_ops.pack,
         f"{nt}.gdc_wait": misc.gdc("wait"), f"{nt}.gdc_launch_dependents": misc.gdc("launch_dependents"),
     }
     return table

@@ -71,3 +71,23 @@ def constant(op, rb):
         p = dialects.llvm.getelementptr(ir.Type.parse("!llvm.ptr<1>"), table, [f], [-2147483648], el, 0)
         regs.append(dialects.llvm.load(el, p))
     return [TileV(lay, regs)]
+
+
+def ptr_cast(kind):
+    """ptr_to_int / int_to_ptr / ptr_to_ptr per register (LLVM ptrtoint / inttoptr; same address space)."""
+    def h(op, rb):
+        cg = rb.data["cg"]
+        src = rb.get(op.operands[0])
+        rt = scalar_type(op.results[0].type, rb.convert_type)
+
+        def one(v):
+            if kind == "ptr_to_int":
+                return dialects.llvm.ptrtoint(rt, v)
+            if kind == "int_to_ptr":
+                return dialects.llvm.inttoptr(rt, v)
+            return v
+
+        if isinstance(src, TileV):
+            return [TileV(cg.layout(ir.RankedTensorType(op.results[0].type).shape), [one(v) for v in src.regs])]
+        return [one(src)]
+    return h
