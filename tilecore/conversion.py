@@ -20,6 +20,7 @@ catches them, stops matching, and the driver re-raises after the walk.
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -29,7 +30,8 @@ from .errors import TilecoreError, format_location, mlir_error_to_tilecore
 from .mlir import PassManager, ir, rewrite
 
 CAST_OP = "builtin.unrealized_conversion_cast"
-MAX_NOTES = 10  # survivors listed individually in a legality failure; the rest are counted
+MAX_NOTES = 10
+_NATIVE_ILLEGAL = re.compile(r"failed to legalize operation '([\w.]+)'")  # survivors listed individually in a legality failure; the rest are counted
 
 
 # --------------------------------------------------------------------------- target
@@ -479,7 +481,13 @@ def apply_conversion(module, target: ConversionTarget | None, patterns: Iterable
             try:
                 run_native_pipeline(work_op, np_.pipeline, ctx)
             except TilecoreError as e:
-                if stage:
+                m = _NATIVE_ILLEGAL.search(e.message)
+                if m:  # an op the upstream pass could not lower either: say who was consulted
+                    pats = sorted({p.plugin or "?" for p in by_root.get(m.group(1), [])})
+                    had = f"patterns from: {', '.join(pats)}; " if pats else "no Python pattern; "
+                    e.message = (f"failed to legalize operation '{m.group(1)}' in stage '{stage or 'conversion'}' "
+                                 f"({had}native pass '{np_.pipeline}' from {np_.plugin or 'native'})")
+                elif stage:
                     e.message = f"in stage '{stage}' ({np_.plugin or 'native'}): {e.message}"
                 raise
             stats.native_passes.append(np_.pipeline)

@@ -17,6 +17,31 @@ SPECIAL_REGISTERS = {
 }
 
 
+# query -> (attribute on the enclosing gpu.func giving the size per axis, range of the value)
+# "size" ranges are [size, size + 1); "index" ranges are [0, size).
+KNOWN_SIZES = {
+    "gpu.thread_id": ("known_block_size", "index"),
+    "gpu.block_dim": ("known_block_size", "size"),
+    "gpu.block_id": ("known_grid_size", "index"),
+    "gpu.grid_dim": ("known_grid_size", "size"),
+}
+AXES = {"x": 0, "y": 1, "z": 2}
+
+
+def known_range(op, root: str, axis: str | None) -> tuple[int, int] | None:
+    """[lo, hi) of the value when the enclosing gpu.func declares its block / grid size."""
+    if root not in KNOWN_SIZES or axis not in AXES:
+        return None
+    attr_name, kind = KNOWN_SIZES[root]
+    fn = op.parent
+    while fn is not None and fn.name != "gpu.func":
+        fn = fn.parent
+    if fn is None or attr_name not in fn.attributes:
+        return None
+    size = list(ir.DenseI32ArrayAttr(fn.attributes[attr_name]))[AXES[axis]]
+    return (size, size + 1) if kind == "size" else (0, size)
+
+
 def _axis(op) -> str | None:
     if "dimension" not in op.attributes:
         return None
@@ -39,8 +64,12 @@ class IndexQueryPattern(Pattern):
         axis = _axis(op)
         reg = self.register + (f".{axis}" if axis else "")
         i32 = ir.IntegerType.get_signless(32)
+        attrs = {}
+        bounds = known_range(op, self.root, axis)
+        if bounds is not None:
+            attrs["range"] = ir.Attribute.parse(f"#llvm.constant_range<i32, {bounds[0]}, {bounds[1]}>")
         with rw.ip, op.location:
-            read = ir.Operation.create(f"nvvm.read.ptx.sreg.{reg}", results=[i32])
+            read = ir.Operation.create(f"nvvm.read.ptx.sreg.{reg}", results=[i32], attributes=attrs)
             cast = dialects.arith.index_cast(ir.IndexType.get(), read.results[0])
         rw.replace(op, [cast])
 

@@ -24,9 +24,10 @@ def tilecore_register_stages():
 def tilecore_register_patterns(stage, target, options):
     if stage != STAGE:
         return []
-    from . import index_queries
+    from . import barrier, index_queries, libdevice_math, shuffles, subgroup_reduce
 
-    return index_queries.patterns()
+    return [*index_queries.patterns(), *barrier.patterns(), *shuffles.patterns(), *subgroup_reduce.patterns(),
+            *libdevice_math.patterns()]
 
 
 @hookimpl

@@ -1,0 +1,44 @@
+"""Small LLVM-dialect builders shared by the gpu_nvvm patterns (constants, calls, declarations)."""
+
+from __future__ import annotations
+
+from tilecore.mlir import dialects, ir
+
+
+def i32() -> ir.Type:
+    return ir.IntegerType.get_signless(32)
+
+
+def constant(t: ir.Type, value) -> ir.Value:
+    """``llvm.mlir.constant(value : t)`` at the current insertion point."""
+    attr = ir.FloatAttr.get(t, value) if isinstance(value, float) else ir.IntegerAttr.get(t, value)
+    return ir.Operation.create("llvm.mlir.constant", results=[t], attributes={"value": attr}).results[0]
+
+
+def enclosing(op, name: str):
+    """The closest ancestor of ``op`` named ``name`` (``gpu.module``, ``gpu.func`` ...), or None."""
+    parent = op.parent
+    while parent is not None and parent.name != name:
+        parent = parent.parent
+    return parent
+
+
+def declare_function(op, name: str, arg_types: list, result_type) -> None:
+    """Declare ``llvm.func @name(args) -> result`` in the gpu.module holding ``op`` (once)."""
+    module = enclosing(op, "gpu.module") or enclosing(op, "builtin.module")
+    block = module.regions[0].blocks[0]
+    for existing in block.operations:
+        if existing.operation.name == "llvm.func" and \
+                ir.StringAttr(existing.attributes["sym_name"]).value == name:
+            return
+    args = ", ".join(str(t) for t in arg_types)
+    ret = "!llvm.void" if result_type is None else str(result_type)
+    fn_type = ir.TypeAttr.get(ir.Type.parse(f"!llvm.func<{ret} ({args})>"))
+    with ir.InsertionPoint.at_block_begin(block):
+        dialects.llvm.LLVMFuncOp(name, fn_type)
+
+
+def call(name: str, args: list, result_type) -> ir.Value | None:
+    """``llvm.call @name(args)`` at the current insertion point (declare it first)."""
+    op = dialects.llvm.CallOp(result_type, list(args), [], [], callee=ir.FlatSymbolRefAttr.get(name))
+    return op.result if result_type is not None else None
