@@ -117,3 +117,16 @@ def inline_block(rb: Rebuilder, block, args: list) -> list:
     for o in ops[:-1]:
         rb.op(o)
     return rb.gets(ops[-1].operands)
+
+
+def run_plugin_patterns(ctx, stage: str) -> dict:
+    """Apply other plugins' patterns for ``stage`` (``tilecore_register_patterns``) before the built-in
+    populators: a plugin can decompose or pre-lower ops the tables do not know. Returns fired counts."""
+    from tilecore.conversion import apply_conversion
+
+    pats = ctx.plugins.patterns(stage, ctx.target, ctx.options) if ctx.plugins is not None else []
+    if not pats:
+        return {}
+    stats = apply_conversion(ctx.module, None, pats, ctx.type_converter, stage=stage, compile_target=ctx.target,
+                             options=ctx.options, reconcile=False)
+    return dict(stats.fired)

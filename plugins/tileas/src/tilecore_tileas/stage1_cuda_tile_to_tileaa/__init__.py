@@ -16,7 +16,7 @@ from tilecore.mlir import ir
 from tilecore.stages import Stage
 
 from ..nv_tileaa import TERM
-from ..rebuild import Rebuilder
+from ..rebuild import Rebuilder, run_plugin_patterns
 from . import populate_a, populate_b, populate_c
 from .types import TypeConverter
 
@@ -51,7 +51,10 @@ def _return(op, rb):
 
 def run(ctx) -> ConversionStats:
     with ctx.module.context, ir.Location.unknown():
-        return _run(ctx)
+        fired = run_plugin_patterns(ctx, NAME)  # other plugins' patterns for this stage go first
+        stats = _run(ctx)
+        stats.fired = {**fired, **stats.fired}
+        return stats
 
 
 def _run(ctx) -> ConversionStats:

@@ -14,7 +14,7 @@ from tilecore.errors import TilecoreError
 from tilecore.mlir import ir
 from tilecore.stages import Stage
 
-from ..rebuild import Rebuilder
+from ..rebuild import Rebuilder, run_plugin_patterns
 from . import populators
 from .kernel_spec import attach_kernel_specs
 
@@ -38,7 +38,10 @@ def populate() -> list[tuple[str, dict]]:
 
 def run(ctx) -> ConversionStats:
     with ctx.module.context, ir.Location.unknown():
-        return _run(ctx)
+        fired = run_plugin_patterns(ctx, NAME)  # other plugins' patterns for this stage go first
+        stats = _run(ctx)
+        stats.fired = {**fired, **stats.fired}
+        return stats
 
 
 def _run(ctx) -> ConversionStats:

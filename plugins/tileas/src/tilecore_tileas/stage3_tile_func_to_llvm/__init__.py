@@ -22,6 +22,7 @@ from tilecore.errors import LoweringError
 from tilecore.mlir import ir
 from tilecore.stages import Stage
 
+from ..rebuild import run_plugin_patterns
 from ..stage2_tileaa_to_tileas.kernel_spec import KernelSpec, kernel_spec_of
 
 NAME = "convert-tile-func-to-llvm"
@@ -140,7 +141,10 @@ def convert_global(g, gpu_module) -> None:
 
 def run(ctx) -> ConversionStats:
     with ctx.module.context, ir.Location.unknown():
-        return _run(ctx)
+        fired = run_plugin_patterns(ctx, NAME)  # other plugins' patterns for this stage go first
+        stats = _run(ctx)
+        stats.fired = {**fired, **stats.fired}
+        return stats
 
 
 def _run(ctx) -> ConversionStats:

@@ -17,7 +17,7 @@ from tilecore.conversion import ConversionStats, ConversionTarget, run_native_pi
 from tilecore.mlir import dialects, ir
 from tilecore.stages import Stage
 
-from ..rebuild import Rebuilder, attrs_of
+from ..rebuild import Rebuilder, attrs_of, run_plugin_patterns
 from . import control, elementwise, memory, misc, shape_ops
 from .codegen import SMEM_SYMBOL, CodeGen
 
@@ -108,7 +108,10 @@ def _smem_global(nbytes: int):
 
 def run(ctx) -> ConversionStats:
     with ctx.module.context, ir.Location.unknown():
-        return _run(ctx)
+        fired = run_plugin_patterns(ctx, NAME)  # other plugins' patterns for this stage go first
+        stats = _run(ctx)
+        stats.fired = {**fired, **stats.fired}
+        return stats
 
 
 def _run(ctx) -> ConversionStats:
