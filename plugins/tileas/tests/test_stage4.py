@@ -77,3 +77,12 @@ def test_memory_ordering_and_scope_reach_the_ptx():
         assert ptx.count("ld.acquire.gpu.global.b32") == 4
         assert ptx.count("st.release.cta.global.b32") == 4
         assert "ld.global.v4" not in ptx  # ordered accesses are never vectorised
+
+
+def test_two_kernels_in_one_module_get_their_own_scratch():
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "two_kernels.cuda_tile.mlir")
+    res = compile_file(src, "sm_80")
+    mid = compile_file(src, "sm_80", stop_after="convert-tileas-to-llvm")
+    text = str(mid.module)
+    assert "@__tileas_smem_cst_global()" in text and "@__tileas_smem_ptr_casts()" in text
+    assert res.artifacts["cubin"][:4] == b"\x7fELF"

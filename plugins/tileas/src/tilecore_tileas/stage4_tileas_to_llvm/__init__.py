@@ -71,6 +71,10 @@ def _kernel_threads(fn) -> int:
 
 def lower_function(fn, gpu_module, ctx) -> dict:
     """Rebuild the body of one llvm.func kernel; returns the fired-handler counts."""
+    kernels = [o for o in gpu_module.regions[0].blocks[0].operations
+               if o.operation.name == "llvm.func" and "nvvm.kernel" in o.operation.attributes]
+    name = ir.StringAttr(fn.attributes["sym_name"]).value
+    symbol = SMEM_SYMBOL if len(kernels) <= 1 else f"{SMEM_SYMBOL}_{name}"
     old = fn.regions[0].blocks[0]
     with ir.InsertionPoint(fn), fn.location:
         new_fn = ir.Operation.create("llvm.func", results=[], operands=[],
@@ -78,7 +82,7 @@ def lower_function(fn, gpu_module, ctx) -> dict:
     new_block = new_fn.regions[0].blocks.append(*[a.type for a in old.arguments],
                                                 arg_locs=[a.location for a in old.arguments])
     cg = CodeGen(new_block, _kernel_threads(fn), ctx.target, ctx.options, ctx.atoms() if ctx.plugins else {},
-                 gpu_module)
+                 gpu_module, symbol)
     rb = Rebuilder([("tileas", populator())], convert_type, stage=NAME,
                    strict_dialects=("nv_tileas", "nv_tileas_term", "nv_tileaa", "nv_tileaa_term"))
     rb.data.update(cg=cg, div_by={})
@@ -92,13 +96,13 @@ def lower_function(fn, gpu_module, ctx) -> dict:
     del new_fn.attributes["tileas.kernel"]
     fn.erase()
     with ir.InsertionPoint.at_block_begin(gpu_module.regions[0].blocks[0]), ir.Location.unknown():
-        _smem_global(max(16, cg.smem_bytes))
+        _smem_global(cg.smem_symbol, max(16, cg.smem_bytes))
     return rb.fired
 
 
-def _smem_global(nbytes: int):
+def _smem_global(symbol: str, nbytes: int):
     ty = ir.Type.parse(f"!llvm.array<{nbytes} x i8>")
-    g = dialects.llvm.GlobalOp(ty, SMEM_SYMBOL, ir.Attribute.parse("#llvm.linkage<internal>"),
+    g = dialects.llvm.GlobalOp(ty, symbol, ir.Attribute.parse("#llvm.linkage<internal>"),
                                addr_space=3, alignment=16)
     g.regions[0].blocks.append()
     with ir.InsertionPoint(g.regions[0].blocks[0]):

@@ -10,7 +10,7 @@ from tilecore.mlir import dialects, ir
 
 from ..layout import Blocked, blocked, row_major_strides
 
-SMEM_SYMBOL = "__tileas_smem"
+SMEM_SYMBOL = "__tileas_smem"  # + "_<kernel>" when a gpu.module holds several kernels
 
 
 def create(name, results, operands, attrs=None, regions=0):
@@ -20,8 +20,10 @@ def create(name, results, operands, attrs=None, regions=0):
 class CodeGen:
     """Per-kernel state (see the module docstring)."""
 
-    def __init__(self, entry_block, threads: int, target=None, options=None, atoms=None, gpu_module=None):
+    def __init__(self, entry_block, threads: int, target=None, options=None, atoms=None, gpu_module=None,
+                 smem_symbol: str = SMEM_SYMBOL):
         self.gpu_module = gpu_module
+        self.smem_symbol = smem_symbol
         self._tables = 0
         self.threads = threads
         self.target = target
@@ -35,7 +37,7 @@ class CodeGen:
         with ir.InsertionPoint(entry_block), ir.Location.unknown():
             tid = create("gpu.thread_id", [ir.IndexType.get()], [], {"dimension": ir.Attribute.parse("#gpu<dim x>")})
             self.tid = create("arith.index_cast", [self.i32], [tid.results[0]]).results[0]
-            self.smem_base = dialects.llvm.mlir_addressof(ir.Type.parse("!llvm.ptr<3>"), SMEM_SYMBOL)
+            self.smem_base = dialects.llvm.mlir_addressof(ir.Type.parse("!llvm.ptr<3>"), smem_symbol)
         # Kernel-wide values go before the shared-memory base: after the thread index, before the body.
         self.entry_ip = ir.InsertionPoint(self.smem_base.owner)
         self._slot: dict[int, object] = {}
@@ -151,7 +153,7 @@ class CodeGen:
         n = 1
         for d in tensor_type.shape:
             n *= d
-        name = f"__tileas_cst{self._tables}"
+        name = f"{self.smem_symbol.replace('smem', 'cst')}{self._tables}"
         self._tables += 1
         arr = ir.Type.parse(f"!llvm.array<{n} x {tensor_type.element_type}>")
         with ir.InsertionPoint.at_block_begin(self.gpu_module.regions[0].blocks[0]), ir.Location.unknown():
