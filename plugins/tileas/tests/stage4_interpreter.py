@@ -356,7 +356,8 @@ class Interpreter:
                     "fsub", "fmax", "fmin"][ir.IntegerAttr(op.attributes["bin_op"]).value]
             w = INT_W.get(t, 0)
             a, b = old, ins[1]
-            new = {"add": lambda: _m(a + b, w), "sub": lambda: _m(a - b, w), "fadd": lambda: a + b, "xchg": lambda: b, "_and": lambda: a & b,
+            new = {"add": lambda: _m(a + b, w), "sub": lambda: _m(a - b, w), "fadd": lambda: a + b,
+                   "xchg": lambda: b, "_and": lambda: a & b,
                    "_or": lambda: a | b, "_xor": lambda: a ^ b, "max": lambda: _m(max(_s(a, w), _s(b, w)), w),
                    "min": lambda: _m(min(_s(a, w), _s(b, w)), w), "umax": lambda: max(a, b),
                    "umin": lambda: min(a, b), "fmax": lambda: max(a, b), "fmin": lambda: min(a, b)}[mode]()

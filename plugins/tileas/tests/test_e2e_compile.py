@@ -22,7 +22,8 @@ GENERATED = ["int_arith_i32", "uint_ops_u32", "float_unary_f32", "float_binary_f
              "where_cmpf_f32", "arange_iota_i32", "cumsum_scan_f32", "cat_extract_insert_f32",
              "reshape_broadcast_f32", "gather_scatter_f32", "atomics_i32", "atomic_red_view_f32",
              "strided_view_f32", "print_assert_f32", "grid_queries_i32", "prod_min_reduce_f32",
-             "pointer_offset_f32", "while_break_i32", "argmax_rows_f32", "pack_unpack_f16", "gdc_f32", "advanced_indexing_f32"]
+             "pointer_offset_f32", "while_break_i32", "argmax_rows_f32", "pack_unpack_f16", "gdc_f32",
+             "advanced_indexing_f32"]
 SMS = ["sm_80", "sm_90a", "sm_100a"]
 
 

@@ -11,6 +11,7 @@ import os
 
 import numpy as np
 import pytest
+from tilecore_tileas.atoms import INTERFACE, copy
 
 from tilecore.atoms import Atom
 from tilecore.compiler import compile_module, read_input
@@ -21,7 +22,6 @@ from tilecore.mlir import ir
 from tilecore.options import CompileOptions
 from tilecore.plugins import PluginManager
 from tilecore.targets import resolve_target
-from tilecore_tileas.atoms import INTERFACE, copy
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 USES = {"copy": 0}

@@ -25,11 +25,14 @@ class Rebuilder:
     as ``handler(op, rb)`` with the insertion point set and must return the new
     values for ``op``'s results (a list, or None when it has none).
     ``convert_type`` maps an old result / block-argument type to its new type.
+    ``fallback(op, rb)`` handles ops no populator knows (default: :meth:`generic`);
+    ops of ``strict_dialects`` without a handler are an error instead.
     """
 
     def __init__(self, populators: list[tuple[str, dict]], convert_type: Callable, *, stage: str = "",
-                 strict_dialects: tuple[str, ...] = ()):
+                 strict_dialects: tuple[str, ...] = (), fallback: Callable | None = None):
         self.populators = populators
+        self.fallback = fallback
         self.convert_type = convert_type
         self.stage = stage
         self.strict = strict_dialects  # ops of these dialects must have a handler
@@ -71,7 +74,7 @@ class Rebuilder:
             if fn is None:
                 if op.name.split(".", 1)[0] in self.strict:
                     raise LoweringError(f"unsupported op '{op.name}' in stage '{self.stage}'", op)
-                res = self.generic(op)
+                res = self.fallback(op, self) if self.fallback is not None else self.generic(op)
             else:
                 self.fired[f"{pop}:{op.name}"] = self.fired.get(f"{pop}:{op.name}", 0) + 1
                 res = fn(op, self)

@@ -20,7 +20,8 @@ SAME_OPERANDS = {
     "absf": "math.absf", "absi": "math.absi", "exp": "math.exp", "exp2": "math.exp2", "log": "math.log",
     "log2": "math.log2", "sqrt": "math.sqrt", "rsqrt": "math.rsqrt", "tanh": "math.tanh", "sin": "math.sin",
     "cos": "math.cos", "tan": "math.tan", "sinh": "math.sinh", "cosh": "math.cosh", "floor": "math.floor",
-    "ceil": "math.ceil", "pow": "math.powf", "fpowf": "math.powf", "atan2": "math.atan2", "fma": "math.fma", "fpowi": "math.fpowi",
+    "ceil": "math.ceil", "pow": "math.powf", "fpowf": "math.powf", "atan2": "math.atan2", "fma": "math.fma",
+    "fpowi": "math.fpowi",
     "trunci": "arith.trunci", "bitcast": "arith.bitcast",
 }
 BY_SIGN = {  # name -> (signed, unsigned)
@@ -286,7 +287,7 @@ POPULATOR = {
     "cuda_tile.ftof": ftof, "cuda_tile.maxf": maxmin("max"), "cuda_tile.minf": maxmin("min"),
     "cuda_tile.divi": divi, "cuda_tile.negi": negi, "cuda_tile.cmpf": cmpf, "cuda_tile.cmpi": cmpi,
     "cuda_tile.constant": constant, "cuda_tile.for": for_op, "cuda_tile.if": if_op, "cuda_tile.loop": loop,
-    f"{'cuda_tile_term'}.yield": scf_yield, "cuda_tile_term.continue": continue_op,
+    "cuda_tile_term.yield": scf_yield, "cuda_tile_term.continue": continue_op,
     "cuda_tile_term.break": break_op,
     "cuda_tile.broadcast": shape_op("broadcast"), "cuda_tile.reshape": shape_op("reshape"),
     "cuda_tile.permute": shape_op("permute", _perm), "cuda_tile.extract": shape_op("extract_slice"),

@@ -57,7 +57,8 @@ def populator() -> dict:
         f"{nt}.block_scaled_mma": misc.unsupported("cuda_tile.mmaf_scaled"),
         "builtin.unrealized_conversion_cast": misc.cast,
         f"{nt}.ptr_to_int": elementwise.ptr_cast("ptr_to_int"), f"{nt}.int_to_ptr": elementwise.ptr_cast("int_to_ptr"),
-        f"{nt}.ptr_to_ptr": elementwise.ptr_cast("ptr_to_ptr"), f"{nt}.get_global": misc.get_global, f"{nt}.pack": shape_ops.pack, f"{nt}.unpack": shape_ops.pack,
+        f"{nt}.ptr_to_ptr": elementwise.ptr_cast("ptr_to_ptr"), f"{nt}.get_global": misc.get_global,
+        f"{nt}.pack": shape_ops.pack, f"{nt}.unpack": shape_ops.pack,
         f"{nt}.gdc_wait": misc.gdc("wait"), f"{nt}.gdc_launch_dependents": misc.gdc("launch_dependents"),
     }
     return table
@@ -83,11 +84,11 @@ def lower_function(fn, gpu_module, ctx) -> dict:
                                                 arg_locs=[a.location for a in old.arguments])
     cg = CodeGen(new_block, _kernel_threads(fn), ctx.target, ctx.options, ctx.atoms() if ctx.plugins else {},
                  gpu_module, symbol)
+    # The element-wise bank is the fallback: every op no handler claims is recreated per register.
     rb = Rebuilder([("tileas", populator())], convert_type, stage=NAME,
-                   strict_dialects=("nv_tileas", "nv_tileas_term", "nv_tileaa", "nv_tileaa_term"))
+                   strict_dialects=("nv_tileas", "nv_tileas_term", "nv_tileaa", "nv_tileaa_term"),
+                   fallback=elementwise.elementwise)
     rb.data.update(cg=cg, div_by={})
-    # The element-wise bank: every op no handler claims is recreated per register.
-    rb.generic = lambda op, name=None, attrs=None: elementwise.elementwise(op, rb)  # type: ignore[method-assign]
     try:
         rb.block_into(old, new_block)
     except Exception:

@@ -50,11 +50,6 @@ def for_op(op, rb):
     return unflatten(inits, list(node.results))
 
 
-def _yield_templates(region_block, rb):
-    term = list(region_block.operations)[-1]
-    return term
-
-
 def if_op(op, rb):
     cond = rb.get(op.operands[0])
     # Result kinds come from the old result types.
