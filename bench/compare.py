@@ -3,6 +3,7 @@
 Usage:
     python bench/compare.py [--corpus DIR ...] [--no-generated] [--sm sm_80,sm_90a,sm_100a]
                             [-n 5] [--kernel NAME ...] [--out PATH] [--markdown] [--timeout S]
+    python bench/compare.py --show bench/results/<file>.json [--markdown]
 
 For every kernel (default: ../shared/corpus/visible plus the cuTile kernels the tests
 export, plugins/tileas/tests/cutile_kernels.py) and every SM, both compilers run as whole
@@ -331,15 +332,23 @@ def class_table(results: list[dict], markdown: bool) -> str:
         return s["sass"].get("classes", {}).get(c) if s["ok"] else None
 
     used = [c for c in class_names() if any(count(r[s], c) for r in ok for s in ("tilecore", "tileiras"))]
+    if not used:
+        return ""
     rows = [[r["kernel"], r["sm"], *(_pair(r["tilecore"], r["tileiras"], lambda s, c=c: count(s, c)) for c in used)]
             for r in ok]
     return table(["kernel", "sm", *used], rows, markdown)
 
 
+def report(results: list[dict], summary: dict, markdown: bool) -> str:
+    """Main table, instruction-class table and summary, as printed on stdout."""
+    parts = [main_table(results, markdown), class_table(results, markdown), summary_text(summary)]
+    return "\n\n".join(p for p in parts if p)
+
+
 def summary_text(s: dict) -> str:
     def target(key):
         v, t = s[key], TARGETS[key]
-        return f"{v:.3f} (target <= {t}: {'met' if v <= t else 'not met'})" if v else "n/a"
+        return f"{v:.3f} (target <= {t}: {'met' if v <= t else 'not met'})" if v else "-"
 
     lines = [f"both compile: {s['both_compile']} of {s['pairs']} kernel x SM pairs",
              f"geomean time ratio tilecore/tileiras (median wall): {target('geomean_time_ratio')}",
@@ -390,7 +399,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", help="JSON path (default bench/results/<date>-<git sha>.json)")
     ap.add_argument("--markdown", action="store_true", help="print the tables as GitHub markdown")
     ap.add_argument("--timeout", type=float, default=600, help="seconds before one compile is killed (default 600)")
+    ap.add_argument("--show", metavar="JSON", help="print the tables of a stored result instead of measuring")
     a = ap.parse_args(argv)
+    if a.show:
+        try:
+            with open(a.show) as fh:
+                data = json.load(fh)
+            text = report(data["results"], data["summary"], a.markdown)
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            print(f"error: {a.show}: not a compare.py result ({type(e).__name__}: {e})", file=sys.stderr)
+            return 1
+        print(text)
+        m = data.get("meta", {})
+        print(f"(measured {m.get('date')} at {m.get('git')}, N={m.get('n')}, {m.get('machine')})")
+        return 0
     if a.n < 1:
         ap.error("-n must be at least 1")
     corpora = a.corpus or [DEFAULT_CORPUS]
@@ -403,6 +425,7 @@ def main(argv: list[str] | None = None) -> int:
         print("error: tileiras not found (pip install nvidia-cuda-tileiras)", file=sys.stderr)
         return 1
     tilecore = tilecore_command()
+    sha = git_sha()  # the commit measured (others may commit during a long run)
     sms = [s.strip() for s in a.sm.split(",") if s.strip()]
     results = []
     with tempfile.TemporaryDirectory(prefix="tilecore-compare-") as tmp:
@@ -418,16 +441,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {k.name} @ {sm}: tilecore {'ok' if r['tilecore']['ok'] else 'FAIL'}, "
                       f"tileiras {'ok' if r['tileiras']['ok'] else 'FAIL'}", file=sys.stderr, flush=True)
     summary = summarize(results, notes)
-    print(main_table(results, a.markdown))
-    print()
-    print(class_table(results, a.markdown))
-    print()
-    print(summary_text(summary))
-    sha = git_sha()
+    print(report(results, summary, a.markdown))
     cuobjdump = find_nvidia_tool("cuobjdump")
-    out = a.out or os.path.join(HERE, "results", f"{datetime.date.today().isoformat()}-{sha}.json")
+    now = datetime.datetime.now(datetime.timezone.utc)
+    out = a.out or os.path.join(HERE, "results", f"{now.date().isoformat()}-{sha}.json")
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "git": sha,
+    meta = {"date": now.isoformat(timespec="seconds"), "git": sha,
             "n": a.n, "sms": sms, "corpora": corpora, "generated": not a.no_generated, "kernel_filter": a.kernel,
             "machine": f"{os.cpu_count()} cores, {sys.platform}, no GPU needed", "python": sys.version.split()[0],
             "tilecore": tool_version([*tilecore, "--version"]), "tileiras": tool_version([tileiras, "--version"]),

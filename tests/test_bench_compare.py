@@ -124,6 +124,10 @@ def test_compare_one_kernel(tmp_path):
     else:  # listed, not hidden
         assert tc["error"] and s["tilecore_failures"] == [{"kernel": "vadd_f32", "sm": "sm_80", "error": tc["error"]}]
         assert "tilecore cannot compile: vadd_f32 @ sm_80" in proc.stdout
+    # the stored result prints the same tables again, without measuring
+    shown = harness("--show", str(out))
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith(proc.stdout.rsplit("\nwrote ", 1)[0])
 
 
 @needs_tools
@@ -156,3 +160,11 @@ def test_compare_missing_corpus(tmp_path):
     assert proc.returncode == 1
     assert proc.stderr.strip() == f"error: {tmp_path / 'nowhere'}: corpus folder not found"
     assert not (tmp_path / "r.json").exists()
+
+
+def test_compare_show_rejects_other_json(tmp_path):
+    bad = tmp_path / "other.json"
+    bad.write_text('{"results": []}')
+    proc = harness("--show", str(bad))
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"error: {bad}: not a compare.py result (KeyError: 'summary')")
