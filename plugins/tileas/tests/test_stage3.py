@@ -114,3 +114,21 @@ def test_per_sm_hints_reach_the_kernel(sm, expect):
         assert e in text
     if sm != "sm_100a":
         assert "nvvm.cluster_dim" not in text
+
+
+def test_type_converter_rows_for_nv_tileaa():
+    """The plugin's rows in the shared LLVM type converter (spec note 1's ABI table)."""
+    pm = get_plugin_manager()
+    conv = pm.type_converter(None)
+    with pm.make_context():
+        def c(text):
+            return str(conv.convert(ir.Type.parse(text)))
+
+        assert c("!nv_tileaa.ptr<f16, 1 : i32>") == "!llvm.ptr<1>"
+        assert c("!nv_tileaa.mem_token") == "i32"
+        assert c("!nv_tileaa.memref<f32, array<i64: -9223372036854775808, 4>, array<i64: -9223372036854775808, 1>, "
+                 "1 : i32>") == "!llvm.struct<(ptr<1>, ptr<1>, i64, array<2 x i64>, array<2 x i64>)>"
+        view = ("!nv_tileaa.tiled_view<array<i64: 4>, !nv_tileaa.memref<f32, array<i64: 8>, array<i64: 1>, 1 : i32>, "
+                'array<i64: 0>, "zero">')
+        assert c(view) == "!llvm.struct<(ptr<1>, i64)>"
+        assert ("tileas", "nv_tileaa_rule") in conv.rules

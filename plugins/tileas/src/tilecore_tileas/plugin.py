@@ -23,6 +23,13 @@ def tilecore_register_atoms(target):
 
 
 @hookimpl
+def tilecore_register_type_conversions(converter):
+    from .nv_tileaa.abi import nv_tileaa_rule
+
+    converter.add_conversion(nv_tileaa_rule, plugin="tileas")
+
+
+@hookimpl
 def tilecore_register_dialects():
     from .cuda_tile.dialect import dialect_defs
     from .nv_tileaa import dialect_defs as tileaa_defs

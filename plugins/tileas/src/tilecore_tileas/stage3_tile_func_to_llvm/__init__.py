@@ -22,12 +22,12 @@ from tilecore.errors import LoweringError
 from tilecore.mlir import ir
 from tilecore.stages import Stage
 
+from ..nv_tileaa.abi import nv_tileaa_rule
 from ..rebuild import run_plugin_patterns
 from ..stage2_tileaa_to_tileas.kernel_spec import KernelSpec, kernel_spec_of
 
 NAME = "convert-tile-func-to-llvm"
 GPU_MODULE = "tileas_kernels"
-PTR1 = "!llvm.ptr<1>"
 CLUSTER_MIN_CC = 90
 
 
@@ -35,9 +35,14 @@ def legality(target, options) -> ConversionTarget:
     return ConversionTarget(NAME).add_illegal_op("nv_tileaa.func", "nv_tileaa_term.return", "nv_tileas.global")
 
 
-def abi_type(t: ir.Type) -> ir.Type:
-    """Bare-pointer ABI: a pointer argument is the aligned pointer itself."""
-    return ir.Type.parse(PTR1) if str(t).startswith("!nv_tileaa.ptr") else t
+def abi_type(t: ir.Type, converter=None) -> ir.Type:
+    """Bare-pointer ABI: a pointer argument is the aligned pointer itself (the converter's ptr row);
+    scalars keep their type."""
+    if converter is not None:
+        out = converter.convert_kernel_argument(t)
+        if out is not None:
+            return out
+    return nv_tileaa_rule(t, None) if str(t).startswith("!nv_tileaa.ptr") else t
 
 
 def _i32(v):
@@ -84,7 +89,7 @@ def _gpu_module(module):
     return gm
 
 
-def convert_func(func, gpu_module, target) -> None:
+def convert_func(func, gpu_module, target, converter=None) -> None:
     body = func.regions[0].blocks[0]
     term = list(body.operations)[-1]
     if term.operation.name == "nv_tileaa_term.return" and len(term.operands):
@@ -92,7 +97,7 @@ def convert_func(func, gpu_module, target) -> None:
                             f"{len(term.operands)} value(s))", term)
     spec = kernel_spec_of(func) or KernelSpec()
     arg_types = [a.type for a in body.arguments]
-    abi = [abi_type(t) for t in arg_types]
+    abi = [abi_type(t, converter) for t in arg_types]
     fty = ir.Type.parse(f"!llvm.func<void ({', '.join(str(t) for t in abi)})>")
     attrs = {"sym_name": func.attributes["sym_name"], "function_type": ir.TypeAttr.get(fty),
              "tileas.kernel": ir.UnitAttr.get(), **kernel_attributes(spec, target)}
@@ -156,7 +161,7 @@ def _run(ctx) -> ConversionStats:
         for g in [op.operation for op in module.body.operations if op.operation.name == "nv_tileas.global"]:
             convert_global(g, gm)
         for f in funcs:
-            convert_func(f, gm, ctx.target)
+            convert_func(f, gm, ctx.target, ctx.type_converter)
     return ConversionStats(stage=NAME)
 
 

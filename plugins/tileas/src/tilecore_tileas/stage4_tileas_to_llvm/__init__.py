@@ -17,12 +17,12 @@ from tilecore.conversion import ConversionStats, ConversionTarget, run_native_pi
 from tilecore.mlir import dialects, ir
 from tilecore.stages import Stage
 
+from ..nv_tileaa.abi import nv_tileaa_rule
 from ..rebuild import Rebuilder, attrs_of, run_plugin_patterns
 from . import control, elementwise, memory, misc, shape_ops
 from .codegen import SMEM_SYMBOL, CodeGen
 
 NAME = "convert-tileas-to-llvm"
-PTR1 = "!llvm.ptr<1>"
 
 
 def legality(target, options) -> ConversionTarget:
@@ -31,10 +31,8 @@ def legality(target, options) -> ConversionTarget:
 
 
 def convert_type(t):
-    s = str(t)
-    if s.startswith("!nv_tileaa.ptr"):
-        return ir.Type.parse(PTR1)
-    return t
+    """Scalar element types keep their type; pointers take the converter's nv_tileaa row."""
+    return nv_tileaa_rule(t, None) if str(t).startswith("!nv_tileaa.ptr") else t
 
 
 def populator() -> dict:
