@@ -112,7 +112,7 @@ def test_lineinfo_reaches_ptx():
 
 @pytest.mark.parametrize("sm", SMS)
 @pytest.mark.parametrize("name", ["layernorm_f32", "colsum_f32", "col_softmax_f32", "clamp_loop_if_f32",
-                                  "broadcast_outer_f16"])
+                                  "broadcast_outer_f16", "cumsum_cols_f32", "permute3d_f32", "axpy_f64_i64"])
 def test_own_kernel_compiles(name, sm):
     from test_e2e_numeric import _path
 

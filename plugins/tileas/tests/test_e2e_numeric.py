@@ -79,7 +79,30 @@ def broadcast_outer_f16(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int]):
     ct.store(c, index=(i, j), tile=ct.astype(ct.astype(u, ct.float32) * ct.astype(v, ct.float32), ct.float16))
 
 
+@ct.kernel
+def cumsum_cols_f32(x, y, TM: ct.Constant[int], TN: ct.Constant[int]):
+    j = ct.bid(0)
+    ct.store(y, index=(0, j), tile=ct.cumsum(ct.load(x, index=(0, j), shape=(TM, TN)), axis=0))
+
+
+@ct.kernel
+def permute3d_f32(x, y, A: ct.Constant[int], B: ct.Constant[int], C: ct.Constant[int]):
+    t = ct.load(x, index=(0, 0, 0), shape=(A, B, C))
+    ct.store(y, index=(0, 0, 0), tile=ct.permute(t, (2, 0, 1)))
+
+
+@ct.kernel
+def axpy_f64_i64(a, x, y, n, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid,), shape=(TILE,))
+    k = ct.astype(ct.load(n, index=(bid,), shape=(TILE,)), ct.float64)
+    ct.store(y, index=(bid,), tile=a * t + k)
+
+
 OWN = {
+    "cumsum_cols_f32": (cumsum_cols_f32, ["f32[2]", "f32[2]", 16, 32]),
+    "permute3d_f32": (permute3d_f32, ["f32[3]", "f32[3]", 4, 8, 16]),
+    "axpy_f64_i64": (axpy_f64_i64, ["f64", "f64[1]", "f64[1]", "i64[1]", 128]),
     "layernorm_f32": (layernorm_f32, ["f32[2]", "f32[1]", "f32[1]", "f32[2]", 2, 256]),
     "colsum_f32": (colsum_f32, ["f32[2]", "f32[1]", 16, 32]),
     "col_softmax_f32": (col_softmax_f32, ["f32[2]", "f32[2]", 64, 16]),
@@ -453,3 +476,21 @@ def test_pointer_casts():
     x = rand(8)
     _, out = Interpreter(res.module, "ptr_casts").launch((1, 1, 1), BLOCK, [x, np.zeros(8, f32)])
     close(out, x, 0, 0)
+
+
+def test_cumsum_cols_f32():
+    x, y = rand((16, 70)), np.zeros((16, 70), f32)
+    out = run("cumsum_cols_f32", (cdiv(70, 32), 1, 1), arr(x) + arr(y))
+    close(out[1], np.cumsum(x, 0), 1e-5, 1e-5)
+
+
+def test_permute3d_f32():
+    x, y = rand((4, 8, 16)), np.zeros((16, 4, 8), f32)
+    out = run("permute3d_f32", (1, 1, 1), arr(x) + arr(y))
+    close(out[1], np.transpose(x, (2, 0, 1)), 0, 0)
+
+
+def test_axpy_f64_i64():
+    x, n, y = rand(200, np.float64), RNG.integers(-10**12, 10**12, 200).astype(np.int64), np.zeros(200)
+    out = run("axpy_f64_i64", (2, 1, 1), [np.float64(1.5)] + arr(x) + arr(y) + arr(n))
+    close(out[1], 1.5 * x + n.astype(np.float64), 1e-15, 0)
