@@ -151,10 +151,10 @@ def cmd_compile(args) -> int:
     emit = "mlir" if args.stop_after else args.emit
     opts = _options(args, emit=emit, print_ir_after_all=args.print_ir_after_all, dump_dir=args.dump_dir,
                     timing=args.timing or bool(args.timing_json), remarks=args.remarks, stop_after=args.stop_after)
-    target = resolve_target(args.gpu_name, pm.targets())
     t0 = time.perf_counter()
     module, _ = read_input(args.input, pm)
     t_read = time.perf_counter() - t0
+    target = resolve_target(args.gpu_name, pm.targets())
     res = compile_module(module, target, opts, pm)
     total = time.perf_counter() - t0
     out = args.output_file or os.path.splitext(os.path.basename(args.input))[0] + EMIT_SUFFIX[emit]
