@@ -44,7 +44,8 @@ def test_transpose_goes_through_shared_memory():
     text = _stage4("transpose_f32")
     assert "gpu.barrier" in text
     assert re.search(r"llvm\.store %\S+, %\S+ : f32, !llvm.ptr<3>", text)
-    assert re.search(r"llvm\.load %\S+ : !llvm.ptr<3> -> f32", text)
+    # stored at the transposed position, read back as one 16-byte vector per group of 4
+    assert re.search(r"llvm\.load %\S+ \{alignment = 16 : i64\} : !llvm.ptr<3> -> vector<4xf32>", text)
 
 
 def test_row_reduction_uses_warp_shuffles():

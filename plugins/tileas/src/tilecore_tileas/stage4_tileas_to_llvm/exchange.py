@@ -8,6 +8,8 @@ be reused. Permute, broadcast, slices, cat and the generic reduce / scan atoms u
 
 from __future__ import annotations
 
+from tilecore.mlir import dialects, ir
+
 from .codegen import elem_bytes
 from .values import TileV
 
@@ -49,3 +51,34 @@ def replicate(cg, tile: TileV) -> TileV:
         return tile
     el = tile.regs[0].type
     return exchange(cg, [tile], tile.shape, lambda c, offs: cg.smem_load(offs[0], cg.linear(tile.shape, c), el))
+
+
+def scatter_gather_vector(cg, src: TileV, out_shape, dest_index):
+    """A permutation of elements: each source element is stored at its *destination* flat index
+    (``dest_index(coords)``), then every thread reads its groups of ``vec`` consecutive result
+    elements with one vector load (``ld.shared.v4`` for 32-bit elements)."""
+    lay = src.layout
+    el = src.regs[0].type
+    for k in range(lay.regs):
+        f = cg.flat(lay, k)
+        cond = cg.and_(cg.valid(lay, k), cg.owner_mask(lay))
+        dst = dest_index(cg.coords(lay.shape, f))
+        cg.masked(cond, lambda dst=dst, k=k: cg.smem_store(0, dst, src.regs[k]))
+    out = cg.layout(out_shape)
+    cg.reserve(out.n * elem_bytes(cg.storage_type(el)))
+    cg.barrier()
+    st = cg.storage_type(el)
+    vt = ir.VectorType.get([out.vec], st)
+    regs = []
+    for rep in range(out.reps):
+        k0 = rep * out.vec
+        f = cg.flat(out, k0)
+        valid = cg.valid(out, k0)
+        if valid is not None:
+            f = cg.select(valid, f, cg.c32(0))
+        v = dialects.llvm.load(vt, cg.smem_ptr(0, f, el), alignment=out.vec * elem_bytes(st))
+        for j in range(out.vec):
+            x = dialects.llvm.extractelement(v, cg.c32(j))
+            regs.append(cg.op("arith.trunci", x, ty=cg.i1) if str(el) == "i1" else x)
+    cg.barrier()
+    return TileV(out, regs)

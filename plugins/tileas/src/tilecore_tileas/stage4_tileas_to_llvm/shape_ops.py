@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tilecore.mlir import ir
 
-from .exchange import exchange
+from .exchange import exchange, scatter_gather_vector
 from .memory import as_tile
 from .values import TileV
 
@@ -50,15 +50,11 @@ def permute(op, rb):
     src = rb.get(op.operands[0])
     perm = [int(x) for x in ir.DenseI32ArrayAttr(op.attributes["permutation"])]
     out = _shape(op.results[0].type)
-    ss, el = src.shape, src.regs[0].type
 
-    def pick(c, offs):
-        sc = [None] * len(ss)
-        for i, p in enumerate(perm):
-            sc[p] = c[i]
-        return cg.smem_load(offs[0], cg.linear(ss, sc), el)
+    def dest_index(c):  # result coordinate i is source coordinate perm[i]
+        return cg.linear(out, [c[p] for p in perm])
 
-    return [exchange(cg, [src], out, pick)]
+    return [scatter_gather_vector(cg, src, out, dest_index)]
 
 
 def extract_slice(op, rb):
