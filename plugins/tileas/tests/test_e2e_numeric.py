@@ -134,10 +134,10 @@ def arr(a: np.ndarray) -> list:
 def run(name, grid, args, printed=None):
     """Compile ``name`` for sm_80 and run it; returns the arrays of ``args`` after the launch."""
     try:
-        from tilecore import emulate  # noqa: F401
+        from tilecore import emulate
     except ImportError:
         emulate = None
-    if emulate is not None:
+    if emulate is not None and hasattr(emulate, "launch"):
         res = compile_file(_path(name), "sm_80")
         return emulate.launch(res.module, name, grid, BLOCK, args)
     res = compile_file(_path(name), "sm_80", stop_after="convert-tileas-to-llvm")
