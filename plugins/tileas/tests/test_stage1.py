@@ -66,3 +66,14 @@ def test_assume_predicates_become_attributes():
     text = str(mod)
     assert '"nv_tileaa.assume"(%arg0) {div_by = 16 : i64}' in text
     assert "{lb = 0 : i64}" in text
+
+
+def test_approx_rounding_becomes_fastmath():
+    pm = get_plugin_manager()
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "approx_math.cuda_tile.mlir")
+    mod, _ = read_input(src, pm)
+    compile_module(mod, resolve_target("sm_80", pm.targets()), CompileOptions(), pm,
+                   stages=["convert-cuda-tile-to-tileaa"])
+    text = str(mod)
+    assert "math.exp %arg0 fastmath<afn> : f32" in text
+    assert "arith.divf %0, %arg0 fastmath<afn> : f32" in text

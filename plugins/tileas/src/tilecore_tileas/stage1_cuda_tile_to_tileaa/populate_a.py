@@ -45,9 +45,17 @@ def _flat(op, rb):
     return [v for vs in operands(op, rb).values() for v in vs]
 
 
+def fastmath(op) -> dict:
+    """``rounding_mode = "approx"`` allows the approximate (fast) form: ``fastmath<afn>``."""
+    if s(op, "rounding_mode") == "approx" or s(op, "rounding") == "approx":
+        return {"fastmath": ir.Attribute.parse("#arith.fastmath<afn>")}
+    return {}
+
+
 def same_operands(name):
     def h(op, rb):
-        return list(create(name, result_types(op, rb), _flat(op, rb)).results)
+        attrs = fastmath(op) if name.startswith("math.") or name.endswith("f") else {}
+        return list(create(name, result_types(op, rb), _flat(op, rb), attrs).results)
     return h
 
 
