@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
+from tilecore_gpu_nvvm.libdevice_math import FAST_F32, LIBDEVICE
+from tilecore_gpu_nvvm.stage import STAGE
 
 from tilecore.compiler import compile_module
 from tilecore.errors import TilecoreError
@@ -13,8 +15,6 @@ from tilecore.options import CompileOptions
 from tilecore.plugins import PluginManager
 from tilecore.serialize import ptx_to_cubin
 from tilecore.targets import resolve_target
-from tilecore_gpu_nvvm.libdevice_math import FAST_F32, LIBDEVICE
-from tilecore_gpu_nvvm.stage import STAGE
 
 FULL = [STAGE, "attach-nvvm-target", "translate-debug-info", "serialize"]
 

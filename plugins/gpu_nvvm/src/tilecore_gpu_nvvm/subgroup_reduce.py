@@ -7,7 +7,7 @@ combining the lane's value with its partner's.
 """
 
 from tilecore.conversion import Pattern
-from tilecore.mlir import dialects, ir
+from tilecore.mlir import ir
 
 from .llvm_build import constant, i32
 
