@@ -87,3 +87,11 @@ def test_two_kernels_in_one_module_get_their_own_scratch():
     text = str(mid.module)
     assert "@__tileas_smem_cst_global()" in text and "@__tileas_smem_ptr_casts()" in text
     assert res.artifacts["cubin"][:4] == b"\x7fELF"
+
+
+def test_memory_fence_alias_is_a_full_fence():
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "fence.cuda_tile.mlir")
+    for sm in ("sm_80", "sm_90a", "sm_100a"):
+        ptx = compile_file(src, sm).artifacts["ptx"]
+        ptx = "\n".join(ptx.values()) if isinstance(ptx, dict) else ptx
+        assert "fence.sc.sys;" in ptx

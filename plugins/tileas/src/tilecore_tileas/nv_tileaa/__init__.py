@@ -92,6 +92,7 @@ OPS = {
     "pack": ("source", "result", 0),
     "unpack": ("source", "result", 0),
     "gdc_wait": ("token?", "result_token", 0),
+    "memory_fence": ("token", "result_token", 0),
     "gdc_launch_dependents": ("token?", "result_token", 0),
     "global": ("", "", 0),
     "get_global": ("", "result", 0),

@@ -263,6 +263,8 @@ def gdc(name):
 
 POPULATOR = {
     "cuda_tile.global": global_op, "cuda_tile.get_global": get_global,
+    "cuda_tile.memory_fence_alias_tko": lambda op, rb: list(builder.build(
+        "memory_fence", [rb.get(op.operands[0])], [_token_type()]).results),
     "cuda_tile.gdc_wait_tko": gdc("gdc_wait"), "cuda_tile.gdc_launch_dependents_tko": gdc("gdc_launch_dependents"),
     "cuda_tile.make_token": make_token, "cuda_tile.join_tokens": join_tokens, "cuda_tile.assume": assume,
     "cuda_tile.make_tensor_view": make_tensor_view, "cuda_tile.make_partition_view": make_view,

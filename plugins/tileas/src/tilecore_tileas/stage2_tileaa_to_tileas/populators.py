@@ -33,7 +33,8 @@ MATH_OPS = "absf absi exp exp2 log log2 sqrt rsqrt tanh sin cos tan sinh cosh fl
 # Ops that keep their operands and only change dialect.
 RENAMED = ("make_token", "join_tokens", "assume", "make_memref", "load", "store", "atomic_rmw", "atomic_cas",
            "offset", "int_to_ptr", "ptr_to_int", "ptr_to_ptr", "broadcast", "reshape", "permute", "insert_slice",
-           "iota", "print", "assert", "get_global", "pack", "unpack", "gdc_wait", "gdc_launch_dependents", "global")
+           "iota", "print", "assert", "get_global", "pack", "unpack", "gdc_wait", "gdc_launch_dependents", "global",
+           "memory_fence")
 TILED = {"tiled_load": "memref index* token?", "tiled_store": "tile memref index* token?",
          "tiled_atomic_rmw": "memref index* value token?", "gather_load": "memref offsets index* token?",
          "scatter_store": "tile memref offsets index* token?"}

@@ -57,7 +57,7 @@ def populator() -> dict:
         f"{nt}.ptr_to_int": elementwise.ptr_cast("ptr_to_int"), f"{nt}.int_to_ptr": elementwise.ptr_cast("int_to_ptr"),
         f"{nt}.ptr_to_ptr": elementwise.ptr_cast("ptr_to_ptr"), f"{nt}.get_global": misc.get_global,
         f"{nt}.pack": shape_ops.pack, f"{nt}.unpack": shape_ops.pack,
-        f"{nt}.gdc_wait": misc.gdc("wait"), f"{nt}.gdc_launch_dependents": misc.gdc("launch_dependents"),
+        f"{nt}.memory_fence": misc.memory_fence, f"{nt}.gdc_wait": misc.gdc("wait"), f"{nt}.gdc_launch_dependents": misc.gdc("launch_dependents"),
     }
     return table
 

@@ -101,6 +101,13 @@ def cast(op, rb):
     return rb.gets(op.operands)
 
 
+def memory_fence(op, rb):
+    """memory_fence_alias_tko: a sequentially consistent fence (conservative: orders every earlier
+    access before every later one, through any view)."""
+    dialects.llvm.fence(dialects.llvm.AtomicOrdering.seq_cst)
+    return [TOKEN]
+
+
 def gdc(kind):
     """Programmatic dependent launch: griddepcontrol on sm_90+, nothing before (no PDL there)."""
     def h(op, rb):
