@@ -256,6 +256,9 @@ class Interpreter:
             return _m(int(f) if math.isfinite(f) else 0, rw)
         if n in ("extf", "truncf"):
             return FLOATS[rt](ins[0])
+        if n == "mului_extended":
+            p = ins[0] * ins[1]
+            return (_m(p, w), _m(p >> w, w))
         if n == "bitcast":
             if rt in FLOATS:
                 return np.array([ins[0]], dtype=NP_OF[st]).view(FLOATS[rt])[0]

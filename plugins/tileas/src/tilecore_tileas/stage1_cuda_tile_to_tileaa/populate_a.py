@@ -104,6 +104,12 @@ def divi(op, rb):
     return list(create(name, result_types(op, rb), _flat(op, rb)).results)
 
 
+def mulhii(op, rb):
+    """High half of the product; the op is defined on unsigned integers."""
+    x, y = _flat(op, rb)
+    return [create("arith.mului_extended", [x.type, x.type], [x, y]).results[1]]
+
+
 def negi(op, rb):
     (x,) = _flat(op, rb)
     zero = create("arith.constant", [x.type], [], {"value": _zero_attr(x.type)}).results[0]
@@ -293,7 +299,7 @@ POPULATOR = {
     **{f"cuda_tile.{k}": same_operands(v) for k, v in SAME_OPERANDS.items()},
     **{f"cuda_tile.{k}": by_sign(v) for k, v in BY_SIGN.items()},
     "cuda_tile.ftof": ftof, "cuda_tile.maxf": maxmin("max"), "cuda_tile.minf": maxmin("min"),
-    "cuda_tile.divi": divi, "cuda_tile.negi": negi, "cuda_tile.cmpf": cmpf, "cuda_tile.cmpi": cmpi,
+    "cuda_tile.divi": divi, "cuda_tile.negi": negi, "cuda_tile.mulhii": mulhii, "cuda_tile.cmpf": cmpf, "cuda_tile.cmpi": cmpi,
     "cuda_tile.constant": constant, "cuda_tile.for": for_op, "cuda_tile.if": if_op, "cuda_tile.loop": loop,
     "cuda_tile_term.yield": scf_yield, "cuda_tile_term.continue": continue_op,
     "cuda_tile_term.break": break_op,

@@ -27,7 +27,7 @@ from .kernel_spec import CC_ATTR, SPEC_ATTR
 ARITH_OPS = ("addf subf mulf divf remf negf addi subi muli andi ori xori shli shrsi shrui remsi remui maxsi "
              "maxui minsi minui extsi extui sitofp uitofp fptosi fptoui trunci bitcast extf truncf maxnumf "
              "minnumf maximumf minimumf divsi divui ceildivsi floordivsi ceildivui cmpf cmpi select constant "
-             "index_cast").split()
+             "mului_extended index_cast").split()
 MATH_OPS = "absf absi exp exp2 log log2 sqrt rsqrt tanh sin cos tan sinh cosh floor ceil powf atan2 fma fpowi".split()
 
 # Ops that keep their operands and only change dialect.
