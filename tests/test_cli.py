@@ -239,3 +239,12 @@ def test_main_job_bundled_tileir_kernel(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert out.read_bytes()[:4] == b"\x7fELF"
     assert "kernels: vadd_f32 (9 params, 128 threads/CTA)" in proc.stdout
+
+
+@needs_gpu_nvvm
+def test_output_dash_is_stdout(tmp_path):
+    proc = run_cli("compile", VADD, "--emit", "ptx", "-o", "-", cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert ".entry vadd(" in proc.stdout
+    assert proc.stderr.startswith("tilecore: wrote stdout (ptx, ")
+    assert os.listdir(tmp_path) == []

@@ -34,7 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("input")
     _target_args(c)
     c.add_argument("-O", "--opt-level", type=int, default=3, choices=[0, 1, 2, 3], help="optimization level (default 3)")
-    c.add_argument("-o", "--output-file", help="output path (default: input name with the emitted suffix)")
+    c.add_argument("-o", "--output-file", help="output path ('-' for stdout; default: input name with the emitted suffix)")
     c.add_argument("-g", dest="debug", action="store_true", help="full debug info (ptxas -g)")
     c.add_argument("--lineinfo", action="store_true", help="line tables only (.loc / .file in PTX)")
     c.add_argument("--emit", choices=list(EMIT_SUFFIX), default="cubin", help="what to write (default cubin)")
@@ -168,11 +168,16 @@ def cmd_compile(args) -> int:
         data = str(res.module)
     if args.timing or args.timing_json:
         _report_timing(args, t_read, total, res.records)
-    write_atomically(out, data)
     size = len(data) if isinstance(data, bytes) else len(data.encode())
     kernels = _kernel_names(res)
-    print(f"tilecore: wrote {out} ({emit}, {size} bytes) for {target.name}"
-          + (f"; kernels: {', '.join(kernels)}" if kernels else ""))
+    summary = f"({emit}, {size} bytes) for {target.name}" + (f"; kernels: {', '.join(kernels)}" if kernels else "")
+    if out == "-":  # -o - writes the output to stdout, the summary to stderr
+        sys.stdout.buffer.write(data if isinstance(data, bytes) else data.encode())
+        sys.stdout.flush()
+        print(f"tilecore: wrote stdout {summary}", file=sys.stderr)
+        return 0
+    write_atomically(out, data)
+    print(f"tilecore: wrote {out} {summary}")
     return 0
 
 
