@@ -1,0 +1,196 @@
+"""CPU emulator: gpu-dialect kernels lowered by stage convert-nvgpu-and-gpu-to-nvvm, run and compared with numpy."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tilecore.compiler import compile_module, read_input
+from tilecore.emulate import compile_kernel, launch
+from tilecore.errors import TilecoreError
+from tilecore.options import CompileOptions
+from tilecore.plugins import get_plugin_manager
+from tilecore.targets import resolve_target
+
+HERE = os.path.dirname(__file__)
+KERNELS = os.path.join(HERE, "kernels")
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+@pytest.fixture(scope="module")
+def pm():
+    return get_plugin_manager()
+
+
+def lowered(pm, path):
+    module, _ = read_input(path, pm)
+    res = compile_module(module, resolve_target("sm_80", pm.targets()), CompileOptions(emit="mlir"), pm,
+                         stages=["convert-nvgpu-and-gpu-to-nvvm"])
+    return res.module
+
+
+def kernel_path(name):
+    return os.path.join(KERNELS, name + ".mlir")
+
+
+def test_vector_add_runs_sequentially_and_matches(pm):
+    m = lowered(pm, os.path.join(ROOT, "tilecore", "data", "vadd_gpu.mlir"))
+    n = 10_000
+    rng = np.random.default_rng(0)
+    a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+    c = np.zeros(n, np.float32)
+    k = compile_kernel(m, "vadd")
+    assert not k.collective
+    outputs, text = launch(m, "vadd", grid=(n + 127) // 128, block=128, args=[a, b, c, n])
+    np.testing.assert_array_equal(c, a + b)
+    np.testing.assert_array_equal(outputs[2], a + b)
+    assert text == ""
+    # the caller's module is left as it was
+    assert "nvvm.read.ptx.sreg.tid.x" in str(m)
+
+
+def test_warp_collectives(pm):
+    m = lowered(pm, kernel_path("warp_ops"))
+    nt = 64
+    x = np.random.default_rng(1).integers(0, 100, nt).astype(np.float32)
+    outs = [np.zeros(2, np.float32), np.zeros(nt, np.float32), np.zeros(nt, np.float32), np.zeros(nt, np.float32),
+            np.zeros(2, np.uint32), np.zeros(nt, np.int32), np.zeros(nt, np.uint32), np.zeros(2, np.int32)]
+    res = launch(m, "warp_ops", grid=1, block=nt, args=[x, *outs])
+    assert compile_kernel(m, "warp_ops").collective
+    out, up, down, idx, ballot, elect, match, redux = res.outputs[1:]
+    w = x.reshape(2, 32)
+    np.testing.assert_allclose(out, w.sum(axis=1), rtol=1e-6)
+    lane = np.arange(32)
+    # up by 3: lanes 0..2 keep their own value; down by 5: lanes 27..31 keep theirs; idx: lane 3
+    np.testing.assert_array_equal(up.reshape(2, 32), np.where(lane < 3, w, np.roll(w, 3, axis=1)))
+    np.testing.assert_array_equal(down.reshape(2, 32), np.where(lane > 26, w, np.roll(w, -5, axis=1)))
+    np.testing.assert_array_equal(idx.reshape(2, 32), np.repeat(w[:, 3:4], 32, axis=1))
+    expect_ballot = [sum(1 << i for i in range(32) if int(w[r, i]) % 2 == 1) for r in range(2)]
+    assert ballot.tolist() == expect_ballot
+    assert elect.reshape(2, 32).sum(axis=1).tolist() == [1, 1] and elect[0] == 1 and elect[32] == 1
+    for t in range(nt):
+        r, ln = divmod(t, 32)
+        want = sum(1 << j for j in range(32) if int(w[r, j]) % 4 == int(w[r, ln]) % 4)
+        assert int(match[t]) == want
+    assert redux.tolist() == [sum(range(32)), sum(range(32, 64))]
+
+
+def test_block_reduction_through_shared_memory(pm):
+    m = lowered(pm, kernel_path("block_reduce"))
+    x = np.random.default_rng(2).random(4 * 256, dtype=np.float32)
+    out = np.zeros(4, np.float32)
+    launch(m, "block_reduce", grid=4, block=256, args=[x, out])
+    np.testing.assert_allclose(out, x.reshape(4, 256).sum(axis=1), rtol=1e-5)
+
+
+def test_atomic_histogram_global_and_shared(pm):
+    m = lowered(pm, kernel_path("histogram"))
+    n = 1000
+    x = np.random.default_rng(3).integers(0, 1000, n).astype(np.int32)
+    bins, sbins = np.zeros(16, np.int32), np.zeros(16, np.int32)
+    launch(m, "histogram", grid=(n + 127) // 128, block=128, args=[x, bins, sbins, n])
+    want = np.bincount(x % 16, minlength=16)
+    np.testing.assert_array_equal(bins, want)
+    np.testing.assert_array_equal(sbins, want)
+
+
+def test_libdevice_math_and_printf(pm):
+    m = lowered(pm, kernel_path("math_printf_assert"))
+    n = 300
+    x = np.random.default_rng(4).random(n, dtype=np.float32) * 4
+    y = np.zeros(n, np.float32)
+    res = launch(m, "math_printf_assert", grid=3, block=128, args=[x, y, np.int32(n)])
+    np.testing.assert_allclose(y, np.exp(x) + np.sqrt(x), rtol=1e-6)
+    lines = res.printf.splitlines()
+    assert lines == [f"block {b}: y={y[b * 128]:.3f} n={n}" for b in range(3)]
+
+
+def test_failing_assert_reports_message_file_and_line(pm):
+    m = lowered(pm, kernel_path("math_printf_assert"))
+    x = np.ones(64, np.float32)
+    x[37] = -1.0
+    with pytest.raises(TilecoreError) as e:
+        launch(m, "math_printf_assert", grid=1, block=64, args=[x, np.zeros(64, np.float32), np.int32(64)])
+    text = e.value.render()
+    assert "device-side assertion failed: x must be non-negative" in text
+    assert "math_printf_assert.mlir:20" in text
+    assert "thread (37, 0, 0)" in text
+
+
+def test_unknown_nvvm_op_fails_with_its_name(pm):
+    from tilecore.mlir import ir
+
+    with pm.make_context():
+        m = ir.Module.parse("""
+        gpu.module @m {
+          llvm.func @k(%p: !llvm.ptr<1>) attributes {nvvm.kernel} {
+            nvvm.cp.async.commit.group
+            llvm.return
+          }
+        }""")
+    with pytest.raises(TilecoreError, match="does not support 'nvvm.cp.async.commit.group'"):
+        compile_kernel(m, "k")
+
+
+def test_barrier_deadlock_is_reported(pm):
+    from tilecore.mlir import ir
+
+    # lanes 0..15 wait in a full-mask shuffle that lanes 16..31 never join (they wait at a barrier)
+    with pm.make_context():
+        m = ir.Module.parse("""
+        gpu.module @m {
+          llvm.func @k(%p: !llvm.ptr<1>) attributes {nvvm.kernel} {
+            %t = nvvm.read.ptx.sreg.tid.x : i32
+            %c16 = llvm.mlir.constant(16 : i32) : i32
+            %full = llvm.mlir.constant(-1 : i32) : i32
+            %c31 = llvm.mlir.constant(31 : i32) : i32
+            %lo = llvm.icmp "slt" %t, %c16 : i32
+            llvm.cond_br %lo, ^a, ^b
+          ^a:
+            %v = nvvm.shfl.sync bfly %full, %t, %c16, %c31 : i32 -> i32
+            llvm.return
+          ^b:
+            nvvm.barrier0
+            llvm.return
+          }
+        }""")
+    with pytest.raises(TilecoreError, match="deadlock|has exited"):
+        launch(m, "k", grid=1, block=32, args=[np.zeros(1, np.int32)])
+
+
+def test_wrong_argument_count(pm):
+    m = lowered(pm, os.path.join(ROOT, "tilecore", "data", "vadd_gpu.mlir"))
+    with pytest.raises(TilecoreError, match="takes 4 arguments"):
+        launch(m, "vadd", grid=1, block=32, args=[np.zeros(4, np.float32)])
+
+
+def _cli(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "tilecore", "run", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def test_cli_run_gpu_dialect_module(tmp_path):
+    n = 500
+    x = (np.arange(n, dtype=np.float32) / 100)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", np.zeros(n, np.float32))
+    r = _cli(kernel_path("math_printf_assert"), "--kernel", "math_printf_assert", "--grid", "4", "--block", "128",
+             "--arg", "x.npy", "--arg", "y.npy", "--arg", str(n), "--out-dir", "out", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "block 0: y=1.000 n=500" in r.stdout
+    y = np.load(tmp_path / "out" / "y.npy")
+    np.testing.assert_allclose(y, np.exp(x) + np.sqrt(x), rtol=1e-6)
+
+
+def test_cli_run_reports_device_assert(tmp_path):
+    np.save(tmp_path / "x.npy", -np.ones(8, np.float32))
+    np.save(tmp_path / "y.npy", np.zeros(8, np.float32))
+    r = _cli(kernel_path("math_printf_assert"), "--kernel", "math_printf_assert", "--block", "8",
+             "--arg", "x.npy", "--arg", "y.npy", "--arg", "8", cwd=tmp_path)
+    assert r.returncode == 1
+    assert r.stderr.startswith("error: ") and "math_printf_assert.mlir:20: device-side assertion failed" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert not (tmp_path / "y.out.npy").exists()

@@ -1,0 +1,48 @@
+"""CPU emulator: run a lowered kernel (llvm + nvvm in a gpu.module) thread by thread on the host.
+
+>>> res = launch(module, "vadd", grid=4, block=256, args=[a, b, c, np.int32(n)])  # doctest: +SKIP
+>>> c_out, text = res                                                            # doctest: +SKIP
+
+The kernel's own LLVM code runs natively through the MLIR ExecutionEngine; only
+the GPU-specific parts are emulated (tables in :mod:`.optable`, :mod:`.libdevice`,
+:mod:`.warp`). Pointer arguments are numpy arrays (copied to device memory and
+back), the others Python / numpy scalars, in the order of the kernel's LLVM
+signature.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from .engine import EmulatedKernel, LaunchResult
+
+__all__ = ["launch", "compile_kernel", "EmulatedKernel", "LaunchResult"]
+
+_CACHE: dict = {}
+
+
+def compile_kernel(module, kernel: str, opt_level: int = 2) -> EmulatedKernel:
+    """Rewrite and JIT-compile ``kernel`` of ``module`` (an ``ir.Module``, left unchanged); cached by text."""
+    from .hostmodule import build
+
+    key = (id(module.context), hashlib.sha1(str(module).encode()).hexdigest(), kernel, opt_level)
+    k = _CACHE.get(key)
+    if k is None:
+        k = _CACHE[key] = EmulatedKernel(build(module, kernel), opt_level)
+        if len(_CACHE) > 32:
+            _CACHE.pop(next(iter(_CACHE)))
+    return k
+
+
+def launch(module, kernel: str, grid, block, args, shared_bytes: int = 0) -> LaunchResult:
+    """Run ``kernel`` of the lowered ``module`` on ``grid`` x ``block`` threads.
+
+    ``grid`` / ``block``: an int or 1 to 3 sizes; ``args`` follow the kernel's LLVM
+    parameters (numpy arrays for pointers, scalars for the rest); ``shared_bytes``:
+    dynamic shared memory per CTA. Returns a :class:`LaunchResult` (``outputs``: the
+    device arrays after the run, also copied into the given arrays; ``printf``: the
+    captured device printf text), which unpacks as ``outputs, printf``. A failing
+    device assert, a deadlock or an op the emulator does not know raises
+    :class:`~tilecore.errors.TilecoreError`.
+    """
+    return compile_kernel(module, kernel).launch(grid, block, args, shared_bytes)

@@ -1,0 +1,104 @@
+"""``tilecore run FILE --kernel K --grid X[,Y,Z] --block X[,Y,Z] --arg a.npy --arg 3 ...``.
+
+FILE is a lowered ``.mlir`` module (llvm + nvvm in a gpu.module), a gpu-dialect
+module (compiled through the installed stages for ``--gpu-name``, stopping
+before serialize) or a TileIR bytecode file (compiled the same way). Outputs
+(every array argument after the run) are written as ``<name>.npy`` under
+``--out-dir``; device printf text goes to stdout.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ..errors import TilecoreError
+
+
+def _dims(text: str, what: str) -> tuple[int, ...]:
+    try:
+        vals = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        vals = ()
+    if not 1 <= len(vals) <= 3 or any(v < 1 for v in vals):
+        raise TilecoreError(f"--{what} must be 1 to 3 positive integers separated by commas, got '{text}'")
+    return vals
+
+
+def _arg(text: str, i: int):
+    import numpy as np
+
+    if text.endswith(".npy"):
+        try:
+            return np.load(text, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise TilecoreError(f"cannot read argument {i}: {e}", text) from None
+    try:
+        return int(text, 0)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise TilecoreError(f"argument {i} '{text}' is neither a .npy file nor a number") from None
+
+
+def _needs_compile(module) -> bool:
+    """True unless the module already is llvm + nvvm inside its gpu.module(s)."""
+    for op in module.body.operations:
+        if op.operation.name == "gpu.module":
+            return any(not o.operation.name.startswith("llvm.") for o in op.regions[0].blocks[0].operations)
+    return any(not o.operation.name.startswith("llvm.") for o in module.body.operations)
+
+
+def load_module(path: str, gpu_name: str, pm):
+    """Read ``path``; compile it through the installed stages (up to serialize) unless already lowered."""
+    from ..compiler import compile_module, read_input
+    from ..options import CompileOptions
+    from ..stages import StageScheduler
+    from ..targets import resolve_target
+
+    module, _ = read_input(path, pm)
+    if not _needs_compile(module):
+        return module
+    names = StageScheduler(pm).names()
+    last = [n for n in names if n != "serialize"]
+    if not last:
+        raise TilecoreError("no installed stage can lower this input for the emulator", path)
+    target = resolve_target(gpu_name, pm.targets())
+    compile_module(module, target, CompileOptions(emit="mlir"), pm, stop_after=last[-1])
+    return module
+
+
+def run_command(args, pm) -> int:
+    """Body of ``tilecore run`` (see the module docstring)."""
+    import numpy as np
+
+    from ..compiler import write_atomically
+    from . import compile_kernel
+
+    grid, block = _dims(args.grid, "grid"), _dims(args.block, "block")
+    values = [_arg(a, i) for i, a in enumerate(args.arg)]
+    module = load_module(args.input, args.gpu_name, pm)
+    kernel = compile_kernel(module, args.kernel)
+    result = kernel.launch(grid, block, values, shared_bytes=args.shared)
+    sys.stdout.write(result.printf)
+    os.makedirs(args.out_dir, exist_ok=True)
+    arrays = iter(result.outputs)
+    written = []
+    for i, text in enumerate(args.arg):
+        if not isinstance(values[i], np.ndarray):
+            continue
+        name = os.path.basename(text) if text.endswith(".npy") else f"arg{i}.npy"
+        out = os.path.join(args.out_dir, name)
+        if os.path.abspath(out) == os.path.abspath(text):
+            out = out[:-4] + ".out.npy"
+        import io
+
+        buf = io.BytesIO()
+        np.save(buf, next(arrays))
+        write_atomically(out, buf.getvalue())
+        written.append(out)
+    print(f"tilecore: ran {args.kernel} on grid {grid} x block {block}; wrote {', '.join(written) or 'nothing'}",
+          file=sys.stderr)
+    return 0

@@ -1,0 +1,48 @@
+"""The per-thread context block every emulated function receives as its last argument.
+
+One ``Ctx`` per host thread: special registers the kernel reads (tid, ntid, ...),
+the abort flag the rewritten code tests after every call that can fail, and the
+range of CTAs / threads the native driver loops over. Fields are 32-bit slots so
+the MLIR helpers address them as ``ctx[i] : i32``; the dynamic shared memory
+pointer sits at byte ``SHARED_PTR_BYTE``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+# i32 slot indices (the MLIR prelude and the special-register table use these).
+TID, NTID, CTAID, NCTAID = 0, 3, 6, 9          # x, y, z at +0, +1, +2
+LANEID, WARPID, NWARPID, LINEAR_TID = 12, 13, 14, 15
+ABORT, CONCURRENT = 16, 17                       # abort flag; 1 when threads run concurrently
+CTA_BEGIN, CTA_END, T_BEGIN, T_END = 18, 19, 20, 21
+DYN_SMEM, TOTAL_SMEM = 22, 23
+SLOTS = 32
+SHARED_PTR_BYTE = SLOTS * 4
+
+
+class Ctx(ctypes.Structure):
+    _fields_ = [("i", ctypes.c_int32 * SLOTS), ("shared", ctypes.c_void_p)]
+
+
+def new_ctx(grid, block, shared_ptr: int, dyn_smem: int, total_smem: int, concurrent: bool) -> Ctx:
+    """A context with the launch-wide fields filled (the driver sets the per-thread ones)."""
+    c = Ctx()
+    for d in range(3):
+        c.i[NTID + d] = block[d]
+        c.i[NCTAID + d] = grid[d]
+    c.i[NWARPID] = (block[0] * block[1] * block[2] + 31) // 32
+    c.i[CONCURRENT] = int(concurrent)
+    c.i[DYN_SMEM] = dyn_smem
+    c.i[TOTAL_SMEM] = total_smem
+    c.shared = shared_ptr
+    return c
+
+
+def slot(ctx_addr: int, index: int) -> int:
+    """Read an i32 slot of a context given its address (from inside a callback)."""
+    return ctypes.c_int32.from_address(ctx_addr + 4 * index).value
+
+
+def set_slot(ctx_addr: int, index: int, value: int) -> None:
+    ctypes.c_int32.from_address(ctx_addr + 4 * index).value = value

@@ -1,0 +1,139 @@
+"""JIT-compile a rewritten kernel module and launch it over a grid.
+
+Kernels without collectives run sequentially: one native call of the driver
+loops over every CTA and thread. Kernels with collectives run one host thread
+per GPU thread of a CTA (so barriers and shuffles really synchronise), CTAs one
+after another.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import TilecoreError
+from ..mlir import execution_engine
+from . import context as C
+from .hostmodule import HostModule
+from .runtime import DeviceRuntime, make_callbacks
+
+MAX_THREADS_PER_CTA = 1024
+
+# LLVM scalar type -> (ctypes type, numpy dtype used to convert the Python value)
+SCALARS = {
+    "i1": (ctypes.c_bool, np.bool_), "i8": (ctypes.c_int8, np.int8), "i16": (ctypes.c_int16, np.int16),
+    "i32": (ctypes.c_int32, np.int32), "i64": (ctypes.c_int64, np.int64), "f32": (ctypes.c_float, np.float32),
+    "f64": (ctypes.c_double, np.float64), "f16": (ctypes.c_uint16, np.float16),
+}
+
+
+@dataclass
+class LaunchResult:
+    """``outputs``: one array per pointer parameter (device memory copied back); ``printf``: captured text."""
+
+    outputs: list = field(default_factory=list)
+    printf: str = ""
+
+    def __iter__(self):
+        return iter((self.outputs, self.printf))
+
+
+def _dims(v, what: str) -> tuple[int, int, int]:
+    vals = [int(v)] if isinstance(v, (int, np.integer)) else [int(x) for x in v]
+    if not 1 <= len(vals) <= 3 or any(x < 1 for x in vals):
+        raise TilecoreError(f"{what} must be 1 to 3 positive sizes, got {v!r}")
+    return tuple(vals + [1] * (3 - len(vals)))
+
+
+class EmulatedKernel:
+    """A kernel compiled for the host; :meth:`launch` runs it on a grid."""
+
+    def __init__(self, host: HostModule, opt_level: int = 2):
+        self.host = host
+        self._rt: DeviceRuntime | None = None
+        self._callbacks = make_callbacks(lambda: self._rt)
+        try:
+            self.engine = execution_engine().ExecutionEngine(host.module, opt_level=opt_level)
+        except Exception as e:  # noqa: BLE001 - an LLVM translation failure is a user-visible error
+            raise TilecoreError(f"the host JIT cannot compile kernel '{host.kernel}': {e}", host.location) from None
+        for sym, cb in self._callbacks.items():
+            self.engine.raw_register_runtime(sym, ctypes.cast(cb, ctypes.c_void_p))
+        self._drive = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self.engine.raw_lookup("__emu_drive"))
+        self._lock = threading.Lock()
+
+    @property
+    def collective(self) -> bool:
+        """True when the kernel uses barriers or warp collectives (threads then run concurrently)."""
+        return self.host.collective
+
+    def _marshal(self, args):
+        types = self.host.param_types
+        if len(args) != len(types):
+            raise TilecoreError(f"kernel '{self.host.kernel}' takes {len(types)} arguments "
+                                f"({', '.join(types)}), got {len(args)}", self.host.location)
+        storage, device, originals = [], [], []
+        for i, (a, t) in enumerate(zip(args, types)):
+            if t.startswith("!llvm.ptr"):
+                if not isinstance(a, np.ndarray):
+                    raise TilecoreError(f"argument {i} ({t}) must be a numpy array, got {type(a).__name__}")
+                dev = np.array(a, copy=True, order="C")
+                device.append(dev)
+                originals.append(a)
+                storage.append(ctypes.c_void_p(dev.ctypes.data))
+            elif t in SCALARS:
+                if isinstance(a, np.ndarray) and a.ndim:
+                    raise TilecoreError(f"argument {i} ({t}) must be a scalar, got an array of shape {a.shape}")
+                ct, dt = SCALARS[t]
+                v = np.array(a).astype(dt)
+                storage.append(ct(int(v.view(np.uint16)) if t == "f16" else v.item()))
+            else:
+                raise TilecoreError(f"argument {i} has type {t}, which the emulator cannot pass yet",
+                                    self.host.location)
+        return storage, device, originals
+
+    def launch(self, grid, block, args, shared_bytes: int = 0) -> LaunchResult:
+        """Run the kernel on ``grid`` x ``block`` threads; see :func:`tilecore.emulate.launch`."""
+        grid, block = _dims(grid, "grid"), _dims(block, "block")
+        nthreads = block[0] * block[1] * block[2]
+        if nthreads > MAX_THREADS_PER_CTA:
+            raise TilecoreError(f"block of {nthreads} threads exceeds {MAX_THREADS_PER_CTA} threads per CTA")
+        ncta = grid[0] * grid[1] * grid[2]
+        storage, device, originals = self._marshal(list(args))
+        shared = np.zeros(int(shared_bytes) + 16, dtype=np.uint8)
+        shared_ptr = (shared.ctypes.data + 15) // 16 * 16
+        with self._lock:
+            self._rt = rt = DeviceRuntime(block, grid)
+            if self.collective:
+                self._run_concurrent(rt, storage, grid, block, ncta, nthreads, shared_ptr, int(shared_bytes))
+            else:
+                ctx = C.new_ctx(grid, block, shared_ptr, int(shared_bytes), int(shared_bytes), False)
+                ctx.i[C.CTA_BEGIN], ctx.i[C.CTA_END], ctx.i[C.T_BEGIN], ctx.i[C.T_END] = 0, ncta, 0, nthreads
+                self._call(ctx, storage)
+            self._rt = None
+        if rt.error is not None:
+            raise rt.error
+        for orig, dev in zip(originals, device):
+            if orig.flags.writeable:
+                np.copyto(orig, dev.reshape(orig.shape))
+        return LaunchResult(device, "".join(rt.printf))
+
+    def _call(self, ctx, storage):
+        ctx_ref = ctypes.c_void_p(ctypes.addressof(ctx))
+        argv = (ctypes.c_void_p * (1 + len(storage)))(
+            ctypes.addressof(ctx_ref), *[ctypes.addressof(s) for s in storage])
+        self._drive(argv)
+
+    def _run_concurrent(self, rt, storage, grid, block, ncta, nthreads, shared_ptr, dyn):
+        ctxs = []
+        for t in range(nthreads):
+            ctx = C.new_ctx(grid, block, shared_ptr, dyn, dyn, True)
+            ctx.i[C.CTA_BEGIN], ctx.i[C.CTA_END], ctx.i[C.T_BEGIN], ctx.i[C.T_END] = 0, ncta, t, t + 1
+            ctxs.append(ctx)
+        threads = [threading.Thread(target=self._call, args=(ctx, storage), daemon=True) for ctx in ctxs]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()

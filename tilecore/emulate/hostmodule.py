@@ -1,0 +1,366 @@
+"""Turn the gpu.module of a lowered kernel into a module the host JIT can run.
+
+Steps (each GPU-specific piece is looked up in :mod:`.optable` / :mod:`.libdevice`):
+
+1. copy the llvm ops of the gpu.module holding the kernel into a fresh module;
+2. give every defined function a trailing context pointer (:mod:`.context`) and
+   pass it along at every call between them;
+3. rewrite nvvm ops, ``vprintf`` / ``__assertfail`` calls and dynamic shared memory
+   into calls of emulator helpers; after a call that can fail (assert, a collective
+   the CTA aborted) the function returns when the context's abort flag is set;
+4. give libdevice ``__nv_*`` declarations host bodies; drop GPU-only attributes
+   (``nvvm.kernel`` would make the function a PTX entry);
+5. add the helpers (:mod:`.prelude`) and the grid driver ``__emu_drive``.
+
+Static ``addrspace(3)`` globals stay module globals: CTAs run one after another,
+so one instance is the shared memory of the running CTA.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import TilecoreError, format_location
+from ..mlir import ir
+from . import libdevice, optable, prelude
+
+
+@dataclass
+class HostModule:
+    """The rewritten module, the kernel's LLVM parameter types and whether it has collectives."""
+
+    module: object
+    kernel: str
+    param_types: list[str]
+    collective: bool
+    location: str
+
+
+def _fail(msg: str, op=None) -> TilecoreError:
+    return TilecoreError(msg, format_location(op.location) if op is not None else None)
+
+
+def find_kernel_module(module, kernel: str):
+    """The op whose body holds ``llvm.func @kernel`` (a gpu.module, or the module itself)."""
+    holders = [module.operation]
+    gpu_funcs = []
+    for op in module.body.operations:
+        if op.operation.name == "gpu.module":
+            holders.append(op)
+    for h in holders:
+        body = h.regions[0].blocks[0]
+        for op in body.operations:
+            if op.operation.name == "llvm.func" and op.attributes["sym_name"].value == kernel and len(op.regions[0].blocks):
+                return h
+            if op.operation.name == "gpu.func" and op.attributes["sym_name"].value == kernel:
+                gpu_funcs.append(op)
+    if gpu_funcs:
+        raise _fail(f"kernel '{kernel}' is not lowered to the llvm / nvvm dialects yet", gpu_funcs[0])
+    names = sorted(op.attributes["sym_name"].value for h in holders for op in h.regions[0].blocks[0].operations
+                   if op.operation.name == "llvm.func" and len(op.regions[0].blocks)
+                   and ("nvvm.kernel" in op.attributes or "gpu.kernel" in op.attributes))
+    if any(op.operation.name == "gpu.binary" for op in module.body.operations):
+        raise TilecoreError(f"no kernel '{kernel}' to emulate: the module is already serialized (gpu.binary); "
+                            "give the module before the serialize stage")
+    raise TilecoreError(f"no kernel '{kernel}' in the module" + (f" (kernels: {', '.join(names)})" if names else ""))
+
+
+def _call(callee: str, operands, result_type, attrs=None):
+    attributes = dict(attrs or {})
+    attributes["callee"] = ir.FlatSymbolRefAttr.get(callee)
+    attributes["operandSegmentSizes"] = ir.DenseI32ArrayAttr.get([len(operands), 0])
+    attributes.setdefault("op_bundle_sizes", ir.DenseI32ArrayAttr.get([]))
+    results = [ir.Type.parse(result_type) if isinstance(result_type, str) else result_type] if result_type else []
+    return ir.Operation.create("llvm.call", results=results, operands=list(operands), attributes=attributes)
+
+
+def _parse_func_type(text: str) -> tuple[str, list[str]]:
+    """(result, params) of ``!llvm.func<R (P, ...)>`` with top-level splitting."""
+    inner = text[len("!llvm.func<"):-1]
+    depth, split = 0, None
+    for i, ch in enumerate(inner):
+        if ch in "<([{":
+            if ch == "(" and depth == 0 and split is None:
+                split = i
+            depth += 1
+        elif ch in ">)]}":
+            depth -= 1
+    ret, plist = inner[:split].strip(), inner[split + 1:-1]
+    params, depth, cur = [], 0, ""
+    for ch in plist:
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            params.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        params.append(cur.strip())
+    return ret, params
+
+
+class Rewriter:
+    """Builds replacement ops before the op being rewritten (the API the table rows use)."""
+
+    def __init__(self, host):
+        self.host = host
+        self.texts: dict[str, str] = {}       # helper symbol -> MLIR definition
+        self.decls: dict[str, str] = {}       # external symbol -> signature
+        self.ctx = None
+        self.op = None
+        self.func = None
+        self.abort_block = None
+
+    # ---- API for table rows
+    def const(self, value: int, ty: str = "i32"):
+        with ir.InsertionPoint(self.op):
+            t = ir.Type.parse(ty)
+            return ir.Operation.create("llvm.mlir.constant", results=[t],
+                                       attributes={"value": ir.IntegerAttr.get(t, value)}).result
+
+    def call(self, callee: str, operands, result_type, can_abort: bool = False):
+        """``llvm.call @callee(operands..., ctx)`` before the op; returns its result (or None)."""
+        with ir.InsertionPoint(self.op):
+            c = _call(callee, [self.ctx, *operands], result_type)
+        if can_abort:
+            self._return_if_aborted(c)
+        return c.results[0] if result_type else None
+
+    def define(self, sym: str, params: str, body: str, ret: str) -> None:
+        """Add helper ``sym`` (``llvm.func internal``) whose body computes ``%r`` (unless ``ret`` is void)."""
+        if sym in self.texts:
+            return
+        tail = "llvm.return" if ret in ("void", "()") else f"llvm.return %r : {ret}"
+        arrow = "" if ret in ("void", "()") else f" -> {ret}"
+        self.texts[sym] = f"llvm.func internal @{sym}({params}){arrow} {{\n{body}\n{tail}\n}}\n"
+
+    def declare(self, sym: str, sig: str) -> None:
+        self.decls.setdefault(sym, sig)
+
+    def warp_helper(self, vt: str, result: str) -> str:
+        """Typed wrapper around ``__emu_warp``: encodes the value in 64 bits and decodes the result."""
+        sym = f"__emu_warp_{re.sub(r'[^a-z0-9]', '', vt)}_{result}"
+        enc = {"i1": "%e = llvm.zext %v : i1 to i64", "i32": "%e = llvm.zext %v : i32 to i64",
+               "f32": "%b = llvm.bitcast %v : f32 to i32\n%e = llvm.zext %b : i32 to i64",
+               "i64": "%e = llvm.bitcast %v : i64 to i64", "f64": "%e = llvm.bitcast %v : f64 to i64"}.get(vt)
+        if enc is None:
+            raise _fail(f"'{self.op.operation.name}' on {vt} is not emulated", self.op)
+        dec_val = {"i1": "%val = llvm.trunc %w : i64 to i1", "i32": "%val = llvm.trunc %w : i64 to i32",
+                   "f32": "%lo = llvm.trunc %w : i64 to i32\n%val = llvm.bitcast %lo : i32 to f32",
+                   "i64": "%val = llvm.bitcast %w : i64 to i64", "f64": "%val = llvm.bitcast %w : i64 to f64"}[vt]
+        pred = "%k32 = llvm.mlir.constant(32 : i64) : i64\n%hi = llvm.lshr %w, %k32 : i64\n" \
+               "%pr = llvm.trunc %hi : i64 to i1"
+        call = "%w = llvm.call @__emu_warp(%ctx, %code, %m, %e, %x, %y) : " \
+               "(!llvm.ptr, i32, i32, i64, i32, i32) -> i64"
+        if result == "val":
+            ret, body = vt, f"{dec_val}\n%r = llvm.bitcast %val : {vt} to {vt}"
+        elif result == "valpred":
+            ret = f"!llvm.struct<({vt}, i1)>"
+            body = f"{dec_val}\n{pred}\n%u = llvm.mlir.poison : {ret}\n%s0 = llvm.insertvalue %val, %u[0] : {ret}\n" \
+                   f"%r = llvm.insertvalue %pr, %s0[1] : {ret}"
+        elif result == "i1":
+            ret, body = "i1", "%r = llvm.trunc %w : i64 to i1"
+        elif result == "i32":
+            ret, body = "i32", "%r = llvm.trunc %w : i64 to i32"
+        elif result == "i32pred":
+            ret = "!llvm.struct<(i32, i1)>"
+            body = f"%lo = llvm.trunc %w : i64 to i32\n{pred}\n%u = llvm.mlir.poison : {ret}\n" \
+                   f"%s0 = llvm.insertvalue %lo, %u[0] : {ret}\n%r = llvm.insertvalue %pr, %s0[1] : {ret}"
+        else:
+            ret, body = "void", ""
+        self.define(sym, f"%ctx: !llvm.ptr, %code: i32, %m: i32, %v: {vt}, %x: i32, %y: i32",
+                    f"{enc}\n{call}\n{body}", ret)
+        return sym
+
+    def fence(self) -> None:
+        with ir.InsertionPoint(self.op):
+            ir.Operation.create("llvm.fence", attributes={
+                "ordering": ir.Attribute.parse("#llvm.atomic_ordering<seq_cst>")})
+
+    def unknown(self, op):
+        raise _fail(f"the emulator does not support '{op.operation.name}' yet", op)
+
+    # ---- internals
+    def _return_if_aborted(self, call_op) -> None:
+        """Split the block after ``call_op``; return from the function when the abort flag is set."""
+        block = call_op.operation.block if hasattr(call_op, "operation") else call_op.block
+        rest = []
+        seen = False
+        for o in block.operations:
+            if seen:
+                rest.append(o)
+            elif o == call_op:
+                seen = True
+        cont = block.create_after()
+        for o in rest:
+            cont.append(o)
+        with ir.InsertionPoint(block):
+            flag = _call("__emu_aborted", [self.ctx], "i1")
+            ir.Operation.create("llvm.cond_br", operands=[flag.result], successors=[self._abort(), cont],
+                                attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 0, 0])})
+
+    def _abort(self):
+        if self.abort_block is None:
+            region = self.func.regions[0]
+            last = list(region.blocks)[-1]
+            self.abort_block = last.create_after()
+            ret, _ = _parse_func_type(str(self.func.attributes["function_type"].value))
+            with ir.InsertionPoint(self.abort_block):
+                if ret == "void":
+                    ir.Operation.create("llvm.return")
+                else:
+                    t = ir.Type.parse(ret if ret.startswith("!") or ret[0] in "if" else "!llvm." + ret)
+                    p = ir.Operation.create("llvm.mlir.poison", results=[t])
+                    ir.Operation.create("llvm.return", operands=[p.result])
+        return self.abort_block
+
+
+def _add_ctx_param(func) -> None:
+    ret, params = _parse_func_type(str(func.attributes["function_type"].value))
+    params.append("ptr")
+    func.attributes["function_type"] = ir.TypeAttr.get(ir.Type.parse(f"!llvm.func<{ret} ({', '.join(params)})>"))
+    if "arg_attrs" in func.attributes:
+        attrs = list(func.attributes["arg_attrs"]) + [ir.DictAttr.get({})]
+        func.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+    func.regions[0].blocks[0].add_argument(ir.Type.parse("!llvm.ptr"), ir.Location.unknown())
+
+
+_GPU_ATTRS = re.compile(r"^(nvvm\.|gpu\.|rocdl\.|target_cpu$|target_features$|tune_cpu$)")
+
+
+def _walk(block, out):
+    for op in block.operations:
+        out.append(op)
+        for r in op.regions:
+            for b in r.blocks:
+                _walk(b, out)
+
+
+def build(module, kernel: str) -> HostModule:
+    """Rewrite the kernel's gpu.module of ``module`` (left unchanged) into a host JIT module."""
+    holder = find_kernel_module(module, kernel)
+    with module.context, ir.Location.unknown():
+        host = ir.Module.create()
+        for op in holder.regions[0].blocks[0].operations:
+            if op.operation.name.startswith("llvm."):  # gpu.module / gpu.func / host code stay behind
+                op.clone(ip=ir.InsertionPoint(host.body))
+        return _rewrite(host, kernel, holder)
+
+
+def _rewrite(host, kernel: str, holder) -> HostModule:
+    body = host.body
+    funcs = {op.attributes["sym_name"].value: op for op in body.operations
+             if op.operation.name == "llvm.func" and len(op.regions[0].blocks)}
+    decls = {op.attributes["sym_name"].value: op for op in body.operations
+             if op.operation.name == "llvm.func" and not len(op.regions[0].blocks)}
+    dyn_shared = {op.attributes["sym_name"].value for op in body.operations
+                  if op.operation.name == "llvm.mlir.global" and "addr_space" in op.attributes
+                  and op.attributes["addr_space"].value == 3 and "external" in str(op.attributes["linkage"])}
+    kfunc = funcs[kernel]
+    location = format_location(kfunc.location)
+    param_types = [str(a.type) for a in kfunc.regions[0].blocks[0].arguments]
+    rw = Rewriter(host)
+    collective = False
+    for f in funcs.values():
+        _add_ctx_param(f)
+        for a in list(f.attributes):
+            if _GPU_ATTRS.match(a):
+                del f.attributes[a]
+    for f in funcs.values():
+        rw.func, rw.abort_block = f, None
+        rw.ctx = f.regions[0].blocks[0].arguments[-1]
+        ops = []
+        for b in f.regions[0].blocks:
+            _walk(b, ops)
+        for op in ops:
+            rw.op = op
+            name = op.operation.name
+            if name.startswith("nvvm."):
+                r = optable.row(name)
+                if r is None:
+                    rw.unknown(op)
+                collective |= r.collective
+                new = r.rewrite(op, rw)
+                _replace(op, new)
+            elif name == "llvm.call":
+                if "callee" not in op.attributes:
+                    raise _fail("indirect calls are not emulated", op)
+                callee = op.attributes["callee"].value
+                if callee in funcs:
+                    _pass_ctx(op, rw.ctx)
+                elif callee in optable.CALLS:
+                    sym, _, can_abort = optable.CALLS[callee]
+                    res = str(op.results[0].type) if len(op.results) else None
+                    new = rw.call(sym, list(op.operands), res, can_abort=can_abort)
+                    _replace(op, [new] if res else [])
+                elif callee.startswith("__nv_"):
+                    pass  # the declaration gets a host body below
+                else:
+                    raise _fail(f"the emulator does not support calls of the external function '{callee}'", op)
+            elif name == "llvm.call_intrinsic":
+                intr = op.attributes["intrin"].value
+                if intr.startswith("llvm.nvvm.") or intr.startswith("llvm.nvptx."):
+                    raise _fail(f"the emulator does not support the intrinsic '{intr}' yet", op)
+            elif name == "llvm.inline_asm":
+                asm = op.attributes["asm_string"].value
+                raise _fail(f"the emulator does not support inline PTX assembly yet: '{asm}'", op)
+            elif name == "llvm.mlir.addressof" and op.attributes["global_name"].value in dyn_shared:
+                _replace(op, [rw.call("__emu_dyn_smem", [], str(op.results[0].type))])
+    # libdevice declarations get host bodies
+    for sym, d in decls.items():
+        if not sym.startswith("__nv_"):
+            continue
+        ret, params = _parse_func_type(str(d.attributes["function_type"].value))
+        got = libdevice.body(sym, ret, params)
+        if got is None:
+            raise _fail(f"the emulator has no host version of the libdevice function '{sym}'", d)
+        text, needs = got
+        for fn, sig in needs.items():
+            rw.declare(fn, sig)
+        d.operation.erase()
+        rw.define(sym, ", ".join(f"%a{i}: {t}" for i, t in enumerate(params)), text, ret)
+    for g in list(body.operations):
+        if g.operation.name == "llvm.mlir.global" and g.attributes["sym_name"].value in dyn_shared:
+            g.operation.erase()
+    _append_support(host, rw, kernel, param_types)
+    return HostModule(host, kernel, param_types, collective, location)
+
+
+def _replace(op, new_values) -> None:
+    for old, new in zip(op.results, new_values):
+        old.replace_all_uses_with(new)
+    op.operation.erase()
+
+
+def _pass_ctx(op, ctx) -> None:
+    attrs = {n: op.attributes[n] for n in op.attributes}
+    with ir.InsertionPoint(op):
+        n = _call(attrs.pop("callee").value, [*op.operands, ctx],
+                  op.results[0].type if len(op.results) else None, attrs)
+    _replace(op, list(n.results))
+
+
+def _append_support(host, rw: Rewriter, kernel: str, param_types: list[str]) -> None:
+    defined = {op.attributes["sym_name"].value for op in host.body.operations if "sym_name" in op.attributes}
+    parts = [prelude.SET_THREAD, prelude.ABORTED, prelude.DYN_SMEM, prelude.driver(kernel, param_types)]
+    parts += list(rw.texts.values())
+    # the driver calls the kernel: declare it for parsing, the host's definition stays
+    parts.append(f"llvm.func @{kernel}({', '.join(param_types + ['!llvm.ptr'])})\n")
+    for sym, sig in {**optable.RUNTIME_SYMBOLS, **rw.decls}.items():
+        if sym not in defined:
+            args, ret = sig.split("->")
+            ret = ret.strip()
+            parts.append(f"llvm.func @{sym}{args.strip()}" + ("" if ret == "()" else f" -> {ret}") + "\n")
+    text = "\n".join(parts)
+    try:
+        extra = ir.Module.parse(text)
+    except Exception as e:  # noqa: BLE001 - a bug in a table row's text: say which
+        raise TilecoreError(f"internal error in the emulator's helper text: {e}\n{text}") from None
+    for op in list(extra.body.operations):
+        if op.attributes["sym_name"].value in defined and not len(op.regions[0].blocks):
+            continue
+        host.body.append(op)

@@ -1,0 +1,215 @@
+"""What the emulator does with each GPU-specific op or call of a lowered kernel: tables.
+
+- :data:`SREGS`: ``nvvm.read.ptx.sreg.<name>`` -> context slot, constant or computed value;
+- :data:`NVVM_OPS`: nvvm op name -> rewrite (a call of an emulator runtime symbol or a
+  host fence) and whether it is *collective* (the CTA's threads then run concurrently);
+- :data:`CALLS`: external functions the kernel calls (``vprintf``, ``__assertfail``);
+  libdevice ``__nv_*`` functions are in :mod:`.libdevice`.
+
+Adding an op is one row here plus its semantics (:mod:`.warp` for warp collectives,
+:mod:`.runtime` for the rest). An nvvm op, intrinsic or external call in no table
+fails with its name.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from . import context as C
+from .warp import opcode
+
+
+# ---------------------------------------------------------------- special registers
+def _field(i: int) -> str:
+    return f"%p = llvm.getelementptr %ctx[{i}] : (!llvm.ptr) -> !llvm.ptr, i32\n%r = llvm.load %p : !llvm.ptr -> i32"
+
+
+def _const(v: int) -> str:
+    return f"%r = llvm.mlir.constant({v} : i32) : i32"
+
+
+def _lanemask(expr: str) -> str:
+    # expr over %one (1), %l (laneid); %r is the result
+    return _field(C.LANEID).replace("%r", "%l") + "\n%one = llvm.mlir.constant(1 : i32) : i32\n" \
+        "%two = llvm.mlir.constant(2 : i32) : i32\n%m1 = llvm.mlir.constant(-1 : i32) : i32\n" + expr
+
+
+_CLOCK = "%r = llvm.call @__emu_clock(%ctx) : (!llvm.ptr) -> i64"
+
+SREGS: dict[str, str] = {
+    **{f"tid.{a}": _field(C.TID + i) for i, a in enumerate("xyz")},
+    **{f"ntid.{a}": _field(C.NTID + i) for i, a in enumerate("xyz")},
+    **{f"ctaid.{a}": _field(C.CTAID + i) for i, a in enumerate("xyz")},
+    **{f"nctaid.{a}": _field(C.NCTAID + i) for i, a in enumerate("xyz")},
+    # one CTA per cluster: the cluster grid is the CTA grid, the CTA is rank 0 of its cluster
+    **{f"clusterid.{a}": _field(C.CTAID + i) for i, a in enumerate("xyz")},
+    **{f"nclusterid.{a}": _field(C.NCTAID + i) for i, a in enumerate("xyz")},
+    **{f"cluster.ctaid.{a}": _const(0) for a in "xyz"},
+    **{f"cluster.nctaid.{a}": _const(1) for a in "xyz"},
+    "cluster.ctarank": _const(0), "cluster.nctarank": _const(1),
+    "laneid": _field(C.LANEID), "warpid": _field(C.WARPID), "nwarpid": _field(C.NWARPID),
+    "warpsize": _const(32), "smid": _const(0), "nsmid": _const(1), "gridid": _const(0),
+    "lanemask.eq": _lanemask("%r = llvm.shl %one, %l : i32"),
+    "lanemask.lt": _lanemask("%s = llvm.shl %one, %l : i32\n%r = llvm.sub %s, %one : i32"),
+    "lanemask.le": _lanemask("%s = llvm.shl %two, %l : i32\n%r = llvm.sub %s, %one : i32"),
+    "lanemask.ge": _lanemask("%s = llvm.shl %one, %l : i32\n%t = llvm.sub %s, %one : i32\n"
+                             "%r = llvm.xor %t, %m1 : i32"),
+    "lanemask.gt": _lanemask("%s = llvm.shl %two, %l : i32\n%t = llvm.sub %s, %one : i32\n"
+                             "%r = llvm.xor %t, %m1 : i32"),
+    "clock64": _CLOCK, "globaltimer": _CLOCK,
+    "clock": _CLOCK.replace("%r", "%w") + "\n%r = llvm.trunc %w : i64 to i32",
+    "globaltimer.lo": _CLOCK.replace("%r", "%w") + "\n%r = llvm.trunc %w : i64 to i32",
+    "dynamic_smem_size": _field(C.DYN_SMEM), "total_smem_size": _field(C.TOTAL_SMEM),
+}
+
+
+# ---------------------------------------------------------------- nvvm ops
+@dataclass
+class OpRow:
+    """How one nvvm op is emulated: ``rewrite(op, rw)`` returns the replacement values."""
+
+    rewrite: Callable
+    collective: bool = False
+
+
+def _kind(op, attr: str) -> str:
+    """The enum keyword of an nvvm attribute (``#nvvm<shfl_kind bfly>`` -> ``bfly``)."""
+    text = str(op.attributes[attr])
+    return re.findall(r"[a-z_0-9]+", text.split("<", 1)[-1])[-1]
+
+
+def _segments(op) -> list[int]:
+    return list(op.attributes["operandSegmentSizes"]) if "operandSegmentSizes" in op.attributes else []
+
+
+def _optional_operands(op, names: list[str]) -> dict:
+    sizes, vals, i = _segments(op), {}, 0
+    for name, n in zip(names, sizes):
+        vals[name] = op.operands[i] if n else None
+        i += n
+    return vals
+
+
+def _sreg(op, rw):
+    name = op.operation.name[len("nvvm.read.ptx.sreg."):]
+    if name not in SREGS:
+        rw.unknown(op)
+    ty = str(op.results[0].type)
+    sym = "__emu_sreg_" + name.replace(".", "_")
+    rw.define(sym, "%ctx: !llvm.ptr", SREGS[name], ty)
+    return [rw.call(sym, [], ty)]
+
+
+def _barrier(op, rw):
+    if op.operation.name == "nvvm.barrier0":
+        bar_id = count = pred = None
+        red = 0
+    else:
+        ops = _optional_operands(op, ["barrierId", "numberOfThreads", "reductionPredicate"])
+        bar_id, count, pred = ops["barrierId"], ops["numberOfThreads"], ops["reductionPredicate"]
+        red = {"popc": 1, "and": 2, "or": 3}[_kind(op, "reductionOp")] if "reductionOp" in op.attributes else 0
+    args = [bar_id or rw.const(0), count or rw.const(-1), rw.const(red), pred or rw.const(0)]
+    r = rw.call("__emu_barrier", args, "i32", can_abort=True)
+    return [r] if len(op.results) else []
+
+
+def _barrier_arrive(op, rw):
+    ops = _optional_operands(op, ["barrierId", "numberOfThreads"]) if _segments(op) else {}
+    bar_id = ops.get("barrierId") or rw.const(0)
+    count = ops.get("numberOfThreads") or op.operands[-1]
+    rw.call("__emu_barrier_arrive", [bar_id, count], None, can_abort=True)
+    return []
+
+
+def _warp(op, rw, name, mask, val, b, c, result):
+    """A call of ``__emu_warp`` through a typed helper (value encoded in 64 bits)."""
+    vt = str(val.type) if val is not None else "i32"
+    sym = rw.warp_helper(vt, result)
+    args = [rw.const(opcode(name)), mask, val if val is not None else rw.const(0), b or rw.const(0), c or rw.const(0)]
+    r = rw.call(sym, args, None if result == "none" else str(op.results[0].type), can_abort=True)
+    return [r] if result != "none" else []
+
+
+def _shfl(op, rw):
+    mask, val, offset, clamp = op.operands
+    result = "valpred" if "return_value_and_is_valid" in op.attributes else "val"
+    return _warp(op, rw, "shfl." + _kind(op, "kind"), mask, val, offset, clamp, result)
+
+
+def _vote(op, rw):
+    kind = _kind(op, "kind")
+    return _warp(op, rw, "vote." + kind, op.operands[0], op.operands[1], None, None,
+                 "i32" if kind == "ballot" else "i1")
+
+
+def _match(op, rw):
+    kind = _kind(op, "kind")
+    return _warp(op, rw, "match." + kind, op.operands[0], op.operands[1], None, None,
+                 "i32" if kind == "any" else "i32pred")
+
+
+def _redux(op, rw):
+    val, mask = op.operands
+    kind = _kind(op, "kind")
+    flags = (1 if "abs" in op.attributes and op.attributes["abs"] else 0) | \
+            (2 if "nan" in op.attributes and op.attributes["nan"] else 0)
+    return _warp(op, rw, "redux." + kind, mask, val, None, rw.const(flags), "val")
+
+
+def _elect(op, rw):
+    mask = op.operands[0] if len(op.operands) else rw.const(-1)
+    return _warp(op, rw, "elect", mask, None, None, None, "i1")
+
+
+def _warp_sync(op, rw):
+    return _warp(op, rw, "bar.warp.sync", op.operands[0], None, None, None, "none")
+
+
+def _fence(op, rw):
+    rw.fence()
+    return []
+
+
+NVVM_OPS: dict[str, OpRow] = {
+    "nvvm.barrier0": OpRow(_barrier, collective=True),
+    "nvvm.barrier": OpRow(_barrier, collective=True),
+    "nvvm.barrier.arrive": OpRow(_barrier_arrive, collective=True),
+    "nvvm.bar.warp.sync": OpRow(_warp_sync, collective=True),
+    "nvvm.shfl.sync": OpRow(_shfl, collective=True),
+    "nvvm.vote.sync": OpRow(_vote, collective=True),
+    "nvvm.match.sync": OpRow(_match, collective=True),
+    "nvvm.redux.sync": OpRow(_redux, collective=True),
+    "nvvm.elect.sync": OpRow(_elect, collective=True),
+    # Fences order memory between real host threads: a host seq_cst fence.
+    "nvvm.memory.barrier": OpRow(_fence), "nvvm.fence.sc.cluster": OpRow(_fence),
+    "nvvm.fence.proxy": OpRow(_fence), "nvvm.fence.proxy.acquire": OpRow(_fence),
+    "nvvm.fence.proxy.release": OpRow(_fence),
+}
+
+
+def row(op_name: str) -> OpRow | None:
+    """The table row for an nvvm op (special registers share one row)."""
+    if op_name.startswith("nvvm.read.ptx.sreg."):
+        return OpRow(_sreg)
+    return NVVM_OPS.get(op_name)
+
+
+# ---------------------------------------------------------------- external calls
+# callee -> (runtime symbol, its MLIR signature without the leading ctx, can abort)
+CALLS: dict[str, tuple[str, str, bool]] = {
+    "vprintf": ("__emu_vprintf", "(!llvm.ptr, !llvm.ptr) -> i32", False),
+    "__assertfail": ("__emu_assertfail", "(!llvm.ptr, !llvm.ptr, i32, !llvm.ptr, i64) -> ()", True),
+}
+
+# runtime symbols (bound to Python callbacks): name -> MLIR signature, ctx first
+RUNTIME_SYMBOLS: dict[str, str] = {
+    "__emu_barrier": "(!llvm.ptr, i32, i32, i32, i32) -> i32",
+    "__emu_barrier_arrive": "(!llvm.ptr, i32, i32) -> ()",
+    "__emu_warp": "(!llvm.ptr, i32, i32, i64, i32, i32) -> i64",
+    "__emu_vprintf": "(!llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32",
+    "__emu_assertfail": "(!llvm.ptr, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr, i64) -> ()",
+    "__emu_clock": "(!llvm.ptr) -> i64",
+    "__emu_cta_done": "(!llvm.ptr) -> ()",
+}

@@ -1,0 +1,82 @@
+"""MLIR text of the host-side helpers every emulated module gets.
+
+``__emu_set_thread(ctx, cta, t)`` fills the per-thread slots from a linear CTA
+index and a linear thread index; ``__emu_drive(ctx, args...)`` (generated per
+kernel by :func:`driver`) loops over the CTAs ``[CTA_BEGIN, CTA_END)`` and the
+threads ``[T_BEGIN, T_END)`` of each, calling the kernel natively. Run
+sequentially it is one call for the whole grid; run concurrently each host
+thread drives one GPU thread and ``__emu_cta_done`` joins them at CTA ends.
+"""
+
+from __future__ import annotations
+
+from . import context as C
+
+
+def _ld(name: str, slot: int) -> str:
+    return (f"%{name}_p = llvm.getelementptr %ctx[{slot}] : (!llvm.ptr) -> !llvm.ptr, i32\n"
+            f"  %{name} = llvm.load %{name}_p : !llvm.ptr -> i32\n")
+
+
+def _st(value: str, slot: int, tag: str) -> str:
+    return (f"  %s{tag} = llvm.getelementptr %ctx[{slot}] : (!llvm.ptr) -> !llvm.ptr, i32\n"
+            f"  llvm.store {value}, %s{tag} : i32, !llvm.ptr\n")
+
+
+def _split3(lin: str, nx: str, ny: str, out: str) -> str:
+    """x, y, z of a linear index over an (nx, ny, *) box."""
+    return (f"  %{out}x = llvm.urem {lin}, {nx} : i32\n"
+            f"  %{out}q = llvm.udiv {lin}, {nx} : i32\n"
+            f"  %{out}y = llvm.urem %{out}q, {ny} : i32\n"
+            f"  %{out}z = llvm.udiv %{out}q, {ny} : i32\n")
+
+
+SET_THREAD = (
+    "llvm.func internal @__emu_set_thread(%ctx: !llvm.ptr, %c: i32, %t: i32) {\n  "
+    + _ld("ntx", C.NTID) + "  " + _ld("nty", C.NTID + 1) + "  " + _ld("ncx", C.NCTAID) + "  "
+    + _ld("ncy", C.NCTAID + 1)
+    + _split3("%t", "%ntx", "%nty", "t") + _split3("%c", "%ncx", "%ncy", "c")
+    + "  %k31 = llvm.mlir.constant(31 : i32) : i32\n  %k5 = llvm.mlir.constant(5 : i32) : i32\n"
+    "  %lane = llvm.and %t, %k31 : i32\n  %warp = llvm.lshr %t, %k5 : i32\n"
+    + _st("%tx", C.TID, "0") + _st("%ty", C.TID + 1, "1") + _st("%tz", C.TID + 2, "2")
+    + _st("%cx", C.CTAID, "3") + _st("%cy", C.CTAID + 1, "4") + _st("%cz", C.CTAID + 2, "5")
+    + _st("%lane", C.LANEID, "6") + _st("%warp", C.WARPID, "7") + _st("%t", C.LINEAR_TID, "8")
+    + "  llvm.return\n}\n"
+)
+
+ABORTED = (
+    "llvm.func internal @__emu_aborted(%ctx: !llvm.ptr) -> i1 {\n  " + _ld("a", C.ABORT)
+    + "  %z = llvm.mlir.constant(0 : i32) : i32\n  %r = llvm.icmp \"ne\" %a, %z : i32\n  llvm.return %r : i1\n}\n"
+)
+
+DYN_SMEM = (
+    "llvm.func internal @__emu_dyn_smem(%ctx: !llvm.ptr) -> !llvm.ptr<3> {\n"
+    f"  %p = llvm.getelementptr %ctx[{C.SHARED_PTR_BYTE}] : (!llvm.ptr) -> !llvm.ptr, i8\n"
+    "  %s = llvm.load %p : !llvm.ptr -> !llvm.ptr\n"
+    "  %r = llvm.addrspacecast %s : !llvm.ptr to !llvm.ptr<3>\n  llvm.return %r : !llvm.ptr<3>\n}\n"
+)
+
+
+def driver(kernel: str, param_types: list[str]) -> str:
+    """``__emu_drive(ctx, params...)``: the CTA x thread loop around ``kernel``."""
+    params = "".join(f", %a{i}: {t}" for i, t in enumerate(param_types))
+    args = ", ".join([f"%a{i}" for i in range(len(param_types))] + ["%ctx"])
+    sig = ", ".join(list(param_types) + ["!llvm.ptr"])
+    return (
+        f"llvm.func @__emu_drive(%ctx: !llvm.ptr{params}) {{\n  "
+        + _ld("cb", C.CTA_BEGIN) + "  " + _ld("ce", C.CTA_END) + "  " + _ld("tb", C.T_BEGIN) + "  "
+        + _ld("te", C.T_END) + "  " + _ld("conc", C.CONCURRENT)
+        + "  %one = llvm.mlir.constant(1 : i32) : i32\n  %zero = llvm.mlir.constant(0 : i32) : i32\n"
+        "  llvm.br ^cta(%cb : i32)\n"
+        "^cta(%c: i32):\n  %cm = llvm.icmp \"slt\" %c, %ce : i32\n  llvm.cond_br %cm, ^threads(%tb : i32), ^exit\n"
+        "^threads(%t: i32):\n  %tm = llvm.icmp \"slt\" %t, %te : i32\n  llvm.cond_br %tm, ^body, ^cta_end\n"
+        "^body:\n  llvm.call @__emu_set_thread(%ctx, %c, %t) : (!llvm.ptr, i32, i32) -> ()\n"
+        f"  llvm.call @{kernel}({args}) : ({sig}) -> ()\n"
+        "  %ab = llvm.call @__emu_aborted(%ctx) : (!llvm.ptr) -> i1\n"
+        "  %tn = llvm.add %t, %one : i32\n  llvm.cond_br %ab, ^exit, ^threads(%tn : i32)\n"
+        "^cta_end:\n  %isc = llvm.icmp \"ne\" %conc, %zero : i32\n  llvm.cond_br %isc, ^join, ^next\n"
+        "^join:\n  llvm.call @__emu_cta_done(%ctx) : (!llvm.ptr) -> ()\n"
+        "  %ab2 = llvm.call @__emu_aborted(%ctx) : (!llvm.ptr) -> i1\n  llvm.cond_br %ab2, ^exit, ^next\n"
+        "^next:\n  %cn = llvm.add %c, %one : i32\n  llvm.br ^cta(%cn : i32)\n"
+        "^exit:\n  llvm.return\n}\n"
+    )
