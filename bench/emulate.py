@@ -1,0 +1,143 @@
+"""CPU emulator speed: emulated threads per second, and the 1M-element vector add.
+
+    python bench/emulate.py [--threads 8192] [--repeat 3]
+
+1. A fixed collective kernel (warp shuffle-xor sum, barrier, per-warp partials in
+   shared memory, barrier, thread 0 sums them) at 128, 256 and 1024 threads per
+   CTA over the same total number of threads: threads run concurrently (one host
+   thread per GPU thread), so this is the slow path.
+2. The same count through the sequential fast path (vector add, no collectives).
+3. The bundled vector add (tilecore/data/vadd_gpu.mlir) on 1,000,000 elements:
+   lowering, JIT and launch wall times.
+
+Prints threads/s for each and the ratio fast path / collective path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from tilecore.compiler import compile_module, read_input  # noqa: E402
+from tilecore.emulate import compile_kernel  # noqa: E402
+from tilecore.mlir import ir  # noqa: E402
+from tilecore.options import CompileOptions  # noqa: E402
+from tilecore.plugins import get_plugin_manager  # noqa: E402
+from tilecore.targets import resolve_target  # noqa: E402
+
+REDUCE = """
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @cta_sum(%x: !llvm.ptr<1>, %out: !llvm.ptr<1>) workgroup(%part : memref<32xf32, 3>) kernel {
+      %tid = gpu.thread_id x
+      %bid = gpu.block_id x
+      %bdim = gpu.block_dim x
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c32 = arith.constant 32 : index
+      %w32 = arith.constant 32 : i32
+      %base = arith.muli %bid, %bdim : index
+      %gi = arith.addi %base, %tid : index
+      %g = arith.index_cast %gi : index to i32
+      %px = llvm.getelementptr %x[%g] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32
+      %v = llvm.load %px : !llvm.ptr<1> -> f32
+      %s = gpu.all_reduce add %v uniform {} : (f32) -> f32
+      %o16 = arith.constant 16 : i32
+      %r1, %k1 = gpu.shuffle xor %v, %o16, %w32 : f32
+      %a1 = arith.addf %v, %r1 : f32
+      %lane = arith.remui %tid, %c32 : index
+      %warp = arith.divui %tid, %c32 : index
+      %is0 = arith.cmpi eq, %lane, %c0 : index
+      cf.cond_br %is0, ^store, ^sync
+    ^store:
+      memref.store %a1, %part[%warp] : memref<32xf32, 3>
+      cf.br ^sync
+    ^sync:
+      gpu.barrier
+      %t0 = arith.cmpi eq, %tid, %c0 : index
+      cf.cond_br %t0, ^write, ^exit
+    ^write:
+      %b32 = arith.index_cast %bid : index to i32
+      %po = llvm.getelementptr %out[%b32] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32
+      llvm.store %s, %po : f32, !llvm.ptr<1>
+      cf.br ^exit
+    ^exit:
+      gpu.return
+    }
+  }
+}
+"""
+
+
+def lower(pm, module):
+    res = compile_module(module, resolve_target("sm_80", pm.targets()), CompileOptions(emit="mlir"), pm,
+                         stages=["convert-nvgpu-and-gpu-to-nvvm"])
+    return res.module
+
+
+def best(fn, repeat):
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=8192, help="total threads per measurement (default 8192)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per figure; the best is kept (default 3)")
+    args = ap.parse_args()
+    pm = get_plugin_manager()
+    with pm.make_context():
+        reduce_mod = lower(pm, ir.Module.parse(REDUCE))
+    vadd_mod = lower(pm, read_input(os.path.join(ROOT, "tilecore", "data", "vadd_gpu.mlir"), pm)[0])
+    k = compile_kernel(reduce_mod, "cta_sum")
+    vadd = compile_kernel(vadd_mod, "vadd")
+    total = args.threads
+    x = np.random.default_rng(0).random(total, dtype=np.float32)
+    print(f"CPU emulator, {total} threads per figure, best of {args.repeat} ({os.cpu_count()} host cores)")
+    print(f"{'kernel':<28}{'threads/CTA':>12}{'CTAs':>7}{'seconds':>10}{'threads/s':>12}")
+    coll = {}
+    for bs in (128, 256, 1024):
+        out = np.zeros(total // bs, np.float32)
+        t = best(lambda: k.launch(total // bs, bs, [x, out]), args.repeat)
+        np.testing.assert_allclose(out, x.reshape(-1, bs).sum(axis=1), rtol=1e-4)
+        coll[bs] = total / t
+        print(f"{'cta_sum (concurrent)':<28}{bs:>12}{total // bs:>7}{t:>10.3f}{total / t:>12,.0f}")
+    c = np.zeros(total, np.float32)
+    t = best(lambda: vadd.launch(total // 256, 256, [x, x, c, total]), args.repeat)
+    seq = total / t
+    print(f"{'vadd (sequential)':<28}{256:>12}{total // 256:>7}{t:>10.4f}{seq:>12,.0f}")
+    print(f"ratio sequential / concurrent at 256 threads/CTA: {seq / coll[256]:,.0f}x")
+
+    n = 1_000_000
+    a = np.random.default_rng(1).random(n, dtype=np.float32)
+    b = np.random.default_rng(2).random(n, dtype=np.float32)
+    c = np.zeros(n, np.float32)
+    t0 = time.perf_counter()
+    m = lower(pm, read_input(os.path.join(ROOT, "tilecore", "data", "vadd_gpu.mlir"), pm)[0])
+    t1 = time.perf_counter()
+    from tilecore.emulate.engine import EmulatedKernel
+    from tilecore.emulate.hostmodule import build
+
+    kern = EmulatedKernel(build(m, "vadd"))
+    t2 = time.perf_counter()
+    kern.launch((n + 255) // 256, 256, [a, b, c, n])
+    t3 = time.perf_counter()
+    np.testing.assert_array_equal(c, a + b)
+    print(f"vadd 1M elements: lower {t1 - t0:.3f} s, rewrite + JIT {t2 - t1:.3f} s, launch {t3 - t2:.3f} s, "
+          f"total {t3 - t0:.3f} s ({n / (t3 - t2):,.0f} threads/s in the launch)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
