@@ -194,3 +194,57 @@ def test_cli_run_reports_device_assert(tmp_path):
     assert r.stderr.startswith("error: ") and "math_printf_assert.mlir:20: device-side assertion failed" in r.stderr
     assert "Traceback" not in r.stderr
     assert not (tmp_path / "y.out.npy").exists()
+
+
+def test_votes_match_redux_sregs_named_barriers_dynamic_shared(pm):
+    m = lowered(pm, kernel_path("more_ops"))
+    nf = 20
+    x = np.random.default_rng(5).integers(0, 1000, 128).astype(np.int32)
+    x[70] = 5  # any(x == 5) true in warp 2 only
+    r = np.zeros(128 * nf, np.int32)
+    launch(m, "more_ops", grid=2, block=(32, 2), args=[x, r], shared_bytes=64 * 4)
+    r = r.reshape(128, nf).view(np.uint32)
+    for g in range(128):
+        cta, t = divmod(g, 64)
+        lane, warp = t % 32, t // 32
+        w = x[(g // 32) * 32:(g // 32) * 32 + 32]
+        cta_x = x[cta * 64:cta * 64 + 64]
+        want = [1, int((w == 5).any()), 0, 0xFFFFFFFF, 1, w.min(), w.max(), np.bitwise_or.reduce(w),
+                int(lane < 31), (1 << lane) - 1, (~((1 << lane) - 1)) & 0xFFFFFFFF, t // 32, 2, cta, 2, warp,
+                int((cta_x % 2).sum()), 1, cta * 64 + (t + 1) % 64, cta + 10]
+        assert r[g].tolist() == [int(v) for v in want], (g, r[g].tolist(), want)
+
+
+CORPUS = "/work/shared/corpus/visible"
+
+
+@pytest.mark.skipif(not os.path.isdir(CORPUS), reason="TileIR corpus not available")
+def test_tileir_bytecode_rowsum_through_the_pipeline(pm):
+    from tilecore.emulate.cli import load_module
+
+    m = load_module(os.path.join(CORPUS, "rowsum_f32.tileirbc"), "sm_80", pm)
+    x = np.random.default_rng(6).random((32, 256), dtype=np.float32)
+    out = np.zeros(32, np.float32)
+    # (x, rows, cols, row stride, col stride, out, n, out stride); 8 rows per CTA, 128 threads
+    launch(m, "rowsum_f32", grid=4, block=128, args=[x, 32, 256, 256, 1, out, 32, 1])
+    np.testing.assert_allclose(out, x.sum(axis=1), rtol=1e-5)
+
+
+@pytest.mark.skipif(not os.path.isdir(CORPUS), reason="TileIR corpus not available")
+def test_cli_run_tileir_bytecode(tmp_path):
+    n = 1024
+    np.save(tmp_path / "a.npy", np.arange(n, dtype=np.float32))
+    np.save(tmp_path / "b.npy", np.full(n, 0.5, np.float32))
+    np.save(tmp_path / "c.npy", np.zeros(n, np.float32))
+    r = _cli(os.path.join(CORPUS, "vadd_f32.tileirbc"), "--kernel", "vadd_f32", "--grid", "8", "--block", "128",
+             *[x for a in ("a.npy", "b.npy", "c.npy") for x in ("--arg", a, "--arg", str(n), "--arg", "1")],
+             cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "c.out.npy"), np.arange(n, dtype=np.float32) + 0.5)
+
+
+def test_cli_run_bad_grid_and_missing_kernel(tmp_path):
+    r = _cli(kernel_path("block_reduce"), "--kernel", "block_reduce", "--grid", "0", cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr.startswith("error: ") and "--grid must be" in r.stderr
+    r = _cli(kernel_path("block_reduce"), "--kernel", "nope", cwd=tmp_path)
+    assert r.returncode == 1 and "no kernel 'nope' in the module" in r.stderr and "block_reduce" in r.stderr

@@ -178,8 +178,8 @@ class Rewriter:
 
     def fence(self) -> None:
         with ir.InsertionPoint(self.op):
-            ir.Operation.create("llvm.fence", attributes={
-                "ordering": ir.Attribute.parse("#llvm.atomic_ordering<seq_cst>")})
+            ir.Operation.create("llvm.fence", attributes={  # 7: seq_cst (LLVM's AtomicOrdering)
+                "ordering": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 7)})
 
     def unknown(self, op):
         raise _fail(f"the emulator does not support '{op.operation.name}' yet", op)
