@@ -109,7 +109,7 @@ def main() -> int:
     coll = {}
     for bs in (128, 256, 1024):
         out = np.zeros(total // bs, np.float32)
-        t = best(lambda: k.launch(total // bs, bs, [x, out]), args.repeat)
+        t = best(lambda bs=bs, out=out: k.launch(total // bs, bs, [x, out]), args.repeat)
         np.testing.assert_allclose(out, x.reshape(-1, bs).sum(axis=1), rtol=1e-4)
         coll[bs] = total / t
         print(f"{'cta_sum (concurrent)':<28}{bs:>12}{total // bs:>7}{t:>10.3f}{total / t:>12,.0f}")

@@ -248,3 +248,26 @@ def test_cli_run_bad_grid_and_missing_kernel(tmp_path):
     assert r.returncode == 1 and r.stderr.startswith("error: ") and "--grid must be" in r.stderr
     r = _cli(kernel_path("block_reduce"), "--kernel", "nope", cwd=tmp_path)
     assert r.returncode == 1 and "no kernel 'nope' in the module" in r.stderr and "block_reduce" in r.stderr
+
+
+def test_local_memory_alloca_in_addrspace5_is_per_thread(pm):
+    from tilecore.mlir import ir
+
+    with pm.make_context():
+        m = ir.Module.parse("""
+        gpu.module @m {
+          llvm.func @k(%out: !llvm.ptr<1>) attributes {nvvm.kernel} {
+            %one = llvm.mlir.constant(1 : i32) : i32
+            %t = nvvm.read.ptx.sreg.tid.x : i32
+            %slot = llvm.alloca %one x i32 : (i32) -> !llvm.ptr<5>
+            llvm.store %t, %slot : i32, !llvm.ptr<5>
+            nvvm.barrier0
+            %v = llvm.load %slot : !llvm.ptr<5> -> i32
+            %p = llvm.getelementptr %out[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+            llvm.store %v, %p : i32, !llvm.ptr<1>
+            llvm.return
+          }
+        }""")
+    out = np.zeros(64, np.int32)
+    launch(m, "k", grid=1, block=64, args=[out])
+    np.testing.assert_array_equal(out, np.arange(64))

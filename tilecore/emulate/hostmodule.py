@@ -51,7 +51,8 @@ def find_kernel_module(module, kernel: str):
     for h in holders:
         body = h.regions[0].blocks[0]
         for op in body.operations:
-            if op.operation.name == "llvm.func" and op.attributes["sym_name"].value == kernel and len(op.regions[0].blocks):
+            if (op.operation.name == "llvm.func" and op.attributes["sym_name"].value == kernel
+                    and len(op.regions[0].blocks)):
                 return h
             if op.operation.name == "gpu.func" and op.attributes["sym_name"].value == kernel:
                 gpu_funcs.append(op)
@@ -248,10 +249,10 @@ def build(module, kernel: str) -> HostModule:
         for op in holder.regions[0].blocks[0].operations:
             if op.operation.name.startswith("llvm."):  # gpu.module / gpu.func / host code stay behind
                 op.clone(ip=ir.InsertionPoint(host.body))
-        return _rewrite(host, kernel, holder)
+        return _rewrite(host, kernel)
 
 
-def _rewrite(host, kernel: str, holder) -> HostModule:
+def _rewrite(host, kernel: str) -> HostModule:
     body = host.body
     funcs = {op.attributes["sym_name"].value: op for op in body.operations
              if op.operation.name == "llvm.func" and len(op.regions[0].blocks)}
@@ -310,6 +311,8 @@ def _rewrite(host, kernel: str, holder) -> HostModule:
                 raise _fail(f"the emulator does not support inline PTX assembly yet: '{asm}'", op)
             elif name == "llvm.mlir.addressof" and op.attributes["global_name"].value in dyn_shared:
                 _replace(op, [rw.call("__emu_dyn_smem", [], str(op.results[0].type))])
+            elif name == "llvm.alloca" and str(op.results[0].type) != "!llvm.ptr":
+                _host_alloca(op)
     # libdevice declarations get host bodies
     for sym, d in decls.items():
         if not sym.startswith("__nv_"):
@@ -334,6 +337,16 @@ def _replace(op, new_values) -> None:
     for old, new in zip(op.results, new_values):
         old.replace_all_uses_with(new)
     op.operation.erase()
+
+
+def _host_alloca(op) -> None:
+    """Local memory (``alloca`` in addrspace 5) lives on the host thread's stack (addrspace 0)."""
+    attrs = {n: op.attributes[n] for n in op.attributes}
+    with ir.InsertionPoint(op):
+        a = ir.Operation.create("llvm.alloca", results=[ir.Type.parse("!llvm.ptr")], operands=list(op.operands),
+                                attributes=attrs)
+        c = ir.Operation.create("llvm.addrspacecast", results=[op.results[0].type], operands=[a.result])
+    _replace(op, [c.result])
 
 
 def _pass_ctx(op, ctx) -> None:

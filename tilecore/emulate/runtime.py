@@ -155,13 +155,13 @@ class DeviceRuntime:
                 self.fail(TilecoreError(f"'{name}' executed by lane {lane}, which is not in its member mask "
                                         f"{mask:#010x} ({self._where(ctx)})"))
                 return self._aborted(ctx) and 0
-            for ln in range(32):
-                if (mask >> ln) & 1 and (w * 32 + ln >= self.nthreads or w * 32 + ln in self.exited):
-                    self.fail(TilecoreError(f"'{name}': lane {ln} of member mask {mask:#010x} has exited or does "
-                                            f"not exist ({self._where(ctx)})"))
-                    return self._aborted(ctx) and 0
             slot = self.slots.get((w, mask))
-            if slot is None:
+            if slot is None:  # first lane in: every member must exist and still run
+                for ln in range(32):
+                    if (mask >> ln) & 1 and (w * 32 + ln >= self.nthreads or w * 32 + ln in self.exited):
+                        self.fail(TilecoreError(f"'{name}': lane {ln} of member mask {mask:#010x} has exited or "
+                                                f"does not exist ({self._where(ctx)})"))
+                        return self._aborted(ctx) and 0
                 slot = self.slots[(w, mask)] = _WarpSlot(code)
             if slot.code != code:
                 self.fail(TilecoreError(f"lanes of warp {w} with member mask {mask:#010x} execute different warp "
