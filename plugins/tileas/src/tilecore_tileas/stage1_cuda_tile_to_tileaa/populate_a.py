@@ -17,7 +17,7 @@ SAME_OPERANDS = {
     "addf": "arith.addf", "subf": "arith.subf", "mulf": "arith.mulf", "divf": "arith.divf", "remf": "arith.remf",
     "negf": "arith.negf", "addi": "arith.addi", "subi": "arith.subi", "muli": "arith.muli", "andi": "arith.andi",
     "ori": "arith.ori", "xori": "arith.xori", "shli": "arith.shli", "select": "arith.select",
-    "absf": "math.absf", "absi": "math.absi", "exp": "math.exp", "exp2": "math.exp2", "log": "math.log",
+    "absf": "math.absf", "exp": "math.exp", "exp2": "math.exp2", "log": "math.log",
     "log2": "math.log2", "sqrt": "math.sqrt", "rsqrt": "math.rsqrt", "tanh": "math.tanh", "sin": "math.sin",
     "cos": "math.cos", "tan": "math.tan", "sinh": "math.sinh", "cosh": "math.cosh", "floor": "math.floor",
     "ceil": "math.ceil", "pow": "math.powf", "fpowf": "math.powf", "atan2": "math.atan2", "fma": "math.fma",
@@ -108,6 +108,18 @@ def mulhii(op, rb):
     """High half of the product; the op is defined on unsigned integers."""
     x, y = _flat(op, rb)
     return [create("arith.mului_extended", [x.type, x.type], [x, y]).results[1]]
+
+
+def absi(op, rb):
+    """|x| as select(x < 0, 0 - x, x): plain integer ops, no library call."""
+    (x,) = _flat(op, rb)
+    zero = create("arith.constant", [x.type], [], {"value": _zero_attr(x.type)}).results[0]
+    i1 = ir.IntegerType.get_signless(1)
+    cond_t = ir.RankedTensorType.get(ir.RankedTensorType(x.type).shape, i1) if str(x.type).startswith("tensor<") \
+        else i1
+    neg = create("arith.cmpi", [cond_t], [x, zero], {"predicate": i64(CMPI[("less_than", "signed")])}).results[0]
+    minus = create("arith.subi", [x.type], [zero, x]).results[0]
+    return list(create("arith.select", [x.type], [neg, minus, x]).results)
 
 
 def negi(op, rb):
@@ -299,7 +311,7 @@ POPULATOR = {
     **{f"cuda_tile.{k}": same_operands(v) for k, v in SAME_OPERANDS.items()},
     **{f"cuda_tile.{k}": by_sign(v) for k, v in BY_SIGN.items()},
     "cuda_tile.ftof": ftof, "cuda_tile.maxf": maxmin("max"), "cuda_tile.minf": maxmin("min"),
-    "cuda_tile.divi": divi, "cuda_tile.negi": negi, "cuda_tile.mulhii": mulhii, "cuda_tile.cmpf": cmpf, "cuda_tile.cmpi": cmpi,
+    "cuda_tile.divi": divi, "cuda_tile.negi": negi, "cuda_tile.absi": absi, "cuda_tile.mulhii": mulhii, "cuda_tile.cmpf": cmpf, "cuda_tile.cmpi": cmpi,
     "cuda_tile.constant": constant, "cuda_tile.for": for_op, "cuda_tile.if": if_op, "cuda_tile.loop": loop,
     "cuda_tile_term.yield": scf_yield, "cuda_tile_term.continue": continue_op,
     "cuda_tile_term.break": break_op,
