@@ -131,7 +131,7 @@ def arr(a: np.ndarray) -> list:
     return [a, *[i32(d) for d in a.shape], *[i32(s // a.itemsize) for s in a.strides]]
 
 
-def run(name, grid, args, printed=None):
+def run(name, grid, args, printed=None, path=None):
     """Compile ``name`` for sm_80 and run it; returns the arrays of ``args`` after the launch
     (and appends the device printf lines to ``printed``).
 
@@ -142,12 +142,12 @@ def run(name, grid, args, printed=None):
     except ImportError:
         emulate = None
     if emulate is not None and hasattr(emulate, "launch") and os.environ.get("TILEAS_TEST_INTERPRETER", "") != "1":
-        res = compile_file(_path(name), "sm_80")
+        res = compile_file(path or _path(name), "sm_80")
         result = emulate.launch(res.module, name, grid, BLOCK, args)  # results are copied into the arrays
         if printed is not None:
             printed.extend(line for line in result.printf.splitlines() if line)
         return [a for a in args if isinstance(a, np.ndarray)]
-    res = compile_file(_path(name), "sm_80", stop_after="convert-tileas-to-llvm")
+    res = compile_file(path or _path(name), "sm_80", stop_after="convert-tileas-to-llvm")
     it = Interpreter(res.module, name)
     out = it.launch(grid, BLOCK, args)
     if printed is not None:
@@ -467,8 +467,7 @@ def test_global_and_non_splat_constant(tmp_path):
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "global_const.cuda_tile.mlir")
     res = compile_file(src, "sm_80", stop_after="convert-tileas-to-llvm")
     assert "llvm.mlir.global internal @table(dense<[10, 20, 30, 40]>" in str(res.module)
-    it = Interpreter(res.module, "cst_global")
-    (out,) = it.launch((1, 1, 1), BLOCK, [np.zeros(8, i32)])
+    (out,) = run("cst_global", (1, 1, 1), [np.zeros(8, i32)], path=src)
     close(out, np.array([10, 20, 30, 40] * 2) + np.array([3, 1, 4, 1, 5, 9, 2, 6]), 0, 0)
     for sm in ("sm_80", "sm_90a", "sm_100a"):
         assert compile_file(src, sm).artifacts["cubin"][:4] == b"\x7fELF"
@@ -481,7 +480,7 @@ def test_pointer_casts():
     text = str(res.module)
     assert "llvm.ptrtoint" in text and "llvm.inttoptr" in text
     x = rand(8)
-    _, out = Interpreter(res.module, "ptr_casts").launch((1, 1, 1), BLOCK, [x, np.zeros(8, f32)])
+    _, out = run("ptr_casts", (1, 1, 1), [x, np.zeros(8, f32)], path=src)
     close(out, x, 0, 0)
 
 
