@@ -158,7 +158,8 @@ def test_barrier_deadlock_is_reported(pm):
             llvm.return
           }
         }""")
-    with pytest.raises(TilecoreError, match="deadlock|has exited"):
+    with pytest.raises(TilecoreError, match=r"deadlock: all 32 running threads of the CTA wait: barrier 0 "
+                                            r"\(16 of 32 arrived\); 'shfl.bfly' in warp 0"):
         launch(m, "k", grid=1, block=32, args=[np.zeros(1, np.int32)])
 
 
@@ -271,3 +272,33 @@ def test_local_memory_alloca_in_addrspace5_is_per_thread(pm):
     out = np.zeros(64, np.int32)
     launch(m, "k", grid=1, block=64, args=[out])
     np.testing.assert_array_equal(out, np.arange(64))
+
+
+def test_warp_collective_waits_only_for_non_exited_lanes(pm):
+    from tilecore.mlir import ir
+
+    # block of 48: warp 1 has 16 lanes; threads 40..47 exit before the full-mask shuffle
+    with pm.make_context():
+        m = ir.Module.parse("""
+        gpu.module @m {
+          llvm.func @k(%out: !llvm.ptr<1>) attributes {nvvm.kernel} {
+            %t = nvvm.read.ptx.sreg.tid.x : i32
+            %c40 = llvm.mlir.constant(40 : i32) : i32
+            %one = llvm.mlir.constant(1 : i32) : i32
+            %full = llvm.mlir.constant(-1 : i32) : i32
+            %c31 = llvm.mlir.constant(31 : i32) : i32
+            %stay = llvm.icmp "slt" %t, %c40 : i32
+            llvm.cond_br %stay, ^work, ^exit
+          ^work:
+            %v = nvvm.shfl.sync bfly %full, %t, %one, %c31 : i32 -> i32
+            %p = llvm.getelementptr %out[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+            llvm.store %v, %p : i32, !llvm.ptr<1>
+            llvm.br ^exit
+          ^exit:
+            llvm.return
+          }
+        }""")
+    out = np.full(48, -1, np.int32)
+    launch(m, "k", grid=1, block=48, args=[out])
+    np.testing.assert_array_equal(out[:40], np.arange(40) ^ 1)
+    assert (out[40:] == -1).all()

@@ -37,8 +37,10 @@ class _Barrier:
 
 
 class _WarpSlot:
-    def __init__(self, code: int):
+    def __init__(self, code: int, need: int):
         self.code = code
+        self.need = need          # member lanes that have not exited
+        self.waiting = 0
         self.lanes: dict[int, tuple] = {}
         self.results = None
 
@@ -156,26 +158,29 @@ class DeviceRuntime:
                                         f"{mask:#010x} ({self._where(ctx)})"))
                 return self._aborted(ctx) and 0
             slot = self.slots.get((w, mask))
-            if slot is None:  # first lane in: every member must exist and still run
-                for ln in range(32):
-                    if (mask >> ln) & 1 and (w * 32 + ln >= self.nthreads or w * 32 + ln in self.exited):
-                        self.fail(TilecoreError(f"'{name}': lane {ln} of member mask {mask:#010x} has exited or "
-                                                f"does not exist ({self._where(ctx)})"))
-                        return self._aborted(ctx) and 0
-                slot = self.slots[(w, mask)] = _WarpSlot(code)
+            if slot is None:
+                # PTX: a .sync collective waits for the non-exited threads of its member mask
+                need = sum(1 for ln in range(32) if (mask >> ln) & 1 and w * 32 + ln < self.nthreads
+                           and w * 32 + ln not in self.exited)
+                slot = self.slots[(w, mask)] = _WarpSlot(code, need)
             if slot.code != code:
                 self.fail(TilecoreError(f"lanes of warp {w} with member mask {mask:#010x} execute different warp "
                                         f"collectives: '{WARP_NAMES[slot.code]}' and '{name}' ({self._where(ctx)})"))
                 return self._aborted(ctx) and 0
             slot.lanes[lane] = (a, b, c)
-            if len(slot.lanes) == bin(mask).count("1"):
-                slot.results = WARP_OPS[name](mask, slot.lanes)
-                del self.slots[(w, mask)]
-                self.blocked -= len(slot.lanes) - 1
-                self.warp_conds[w].notify_all()
-            elif not self._wait(self.warp_conds[w], lambda: slot.results is not None, ctx):
-                return 0
+            self._complete_if_ready(w, mask, slot)
+            if slot.results is None:
+                slot.waiting += 1
+                if not self._wait(self.warp_conds[w], lambda: slot.results is not None, ctx):
+                    return 0
             return slot.results[lane]
+
+    def _complete_if_ready(self, w: int, mask: int, slot: _WarpSlot) -> None:
+        if slot.results is None and len(slot.lanes) >= slot.need:
+            slot.results = WARP_OPS[WARP_NAMES[slot.code]](mask, slot.lanes)
+            del self.slots[(w, mask)]
+            self.blocked -= slot.waiting
+            self.warp_conds[w].notify_all()
 
     # ---- end of a thread's CTA
     def cta_done(self, ctx):
@@ -187,13 +192,11 @@ class DeviceRuntime:
                 for b in self.barriers.values():
                     if b.count <= 0:
                         self._release_if_full(b)
-                for (w, m), s in self.slots.items():
+                for (w, m), s in list(self.slots.items()):
                     if w == t >> 5 and (m >> (t & 31)) & 1:
-                        self.fail(TilecoreError(f"'{WARP_NAMES[s.code]}': lane {t & 31} of member mask {m:#010x} "
-                                                f"exited before joining it ({self._where(ctx)})"))
-                        break
-                else:
-                    self._check_deadlock(ctx)
+                        s.need -= 1
+                        self._complete_if_ready(w, m, s)
+                self._check_deadlock(ctx)
             self.done += 1
             gen = self.cta_gen
             if self.done == self.nthreads:
