@@ -66,13 +66,15 @@ def _parser() -> argparse.ArgumentParser:
     pp.add_argument("--json", action="store_true")
 
     r = sub.add_parser("run", help="run a kernel in the CPU emulator")
-    r.add_argument("input")
-    r.add_argument("--kernel", required=True)
-    r.add_argument("--grid", default="1")
-    r.add_argument("--block", default="1")
+    r.add_argument("input", help="lowered .mlir (llvm + nvvm), gpu-dialect .mlir or TileIR bytecode "
+                   "(compiled for --gpu-name up to serialize)")
+    r.add_argument("--kernel", required=True, help="kernel (llvm.func) name")
+    r.add_argument("--grid", default="1", help="CTAs: X[,Y[,Z]] (default 1)")
+    r.add_argument("--block", default="1", help="threads per CTA: X[,Y[,Z]] (default 1)")
     r.add_argument("--shared", type=int, default=0, help="dynamic shared memory bytes")
     r.add_argument("--arg", action="append", default=[], help="a .npy file or a scalar; repeatable, in order")
-    r.add_argument("--out-dir", default=".", help="where outputs (.npy) are written")
+    r.add_argument("--out-dir", default=".", help="where outputs (.npy) are written (default: current folder; "
+                   "an output that would overwrite its input is written as NAME.out.npy)")
     _target_args(r)
     return p
 
