@@ -77,3 +77,18 @@ def test_approx_rounding_becomes_fastmath():
     text = str(mod)
     assert "math.exp %arg0 fastmath<afn> : f32" in text
     assert "arith.divf %0, %arg0 fastmath<afn> : f32" in text
+
+
+def test_unsupported_op_is_named(tmp_path):
+    """cuTile's writer kernel: mulhii, pointer casts, tensor shape, fence are lowered; alloca is not yet."""
+    import cutile_kernels
+
+    from tilecore.errors import TilecoreError
+
+    path = tmp_path / "writer_ops.tileirbc"
+    path.write_bytes(cutile_kernels.writer_ops_kernel())
+    pm = get_plugin_manager()
+    mod, _ = read_input(str(path), pm)
+    with pytest.raises(TilecoreError, match="unsupported op 'cuda_tile.alloca' in stage 'convert-cuda-tile-to-tileaa'"):
+        compile_module(mod, resolve_target("sm_80", pm.targets()), CompileOptions(), pm,
+                       stages=["convert-cuda-tile-to-tileaa"])
