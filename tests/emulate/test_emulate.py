@@ -302,3 +302,61 @@ def test_warp_collective_waits_only_for_non_exited_lanes(pm):
     launch(m, "k", grid=1, block=48, args=[out])
     np.testing.assert_array_equal(out[:40], np.arange(40) ^ 1)
     assert (out[40:] == -1).all()
+
+
+def test_barrier_arrive_producer_consumer(pm):
+    from tilecore.mlir import ir
+
+    # warp 1 produces into shared memory and arrives at barrier 1; warp 0 waits there and consumes
+    with pm.make_context():
+        m = ir.Module.parse("""
+        gpu.module @m {
+          llvm.mlir.global internal @buf() {addr_space = 3 : i32} : !llvm.array<32 x i32>
+          llvm.func @k(%out: !llvm.ptr<1>) attributes {nvvm.kernel} {
+            %t = nvvm.read.ptx.sreg.tid.x : i32
+            %c1 = llvm.mlir.constant(1 : i32) : i32
+            %c32 = llvm.mlir.constant(32 : i32) : i32
+            %c64 = llvm.mlir.constant(64 : i32) : i32
+            %c100 = llvm.mlir.constant(100 : i32) : i32
+            %buf = llvm.mlir.addressof @buf : !llvm.ptr<3>
+            %producer = llvm.icmp "sge" %t, %c32 : i32
+            llvm.cond_br %producer, ^produce, ^consume
+          ^produce:
+            %lane = llvm.sub %t, %c32 : i32
+            %v = llvm.add %t, %c100 : i32
+            %p = llvm.getelementptr %buf[%lane] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32
+            llvm.store %v, %p : i32, !llvm.ptr<3>
+            nvvm.barrier.arrive id = %c1 number_of_threads = %c64
+            llvm.return
+          ^consume:
+            nvvm.barrier id = %c1 number_of_threads = %c64
+            %q = llvm.getelementptr %buf[%t] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32
+            %w = llvm.load %q : !llvm.ptr<3> -> i32
+            %o = llvm.getelementptr %out[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+            llvm.store %w, %o : i32, !llvm.ptr<1>
+            llvm.return
+          }
+        }""")
+    out = np.zeros(32, np.int32)
+    launch(m, "k", grid=1, block=64, args=[out])
+    np.testing.assert_array_equal(out, np.arange(32) + 132)
+
+
+@pytest.mark.parametrize("callee, message", [
+    ("__nv_j0f", "no host version of the libdevice function '__nv_j0f'"),
+    ("my_device_fn", "does not support calls of the external function 'my_device_fn'"),
+])
+def test_unknown_external_calls_fail_with_their_name(pm, callee, message):
+    from tilecore.mlir import ir
+
+    with pm.make_context():
+        m = ir.Module.parse(f"""
+        gpu.module @m {{
+          llvm.func @{callee}(f32) -> f32
+          llvm.func @k(%x: f32) attributes {{nvvm.kernel}} {{
+            %y = llvm.call @{callee}(%x) : (f32) -> f32
+            llvm.return
+          }}
+        }}""")
+    with pytest.raises(TilecoreError, match=message):
+        compile_kernel(m, "k")

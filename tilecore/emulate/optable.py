@@ -116,9 +116,9 @@ def _barrier(op, rw):
 
 
 def _barrier_arrive(op, rw):
-    ops = _optional_operands(op, ["barrierId", "numberOfThreads"]) if _segments(op) else {}
-    bar_id = ops.get("barrierId") or rw.const(0)
-    count = ops.get("numberOfThreads") or op.operands[-1]
+    # operands: [barrierId], numberOfThreads (one optional operand: no segment sizes)
+    bar_id = op.operands[0] if len(op.operands) == 2 else rw.const(0)
+    count = op.operands[len(op.operands) - 1]
     rw.call("__emu_barrier_arrive", [bar_id, count], None, can_abort=True)
     return []
 
