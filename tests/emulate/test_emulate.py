@@ -49,8 +49,11 @@ def test_vector_add_runs_sequentially_and_matches(pm):
     np.testing.assert_array_equal(c, a + b)
     np.testing.assert_array_equal(outputs[2], a + b)
     assert text == ""
-    # the caller's module is left as it was
+    # the caller's module is left as it was; MLIR text works too
     assert "nvvm.read.ptx.sreg.tid.x" in str(m)
+    c2 = np.zeros(n, np.float32)
+    launch(str(m), "vadd", grid=(n + 127) // 128, block=128, args=[a, b, c2, n])
+    np.testing.assert_array_equal(c2, a + b)
 
 
 def test_warp_collectives(pm):

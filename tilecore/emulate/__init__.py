@@ -22,8 +22,17 @@ _CACHE: dict = {}
 
 
 def compile_kernel(module, kernel: str, opt_level: int = 2) -> EmulatedKernel:
-    """Rewrite and JIT-compile ``kernel`` of ``module`` (an ``ir.Module``, left unchanged); cached by text."""
+    """Rewrite and JIT-compile ``kernel`` of ``module`` (an ``ir.Module``, left unchanged, or MLIR text).
+
+    Compiled kernels are cached by module text.
+    """
     from .hostmodule import build
+
+    if isinstance(module, str):
+        from ..inputs import read_mlir_text
+        from ..plugins import get_plugin_manager
+
+        module = read_mlir_text(module.encode(), "", get_plugin_manager().make_context())
 
     key = (id(module.context), hashlib.sha1(str(module).encode()).hexdigest(), kernel, opt_level)
     k = _CACHE.get(key)

@@ -279,41 +279,53 @@ def _rewrite(host, kernel: str) -> HostModule:
             _walk(b, ops)
         for op in ops:
             rw.op = op
-            name = op.operation.name
-            if name.startswith("nvvm."):
-                r = optable.row(name)
-                if r is None:
-                    rw.unknown(op)
-                collective |= r.collective
-                new = r.rewrite(op, rw)
-                _replace(op, new)
-            elif name == "llvm.call":
-                if "callee" not in op.attributes:
-                    raise _fail("indirect calls are not emulated", op)
-                callee = op.attributes["callee"].value
-                if callee in funcs:
-                    _pass_ctx(op, rw.ctx)
-                elif callee in optable.CALLS:
-                    sym, _, can_abort = optable.CALLS[callee]
-                    res = str(op.results[0].type) if len(op.results) else None
-                    new = rw.call(sym, list(op.operands), res, can_abort=can_abort)
-                    _replace(op, [new] if res else [])
-                elif callee.startswith("__nv_"):
-                    pass  # the declaration gets a host body below
-                else:
-                    raise _fail(f"the emulator does not support calls of the external function '{callee}'", op)
-            elif name == "llvm.call_intrinsic":
-                intr = op.attributes["intrin"].value
-                if intr.startswith("llvm.nvvm.") or intr.startswith("llvm.nvptx."):
-                    raise _fail(f"the emulator does not support the intrinsic '{intr}' yet", op)
-            elif name == "llvm.inline_asm":
-                asm = op.attributes["asm_string"].value
-                raise _fail(f"the emulator does not support inline PTX assembly yet: '{asm}'", op)
-            elif name == "llvm.mlir.addressof" and op.attributes["global_name"].value in dyn_shared:
-                _replace(op, [rw.call("__emu_dyn_smem", [], str(op.results[0].type))])
-            elif name == "llvm.alloca" and str(op.results[0].type) != "!llvm.ptr":
-                _host_alloca(op)
-    # libdevice declarations get host bodies
+            collective |= _rewrite_op(op, rw, funcs, dyn_shared)
+    _give_libdevice_bodies(decls, rw)
+    for g in list(body.operations):
+        if g.operation.name == "llvm.mlir.global" and g.attributes["sym_name"].value in dyn_shared:
+            g.operation.erase()
+    _append_support(host, rw, kernel, param_types)
+    return HostModule(host, kernel, param_types, collective, location)
+
+
+def _rewrite_op(op, rw: Rewriter, funcs: dict, dyn_shared: set) -> bool:
+    """Rewrite one op for the host if it is GPU-specific; True when it is a collective."""
+    name = op.operation.name
+    if name.startswith("nvvm."):
+        r = optable.row(name)
+        if r is None:
+            rw.unknown(op)
+        _replace(op, r.rewrite(op, rw))
+        return r.collective
+    if name == "llvm.call":
+        if "callee" not in op.attributes:
+            raise _fail("indirect calls are not emulated", op)
+        callee = op.attributes["callee"].value
+        if callee in funcs:
+            _pass_ctx(op, rw.ctx)
+        elif callee in optable.CALLS:
+            sym, _, can_abort = optable.CALLS[callee]
+            res = str(op.results[0].type) if len(op.results) else None
+            new = rw.call(sym, list(op.operands), res, can_abort=can_abort)
+            _replace(op, [new] if res else [])
+        elif not callee.startswith("__nv_"):  # __nv_* declarations get host bodies
+            raise _fail(f"the emulator does not support calls of the external function '{callee}'", op)
+    elif name == "llvm.call_intrinsic":
+        intr = op.attributes["intrin"].value
+        if intr.startswith("llvm.nvvm.") or intr.startswith("llvm.nvptx."):
+            raise _fail(f"the emulator does not support the intrinsic '{intr}' yet", op)
+    elif name == "llvm.inline_asm":
+        asm = op.attributes["asm_string"].value
+        raise _fail(f"the emulator does not support inline PTX assembly yet: '{asm}'", op)
+    elif name == "llvm.mlir.addressof" and op.attributes["global_name"].value in dyn_shared:
+        _replace(op, [rw.call("__emu_dyn_smem", [], str(op.results[0].type))])
+    elif name == "llvm.alloca" and str(op.results[0].type) != "!llvm.ptr":
+        _host_alloca(op)
+    return False
+
+
+def _give_libdevice_bodies(decls: dict, rw: Rewriter) -> None:
+    """Replace every ``__nv_*`` declaration by a host definition (:mod:`.libdevice`)."""
     for sym, d in decls.items():
         if not sym.startswith("__nv_"):
             continue
@@ -326,11 +338,6 @@ def _rewrite(host, kernel: str) -> HostModule:
             rw.declare(fn, sig)
         d.operation.erase()
         rw.define(sym, ", ".join(f"%a{i}: {t}" for i, t in enumerate(params)), text, ret)
-    for g in list(body.operations):
-        if g.operation.name == "llvm.mlir.global" and g.attributes["sym_name"].value in dyn_shared:
-            g.operation.erase()
-    _append_support(host, rw, kernel, param_types)
-    return HostModule(host, kernel, param_types, collective, location)
 
 
 def _replace(op, new_values) -> None:
@@ -377,3 +384,7 @@ def _append_support(host, rw: Rewriter, kernel: str, param_types: list[str]) -> 
         if op.attributes["sym_name"].value in defined and not len(op.regions[0].blocks):
             continue
         host.body.append(op)
+    try:
+        host.operation.verify()
+    except Exception as e:  # noqa: BLE001 - never hand a broken module to LLVM (assertions abort)
+        raise TilecoreError(f"internal error: the emulator's host module does not verify: {e}") from None
