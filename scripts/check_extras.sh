@@ -12,7 +12,7 @@ declare -A EXPECT=(
   [gpu_nvvm]="tilecore tilecore-gpu-nvvm"
   [nvgpu_nvvm]="tilecore tilecore-gpu-nvvm tilecore-nvgpu-nvvm"
   [cute]="tilecore tilecore-cute tilecore-gpu-nvvm tilecore-nvgpu-nvvm"
-  [tileas]="tilecore tilecore-cute tilecore-gpu-nvvm tilecore-nvgpu-nvvm tilecore-tileas"
+  [tileas]="tilecore tilecore-cute tilecore-gpu-nvvm tilecore-nvgpu-nvvm tilecore-sm100 tilecore-tileas"
   [sm100]="tilecore tilecore-cute tilecore-gpu-nvvm tilecore-nvgpu-nvvm tilecore-sm100"
   [all]="tilecore tilecore-cute tilecore-gpu-nvvm tilecore-nvgpu-nvvm tilecore-sm100 tilecore-tileas"
 )
