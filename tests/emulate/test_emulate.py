@@ -363,3 +363,17 @@ def test_unknown_external_calls_fail_with_their_name(pm, callee, message):
         }}""")
     with pytest.raises(TilecoreError, match=message):
         compile_kernel(m, "k")
+
+
+def test_cli_run_lowered_module_with_2d_grid(tmp_path):
+    lowered_file = tmp_path / "block_reduce.nvvm.mlir"
+    r = subprocess.run([sys.executable, "-m", "tilecore", "opt", kernel_path("block_reduce"), "--stages",
+                        "convert-nvgpu-and-gpu-to-nvvm", "-o", str(lowered_file)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    x = np.random.default_rng(7).random(6 * 256, dtype=np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "out.npy", np.zeros(6, np.float32))
+    r = _cli(str(lowered_file), "--kernel", "block_reduce", "--grid", "6", "--block", "256,1,1",
+             "--arg", "x.npy", "--arg", "out.npy", "--out-dir", "res", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_allclose(np.load(tmp_path / "res" / "out.npy"), x.reshape(6, 256).sum(axis=1), rtol=1e-5)
