@@ -377,3 +377,40 @@ def test_cli_run_lowered_module_with_2d_grid(tmp_path):
              "--arg", "x.npy", "--arg", "out.npy", "--out-dir", "res", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     np.testing.assert_allclose(np.load(tmp_path / "res" / "out.npy"), x.reshape(6, 256).sum(axis=1), rtol=1e-5)
+
+
+def test_assert_in_one_thread_stops_a_cta_waiting_at_a_barrier(pm):
+    from tilecore.mlir import ir
+
+    with pm.make_context():
+        m = ir.Module.parse("""
+        gpu.module @m {
+          llvm.mlir.global internal constant @msg("tid != 5\\00") {addr_space = 0 : i32}
+          llvm.mlir.global internal constant @file("k.cu\\00") {addr_space = 0 : i32}
+          llvm.mlir.global internal constant @fn("k\\00") {addr_space = 0 : i32}
+          llvm.func @__assertfail(!llvm.ptr, !llvm.ptr, i32, !llvm.ptr, i64)
+          llvm.func @k(%out: !llvm.ptr<1>) attributes {nvvm.kernel} {
+            %t = nvvm.read.ptx.sreg.tid.x : i32
+            %c5 = llvm.mlir.constant(5 : i32) : i32
+            %bad = llvm.icmp "eq" %t, %c5 : i32
+            llvm.cond_br %bad, ^fail, ^ok
+          ^fail:
+            %m = llvm.mlir.addressof @msg : !llvm.ptr
+            %f = llvm.mlir.addressof @file : !llvm.ptr
+            %n = llvm.mlir.addressof @fn : !llvm.ptr
+            %line = llvm.mlir.constant(42 : i32) : i32
+            %one = llvm.mlir.constant(1 : i64) : i64
+            llvm.call @__assertfail(%m, %f, %line, %n, %one) : (!llvm.ptr, !llvm.ptr, i32, !llvm.ptr, i64) -> ()
+            llvm.br ^ok
+          ^ok:
+            nvvm.barrier0
+            %p = llvm.getelementptr %out[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+            llvm.store %t, %p : i32, !llvm.ptr<1>
+            llvm.return
+          }
+        }""")
+    out = np.zeros(128, np.int32)
+    with pytest.raises(TilecoreError) as e:
+        launch(m, "k", grid=2, block=128, args=[out])
+    assert e.value.render() == ("error: k.cu:42: device-side assertion failed: tid != 5 "
+                                "(in k, block (0, 0, 0), thread (5, 0, 0))")
