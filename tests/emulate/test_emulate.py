@@ -414,3 +414,35 @@ def test_assert_in_one_thread_stops_a_cta_waiting_at_a_barrier(pm):
         launch(m, "k", grid=2, block=128, args=[out])
     assert e.value.render() == ("error: k.cu:42: device-side assertion failed: tid != 5 "
                                 "(in k, block (0, 0, 0), thread (5, 0, 0))")
+
+
+def test_redux_sync_float_min_max_with_abs(pm):
+    from tilecore.mlir import ir
+
+    with pm.make_context():
+        m = ir.Module.parse("""
+        gpu.module @m {
+          llvm.func @k(%x: !llvm.ptr<1>, %out: !llvm.ptr<1>) attributes {nvvm.kernel} {
+            %t = nvvm.read.ptx.sreg.tid.x : i32
+            %full = llvm.mlir.constant(-1 : i32) : i32
+            %zero = llvm.mlir.constant(0 : i32) : i32
+            %one = llvm.mlir.constant(1 : i32) : i32
+            %p = llvm.getelementptr %x[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32
+            %v = llvm.load %p : !llvm.ptr<1> -> f32
+            %mn = nvvm.redux.sync fmin %v, %full : f32 -> f32
+            %mx = nvvm.redux.sync fmax %v, %full {abs = true} : f32 -> f32
+            %first = llvm.icmp "eq" %t, %zero : i32
+            llvm.cond_br %first, ^w, ^e
+          ^w:
+            llvm.store %mn, %out : f32, !llvm.ptr<1>
+            %q = llvm.getelementptr %out[%one] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32
+            llvm.store %mx, %q : f32, !llvm.ptr<1>
+            llvm.br ^e
+          ^e:
+            llvm.return
+          }
+        }""")
+    x = np.random.default_rng(8).standard_normal(32).astype(np.float32)
+    out = np.zeros(2, np.float32)
+    launch(m, "k", grid=1, block=32, args=[x, out])
+    assert out.tolist() == [x.min(), np.abs(x).max()]
