@@ -124,7 +124,10 @@ class Rewriter:
                                        attributes={"value": ir.IntegerAttr.get(t, value)}).result
 
     def call(self, callee: str, operands, result_type, can_abort: bool = False):
-        """``llvm.call @callee(operands..., ctx)`` before the op; returns its result (or None)."""
+        """``llvm.call @callee(ctx, operands...)`` before the op; returns its result (or None).
+
+        ``can_abort``: the function returns right after the call when the abort flag is set.
+        """
         with ir.InsertionPoint(self.op):
             c = _call(callee, [self.ctx, *operands], result_type)
         if can_abort:
