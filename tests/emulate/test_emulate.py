@@ -446,3 +446,24 @@ def test_redux_sync_float_min_max_with_abs(pm):
     out = np.zeros(2, np.float32)
     launch(m, "k", grid=1, block=32, args=[x, out])
     assert out.tolist() == [x.min(), np.abs(x).max()]
+
+
+@pytest.mark.skipif(not os.path.isdir(CORPUS), reason="TileIR corpus not available")
+def test_tileir_bytecode_transpose_and_row_softmax(pm):
+    from tilecore.emulate.cli import load_module
+
+    x = np.random.default_rng(9).random((64, 128), dtype=np.float32)
+    out = np.zeros((128, 64), np.float32)
+    m = load_module(os.path.join(CORPUS, "transpose_f32.tileirbc"), "sm_80", pm)
+    # 32x64 tiles at (ctaid.x, ctaid.y); (x, rows, cols, strides..., out, rows, cols, strides...)
+    launch(m, "transpose_f32", grid=(2, 2), block=128, args=[x, 64, 128, 128, 1, out, 128, 64, 64, 1])
+    np.testing.assert_array_equal(out, x.T)
+
+    h = np.random.default_rng(10).standard_normal((8, 512)).astype(np.float16)
+    sm = np.zeros((8, 512), np.float16)
+    m = load_module(os.path.join(CORPUS, "row_softmax_f16.tileirbc"), "sm_80", pm)
+    launch(m, "row_softmax_f16", grid=4, block=128, args=[h, 8, 512, 512, 1, sm, 8, 512, 512, 1])
+    f = h.astype(np.float32)
+    ref = np.exp(f - f.max(axis=1, keepdims=True))
+    ref /= ref.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(sm.astype(np.float32), ref, atol=1e-3)
