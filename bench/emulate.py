@@ -8,7 +8,7 @@
    thread per GPU thread), so this is the slow path.
 2. The same count through the sequential fast path (vector add, no collectives).
 3. The bundled vector add (tilecore/data/vadd_gpu.mlir) on 1,000,000 elements:
-   lowering, JIT and launch wall times.
+   lowering, JIT and launch wall times, with and without bounds checks.
 
 Prints threads/s for each and the ratio fast path / collective path.
 """
@@ -129,13 +129,16 @@ def main() -> int:
     from tilecore.emulate.engine import EmulatedKernel
     from tilecore.emulate.hostmodule import build
 
-    kern = EmulatedKernel(build(m, "vadd"))
-    t2 = time.perf_counter()
-    kern.launch((n + 255) // 256, 256, [a, b, c, n])
-    t3 = time.perf_counter()
-    np.testing.assert_array_equal(c, a + b)
-    print(f"vadd 1M elements: lower {t1 - t0:.3f} s, rewrite + JIT {t2 - t1:.3f} s, launch {t3 - t2:.3f} s, "
-          f"total {t3 - t0:.3f} s ({n / (t3 - t2):,.0f} threads/s in the launch)")
+    for checked in (True, False):
+        t1 = time.perf_counter()
+        kern = EmulatedKernel(build(m, "vadd", check_bounds=checked))
+        t2 = time.perf_counter()
+        kern.launch((n + 255) // 256, 256, [a, b, c, n])
+        t3 = time.perf_counter()
+        np.testing.assert_array_equal(c, a + b)
+        print(f"vadd 1M elements, bounds checks {'on ' if checked else 'off'}: lower {t1 - t0:.3f} s, "
+              f"rewrite + JIT {t2 - t1:.3f} s, launch {t3 - t2:.3f} s ({n / (t3 - t2):,.0f} threads/s)")
+        t0 = t1 = time.perf_counter()
     return 0
 
 

@@ -75,6 +75,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--arg", action="append", default=[], help="a .npy file or a scalar; repeatable, in order")
     r.add_argument("--out-dir", default=".", help="where outputs (.npy) are written (default: current folder; "
                    "an output that would overwrite its input is written as NAME.out.npy)")
+    r.add_argument("--no-bounds-check", action="store_true",
+                   help="do not check global loads / stores / atomics against the argument arrays (faster)")
     _target_args(r)
     return p
 

@@ -374,7 +374,7 @@ def test_cli_run_lowered_module_with_2d_grid(tmp_path):
     np.save(tmp_path / "x.npy", x)
     np.save(tmp_path / "out.npy", np.zeros(6, np.float32))
     r = _cli(str(lowered_file), "--kernel", "block_reduce", "--grid", "6", "--block", "256,1,1",
-             "--arg", "x.npy", "--arg", "out.npy", "--out-dir", "res", cwd=tmp_path)
+             "--arg", "x.npy", "--arg", "out.npy", "--out-dir", "res", "--no-bounds-check", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     np.testing.assert_allclose(np.load(tmp_path / "res" / "out.npy"), x.reshape(6, 256).sum(axis=1), rtol=1e-5)
 
@@ -467,3 +467,18 @@ def test_tileir_bytecode_transpose_and_row_softmax(pm):
     ref = np.exp(f - f.max(axis=1, keepdims=True))
     ref /= ref.sum(axis=1, keepdims=True)
     np.testing.assert_allclose(sm.astype(np.float32), ref, atol=1e-3)
+
+
+def test_out_of_bounds_global_access_fails_the_launch(pm):
+    m = lowered(pm, os.path.join(ROOT, "tilecore", "data", "vadd_gpu.mlir"))
+    a, b, c = np.ones(100, np.float32), np.ones(100, np.float32), np.zeros(100, np.float32)
+    # n = 128 while the arrays hold 100 elements: thread 100 loads past the end of a
+    with pytest.raises(TilecoreError) as e:
+        launch(m, "vadd", grid=1, block=128, args=[a, b, c, 128])
+    text = e.value.render()
+    assert "out-of-bounds global memory access: load from 4 bytes at" in text
+    assert "thread (100, 0, 0)" in text and "argument 0 spans" in text and "+400 bytes from it" in text
+    assert (c == 0).all()  # nothing is copied back from a failed launch
+    # unchecked, the same launch with in-bounds n runs
+    launch(m, "vadd", grid=1, block=128, args=[a, b, c, 100], check_bounds=False)
+    assert (c == 2).all()

@@ -21,10 +21,11 @@ __all__ = ["launch", "compile_kernel", "EmulatedKernel", "LaunchResult"]
 _CACHE: dict = {}
 
 
-def compile_kernel(module, kernel: str, opt_level: int = 2) -> EmulatedKernel:
+def compile_kernel(module, kernel: str, opt_level: int = 2, check_bounds: bool = True) -> EmulatedKernel:
     """Rewrite and JIT-compile ``kernel`` of ``module`` (an ``ir.Module``, left unchanged, or MLIR text).
 
-    Compiled kernels are cached by module text.
+    Compiled kernels are cached by module text. ``check_bounds``: global loads, stores and
+    atomics outside the argument arrays fail the launch (instead of corrupting host memory).
     """
     from .hostmodule import build
 
@@ -34,16 +35,16 @@ def compile_kernel(module, kernel: str, opt_level: int = 2) -> EmulatedKernel:
 
         module = read_mlir_text(module.encode(), "", get_plugin_manager().make_context())
 
-    key = (id(module.context), hashlib.sha1(str(module).encode()).hexdigest(), kernel, opt_level)
+    key = (id(module.context), hashlib.sha1(str(module).encode()).hexdigest(), kernel, opt_level, check_bounds)
     k = _CACHE.get(key)
     if k is None:
-        k = _CACHE[key] = EmulatedKernel(build(module, kernel), opt_level)
+        k = _CACHE[key] = EmulatedKernel(build(module, kernel, check_bounds), opt_level)
         if len(_CACHE) > 32:
             _CACHE.pop(next(iter(_CACHE)))
     return k
 
 
-def launch(module, kernel: str, grid, block, args, shared_bytes: int = 0) -> LaunchResult:
+def launch(module, kernel: str, grid, block, args, shared_bytes: int = 0, check_bounds: bool = True) -> LaunchResult:
     """Run ``kernel`` of the lowered ``module`` on ``grid`` x ``block`` threads.
 
     ``grid`` / ``block``: an int or 1 to 3 sizes; ``args`` follow the kernel's LLVM
@@ -51,7 +52,7 @@ def launch(module, kernel: str, grid, block, args, shared_bytes: int = 0) -> Lau
     dynamic shared memory per CTA. Returns a :class:`LaunchResult` (``outputs``: the
     device arrays after the run, also copied into the given arrays; ``printf``: the
     captured device printf text), which unpacks as ``outputs, printf``. A failing
-    device assert, a deadlock or an op the emulator does not know raises
-    :class:`~tilecore.errors.TilecoreError`.
+    device assert, a deadlock, an out-of-bounds global access (unless ``check_bounds`` is
+    False) or an op the emulator does not know raises :class:`~tilecore.errors.TilecoreError`.
     """
-    return compile_kernel(module, kernel).launch(grid, block, args, shared_bytes)
+    return compile_kernel(module, kernel, check_bounds=check_bounds).launch(grid, block, args, shared_bytes)

@@ -80,7 +80,7 @@ def run_command(args, pm) -> int:
     grid, block = _dims(args.grid, "grid"), _dims(args.block, "block")
     values = [_arg(a, i) for i, a in enumerate(args.arg)]
     module = load_module(args.input, args.gpu_name, pm)
-    kernel = compile_kernel(module, args.kernel)
+    kernel = compile_kernel(module, args.kernel, check_bounds=not getattr(args, "no_bounds_check", False))
     result = kernel.launch(grid, block, values, shared_bytes=args.shared)
     sys.stdout.write(result.printf)
     os.makedirs(args.out_dir, exist_ok=True)

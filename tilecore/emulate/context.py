@@ -4,7 +4,8 @@ One ``Ctx`` per host thread: special registers the kernel reads (tid, ntid, ...)
 the abort flag the rewritten code tests after every call that can fail, and the
 range of CTAs / threads the native driver loops over. Fields are 32-bit slots so
 the MLIR helpers address them as ``ctx[i] : i32``; the dynamic shared memory
-pointer sits at byte ``SHARED_PTR_BYTE``.
+pointer sits at byte ``SHARED_PTR_BYTE``, the table of global memory ranges (``[lo, hi)``
+pairs of i64, ``NRANGES`` of them) that bounds checks accept at ``RANGES_PTR_BYTE``.
 """
 
 from __future__ import annotations
@@ -16,18 +17,26 @@ TID, NTID, CTAID, NCTAID = 0, 3, 6, 9          # x, y, z at +0, +1, +2
 LANEID, WARPID, NWARPID, LINEAR_TID = 12, 13, 14, 15
 ABORT, CONCURRENT = 16, 17                       # abort flag; 1 when threads run concurrently
 CTA_BEGIN, CTA_END, T_BEGIN, T_END = 18, 19, 20, 21
-DYN_SMEM, TOTAL_SMEM = 22, 23
+DYN_SMEM, TOTAL_SMEM, NRANGES = 22, 23, 24
 SLOTS = 32
 SHARED_PTR_BYTE = SLOTS * 4
+RANGES_PTR_BYTE = SHARED_PTR_BYTE + 8
 
 
 class Ctx(ctypes.Structure):
-    _fields_ = [("i", ctypes.c_int32 * SLOTS), ("shared", ctypes.c_void_p)]
+    _fields_ = [("i", ctypes.c_int32 * SLOTS), ("shared", ctypes.c_void_p), ("ranges", ctypes.c_void_p)]
 
 
-def new_ctx(grid, block, shared_ptr: int, dyn_smem: int, total_smem: int, concurrent: bool) -> Ctx:
-    """A context with the launch-wide fields filled (the driver sets the per-thread ones)."""
+def new_ctx(grid, block, shared_ptr: int, dyn_smem: int, total_smem: int, concurrent: bool,
+            ranges=None, nranges: int = 0) -> Ctx:
+    """A context with the launch-wide fields filled (the driver sets the per-thread ones).
+
+    ``ranges``: a ctypes array of ``nranges`` i64 ``[lo, hi)`` pairs (kept alive by the caller).
+    """
     c = Ctx()
+    if ranges is not None:
+        c.ranges = ctypes.addressof(ranges)
+        c.i[NRANGES] = nranges
     for d in range(3):
         c.i[NTID + d] = block[d]
         c.i[NCTAID + d] = grid[d]

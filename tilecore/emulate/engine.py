@@ -74,13 +74,14 @@ class EmulatedKernel:
         if len(args) != len(types):
             raise TilecoreError(f"kernel '{self.host.kernel}' takes {len(types)} arguments "
                                 f"({', '.join(types)}), got {len(args)}", self.host.location)
-        storage, device, originals = [], [], []
+        storage, device, originals, arrays = [], [], [], []
         for i, (a, t) in enumerate(zip(args, types)):
             if t.startswith("!llvm.ptr"):
                 if not isinstance(a, np.ndarray):
                     raise TilecoreError(f"argument {i} ({t}) must be a numpy array, got {type(a).__name__}")
                 dev = np.array(a, copy=True, order="C")
                 device.append(dev)
+                arrays.append((i, dev.ctypes.data, dev.ctypes.data + dev.nbytes))
                 originals.append(a)
                 storage.append(ctypes.c_void_p(dev.ctypes.data))
             elif t in SCALARS:
@@ -92,7 +93,7 @@ class EmulatedKernel:
             else:
                 raise TilecoreError(f"argument {i} has type {t}, which the emulator cannot pass yet",
                                     self.host.location)
-        return storage, device, originals
+        return storage, device, originals, arrays
 
     def launch(self, grid, block, args, shared_bytes: int = 0) -> LaunchResult:
         """Run the kernel on ``grid`` x ``block`` threads; see :func:`tilecore.emulate.launch`."""
@@ -101,15 +102,18 @@ class EmulatedKernel:
         if nthreads > MAX_THREADS_PER_CTA:
             raise TilecoreError(f"block of {nthreads} threads exceeds {MAX_THREADS_PER_CTA} threads per CTA")
         ncta = grid[0] * grid[1] * grid[2]
-        storage, device, originals = self._marshal(list(args))
+        storage, device, originals, arrays = self._marshal(list(args))
+        ranges = (ctypes.c_int64 * max(2 * len(arrays), 2))(*[v for _, lo, hi in arrays for v in (lo, hi)])
         shared = np.zeros(int(shared_bytes) + 16, dtype=np.uint8)
         shared_ptr = (shared.ctypes.data + 15) // 16 * 16
         with self._lock:
-            self._rt = rt = DeviceRuntime(block, grid)
+            self._rt = rt = DeviceRuntime(block, grid, arrays)
             if self.collective:
-                self._run_concurrent(rt, storage, grid, block, ncta, nthreads, shared_ptr, int(shared_bytes))
+                self._run_concurrent(rt, storage, grid, block, ncta, nthreads, shared_ptr, int(shared_bytes), ranges,
+                                     len(arrays))
             else:
-                ctx = C.new_ctx(grid, block, shared_ptr, int(shared_bytes), int(shared_bytes), False)
+                ctx = C.new_ctx(grid, block, shared_ptr, int(shared_bytes), int(shared_bytes), False, ranges,
+                                len(arrays))
                 ctx.i[C.CTA_BEGIN], ctx.i[C.CTA_END], ctx.i[C.T_BEGIN], ctx.i[C.T_END] = 0, ncta, 0, nthreads
                 self._call(ctx, storage)
             self._rt = None
@@ -126,10 +130,10 @@ class EmulatedKernel:
             ctypes.addressof(ctx_ref), *[ctypes.addressof(s) for s in storage])
         self._drive(argv)
 
-    def _run_concurrent(self, rt, storage, grid, block, ncta, nthreads, shared_ptr, dyn):
+    def _run_concurrent(self, rt, storage, grid, block, ncta, nthreads, shared_ptr, dyn, ranges, nranges):
         ctxs = []
         for t in range(nthreads):
-            ctx = C.new_ctx(grid, block, shared_ptr, dyn, dyn, True)
+            ctx = C.new_ctx(grid, block, shared_ptr, dyn, dyn, True, ranges, nranges)
             ctx.i[C.CTA_BEGIN], ctx.i[C.CTA_END], ctx.i[C.T_BEGIN], ctx.i[C.T_END] = 0, ncta, t, t + 1
             ctxs.append(ctx)
         threads = [threading.Thread(target=self._call, args=(ctx, storage), daemon=True) for ctx in ctxs]

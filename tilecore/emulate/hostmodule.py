@@ -107,9 +107,11 @@ def _parse_func_type(text: str) -> tuple[str, list[str]]:
 class Rewriter:
     """Builds replacement ops before the op being rewritten (the API the table rows use)."""
 
-    def __init__(self, host):
+    def __init__(self, host, check_bounds: bool = True):
         self.host = host
+        self.check_bounds = check_bounds
         self.texts: dict[str, str] = {}       # helper symbol -> MLIR definition
+        self.checks: dict[str, str] = {}      # accessed type -> its bounds-check helper
         self.decls: dict[str, str] = {}       # external symbol -> signature
         self.ctx = None
         self.op = None
@@ -180,6 +182,19 @@ class Rewriter:
                     f"{enc}\n{call}\n{body}", ret)
         return sym
 
+    def bounds_check(self, ptr, accessed_type: str, is_store: int) -> None:
+        """Before the op: return (abort) unless ``[ptr, ptr + sizeof(type))`` lies in an argument array."""
+        sym = self.checks.get(accessed_type)
+        if sym is None:
+            sym = self.checks[accessed_type] = f"__emu_check_{len(self.checks)}"
+            self.define(sym, "%ctx: !llvm.ptr, %p: !llvm.ptr<1>, %st: i32",
+                        "%z = llvm.mlir.zero : !llvm.ptr\n"
+                        f"%g = llvm.getelementptr %z[1] : (!llvm.ptr) -> !llvm.ptr, {accessed_type}\n"
+                        "%size = llvm.ptrtoint %g : !llvm.ptr to i64\n"
+                        "llvm.call @__emu_check(%ctx, %p, %size, %st) : (!llvm.ptr, !llvm.ptr<1>, i64, i32) -> ()",
+                        "void")
+        self.call(sym, [ptr, self.const(is_store)], None, can_abort=True)
+
     def fence(self) -> None:
         with ir.InsertionPoint(self.op):
             ir.Operation.create("llvm.fence", attributes={  # 7: seq_cst (LLVM's AtomicOrdering)
@@ -244,18 +259,22 @@ def _walk(block, out):
                 _walk(b, out)
 
 
-def build(module, kernel: str) -> HostModule:
-    """Rewrite the kernel's gpu.module of ``module`` (left unchanged) into a host JIT module."""
+def build(module, kernel: str, check_bounds: bool = True) -> HostModule:
+    """Rewrite the kernel's gpu.module of ``module`` (left unchanged) into a host JIT module.
+
+    ``check_bounds``: every global (``addrspace(1)``) load, store and atomic first checks that it
+    stays inside one of the launch's arrays; an access outside fails the launch with its address.
+    """
     holder = find_kernel_module(module, kernel)
     with module.context, ir.Location.unknown():
         host = ir.Module.create()
         for op in holder.regions[0].blocks[0].operations:
             if op.operation.name.startswith("llvm."):  # gpu.module / gpu.func / host code stay behind
                 op.clone(ip=ir.InsertionPoint(host.body))
-        return _rewrite(host, kernel)
+        return _rewrite(host, kernel, check_bounds)
 
 
-def _rewrite(host, kernel: str) -> HostModule:
+def _rewrite(host, kernel: str, check_bounds: bool) -> HostModule:
     body = host.body
     funcs = {op.attributes["sym_name"].value: op for op in body.operations
              if op.operation.name == "llvm.func" and len(op.regions[0].blocks)}
@@ -267,7 +286,7 @@ def _rewrite(host, kernel: str) -> HostModule:
     kfunc = funcs[kernel]
     location = format_location(kfunc.location)
     param_types = [str(a.type) for a in kfunc.regions[0].blocks[0].arguments]
-    rw = Rewriter(host)
+    rw = Rewriter(host, check_bounds)
     collective = False
     for f in funcs.values():
         _add_ctx_param(f)
@@ -324,6 +343,12 @@ def _rewrite_op(op, rw: Rewriter, funcs: dict, dyn_shared: set) -> bool:
         _replace(op, [rw.call("__emu_dyn_smem", [], str(op.results[0].type))])
     elif name == "llvm.alloca" and str(op.results[0].type) != "!llvm.ptr":
         _host_alloca(op)
+    elif name in optable.MEMORY_OPS and rw.check_bounds:
+        ptr_i, type_i, is_store = optable.MEMORY_OPS[name]
+        ptr = op.operands[ptr_i]
+        if str(ptr.type) == "!llvm.ptr<1>":
+            accessed = op.results[0].type if type_i is None else op.operands[type_i].type
+            rw.bounds_check(ptr, str(accessed), is_store)
     return False
 
 
@@ -369,7 +394,8 @@ def _pass_ctx(op, ctx) -> None:
 
 def _append_support(host, rw: Rewriter, kernel: str, param_types: list[str]) -> None:
     defined = {op.attributes["sym_name"].value for op in host.body.operations if "sym_name" in op.attributes}
-    parts = [prelude.SET_THREAD, prelude.ABORTED, prelude.DYN_SMEM, prelude.driver(kernel, param_types)]
+    parts = [prelude.SET_THREAD, prelude.ABORTED, prelude.DYN_SMEM, prelude.CHECK,
+             prelude.driver(kernel, param_types)]
     parts += list(rw.texts.values())
     # the driver calls the kernel: declare it for parsing, the host's definition stays
     parts.append(f"llvm.func @{kernel}({', '.join(param_types + ['!llvm.ptr'])})\n")

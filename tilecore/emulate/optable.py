@@ -212,4 +212,11 @@ RUNTIME_SYMBOLS: dict[str, str] = {
     "__emu_assertfail": "(!llvm.ptr, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr, i64) -> ()",
     "__emu_clock": "(!llvm.ptr) -> i64",
     "__emu_cta_done": "(!llvm.ptr) -> ()",
+    "__emu_oob": "(!llvm.ptr, i64, i64, i32) -> ()",
+}
+
+# memory ops checked against the launch's arrays: op -> (pointer operand, operand whose type is accessed
+# or None for the result, 1 if it writes)
+MEMORY_OPS: dict[str, tuple[int, int | None, int]] = {
+    "llvm.load": (0, None, 0), "llvm.store": (1, 0, 1), "llvm.atomicrmw": (0, 1, 1), "llvm.cmpxchg": (0, 1, 1),
 }

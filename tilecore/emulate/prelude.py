@@ -80,3 +80,29 @@ def driver(kernel: str, param_types: list[str]) -> str:
         "^next:\n  %cn = llvm.add %c, %one : i32\n  llvm.br ^cta(%cn : i32)\n"
         "^exit:\n  llvm.return\n}\n"
     )
+
+
+def _ld64(name: str, byte: int) -> str:
+    return (f"%{name}_p = llvm.getelementptr %ctx[{byte}] : (!llvm.ptr) -> !llvm.ptr, i8\n"
+            f"  %{name} = llvm.load %{name}_p : !llvm.ptr -> !llvm.ptr\n")
+
+
+# __emu_check(ctx, addr, size, is_store): the access [addr, addr + size) must lie in one of the
+# launch's arrays; otherwise __emu_oob records the error and sets the abort flag.
+CHECK = (
+    "llvm.func internal @__emu_check(%ctx: !llvm.ptr, %p: !llvm.ptr<1>, %size: i64, %st: i32) {\n  "
+    + _ld64("tab", C.RANGES_PTR_BYTE) + "  " + _ld("n32", C.NRANGES)
+    + "  %n = llvm.sext %n32 : i32 to i64\n  %a = llvm.ptrtoint %p : !llvm.ptr<1> to i64\n"
+    "  %end = llvm.add %a, %size : i64\n  %z = llvm.mlir.constant(0 : i64) : i64\n"
+    "  %one = llvm.mlir.constant(1 : i64) : i64\n  llvm.br ^loop(%z : i64)\n"
+    "^loop(%i: i64):\n  %more = llvm.icmp \"slt\" %i, %n : i64\n  llvm.cond_br %more, ^body, ^bad\n"
+    "^body:\n  %i2 = llvm.shl %i, %one : i64\n  %i3 = llvm.add %i2, %one : i64\n"
+    "  %plo = llvm.getelementptr %tab[%i2] : (!llvm.ptr, i64) -> !llvm.ptr, i64\n"
+    "  %phi = llvm.getelementptr %tab[%i3] : (!llvm.ptr, i64) -> !llvm.ptr, i64\n"
+    "  %lo = llvm.load %plo : !llvm.ptr -> i64\n  %hi = llvm.load %phi : !llvm.ptr -> i64\n"
+    "  %ge = llvm.icmp \"uge\" %a, %lo : i64\n  %le = llvm.icmp \"ule\" %end, %hi : i64\n"
+    "  %in = llvm.and %ge, %le : i1\n  %inext = llvm.add %i, %one : i64\n"
+    "  llvm.cond_br %in, ^ok, ^loop(%inext : i64)\n"
+    "^bad:\n  llvm.call @__emu_oob(%ctx, %a, %size, %st) : (!llvm.ptr, i64, i64, i32) -> ()\n  llvm.return\n"
+    "^ok:\n  llvm.return\n}\n"
+)

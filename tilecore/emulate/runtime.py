@@ -48,8 +48,9 @@ class _WarpSlot:
 class DeviceRuntime:
     """State of one launch: captured printf text, the first error, CTA synchronisation."""
 
-    def __init__(self, block, grid):
+    def __init__(self, block, grid, arrays=()):
         self.block, self.grid = block, grid
+        self.arrays = list(arrays)  # (argument index, lo, hi) of every array argument
         self.nthreads = block[0] * block[1] * block[2]
         self.lock = threading.Lock()
         self.cta_cond = threading.Condition(self.lock)
@@ -222,6 +223,19 @@ class DeviceRuntime:
             self.fail(err)
             self._aborted(ctx)
 
+    def oob(self, ctx, addr, size, is_store):
+        what = "store to" if is_store else "load from"
+        near = ""
+        if self.arrays:
+            i, lo, hi = min(self.arrays, key=lambda r: 0 if r[1] <= addr < r[2] else min(abs(addr - r[1]),
+                                                                                         abs(addr - r[2])))
+            near = f"; argument {i} spans [{lo:#x}, {hi:#x}), the access starts {addr - lo:+d} bytes from it"
+        err = TilecoreError(f"out-of-bounds global memory access: {what} {size} bytes at {addr:#x} "
+                            f"({self._where(ctx)}){near}")
+        with self.lock:
+            self.fail(err)
+            self._aborted(ctx)
+
     def clock(self, ctx):
         return time.perf_counter_ns()
 
@@ -236,6 +250,7 @@ CALLBACKS = {
     "__emu_assertfail": (ctypes.CFUNCTYPE(None, _P, _P, _P, _I32, _P, _I64), "assertfail", None),
     "__emu_clock": (ctypes.CFUNCTYPE(_I64, _P), "clock", 0),
     "__emu_cta_done": (ctypes.CFUNCTYPE(None, _P), "cta_done", None),
+    "__emu_oob": (ctypes.CFUNCTYPE(None, _P, _I64, _I64, _I32), "oob", None),
 }
 
 
