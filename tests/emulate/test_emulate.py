@@ -482,3 +482,13 @@ def test_out_of_bounds_global_access_fails_the_launch(pm):
     # unchecked, the same launch with in-bounds n runs
     launch(m, "vadd", grid=1, block=128, args=[a, b, c, 100], check_bounds=False)
     assert (c == 2).all()
+
+
+@pytest.mark.skipif(not os.path.isdir(CORPUS), reason="TileIR corpus not available")
+def test_cli_run_tileir_without_the_tileas_plugin_is_a_clean_error(tmp_path):
+    env = dict(os.environ, TILECORE_DISABLED_PLUGINS="tileas")
+    r = subprocess.run([sys.executable, "-m", "tilecore", "run", os.path.join(CORPUS, "vadd_f32.tileirbc"),
+                        "--kernel", "vadd_f32"], cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert r.returncode == 1
+    assert r.stderr.startswith("error: vadd_f32.tileirbc: no installed plugin can read this input")
+    assert "Traceback" not in r.stderr
