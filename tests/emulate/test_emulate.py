@@ -492,3 +492,28 @@ def test_cli_run_tileir_without_the_tileas_plugin_is_a_clean_error(tmp_path):
     assert r.returncode == 1
     assert r.stderr.startswith("error: vadd_f32.tileirbc: no installed plugin can read this input")
     assert "Traceback" not in r.stderr
+
+
+def test_module_global_in_global_memory_passes_bounds_checks(pm):
+    from tilecore.mlir import ir
+
+    with pm.make_context():
+        m = ir.Module.parse("""
+        gpu.module @m {
+          llvm.mlir.global internal constant @tab(dense<[7, 11, 13, 17]> : tensor<4xi32>) {addr_space = 1 : i32}
+              : !llvm.array<4 x i32>
+          llvm.func @k(%out: !llvm.ptr<1>) attributes {nvvm.kernel} {
+            %t = nvvm.read.ptx.sreg.tid.x : i32
+            %tab = llvm.mlir.addressof @tab : !llvm.ptr<1>
+            %p = llvm.getelementptr %tab[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+            %v = llvm.load %p : !llvm.ptr<1> -> i32
+            %o = llvm.getelementptr %out[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+            llvm.store %v, %o : i32, !llvm.ptr<1>
+            llvm.return
+          }
+        }""")
+    out = np.zeros(4, np.int32)
+    launch(m, "k", grid=1, block=4, args=[out])
+    assert out.tolist() == [7, 11, 13, 17]
+    with pytest.raises(TilecoreError, match="load from 4 bytes .* global @tab spans .* \\+16 bytes from it"):
+        launch(m, "k", grid=1, block=5, args=[np.zeros(5, np.int32)])

@@ -62,7 +62,17 @@ class EmulatedKernel:
         for sym, cb in self._callbacks.items():
             self.engine.raw_register_runtime(sym, ctypes.cast(cb, ctypes.c_void_p))
         self._drive = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self.engine.raw_lookup("__emu_drive"))
+        self._global_ranges = self._module_globals()
         self._lock = threading.Lock()
+
+    def _module_globals(self) -> list[tuple[str, int, int]]:
+        """(label, lo, hi) of the module's global-memory variables, as placed by the JIT."""
+        n = len(self.host.globals)
+        table = (ctypes.c_int64 * max(2 * n, 2))()
+        table_ref = ctypes.c_void_p(ctypes.addressof(table))
+        argv = (ctypes.c_void_p * 1)(ctypes.addressof(table_ref))
+        ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self.engine.raw_lookup("__emu_globals"))(argv)
+        return [(f"global @{g}", table[2 * k], table[2 * k + 1]) for k, g in enumerate(self.host.globals)]
 
     @property
     def collective(self) -> bool:
@@ -81,7 +91,7 @@ class EmulatedKernel:
                     raise TilecoreError(f"argument {i} ({t}) must be a numpy array, got {type(a).__name__}")
                 dev = np.array(a, copy=True, order="C")
                 device.append(dev)
-                arrays.append((i, dev.ctypes.data, dev.ctypes.data + dev.nbytes))
+                arrays.append((f"argument {i}", dev.ctypes.data, dev.ctypes.data + dev.nbytes))
                 originals.append(a)
                 storage.append(ctypes.c_void_p(dev.ctypes.data))
             elif t in SCALARS:
@@ -103,6 +113,7 @@ class EmulatedKernel:
             raise TilecoreError(f"block of {nthreads} threads exceeds {MAX_THREADS_PER_CTA} threads per CTA")
         ncta = grid[0] * grid[1] * grid[2]
         storage, device, originals, arrays = self._marshal(list(args))
+        arrays += self._global_ranges
         ranges = (ctypes.c_int64 * max(2 * len(arrays), 2))(*[v for _, lo, hi in arrays for v in (lo, hi)])
         shared = np.zeros(int(shared_bytes) + 16, dtype=np.uint8)
         shared_ptr = (shared.ctypes.data + 15) // 16 * 16

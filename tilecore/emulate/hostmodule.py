@@ -19,7 +19,7 @@ so one instance is the shared memory of the running CTA.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import TilecoreError, format_location
 from ..mlir import ir
@@ -35,6 +35,7 @@ class HostModule:
     param_types: list[str]
     collective: bool
     location: str
+    globals: list[str] = field(default_factory=list)  # module globals __emu_globals reports, in order
 
 
 def _fail(msg: str, op=None) -> TilecoreError:
@@ -306,8 +307,12 @@ def _rewrite(host, kernel: str, check_bounds: bool) -> HostModule:
     for g in list(body.operations):
         if g.operation.name == "llvm.mlir.global" and g.attributes["sym_name"].value in dyn_shared:
             g.operation.erase()
-    _append_support(host, rw, kernel, param_types)
-    return HostModule(host, kernel, param_types, collective, location)
+    memory_globals = [(g.attributes["sym_name"].value, str(g.attributes["global_type"].value),
+                       g.attributes["addr_space"].value if "addr_space" in g.attributes else 0)
+                      for g in body.operations if g.operation.name == "llvm.mlir.global"]
+    memory_globals = [g for g in memory_globals if g[2] != 3]  # shared memory is not global memory
+    _append_support(host, rw, kernel, param_types, memory_globals)
+    return HostModule(host, kernel, param_types, collective, location, [g[0] for g in memory_globals])
 
 
 def _rewrite_op(op, rw: Rewriter, funcs: dict, dyn_shared: set) -> bool:
@@ -392,10 +397,10 @@ def _pass_ctx(op, ctx) -> None:
     _replace(op, list(n.results))
 
 
-def _append_support(host, rw: Rewriter, kernel: str, param_types: list[str]) -> None:
+def _append_support(host, rw: Rewriter, kernel: str, param_types: list[str], memory_globals) -> None:
     defined = {op.attributes["sym_name"].value for op in host.body.operations if "sym_name" in op.attributes}
     parts = [prelude.SET_THREAD, prelude.ABORTED, prelude.DYN_SMEM, prelude.CHECK,
-             prelude.driver(kernel, param_types)]
+             prelude.driver(kernel, param_types), prelude.globals_table(memory_globals)]
     parts += list(rw.texts.values())
     # the driver calls the kernel: declare it for parsing, the host's definition stays
     parts.append(f"llvm.func @{kernel}({', '.join(param_types + ['!llvm.ptr'])})\n")

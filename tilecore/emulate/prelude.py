@@ -106,3 +106,25 @@ CHECK = (
     "^bad:\n  llvm.call @__emu_oob(%ctx, %a, %size, %st) : (!llvm.ptr, i64, i64, i32) -> ()\n  llvm.return\n"
     "^ok:\n  llvm.return\n}\n"
 )
+
+
+def globals_table(memory_globals: list[tuple[str, str, int]]) -> str:
+    """``__emu_globals(table)``: writes ``[lo, hi)`` of every module global (name, type, address space).
+
+    Module globals are global memory the bounds checks accept besides the argument arrays; the
+    globals are declared again here so the text parses alone (the host's definitions stay).
+    """
+    decls, body = [], ["%z = llvm.mlir.zero : !llvm.ptr"]
+    for k, (name, ty, space) in enumerate(memory_globals):
+        decls.append(f"llvm.mlir.global external @{name}() {{addr_space = {space} : i32}} : {ty}")
+        body += [f"%a{k} = llvm.mlir.addressof @{name} : !llvm.ptr<{space}>",
+                 f"%lo{k} = llvm.ptrtoint %a{k} : !llvm.ptr<{space}> to i64",
+                 f"%g{k} = llvm.getelementptr %z[1] : (!llvm.ptr) -> !llvm.ptr, {ty}",
+                 f"%s{k} = llvm.ptrtoint %g{k} : !llvm.ptr to i64",
+                 f"%hi{k} = llvm.add %lo{k}, %s{k} : i64",
+                 f"%p{k} = llvm.getelementptr %tab[{2 * k}] : (!llvm.ptr) -> !llvm.ptr, i64",
+                 f"llvm.store %lo{k}, %p{k} : i64, !llvm.ptr",
+                 f"%q{k} = llvm.getelementptr %tab[{2 * k + 1}] : (!llvm.ptr) -> !llvm.ptr, i64",
+                 f"llvm.store %hi{k}, %q{k} : i64, !llvm.ptr"]
+    return "\n".join(decls) + "\nllvm.func @__emu_globals(%tab: !llvm.ptr) {\n  " + "\n  ".join(body) \
+        + "\n  llvm.return\n}\n"

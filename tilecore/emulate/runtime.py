@@ -50,7 +50,7 @@ class DeviceRuntime:
 
     def __init__(self, block, grid, arrays=()):
         self.block, self.grid = block, grid
-        self.arrays = list(arrays)  # (argument index, lo, hi) of every array argument
+        self.arrays = list(arrays)  # (label, lo, hi) of every argument array and module global
         self.nthreads = block[0] * block[1] * block[2]
         self.lock = threading.Lock()
         self.cta_cond = threading.Condition(self.lock)
@@ -229,7 +229,7 @@ class DeviceRuntime:
         if self.arrays:
             i, lo, hi = min(self.arrays, key=lambda r: 0 if r[1] <= addr < r[2] else min(abs(addr - r[1]),
                                                                                          abs(addr - r[2])))
-            near = f"; argument {i} spans [{lo:#x}, {hi:#x}), the access starts {addr - lo:+d} bytes from it"
+            near = f"; {i} spans [{lo:#x}, {hi:#x}), the access starts {addr - lo:+d} bytes from it"
         err = TilecoreError(f"out-of-bounds global memory access: {what} {size} bytes at {addr:#x} "
                             f"({self._where(ctx)}){near}")
         with self.lock:
