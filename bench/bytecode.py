@@ -27,11 +27,13 @@ import subprocess
 import sys
 import time
 
+VISIBLE_CORPUS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "shared", "corpus", "visible")
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def kernels(with_cutile: bool) -> list[str]:
-    paths = sorted(glob.glob("/work/shared/corpus/visible/*.tileirbc"))
+    paths = sorted(glob.glob(os.path.join(VISIBLE_CORPUS, "*.tileirbc")))
     if with_cutile:
         sys.path.insert(0, os.path.join(ROOT, "plugins", "tileas", "tests"))
         import cutile_kernels

@@ -78,6 +78,8 @@ TARGETS = {"geomean_time_ratio": 1.0, "geomean_sass_ratio_no_mma": 1.1}
 
 @dataclass
 class Kernel:
+    """One TileIR bytecode file to compile."""
+
     name: str
     path: str
     origin: str  # "corpus" or "generated"
@@ -86,8 +88,8 @@ class Kernel:
 def find_kernels(corpora: list[str], generated: bool, filters: list[str], tmp: str) -> tuple[list[Kernel], list[str]]:
     """The kernels to measure, and the notes about generated kernels that could not be exported.
 
-    Corpus kernels come first; a generated kernel with the name of a corpus kernel is the same
-    cuTile source and is skipped. ``filters`` keep kernels whose name contains one of them.
+    Corpus kernels come first; a generated kernel named like a corpus kernel is the same kernel
+    (the corpus was exported from the same cuTile code) and is skipped. ``filters`` keep kernels whose name contains one of them.
     """
     def wanted(name: str) -> bool:
         return not filters or any(f in name for f in filters)
@@ -112,7 +114,7 @@ def find_kernels(corpora: list[str], generated: bool, filters: list[str], tmp: s
             try:
                 cutile_kernels.export(name, path)
             except Exception as e:  # a cuTile export failure is a note, not a crash of the harness
-                notes.append(f"{name}: cuTile export failed: {type(e).__name__}: {str(e).splitlines()[0]}")
+                notes.append(f"{name}: cuTile export failed: {type(e).__name__}: {(str(e).splitlines() or [''])[0]}")
                 continue
             out.append(Kernel(name, path, "generated"))
     return out, notes
@@ -122,6 +124,8 @@ def find_kernels(corpora: list[str], generated: bool, filters: list[str], tmp: s
 
 @dataclass
 class Run:
+    """What the OS accounted for one compiler process."""
+
     wall_s: float
     cpu_s: float
     peak_rss_kib: int

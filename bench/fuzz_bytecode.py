@@ -23,8 +23,10 @@ import subprocess
 import sys
 import time
 
+VISIBLE_CORPUS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "shared", "corpus", "visible")
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-VISIBLE = "/work/shared/corpus/visible"
+VISIBLE = VISIBLE_CORPUS
 
 
 def seeds(with_cutile: bool) -> list[str]:

@@ -8,6 +8,8 @@ import sys
 
 import numpy as np
 import pytest
+from support import CORPUS as VISIBLE_CORPUS
+from support import has_plugin
 
 from tilecore.compiler import compile_module, read_input
 from tilecore.emulate import compile_kernel, launch
@@ -219,10 +221,11 @@ def test_votes_match_redux_sregs_named_barriers_dynamic_shared(pm):
         assert r[g].tolist() == [int(v) for v in want], (g, r[g].tolist(), want)
 
 
-CORPUS = "/work/shared/corpus/visible"
+CORPUS = VISIBLE_CORPUS
 
 
-@pytest.mark.skipif(not os.path.isdir(CORPUS), reason="TileIR corpus not available")
+@pytest.mark.skipif(not os.path.isdir(CORPUS) or not has_plugin("tileas"),
+                    reason="needs the TileIR corpus and the tileas plugin")
 def test_tileir_bytecode_rowsum_through_the_pipeline(pm):
     from tilecore.emulate.cli import load_module
 
@@ -234,7 +237,8 @@ def test_tileir_bytecode_rowsum_through_the_pipeline(pm):
     np.testing.assert_allclose(out, x.sum(axis=1), rtol=1e-5)
 
 
-@pytest.mark.skipif(not os.path.isdir(CORPUS), reason="TileIR corpus not available")
+@pytest.mark.skipif(not os.path.isdir(CORPUS) or not has_plugin("tileas"),
+                    reason="needs the TileIR corpus and the tileas plugin")
 def test_cli_run_tileir_bytecode(tmp_path):
     n = 1024
     np.save(tmp_path / "a.npy", np.arange(n, dtype=np.float32))
@@ -448,7 +452,8 @@ def test_redux_sync_float_min_max_with_abs(pm):
     assert out.tolist() == [x.min(), np.abs(x).max()]
 
 
-@pytest.mark.skipif(not os.path.isdir(CORPUS), reason="TileIR corpus not available")
+@pytest.mark.skipif(not os.path.isdir(CORPUS) or not has_plugin("tileas"),
+                    reason="needs the TileIR corpus and the tileas plugin")
 def test_tileir_bytecode_transpose_and_row_softmax(pm):
     from tilecore.emulate.cli import load_module
 
@@ -484,7 +489,8 @@ def test_out_of_bounds_global_access_fails_the_launch(pm):
     assert (c == 2).all()
 
 
-@pytest.mark.skipif(not os.path.isdir(CORPUS), reason="TileIR corpus not available")
+@pytest.mark.skipif(not os.path.isdir(CORPUS) or not has_plugin("tileas"),
+                    reason="needs the TileIR corpus and the tileas plugin")
 def test_cli_run_tileir_without_the_tileas_plugin_is_a_clean_error(tmp_path):
     env = dict(os.environ, TILECORE_DISABLED_PLUGINS="tileas")
     r = subprocess.run([sys.executable, "-m", "tilecore", "run", os.path.join(CORPUS, "vadd_f32.tileirbc"),

@@ -4,11 +4,12 @@ import glob
 import os
 
 import pytest
+from tileas_test_paths import VISIBLE_CORPUS
 
 from tilecore.compiler import read_input
 from tilecore.plugins import get_plugin_manager
 
-CORPUS = "/work/shared/corpus/visible"
+CORPUS = VISIBLE_CORPUS
 FILES = sorted(glob.glob(os.path.join(CORPUS, "*.tileirbc")))
 
 

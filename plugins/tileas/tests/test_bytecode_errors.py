@@ -6,10 +6,11 @@ import subprocess
 import sys
 
 import pytest
+from tileas_test_paths import VISIBLE_CORPUS
 from tilecore_tileas.bytecode import decode_file
 
-VADD = "/work/shared/corpus/visible/vadd_f32.tileirbc"
-MATMUL = "/work/shared/corpus/visible/matmul_f16.tileirbc"
+VADD = os.path.join(VISIBLE_CORPUS, "vadd_f32.tileirbc")
+MATMUL = os.path.join(VISIBLE_CORPUS, "matmul_f16.tileirbc")
 
 
 def data(path=VADD) -> bytes:

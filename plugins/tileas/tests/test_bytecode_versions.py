@@ -1,8 +1,11 @@
 """Bytecode versions 13.1-13.5, globals, dense constants and the producer section."""
 
+import os
+
 import cutile_kernels
 import pytest
 from test_disasm import nvidia_op_names, our_op_names
+from tileas_test_paths import VISIBLE_CORPUS
 from tilecore_tileas.bytecode import read_tileir
 
 from tilecore.plugins import get_plugin_manager
@@ -98,7 +101,7 @@ def test_every_opcode_up_to_13_4_is_checked_against_tileirdisasm(tmp_path):
 def test_producer_section():
     from tilecore_tileas.bytecode.sections import read_container
 
-    data = bytearray(open("/work/shared/corpus/visible/vadd_f32.tileirbc", "rb").read())
+    data = bytearray(open(os.path.join(VISIBLE_CORPUS, "vadd_f32.tileirbc"), "rb").read())
     assert data[-1] == 0  # end marker
     first_string = read_container(bytes(data)).string(0, 0)
     data[-1:] = bytes([0x07, 0x01, 0x00, 0x00])  # producer section naming string 0, then the end marker
@@ -111,7 +114,7 @@ def test_opcode_newer_than_the_file_is_rejected():
 
     from tilecore.errors import TilecoreError
 
-    data = bytearray(open("/work/shared/corpus/visible/vadd_f32.tileirbc", "rb").read())
+    data = bytearray(open(os.path.join(VISIBLE_CORPUS, "vadd_f32.tileirbc"), "rb").read())
     op = decode_file(bytes(data)).functions[0].body.ops[0]
     data[op.offset] = 0x7B  # multimem_load_reduce_view_tko exists from 13.5 on; the file is 13.4
     with pytest.raises(TilecoreError) as e:

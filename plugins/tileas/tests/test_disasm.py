@@ -8,12 +8,13 @@ import sys
 
 import cutile_kernels
 import pytest
+from tileas_test_paths import VISIBLE_CORPUS
 
 from tilecore.compiler import read_input
 from tilecore.plugins import get_plugin_manager
 from tilecore.serialize import find_nvidia_tool
 
-VISIBLE = sorted(glob.glob("/work/shared/corpus/visible/*.tileirbc"))
+VISIBLE = sorted(glob.glob(os.path.join(VISIBLE_CORPUS, "*.tileirbc")))
 
 
 def nvidia_op_names(path: str) -> list[str]:
@@ -53,14 +54,14 @@ def our_op_names(module) -> list[str]:
 
 @pytest.mark.parametrize("name", [os.path.basename(p) for p in VISIBLE] + sorted(cutile_kernels.KERNELS))
 def test_op_sequence_matches_tileirdisasm(name):
-    path = os.path.join("/work/shared/corpus/visible", name) if name.endswith(".tileirbc") \
+    path = os.path.join(VISIBLE_CORPUS, name) if name.endswith(".tileirbc") \
         else cutile_kernels.kernel_path(name)
     module, _ = read_input(path, get_plugin_manager())
     assert our_op_names(module) == nvidia_op_names(path)
 
 
 def test_disasm_cli_prints_the_module():
-    path = os.path.join("/work/shared/corpus/visible", "matmul_f16.tileirbc")
+    path = os.path.join(VISIBLE_CORPUS, "matmul_f16.tileirbc")
     res = subprocess.run([sys.executable, "-m", "tilecore", "disasm", path], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     text = res.stdout
@@ -136,7 +137,7 @@ def nvidia_op_locations(path: str) -> list[tuple[str, str | None]]:
 def test_debug_locations_match_tileirdisasm(name):
     from tilecore.errors import format_location
 
-    path = os.path.join("/work/shared/corpus/visible", name) if name.endswith(".tileirbc") \
+    path = os.path.join(VISIBLE_CORPUS, name) if name.endswith(".tileirbc") \
         else cutile_kernels.kernel_path(name)
     module, _ = read_input(path, get_plugin_manager())
     ours = []

@@ -10,12 +10,13 @@ import os
 import re
 
 import pytest
+from tileas_test_paths import VISIBLE_CORPUS
 
 from tilecore.compiler import compile_file, read_input
 from tilecore.errors import TilecoreError
 from tilecore.plugins import get_plugin_manager
 
-CORPUS = "/work/shared/corpus/visible"
+CORPUS = VISIBLE_CORPUS
 NON_MMA = ["vadd_f32", "saxpy_f32", "relu_f16", "gelu_f16", "rowsum_f32", "row_softmax_f16", "transpose_f32",
            "rownorm_loop_if_f32"]
 GENERATED = ["int_arith_i32", "uint_ops_u32", "float_unary_f32", "float_binary_f32", "powi_f32", "casts_mixed",

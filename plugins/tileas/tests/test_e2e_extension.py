@@ -11,6 +11,7 @@ import os
 
 import numpy as np
 import pytest
+from tileas_test_paths import VISIBLE_CORPUS
 from tilecore_tileas.atoms import INTERFACE, copy
 
 from tilecore.atoms import Atom
@@ -90,7 +91,7 @@ def test_plugin_pattern_runs_before_the_populators(with_plugin):
 def test_plugin_atom_overrides_the_builtin_copy_atom():
     pm = PluginManager(load=[__name__])
     before = USES["copy"]
-    mod = _compile(os.path.join("/work/shared/corpus/visible", "relu_f16.tileirbc"), pm, stop="tileas-select-atoms")
+    mod = _compile(os.path.join(VISIBLE_CORPUS, "relu_f16.tileirbc"), pm, stop="tileas-select-atoms")
     assert str(mod).count('atom = #nv_tileas.atom<"test.copy.counting">') == 2
-    _compile(os.path.join("/work/shared/corpus/visible", "relu_f16.tileirbc"), pm)
+    _compile(os.path.join(VISIBLE_CORPUS, "relu_f16.tileirbc"), pm)
     assert USES["copy"] == before + 2  # one tiled load, one tiled store

@@ -20,10 +20,11 @@ import numpy as np
 import pytest
 from cuda.tile.compilation import CallingConvention, KernelSignature, export_kernel
 from stage4_interpreter import Interpreter
+from tileas_test_paths import VISIBLE_CORPUS
 
 from tilecore.compiler import compile_file
 
-CORPUS = "/work/shared/corpus/visible"
+CORPUS = VISIBLE_CORPUS
 BLOCK = (128, 1, 1)
 RNG = np.random.default_rng(1234)
 f16, f32, i32 = np.float16, np.float32, np.int32

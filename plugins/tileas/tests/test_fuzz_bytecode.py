@@ -1,16 +1,18 @@
 """Mutated real bytecode is either read or rejected with a located error: never anything else."""
 
 import glob
+import os
 import re
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tileas_test_paths import VISIBLE_CORPUS
 from tilecore_tileas.bytecode import read_tileir
 
 from tilecore.errors import TilecoreError
 from tilecore.plugins import get_plugin_manager
 
-FILES = [open(p, "rb").read() for p in sorted(glob.glob("/work/shared/corpus/visible/*.tileirbc"))]
+FILES = [open(p, "rb").read() for p in sorted(glob.glob(os.path.join(VISIBLE_CORPUS, "*.tileirbc")))]
 CTX = get_plugin_manager().make_context()
 
 

@@ -2,6 +2,7 @@
 
 import os
 
+from tileas_test_paths import VISIBLE_CORPUS
 from tilecore_tileas.atoms import INTERFACE, builtin_atoms, default_atom
 from tilecore_tileas.atoms.reduce import ReduceRequest, shuffle_admits
 from tilecore_tileas.atoms.select import CopyRequest
@@ -13,7 +14,7 @@ from tilecore.options import CompileOptions
 from tilecore.plugins import get_plugin_manager
 from tilecore.targets import resolve_target
 
-CORPUS = "/work/shared/corpus/visible"
+CORPUS = VISIBLE_CORPUS
 STAGES = ["convert-cuda-tile-to-tileaa", "convert-tileaa-to-tileas", "tileas-assign-layouts", "tileas-select-atoms"]
 
 

@@ -3,6 +3,7 @@
 import os
 
 import pytest
+from tileas_test_paths import VISIBLE_CORPUS
 from tilecore_tileas.stage1_cuda_tile_to_tileaa import POPULATORS
 
 from tilecore.compiler import compile_module, read_input
@@ -10,7 +11,7 @@ from tilecore.options import CompileOptions
 from tilecore.plugins import get_plugin_manager
 from tilecore.targets import resolve_target
 
-CORPUS = "/work/shared/corpus/visible"
+CORPUS = VISIBLE_CORPUS
 
 
 def _stage1(name):

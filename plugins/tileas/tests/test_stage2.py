@@ -3,6 +3,7 @@
 import os
 
 import pytest
+from tileas_test_paths import VISIBLE_CORPUS
 from tilecore_tileas.stage2_tileaa_to_tileas import conversion_target, populate
 
 from tilecore.compiler import compile_module, read_input
@@ -12,7 +13,7 @@ from tilecore.options import CompileOptions
 from tilecore.plugins import get_plugin_manager
 from tilecore.targets import resolve_target
 
-CORPUS = "/work/shared/corpus/visible"
+CORPUS = VISIBLE_CORPUS
 STAGES = ["convert-cuda-tile-to-tileaa", "convert-tileaa-to-tileas"]
 
 

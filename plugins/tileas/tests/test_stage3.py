@@ -3,6 +3,7 @@
 import os
 
 import pytest
+from tileas_test_paths import VISIBLE_CORPUS
 from tilecore_tileas.stage2_tileaa_to_tileas.kernel_spec import KernelSpec, hints_for, spec_from_hints
 from tilecore_tileas.stage3_tile_func_to_llvm import kernel_attributes
 
@@ -13,7 +14,7 @@ from tilecore.options import CompileOptions
 from tilecore.plugins import get_plugin_manager
 from tilecore.targets import resolve_target
 
-CORPUS = "/work/shared/corpus/visible"
+CORPUS = VISIBLE_CORPUS
 UP_TO_3 = ["convert-cuda-tile-to-tileaa", "convert-tileaa-to-tileas", "tileas-assign-layouts", "tileas-select-atoms",
            "convert-tile-func-to-llvm"]
 

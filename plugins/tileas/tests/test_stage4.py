@@ -4,11 +4,12 @@ import os
 import re
 
 import pytest
+from tileas_test_paths import VISIBLE_CORPUS
 
 from tilecore.compiler import compile_file
 from tilecore.errors import TilecoreError
 
-CORPUS = "/work/shared/corpus/visible"
+CORPUS = VISIBLE_CORPUS
 
 
 def _stage4(name, sm="sm_80"):
