@@ -455,7 +455,9 @@ def apply_conversion(module, target: ConversionTarget | None, patterns: Iterable
     work = mod_op.clone()
     work_op = work.operation if isinstance(work, ir.OpView) else work
     try:
-        stats.ops_before = count_ops(work_op)
+        counting = bool(getattr(options, "timing", False))  # op counts only feed --timing
+        if counting:
+            stats.ops_before = count_ops(work_op)
         state = _DriverState(compile_target, options)
         if by_root:
             pset = rewrite.RewritePatternSet(ctx)
@@ -495,7 +497,8 @@ def apply_conversion(module, target: ConversionTarget | None, patterns: Iterable
             _reconcile_casts(work_op, ctx)
         if target is not None:
             check_legality(work_op, target, stage, by_root)
-        stats.ops_after = count_ops(work_op)
+        if counting:
+            stats.ops_after = count_ops(work_op)
         _transplant(mod_op, work_op)
     finally:
         work_op.erase()
