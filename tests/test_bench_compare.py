@@ -168,3 +168,14 @@ def test_compare_show_rejects_other_json(tmp_path):
     proc = harness("--show", str(bad))
     assert proc.returncode == 1
     assert proc.stderr.startswith(f"error: {bad}: not a compare.py result (KeyError: 'summary')")
+
+
+@needs_tools
+def test_compare_timeout_is_a_failure(tmp_path):
+    out = tmp_path / "r.json"
+    proc = harness("--no-generated", "-n", "1", "--sm", "sm_80", "--kernel", "vadd_f32", "--timeout", "0.01",
+                   "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    (row,) = json.loads(out.read_text())["results"]
+    assert row["tilecore"] == {"ok": False, "error": "error: timed out after 0.01 s"}
+    assert row["tileiras"] == {"ok": False, "error": "error: timed out after 0.01 s"}
