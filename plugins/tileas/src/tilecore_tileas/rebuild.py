@@ -133,3 +133,13 @@ def run_plugin_patterns(ctx, stage: str) -> dict:
     stats = apply_conversion(ctx.module, None, pats, ctx.type_converter, stage=stage, compile_target=ctx.target,
                              options=ctx.options, reconcile=False)
     return dict(stats.fired)
+
+
+def run_stage(ctx, stage: str, body):
+    """A tileas stage: other plugins' patterns for ``stage`` first, then ``body(ctx)`` (the built-in
+    populators); returns ``body``'s ConversionStats with both sets of firing counts."""
+    with ctx.module.context, ir.Location.unknown():
+        fired = run_plugin_patterns(ctx, stage)
+        stats = body(ctx)
+        stats.fired = {**fired, **stats.fired}
+        return stats

@@ -16,7 +16,7 @@ from tilecore.mlir import ir
 from tilecore.stages import Stage
 
 from ..nv_tileaa import TERM
-from ..rebuild import Rebuilder, run_plugin_patterns
+from ..rebuild import Rebuilder, run_stage
 from . import populate_a, populate_b, populate_c
 from .types import TypeConverter
 
@@ -50,11 +50,7 @@ def _return(op, rb):
 
 
 def run(ctx) -> ConversionStats:
-    with ctx.module.context, ir.Location.unknown():
-        fired = run_plugin_patterns(ctx, NAME)  # other plugins' patterns for this stage go first
-        stats = _run(ctx)
-        stats.fired = {**fired, **stats.fired}
-        return stats
+    return run_stage(ctx, NAME, _run)  # other plugins' patterns for this stage go first
 
 
 def _run(ctx) -> ConversionStats:

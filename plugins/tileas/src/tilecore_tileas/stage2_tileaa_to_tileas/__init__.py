@@ -14,7 +14,7 @@ from tilecore.errors import TilecoreError
 from tilecore.mlir import ir
 from tilecore.stages import Stage
 
-from ..rebuild import Rebuilder, run_plugin_patterns
+from ..rebuild import Rebuilder, run_stage
 from . import populators
 from .kernel_spec import attach_kernel_specs
 
@@ -37,11 +37,7 @@ def populate() -> list[tuple[str, dict]]:
 
 
 def run(ctx) -> ConversionStats:
-    with ctx.module.context, ir.Location.unknown():
-        fired = run_plugin_patterns(ctx, NAME)  # other plugins' patterns for this stage go first
-        stats = _run(ctx)
-        stats.fired = {**fired, **stats.fired}
-        return stats
+    return run_stage(ctx, NAME, _run)  # other plugins' patterns for this stage go first
 
 
 def _run(ctx) -> ConversionStats:

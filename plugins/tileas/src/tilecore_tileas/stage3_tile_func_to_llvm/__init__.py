@@ -23,7 +23,7 @@ from tilecore.mlir import ir
 from tilecore.stages import Stage
 
 from ..nv_tileaa.abi import nv_tileaa_rule
-from ..rebuild import run_plugin_patterns
+from ..rebuild import run_stage
 from ..stage2_tileaa_to_tileas.kernel_spec import KernelSpec, kernel_spec_of
 
 NAME = "convert-tile-func-to-llvm"
@@ -145,11 +145,7 @@ def convert_global(g, gpu_module) -> None:
 
 
 def run(ctx) -> ConversionStats:
-    with ctx.module.context, ir.Location.unknown():
-        fired = run_plugin_patterns(ctx, NAME)  # other plugins' patterns for this stage go first
-        stats = _run(ctx)
-        stats.fired = {**fired, **stats.fired}
-        return stats
+    return run_stage(ctx, NAME, _run)  # other plugins' patterns for this stage go first
 
 
 def _run(ctx) -> ConversionStats:

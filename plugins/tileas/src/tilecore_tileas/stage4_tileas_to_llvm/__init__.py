@@ -18,7 +18,7 @@ from tilecore.mlir import dialects, ir
 from tilecore.stages import Stage
 
 from ..nv_tileaa.abi import nv_tileaa_rule
-from ..rebuild import Rebuilder, attrs_of, run_plugin_patterns
+from ..rebuild import Rebuilder, attrs_of, run_stage
 from . import control, elementwise, memory, misc, shape_ops
 from .codegen import SMEM_SYMBOL, CodeGen
 
@@ -110,11 +110,7 @@ def _smem_global(symbol: str, nbytes: int):
 
 
 def run(ctx) -> ConversionStats:
-    with ctx.module.context, ir.Location.unknown():
-        fired = run_plugin_patterns(ctx, NAME)  # other plugins' patterns for this stage go first
-        stats = _run(ctx)
-        stats.fired = {**fired, **stats.fired}
-        return stats
+    return run_stage(ctx, NAME, _run)  # other plugins' patterns for this stage go first
 
 
 def _run(ctx) -> ConversionStats:
