@@ -53,20 +53,7 @@ def for_op(op, rb):
 def if_op(op, rb):
     cond = rb.get(op.operands[0])
     # Result kinds come from the old result types.
-    cg = rb.data["cg"]
-    templates = []
-    types = []
-    for r in op.results:
-        t = r.type
-        if str(t).startswith("tensor<"):
-            lay = cg.layout(ir.RankedTensorType(t).shape)
-            templates.append(TileV(lay, [None] * lay.regs))
-            types += [rb.convert_type(ir.RankedTensorType(t).element_type)] * lay.regs
-        elif "mem_token" in str(t):
-            templates.append(TOKEN)
-        else:
-            templates.append(None)
-            types.append(rb.convert_type(t))
+    templates, types = _templates(rb.data["cg"], rb, [r.type for r in op.results])
     node = create("scf.if", types, [cond], regions=2)
     for o, n in zip(op.regions, node.regions):
         blk = n.blocks.append()
