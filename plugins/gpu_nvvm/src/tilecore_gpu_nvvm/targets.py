@@ -2,13 +2,14 @@
 
 from tilecore.targets import Target
 
-# name, PTX ISA version (major*10+minor) the NVPTX back end emits for it.
+# name, PTX ISA version (major*10+minor) the NVPTX back end emits for it. Hopper takes PTX 8.3:
+# the tensor-map proxy fences and tensormap.replace (TMA descriptor rebind) need it.
 BASE_TARGETS = [
     ("sm_80", 80),
     ("sm_86", 80),
     ("sm_89", 80),
-    ("sm_90", 80),
-    ("sm_90a", 80),
+    ("sm_90", 83),
+    ("sm_90a", 83),
 ]
 
 

@@ -1,0 +1,102 @@
+"""What every nvgpu pattern shares: the SM-floor check, memref addressing, small LLVM builders."""
+
+from __future__ import annotations
+
+from tilecore.conversion import Pattern
+from tilecore.mlir import dialects, ir
+from tilecore.typeconv import memory_space_to_addrspace
+from tilecore_gpu_nvvm.llvm_build import constant
+
+from . import floors
+
+llvm = dialects.llvm
+DYNAMIC = -2147483648  # rawConstantIndices marker: "take the next dynamic index"
+NOWRAP = 0  # #llvm.overflow<none>
+
+
+class NvgpuPattern(Pattern):
+    """A pattern for one nvgpu root op whose family has an SM floor (``floors.FLOORS[family]``).
+
+    Subclasses implement ``lower(op, rw)``; the floor is checked first, so an op
+    below its floor fails with op, target and required SM before any IR changes.
+    """
+
+    family: str = ""
+
+    def rewrite(self, op, rw):
+        floors.require(self.family, op, rw.target)
+        self.lower(op, rw)
+
+    def lower(self, op, rw):  # pragma: no cover - abstract
+        raise NotImplementedError(self.name)
+
+
+def i32() -> ir.Type:
+    return ir.IntegerType.get_signless(32)
+
+
+def i64() -> ir.Type:
+    return ir.IntegerType.get_signless(64)
+
+
+def ptr(addrspace: int = 0) -> ir.Type:
+    return ir.Type.parse(f"!llvm.ptr<{addrspace}>" if addrspace else "!llvm.ptr")
+
+
+def create(name: str, operands=(), results=(), attributes=None, regions: int = 0):
+    """``ir.Operation.create`` at the current insertion point (generic form)."""
+    return ir.Operation.create(name, results=list(results), operands=list(operands), attributes=attributes or {},
+                               regions=regions)
+
+
+def extract(container, position: list[int], result_type) -> ir.Value:
+    return llvm.extractvalue(result_type, container, position)
+
+
+def to_int(value, width: int, rw) -> ir.Value:
+    """``value`` (index / iN, already converted) as an ``iwidth`` LLVM integer."""
+    value = rw.operand(value)
+    have = ir.IntegerType(value.type).width
+    if have == width:
+        return value
+    t = ir.IntegerType.get_signless(width)
+    return llvm.trunc(t, value, overflow_flags=NOWRAP) if have > width else llvm.zext(t, value)
+
+
+def memref_strides(memref_type: ir.MemRefType):
+    """Static strides and offset of a memref type, or (None, None) when any is dynamic."""
+    strides, offset = memref_type.get_strides_and_offset()
+    dyn = ir.ShapedType.get_dynamic_stride_or_offset()
+    if offset == dyn or any(s == dyn for s in strides):
+        return None, None
+    return strides, offset
+
+
+def memref_element_ptr(rw, memref_value, indices) -> ir.Value:
+    """The address of ``memref[indices]``: aligned pointer + offset + sum(index * stride)."""
+    mt = ir.MemRefType(memref_value.type)
+    desc = rw.operand(memref_value)
+    ptr_type = ptr(memory_space_to_addrspace(mt.memory_space))
+    base = extract(desc, [1], ptr_type)
+    strides, offset = memref_strides(mt)
+    terms = []
+    for d, idx in enumerate(indices):
+        iv = to_int(idx, 64, rw)
+        if strides is None:
+            stride = extract(desc, [4, d], i64())
+        elif strides[d] == 1:
+            terms.append(iv)
+            continue
+        else:
+            stride = constant(i64(), strides[d])
+        terms.append(llvm.mul(iv, stride, overflow_flags=NOWRAP))
+    if strides is None:
+        terms.append(extract(desc, [2], i64()))
+    elif offset:
+        terms.append(constant(i64(), offset))
+    if not terms:
+        return base
+    linear = terms[0]
+    for t in terms[1:]:
+        linear = llvm.add(linear, t, overflow_flags=NOWRAP)
+    return llvm.getelementptr(ptr_type, base, [linear], [DYNAMIC], mt.element_type, 0)
