@@ -7,7 +7,7 @@ from tilecore.targets import Target
 BASE_TARGETS = [
     ("sm_80", 80),
     ("sm_86", 80),
-    ("sm_89", 80),
+    ("sm_89", 81),  # the packed f8x2 conversions (Ada) need PTX 8.1 in the NVPTX back end
     ("sm_90", 83),
     ("sm_90a", 83),
 ]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from tilecore_gpu_nvvm.llvm_build import constant
+
 from tilecore.errors import LoweringError
 from tilecore.mlir import dialects, ir
 from tilecore.typeconv import ADDRSPACE_GLOBAL, memory_space_to_addrspace
-from tilecore_gpu_nvvm.llvm_build import constant
 
-from .common import NvgpuPattern, i32, memref_element_ptr, ptr, to_int
+from .common import NvgpuPattern, bit_width, i32, memref_element_ptr, ptr, to_int
 
 llvm = dialects.llvm
 nvvm = dialects.nvvm
@@ -27,7 +28,7 @@ class DeviceAsyncCopyPattern(NvgpuPattern):
     def lower(self, op, rw):
         view = op.opview
         dst_type = ir.MemRefType(view.dst.type)
-        elem_bits = _bits(dst_type.element_type)
+        elem_bits = bit_width(dst_type.element_type)
         count = ir.IntegerAttr(view.dstElements).value
         size = elem_bits * count // 8
         if size not in (4, 8, 16):
@@ -77,15 +78,6 @@ class DeviceAsyncWaitPattern(NvgpuPattern):
         with rw.ip:
             nvvm.cp_async_wait_group(n)
         rw.erase(op)
-
-
-def _bits(t: ir.Type) -> int:
-    for cls in (ir.IntegerType, ir.FloatType):
-        try:
-            return cls(t).width
-        except (ValueError, TypeError):
-            continue
-    raise LoweringError(f"cp.async of {t} elements")
 
 
 def patterns():

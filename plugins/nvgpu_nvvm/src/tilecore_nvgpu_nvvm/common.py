@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from tilecore_gpu_nvvm.llvm_build import constant
+
 from tilecore.conversion import Pattern
 from tilecore.mlir import dialects, ir
 from tilecore.typeconv import memory_space_to_addrspace
-from tilecore_gpu_nvvm.llvm_build import constant
 
 from . import floors
 
@@ -61,6 +62,13 @@ def to_int(value, width: int, rw) -> ir.Value:
         return value
     t = ir.IntegerType.get_signless(width)
     return llvm.trunc(t, value, overflow_flags=NOWRAP) if have > width else llvm.zext(t, value)
+
+
+def bit_width(t: ir.Type) -> int:
+    """Width in bits of an integer or float element type."""
+    if isinstance(t, (ir.IntegerType, ir.FloatType)):
+        return t.width
+    raise TypeError(f"not a scalar integer / float type: {t}")
 
 
 def memref_strides(memref_type: ir.MemRefType):

@@ -102,7 +102,7 @@ class LdMatrixPattern(NvgpuPattern):
 
     num 1 returns one i32, num 2 / 4 a struct of i32; each i32 is extracted
     (``llvm.extractvalue``), gathered with ``vector.from_elements`` into
-    ``vector<num x i32>``, then bitcast / shape-cast to the result type.
+    ``vector<num x i32>``, then bitcast to the element type and rebuilt in the result's shape.
     """
 
     root = "nvgpu.ldmatrix"
@@ -128,7 +128,9 @@ class LdMatrixPattern(NvgpuPattern):
             for s in res_vec.shape:
                 flat_n *= s
             flat = vector.bitcast(ir.VectorType.get([flat_n], res_vec.element_type), packed)
-            rw.replace(op, vector.shape_cast(res_vec, flat) if res_vec.rank > 1 else flat)
+            if res_vec.rank > 1:  # n-D result: rebuild from the lanes (vector.shape_cast has no LLVM lowering here)
+                flat = vector.from_elements(res_vec, [vector.extract(flat, [], [i]) for i in range(flat_n)])
+            rw.replace(op, flat)
 
 
 def sparse_mma_asm(shape, d_type: str, a_type: str, b_type: str, c_type: str,

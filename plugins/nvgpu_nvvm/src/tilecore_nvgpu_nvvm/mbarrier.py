@@ -8,10 +8,11 @@ memory is rejected with the spec's verbatim diagnostic, never cast.
 
 from __future__ import annotations
 
+from tilecore_gpu_nvvm.llvm_build import enclosing
+
 from tilecore.errors import LoweringError
 from tilecore.mlir import dialects, ir
 from tilecore.typeconv import ADDRSPACE_SHARED, memory_space_to_addrspace
-from tilecore_gpu_nvvm.llvm_build import enclosing
 
 from .common import DYNAMIC, NvgpuPattern, create, i32, i64, ptr, to_int
 

@@ -12,11 +12,12 @@ attribute of the nvgpu op (an i64), the multicast mask its operand or its
 
 from __future__ import annotations
 
-from tilecore.errors import LoweringError
-from tilecore.mlir import dialects, ir
 from tilecore_gpu_nvvm.llvm_build import constant
 
-from .common import NvgpuPattern, create, i32, i64, memref_element_ptr, ptr, to_int
+from tilecore.errors import LoweringError
+from tilecore.mlir import dialects, ir
+
+from .common import NvgpuPattern, bit_width, i32, i64, memref_element_ptr, ptr, to_int
 from .mbarrier import barrier_ptr
 
 llvm = dialects.llvm
@@ -206,8 +207,7 @@ class TmaCreateDescriptorPattern(NvgpuPattern):
                                ("l2_promotion", L2PROMO_CODES[fields["l2promo"]]),
                                ("oob_fill", OOB_CODES[fields["oob"]])):
                 put(name, 0, constant(i32(), code))
-            elem_bytes = max(1, ir.ShapedType(tensor).element_type_bitwidth // 8) if hasattr(
-                ir.ShapedType(tensor), "element_type_bitwidth") else _bytes(elem)
+            elem_bytes = bit_width(tensor.element_type) // 8
             # The ranked descriptor lists sizes / strides outermost first; the tensor map innermost first.
             for d in range(rank):
                 src_dim = rank - 1 - d
@@ -275,10 +275,6 @@ class TmaRebindDescriptorPattern(NvgpuPattern):
             generic_ptr = tmap_v if tmap_v.type == ptr() else llvm.addrspacecast(ptr(), tmap_v)
             nvvm.fence_proxy_acquire(gpu, generic_ptr, constant(i32(), 128), from_proxy=generic, to_proxy=tensormap)
         rw.erase(op)
-
-
-def _bytes(elem: str) -> int:
-    return {"f16": 2, "bf16": 2, "i16": 2, "f32": 4, "i32": 4, "f64": 8, "i64": 8}.get(elem, 1)
 
 
 def patterns():

@@ -17,11 +17,12 @@ emit ``ptrtoint``, ``lshr 4``, ``or`` (a shared address is below 2^18, so no mas
 
 from __future__ import annotations
 
-from tilecore.errors import LoweringError
-from tilecore.mlir import dialects, ir
 from tilecore_gpu_nvvm.llvm_build import constant
 
-from .common import NvgpuPattern, extract, i32, i64, memref_element_ptr, memref_strides
+from tilecore.errors import LoweringError
+from tilecore.mlir import dialects, ir
+
+from .common import NvgpuPattern, bit_width, extract, i32, i64, memref_element_ptr, memref_strides
 from .tma import tensormap_fields
 from .types import accumulator_struct, fragmented_vector
 
@@ -109,8 +110,7 @@ class WarpgroupMmaPattern(NvgpuPattern):
         trans_b = "transposeB" in op.attributes
         a_strides, _ = memref_strides(a_mem)
         b_strides, _ = memref_strides(b_mem)
-        a_bytes = ir.MemRefType(a_mem).element_type
-        ebytes = max(1, _bits(a_bytes) // 8)
+        ebytes = max(1, bit_width(a_mem.element_type) // 8)
         wait = _int_attr(op, "waitGroup", 0)
         acc_type = accumulator_struct(acc_vec)
         tile_type = ir.Type.parse("!llvm.struct<(" + ", ".join([d_elem] * (n // 2)) + ")>")
@@ -191,15 +191,6 @@ class WarpgroupMmaInitAccumulatorPattern(NvgpuPattern):
     def lower(self, op, rw):
         with rw.ip:
             rw.replace(op, llvm.mlir_zero(rw.convert_type(op.results[0].type)))
-
-
-def _bits(t) -> int:
-    for cls in (ir.IntegerType, ir.FloatType):
-        try:
-            return cls(t).width
-        except (ValueError, TypeError):
-            continue
-    return 8
 
 
 def patterns():
