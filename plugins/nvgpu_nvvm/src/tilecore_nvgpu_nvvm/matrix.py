@@ -1,8 +1,8 @@
 """Warp-level matrix ops: ``nvgpu.mma.sync`` -> ``nvvm.mma.sync``, ``nvgpu.ldmatrix`` -> ``nvvm.ldmatrix``,
 ``nvgpu.mma.sp.sync`` -> ``llvm.inline_asm`` (no NVVM op models sparse MMA).
 
-Per-thread fragments are packed into 32-bit registers: f16 / bf16 pairs stay
-``vector<2xT>`` for mma.sync; 8-bit and 4-bit groups and tf32 are bitcast to i32.
+Per-thread fragments are packed into 32-bit registers: f16 pairs stay ``vector<2xf16>``
+for mma.sync; bf16 pairs, 8-bit and 4-bit groups and tf32 are bitcast to i32; f64 is scalar.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class MmaSyncPattern(NvgpuPattern):
             raise LoweringError(f"'{op.name}': no mma.sync for {a_el} -> {c_el}", op)
         m, n, k = (ir.IntegerAttr(x).value for x in ir.ArrayAttr(op.attributes["mmaShape"]))
         res_vec = ir.VectorType(op.results[0].type)
-        packed_ab = a_el not in ("f16", "bf16", "f64")
+        packed_ab = a_el not in ("f16", "f64")  # bf16 pairs travel as i32 (nvvm.mma.sync)
         with rw.ip:
             a = _operands(view.matrixA, packed_ab) if a_el != "f64" else _scalars(view.matrixA)
             b = _operands(view.matrixB, packed_ab) if a_el != "f64" else _scalars(view.matrixB)
