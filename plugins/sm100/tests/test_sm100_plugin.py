@@ -35,7 +35,7 @@ def pm():
 def test_targets(pm):
     t = pm.targets()
     assert t["sm_100a"].plugin == "sm100" and t["sm_100a"].cc == 100 and t["sm_100a"].arch_specific
-    assert t["sm_100a"].feature_string == "+ptx86"
+    assert t["sm_100a"].feature_string == "+ptx90"
     assert t["sm_120a"].cc == 120
     assert "sm_90a" not in {n for n, v in t.items() if v.plugin == "sm100"}
 

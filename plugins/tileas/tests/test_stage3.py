@@ -12,6 +12,7 @@ from tilecore.errors import TilecoreError
 from tilecore.mlir import ir
 from tilecore.options import CompileOptions
 from tilecore.plugins import get_plugin_manager
+from tilecore.serialize import ptx_to_cubin
 from tilecore.targets import resolve_target
 
 CORPUS = VISIBLE_CORPUS
@@ -47,7 +48,9 @@ def test_cluster_attributes_only_with_cluster_support_and_more_than_one_cta():
     spec = KernelSpec(num_warps=8, cluster_dim=(2, 1, 1), max_registers=128)
     with ir.Context():
         a90 = kernel_attributes(spec, _target("sm_90a"))
-        assert {"nvvm.cluster_dim", "nvvm.blocksareclusters", "nvvm.maxnreg"} <= _names(a90)
+        assert {"nvvm.cluster_dim", "nvvm.maxnreg"} <= _names(a90)
+        assert "nvvm.blocksareclusters" not in a90  # sm_90a emits PTX 8.3; .blocksareclusters is PTX 9.0
+        assert "nvvm.blocksareclusters" in kernel_attributes(spec, _target("sm_100a"))
         assert list(a90["nvvm.reqntid"]) == [256, 1, 1]
         assert list(a90["nvvm.cluster_dim"]) == [2, 1, 1]
         a80 = kernel_attributes(spec, _target("sm_80"))
@@ -115,6 +118,29 @@ def test_per_sm_hints_reach_the_kernel(sm, expect):
         assert e in text
     if sm != "sm_100a":
         assert "nvvm.cluster_dim" not in text
+
+
+def test_clustered_kernel_compiles_through_ptxas_on_sm100a(tmp_path):
+    """hinted_vadd_f32 asks for 2-CTA clusters on sm_100a: .reqnctapercluster + .blocksareclusters (PTX 9.0)."""
+    import cutile_kernels
+
+    pm = get_plugin_manager()
+    mod, _ = read_input(cutile_kernels.kernel_path("hinted_vadd_f32"), pm)
+    res = compile_module(mod, _target("sm_100a"), CompileOptions(emit="ptx"), pm)
+    ptx = next(iter(res.artifacts["ptx"].values()))
+    assert ".blocksareclusters" in ptx and ".reqnctapercluster 2, 1, 1" in ptx
+    assert ptx_to_cubin(ptx, "sm_100a")[:4] == b"\x7fELF"
+
+
+def test_blocksareclusters_needs_ptx_9():
+    from tilecore.targets import Target
+
+    spec = KernelSpec(num_warps=4, num_ctas=1, cluster_dim=(2, 1, 1))
+    with ir.Context():
+        old = kernel_attributes(spec, Target.make("sm_100a", 86))
+        new = kernel_attributes(spec, Target.make("sm_100a", 90))
+    assert "nvvm.cluster_dim" in old and "nvvm.blocksareclusters" not in old
+    assert "nvvm.blocksareclusters" in new
 
 
 def test_type_converter_rows_for_nv_tileaa():

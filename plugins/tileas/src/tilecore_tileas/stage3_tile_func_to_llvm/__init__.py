@@ -29,6 +29,7 @@ from ..stage2_tileaa_to_tileas.kernel_spec import KernelSpec, kernel_spec_of
 NAME = "convert-tile-func-to-llvm"
 GPU_MODULE = "tileas_kernels"
 CLUSTER_MIN_CC = 90
+BLOCKS_ARE_CLUSTERS_MIN_PTX = 90  # PTX ISA 9.0
 
 
 def legality(target, options) -> ConversionTarget:
@@ -58,7 +59,9 @@ def kernel_attributes(spec: KernelSpec, target) -> dict:
     cc = target.cc if target is not None else 80
     if cc >= CLUSTER_MIN_CC and product > 1:
         attrs["nvvm.cluster_dim"] = ir.DenseI32ArrayAttr.get(list(spec.cluster_dim))
-        attrs["nvvm.blocksareclusters"] = ir.UnitAttr.get()
+        # .blocksareclusters exists from PTX 9.0; with an older PTX the cluster shape alone is required.
+        if target is None or target.ptx_version >= BLOCKS_ARE_CLUSTERS_MIN_PTX:
+            attrs["nvvm.blocksareclusters"] = ir.UnitAttr.get()
     if spec.max_registers:
         attrs["nvvm.maxnreg"] = _i32(spec.max_registers)
     return attrs
