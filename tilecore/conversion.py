@@ -83,6 +83,17 @@ class ConversionTarget:
         self._dyn_dialects[name] = fn
         return self
 
+    def static_verdict(self, name: str) -> bool | None:
+        """The verdict for every op called ``name``, or None when a dynamic rule decides per op."""
+        if name in self._dyn_ops:
+            return None
+        if name in self._ops:
+            return self._ops[name]
+        dialect = name.split(".", 1)[0]
+        if dialect in self._dyn_dialects:
+            return None
+        return self._dialects.get(dialect, self.unknown_legal)
+
     def is_legal(self, op) -> bool:
         """True when ``op`` may survive under this target."""
         name = op.name
@@ -128,6 +139,11 @@ class Pattern:
     # A pattern that updates its root in place (attributes, operands) instead of
     # replacing or erasing it sets this; its ``match`` must then fail on the result.
     modifies_in_place: bool = False
+    # A pattern on a container op (gpu.func, gpu.module) that only edits it in place sets
+    # this: it runs once per matching op in a walk before the greedy driver, which would
+    # otherwise revisit the container after every rewrite nested in it. ``rw`` then offers
+    # ``ip`` (before the op), ``target`` and ``options`` only.
+    prepass: bool = False
 
     @property
     def name(self) -> str:
@@ -210,6 +226,19 @@ class Rewriter:
     @property
     def ip(self):
         return self._base.ip
+
+    @property
+    def memo(self) -> dict:
+        """A dict shared by every rewrite of one conversion (declared symbols, hoisted constants, ...)."""
+        return self._state.memo
+
+    def attr(self, text: str) -> ir.Attribute:
+        """``ir.Attribute.parse(text)``, parsed once per conversion."""
+        key = ("attr", text)
+        a = self._state.memo.get(key)
+        if a is None:
+            a = self._state.memo[key] = ir.Attribute.parse(text)
+        return a
 
     def convert_type(self, t):
         """The converted type of ``t`` (``t`` itself when no rule applies)."""
@@ -302,6 +331,7 @@ class _DriverState:
         self.remarks: list[str] = []
         self.compile_target = compile_target
         self.options = options
+        self.memo: dict = {}
 
 
 class ConversionError(TilecoreError):
@@ -326,12 +356,14 @@ def count_ops(op) -> int:
 
 
 def _make_callback(pats: list[Pattern], type_converter, state: _DriverState):
+    names = {id(p): p.describe() for p in pats}
+
     def callback(op, base):
         if state.error is not None:
             return True
         for p in pats:
             try:
-                with op.context, op.location:
+                with op.location:  # (a Location also makes its context current)
                     if not p.match(op):
                         continue
                     rw = Rewriter(base, type_converter, state)
@@ -351,11 +383,48 @@ def _make_callback(pats: list[Pattern], type_converter, state: _DriverState):
                     format_location(op.location))
                 state.error.__cause__ = e
                 return True
-            state.fired[p.describe()] += 1
+            state.fired[names[id(p)]] += 1
             return False
         return True
 
     return callback
+
+
+class _PrepassRewriter:
+    """What a ``prepass`` pattern sees: an insertion point before its op, the target and options."""
+
+    def __init__(self, op, state: "_DriverState"):
+        self.ip = ir.InsertionPoint(op)
+        self.target = state.compile_target
+        self.options = state.options
+        self.memo = state.memo
+        self.root_done = False
+
+
+def _run_prepass(work_op, pats: list[Pattern], state: "_DriverState") -> None:
+    by_root = defaultdict(list)
+    for p in pats:
+        by_root[p.root].append(p)
+    todo = []
+
+    def cb(op):
+        if op.name in by_root:
+            todo.append(op)
+            return ir.WalkResult.SKIP  # a container root does not nest in itself: skip its body
+        return ir.WalkResult.ADVANCE
+
+    work_op.walk(cb, ir.WalkOrder.PRE_ORDER)
+    for op in todo:
+        for p in by_root[op.name]:
+            with op.location:
+                if p.match(op):
+                    try:
+                        p.rewrite(op, _PrepassRewriter(op, state))
+                    except TilecoreError as e:
+                        if e.location is None:
+                            e.location = format_location(op.location)
+                        raise
+                    state.fired[p.describe()] += 1
 
 
 def run_native_pipeline(module_op, pipeline: str, context=None) -> None:
@@ -376,9 +445,17 @@ def find_illegal(module_op, target: ConversionTarget) -> list:
     """Every op nested in ``module_op`` that ``target`` does not allow (pre-order)."""
     bad = []
     root = module_op.operation if isinstance(module_op, ir.OpView) else module_op
+    verdicts: dict[str, bool | None] = {}  # per op name; None: ask the dynamic rule for each op
 
     def cb(op):
-        if op != root and not target.is_legal(op):
+        name = op.name
+        try:
+            verdict = verdicts[name]
+        except KeyError:
+            verdict = verdicts[name] = target.static_verdict(name)
+        if verdict is None:
+            verdict = target.is_legal(op)
+        if not verdict and op != root:
             bad.append(op)
         return ir.WalkResult.ADVANCE
 
@@ -449,7 +526,8 @@ def apply_conversion(module, target: ConversionTarget | None, patterns: Iterable
     t0 = time.perf_counter()
     mod_op = module.operation if isinstance(module, (ir.Module, ir.OpView)) else module
     patterns = list(patterns)
-    by_root = order_patterns(patterns)
+    prepass = [p for p in patterns if p.prepass]
+    by_root = order_patterns(p for p in patterns if not p.prepass)
     stats = ConversionStats(stage=stage)
     ctx = mod_op.context
     work = mod_op.clone()
@@ -459,6 +537,8 @@ def apply_conversion(module, target: ConversionTarget | None, patterns: Iterable
         if counting:
             stats.ops_before = count_ops(work_op)
         state = _DriverState(compile_target, options)
+        if prepass:
+            _run_prepass(work_op, prepass, state)
         if by_root:
             pset = rewrite.RewritePatternSet(ctx)
             for root, pats in by_root.items():
@@ -506,20 +586,6 @@ def apply_conversion(module, target: ConversionTarget | None, patterns: Iterable
     return stats
 
 
-def _has_casts(op) -> bool:
-    found = False
-
-    def cb(o):
-        nonlocal found
-        if o.name == CAST_OP:
-            found = True
-            return ir.WalkResult.INTERRUPT
-        return ir.WalkResult.ADVANCE
-
-    op.walk(cb, ir.WalkOrder.PRE_ORDER)
-    return found
-
-
 def _reconcile_casts(op, ctx) -> None:
-    if _has_casts(op):
-        run_native_pipeline(op, "reconcile-unrealized-casts", ctx)
+    # Cheaper than looking for casts first: a Python walk costs ~1 us per op, the pass far less.
+    run_native_pipeline(op, "reconcile-unrealized-casts", ctx)

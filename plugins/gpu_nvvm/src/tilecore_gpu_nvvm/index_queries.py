@@ -67,8 +67,8 @@ class IndexQueryPattern(Pattern):
         attrs = {}
         bounds = known_range(op, self.root, axis)
         if bounds is not None:
-            attrs["range"] = ir.Attribute.parse(f"#llvm.constant_range<i32, {bounds[0]}, {bounds[1]}>")
-        with rw.ip, op.location:
+            attrs["range"] = rw.attr(f"#llvm.constant_range<i32, {bounds[0]}, {bounds[1]}>")
+        with rw.ip:
             read = ir.Operation.create(f"nvvm.read.ptx.sreg.{reg}", results=[i32], attributes=attrs)
             cast = dialects.arith.index_cast(ir.IndexType.get(), read.results[0])
         rw.replace(op, [cast])

@@ -15,7 +15,7 @@ from __future__ import annotations
 from tilecore.conversion import Pattern
 from tilecore.mlir import dialects, ir
 
-from .llvm_build import call, constant, declare_function, i32
+from .llvm_build import call, declare_function, hoisted_constant, i32
 
 UNARY, BINARY, TERNARY, POWI, PREDICATE = "unary", "binary", "ternary", "powi", "predicate"
 
@@ -129,12 +129,12 @@ class LibdeviceCall(Pattern):
                 else:
                     args.append(v)
             if self.kind == PREDICATE:
-                declare_function(op, name, [wide], i32())
+                declare_function(op, name, [wide], i32(), rw.memo)
                 r = call(name, args, i32())
-                zero = constant(i32(), 0)
+                zero = hoisted_constant(rw, op, i32(), 0)
                 result = dialects.llvm.icmp(dialects.llvm.ICmpPredicate.ne, r, zero)
             else:
-                declare_function(op, name, [a.type for a in args], wide)
+                declare_function(op, name, [a.type for a in args], wide, rw.memo)
                 result = call(name, args, wide)
                 if promote:
                     result = dialects.llvm.fptrunc(elem, result)

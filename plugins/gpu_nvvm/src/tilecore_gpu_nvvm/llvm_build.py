@@ -23,9 +23,40 @@ def enclosing(op, name: str):
     return parent
 
 
-def declare_function(op, name: str, arg_types: list, result_type) -> None:
-    """Declare ``llvm.func @name(args) -> result`` in the gpu.module holding ``op`` (once)."""
+FUNCTION_OPS = ("gpu.func", "llvm.func", "func.func")
+
+
+def hoisted_constant(rw, op, t: ir.Type, value) -> ir.Value:
+    """An ``llvm.mlir.constant`` at the entry of the function holding ``op``, one per (type, value).
+
+    Shared by every rewrite of the conversion (``rw.memo``); being at the entry it dominates
+    every use in the function. Outside a function it is a plain :func:`constant` at ``rw.ip``.
+    """
+    fn = op.parent
+    while fn is not None and fn.name not in FUNCTION_OPS:
+        fn = fn.parent
+    if fn is None:
+        with rw.ip:
+            return constant(t, value)
+    key = ("const", fn, t, value)
+    v = rw.memo.get(key)
+    if v is None:
+        with ir.InsertionPoint.at_block_begin(fn.regions[0].blocks[0]), fn.location:
+            v = rw.memo[key] = constant(t, value)
+    return v
+
+
+def declare_function(op, name: str, arg_types: list, result_type, memo: dict | None = None) -> None:
+    """Declare ``llvm.func @name(args) -> result`` in the gpu.module holding ``op`` (once).
+
+    With ``memo`` (``rw.memo``) a name already declared by this conversion is not looked up again.
+    """
     module = enclosing(op, "gpu.module") or enclosing(op, "builtin.module")
+    if memo is not None:
+        key = ("declared", module, name)
+        if key in memo:
+            return
+        memo[key] = True
     block = module.regions[0].blocks[0]
     for existing in block.operations:
         if existing.operation.name == "llvm.func" and \

@@ -9,7 +9,7 @@ and ``width - 1`` for the other modes (PTX ISA, shfl.sync). The validity result 
 from tilecore.conversion import Pattern
 from tilecore.mlir import dialects, ir
 
-from .llvm_build import constant, i32
+from .llvm_build import hoisted_constant, i32
 
 # gpu.shuffle mode -> nvvm.shfl.sync kind
 SHUFFLE_KINDS = {"xor": "bfly", "up": "up", "down": "down", "idx": "idx"}
@@ -33,17 +33,18 @@ class ShufflePattern(Pattern):
         value, offset, width = op.operands
         kind = SHUFFLE_KINDS[_mode(op)]
         valid_used = any(True for _ in op.results[1].uses)
+        minus_one, thirty_two, one = (hoisted_constant(rw, op, i32(), v) for v in (-1, 32, 1))
+        nowrap = rw.attr("#llvm.overflow<none>")
         with rw.ip:
-            minus_one, thirty_two, one = constant(i32(), -1), constant(i32(), 32), constant(i32(), 1)
-            inactive = dialects.llvm.sub(thirty_two, width, overflow_flags=ir.Attribute.parse("#llvm.overflow<none>"))
+            inactive = dialects.llvm.sub(thirty_two, width, overflow_flags=nowrap)
             mask = dialects.llvm.lshr(minus_one, inactive)
             if kind == "up":
                 clamp = inactive
             else:
-                clamp = dialects.llvm.sub(width, one, overflow_flags=ir.Attribute.parse("#llvm.overflow<none>"))
+                clamp = dialects.llvm.sub(width, one, overflow_flags=nowrap)
             vt = value.type
             res_t = ir.Type.parse(f"!llvm.struct<({vt}, i1)>") if valid_used else vt
-            attrs = {"kind": ir.Attribute.parse(f"#nvvm<shfl_kind {kind}>")}
+            attrs = {"kind": rw.attr(f"#nvvm<shfl_kind {kind}>")}
             if valid_used:
                 attrs["return_value_and_is_valid"] = ir.UnitAttr.get()
             shfl = ir.Operation.create("nvvm.shfl.sync", results=[res_t],
@@ -52,7 +53,7 @@ class ShufflePattern(Pattern):
                 out = dialects.llvm.extractvalue(vt, shfl, [0])
                 valid = dialects.llvm.extractvalue(ir.IntegerType.get_signless(1), shfl, [1])
             else:
-                out, valid = shfl, constant(ir.IntegerType.get_signless(1), 1)
+                out, valid = shfl, hoisted_constant(rw, op, ir.IntegerType.get_signless(1), 1)
         rw.replace(op, [out, valid])
 
 

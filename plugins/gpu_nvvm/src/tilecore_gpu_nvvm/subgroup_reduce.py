@@ -9,7 +9,7 @@ combining the lane's value with its partner's.
 from tilecore.conversion import Pattern
 from tilecore.mlir import ir
 
-from .llvm_build import constant, i32
+from .llvm_build import hoisted_constant, i32
 
 # gpu all_reduce_op -> (redux kind for i32, redux kind for f32 on sm_100a, LLVM combiner op)
 REDUCTIONS = {
@@ -76,23 +76,24 @@ class SubgroupReducePattern(Pattern):
     def rewrite(self, op, rw):
         value = op.operands[0]
         kind = redux_kind(op, rw.target)
+        full = hoisted_constant(rw, op, i32(), -1)
         with rw.ip:
-            full = constant(i32(), -1)
             if kind is not None:
-                attrs = {"kind": ir.Attribute.parse(f"#nvvm<redux_kind {kind}>")}
+                attrs = {"kind": rw.attr(f"#nvvm<redux_kind {kind}>")}
                 result = ir.Operation.create("nvvm.redux.sync", results=[value.type], operands=[value, full],
                                              attributes=attrs).results[0]
             else:
                 combine = REDUCTIONS[_reduce_op(op)][2][_class(value.type)]
                 size, stride = _cluster(op)
-                clamp = constant(i32(), 31)
+                clamp = hoisted_constant(rw, op, i32(), 31)
+                bfly = {"kind": rw.attr("#nvvm<shfl_kind bfly>")}
                 result = value
                 offset = stride
                 while offset < size * stride:
-                    off = constant(i32(), offset)
+                    off = hoisted_constant(rw, op, i32(), offset)
                     other = ir.Operation.create(
                         "nvvm.shfl.sync", results=[value.type], operands=[full, result, off, clamp],
-                        attributes={"kind": ir.Attribute.parse("#nvvm<shfl_kind bfly>")}).results[0]
+                        attributes=bfly).results[0]
                     result = ir.Operation.create(combine, results=[value.type], operands=[result, other]).results[0]
                     offset *= 2
         rw.replace(op, [result])

@@ -23,6 +23,7 @@ class GpuFuncNvgpuArgumentsPattern(Pattern):
 
     root = "gpu.func"
     modifies_in_place = True
+    prepass = True  # once per function, before the greedy driver
 
     def match(self, op):
         return bool(_nvgpu_args(op))
