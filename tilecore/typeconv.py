@@ -102,12 +102,15 @@ class TypeConverter:
         self.index_bitwidth = index_bitwidth
         self.bare_pointer_kernel_abi = bare_pointer_kernel_abi
         self._rules: list[tuple[str, Rule]] = []
+        # type -> converted type; a memoised type keeps its context alive, so keys never go stale
+        self._memo: dict = {}
         for rule in (_identity_rule, _index_rule, _vector_rule, _memref_rule, _token_rule):
             self.add_conversion(rule, plugin="core")
 
     def add_conversion(self, rule: Rule, plugin: str = "") -> None:
         """Add ``rule(type, converter) -> type | None``; later rules win."""
         self._rules.append((plugin, rule))
+        self._memo.clear()
 
     @property
     def rules(self) -> list[tuple[str, str]]:
@@ -118,12 +121,18 @@ class TypeConverter:
         return ir.IntegerType.get_signless(self.index_bitwidth)
 
     def convert(self, t: ir.Type):
-        """The converted type, or None when no rule knows ``t``."""
+        """The converted type, or None when no rule knows ``t`` (memoised per type: rules are pure)."""
+        try:
+            return self._memo[t]
+        except KeyError:
+            pass
+        out = None
         for _, rule in reversed(self._rules):
             out = rule(t, self)
             if out is not None:
-                return out
-        return None
+                break
+        self._memo[t] = out
+        return out
 
     def is_legal(self, t: ir.Type) -> bool:
         """True when ``t`` converts to itself."""

@@ -460,7 +460,10 @@ def test_ldmatrix_num_and_repack(pm, num, res):
                                        "!llvm.struct<(" + ", ".join(["i32"] * num) + ")>")
     assert len([o for o in ops(m, "llvm.extractvalue") if o.operands[0] == ld.results[0]]) == (0 if num == 1 else num)
     fe = ops(m, "vector.from_elements")[0]
-    assert str(fe.results[0].type) == f"vector<{num}xi32>"
+    assert str(fe.results[0].type) == f"vector<{num}xi32>" and len(fe.operands) == num
+    # rows of the vector<num x 2 x f16> result: slices of the bitcast, inserted into the row array
+    rows = [o for o in ops(m, "llvm.insertvalue") if str(o.results[0].type) == f"!llvm.array<{num} x vector<2xf16>>"]
+    assert len(rows) == num and all(o.operands[1].owner.name == "llvm.shufflevector" for o in rows)
     assert str(ld.operands[0].type) == "!llvm.ptr<3>"
 
 

@@ -80,15 +80,36 @@ def memref_strides(memref_type: ir.MemRefType):
     return strides, offset
 
 
+def _constant_index(value) -> int | None:
+    """The value of an ``arith.constant`` / ``llvm.mlir.constant`` integer or index, else None."""
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return None
+    name = owner.name
+    if name in ("arith.constant", "llvm.mlir.constant"):
+        attr = owner.attributes["value"]
+        if isinstance(attr, ir.IntegerAttr):
+            return attr.value
+    return None
+
+
 def memref_element_ptr(rw, memref_value, indices) -> ir.Value:
-    """The address of ``memref[indices]``: aligned pointer + offset + sum(index * stride)."""
+    """The address of ``memref[indices]``: aligned pointer + offset + sum(index * stride).
+
+    With static strides, constant indices fold into one constant offset.
+    """
     mt = ir.MemRefType(memref_value.type)
     desc = rw.operand(memref_value)
     ptr_type = ptr(memory_space_to_addrspace(mt.memory_space))
     base = extract(desc, [1], ptr_type)
     strides, offset = memref_strides(mt)
     terms = []
+    static = offset or 0
     for d, idx in enumerate(indices):
+        known = _constant_index(idx) if strides is not None else None
+        if known is not None:
+            static += known * strides[d]
+            continue
         iv = to_int(idx, 64, rw)
         if strides is None:
             stride = extract(desc, [4, d], i64())
@@ -100,8 +121,8 @@ def memref_element_ptr(rw, memref_value, indices) -> ir.Value:
         terms.append(llvm.mul(iv, stride, overflow_flags=NOWRAP))
     if strides is None:
         terms.append(extract(desc, [2], i64()))
-    elif offset:
-        terms.append(constant(i64(), offset))
+    elif static:
+        terms.append(constant(i64(), static))
     if not terms:
         return base
     linear = terms[0]

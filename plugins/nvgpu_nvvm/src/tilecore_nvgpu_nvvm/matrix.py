@@ -100,9 +100,11 @@ def _repack(d, count: int, c_el: str, res_vec: ir.VectorType):
 class LdMatrixPattern(NvgpuPattern):
     """``nvgpu.ldmatrix %sm[..] {numTiles, transpose}`` -> ``nvvm.ldmatrix`` (m8n8, b16) and a repack.
 
-    num 1 returns one i32, num 2 / 4 a struct of i32; each i32 is extracted
-    (``llvm.extractvalue``), gathered with ``vector.from_elements`` into
-    ``vector<num x i32>``, then bitcast to the element type and rebuilt in the result's shape.
+    num 1 returns one i32, num 2 / 4 a struct of i32 (one register per tile); each is taken
+    with ``llvm.extractvalue`` and gathered with ``vector.from_elements`` into
+    ``vector<num x i32>`` (spec note 3). The result type is 2-D, ``vector<num x C x T>`` with
+    one register per row: the gathered vector is bitcast to ``vector<num*C x T>`` and each row
+    is a ``llvm.shufflevector`` slice inserted into the row array (no per-lane extraction).
     """
 
     root = "nvgpu.ldmatrix"
@@ -118,19 +120,19 @@ class LdMatrixPattern(NvgpuPattern):
         with rw.ip:
             p = memref_element_ptr(rw, view.srcMemref, list(view.indices))
             res_type = i32() if num == 1 else ir.Type.parse("!llvm.struct<(" + ", ".join(["i32"] * num) + ")>")
-            frag = nvvm.ldmatrix(res_type, p, num, ir.Attribute.parse(
-                f"#nvvm.mma_layout<{'col' if trans else 'row'}>"),
-                ir.Attribute.parse("#nvvm.ld_st_matrix_shape<m = 8, n = 8>"),
-                ir.Attribute.parse("#nvvm.ld_st_matrix_elt_type<b16>"))
+            frag = nvvm.ldmatrix(res_type, p, num, rw.attr(f"#nvvm.mma_layout<{'col' if trans else 'row'}>"),
+                                 rw.attr("#nvvm.ld_st_matrix_shape<m = 8, n = 8>"),
+                                 rw.attr("#nvvm.ld_st_matrix_elt_type<b16>"))
             regs = [frag] if num == 1 else [extract(frag, [i], i32()) for i in range(num)]
             packed = vector.from_elements(ir.VectorType.get([num], i32()), regs)
-            flat_n = 1
-            for s in res_vec.shape:
-                flat_n *= s
-            flat = vector.bitcast(ir.VectorType.get([flat_n], res_vec.element_type), packed)
-            if res_vec.rank > 1:  # n-D result: rebuild from the lanes (vector.shape_cast has no LLVM lowering here)
-                flat = vector.from_elements(res_vec, [vector.extract(flat, [], [i]) for i in range(flat_n)])
-            rw.replace(op, flat)
+            rows, cols = res_vec.shape
+            flat = llvm.bitcast(ir.VectorType.get([rows * cols], res_vec.element_type), packed)
+            row_type = ir.VectorType.get([cols], res_vec.element_type)
+            result = llvm.mlir_poison(ir.Type.parse(f"!llvm.array<{rows} x {row_type}>"))
+            for r in range(rows):
+                mask = ir.DenseI32ArrayAttr.get(list(range(r * cols, (r + 1) * cols)))
+                result = llvm.insertvalue(result, llvm.shufflevector(row_type, flat, flat, mask), [r])
+        rw.replace(op, result)
 
 
 def sparse_mma_asm(shape, d_type: str, a_type: str, b_type: str, c_type: str,

@@ -145,6 +145,8 @@ DESCRIPTOR_LAYOUT = [
     ("box_dims", 104, "i32", 5),
 ]
 DESCRIPTOR_BYTES = 128
+FIELD_OFFSET = {f: o for f, o, _, _ in DESCRIPTOR_LAYOUT}
+FIELD_BYTES = {f: 8 if t in ("ptr", "i64") else 4 for f, _, t, _ in DESCRIPTOR_LAYOUT}
 
 
 def tensormap_fields(t: ir.Type) -> dict:
@@ -184,13 +186,10 @@ class TmaCreateDescriptorPattern(NvgpuPattern):
             obj = llvm.alloca(ptr(), constant(i32(), 1), ir.TypeAttr.get(ir.Type.parse(
                 f"!llvm.array<{DESCRIPTOR_BYTES} x i8>")), alignment=64)
 
-            def slot(offset, ty):
-                return llvm.getelementptr(ptr(), obj, [], [offset], i8, 0) if offset else obj
-
             def put(name, index, value):
-                offset = next(o for f, o, t, _ in DESCRIPTOR_LAYOUT if f == name)
-                width = 8 if name in ("global_address", "global_dims", "global_strides_bytes") else 4
-                llvm.store(value, slot(offset + index * width, value.type))
+                offset, width = FIELD_OFFSET[name], FIELD_BYTES[name]
+                at = offset + index * width
+                llvm.store(value, llvm.getelementptr(ptr(), obj, [], [at], i8, 0) if at else obj)
 
             # Unranked memref: {i64 rank, ptr to the ranked descriptor in memory}.
             unranked = rw.cast(view.tensor, ir.Type.parse("!llvm.struct<(i64, ptr)>"))

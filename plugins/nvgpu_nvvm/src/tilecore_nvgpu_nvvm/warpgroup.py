@@ -75,7 +75,8 @@ class WarpgroupGenerateDescriptorPattern(NvgpuPattern):
             rw.replace(op, llvm.or_(folded, addr))
 
 
-def _shape(t: ir.Type) -> tuple[list[int], str]:
+def _shape(t: ir.Type) -> tuple[ir.MemRefType, str]:
+    """The tensor memref of a ``!nvgpu.warpgroup.descriptor`` type and its element type name."""
     text = str(t)
     mt = ir.MemRefType(ir.Type.parse(text.split("tensor = ", 1)[1][:-1]))
     return mt, str(mt.element_type)
