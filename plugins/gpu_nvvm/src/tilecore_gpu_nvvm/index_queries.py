@@ -1,7 +1,7 @@
 """gpu index queries -> ``nvvm.read.ptx.sreg.*`` + an i32-to-index cast (spec note 3 table)."""
 
 from tilecore.conversion import Pattern
-from tilecore.mlir import dialects, ir
+from tilecore.mlir import ir
 
 # source op -> special register stem; per-axis ops get ".x" / ".y" / ".z".
 SPECIAL_REGISTERS = {
@@ -70,8 +70,8 @@ class IndexQueryPattern(Pattern):
             attrs["range"] = rw.attr(f"#llvm.constant_range<i32, {bounds[0]}, {bounds[1]}>")
         with rw.ip:
             read = ir.Operation.create(f"nvvm.read.ptx.sreg.{reg}", results=[i32], attributes=attrs)
-            cast = dialects.arith.index_cast(ir.IndexType.get(), read.results[0])
-        rw.replace(op, [cast])
+            cast = ir.Operation.create("arith.index_cast", results=[ir.IndexType.get()], operands=[read.results[0]])
+        rw.replace(op, cast.results)
 
 
 def patterns() -> list[Pattern]:
