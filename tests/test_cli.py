@@ -88,7 +88,7 @@ def test_dump_dir_print_ir_after_all_and_timing(tmp_path):
     names = [s["stage"] for s in data["stages"]]
     assert names[0] == "read-input" and "serialize" in names
     s6 = next(s for s in data["stages"] if s["stage"] == "convert-nvgpu-and-gpu-to-nvvm")
-    assert s6["patterns"]["gpu_nvvm:IndexQuery[thread_id]"] == 1
+    assert s6["patterns"]["gpu_nvvm:IndexQuery[block_dim]"] == 1
 
 
 @needs_gpu_nvvm
@@ -124,7 +124,7 @@ def test_pipeline_lists_stages_in_order():
     tail = ["convert-nvgpu-and-gpu-to-nvvm", "attach-nvvm-target", "translate-debug-info", "serialize"]
     assert names[-4:] == tail
     text = run_cli("pipeline", "--gpu-name", "sm_90a").stdout
-    assert "gpu.thread_id" in text and "-> gpu_nvvm:IndexQuery[thread_id]" in text
+    assert "gpu.block_dim" in text and "-> gpu_nvvm:IndexQuery[block_dim]" in text
 
 
 # -- errors -------------------------------------------------------------------------

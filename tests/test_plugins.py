@@ -216,8 +216,9 @@ def test_thirdparty_pattern_shown_as_winner_in_pipeline(clean_env, with_thirdpar
     assert proc.returncode == 0, proc.stderr
     stage6 = next(s for s in json.loads(proc.stdout)["stages"] if s["stage"] == "convert-nvgpu-and-gpu-to-nvvm")
     winners = stage6["patterns"]["gpu.lane_id"]
-    assert winners[0] == {"pattern": "LaneIdFromTid", "plugin": "thirdparty", "benefit": 10}
-    assert winners[1]["plugin"] == "gpu_nvvm"
+    # the only Python pattern: without it upstream's convert-gpu-to-nvvm (gpu_nvvm's native pass) lowers lane_id
+    assert winners == [{"pattern": "LaneIdFromTid", "plugin": "thirdparty", "benefit": 10}]
+    assert any("convert-gpu-to-nvvm" in p["pipeline"] for p in stage6["native_passes"])
 
 
 @base_installed

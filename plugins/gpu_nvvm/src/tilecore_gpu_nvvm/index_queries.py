@@ -1,4 +1,11 @@
-"""gpu index queries -> ``nvvm.read.ptx.sreg.*`` + an i32-to-index cast (spec note 3 table)."""
+"""gpu index queries -> ``nvvm.read.ptx.sreg.*`` + an i32-to-index cast (spec note 3 table).
+
+Upstream's ``convert-gpu-to-nvvm`` (run by this plugin after its Python patterns) already
+lowers thread / block / cluster ids, cluster dims and lane id to exactly this form, with
+``range`` from known sizes. The Python patterns cover the rest of the table: ``gpu.subgroup_size``
+(upstream has no lowering) and ``gpu.block_dim`` / ``gpu.grid_dim``, whose known sizes give the
+exact range ``[size, size + 1)`` where upstream gives ``[1, size + 1)``.
+"""
 
 from tilecore.conversion import Pattern
 from tilecore.mlir import ir
@@ -74,5 +81,9 @@ class IndexQueryPattern(Pattern):
         rw.replace(op, cast.results)
 
 
+# the roots lowered here (the others: upstream, same form)
+PYTHON_ROOTS = ("gpu.subgroup_size", "gpu.block_dim", "gpu.grid_dim")
+
+
 def patterns() -> list[Pattern]:
-    return [IndexQueryPattern(root) for root in SPECIAL_REGISTERS]
+    return [IndexQueryPattern(root) for root in PYTHON_ROOTS]
