@@ -78,10 +78,14 @@ FAST_F32: dict[str, str] = {
 _PROMOTED = (ir.F16Type, ir.BF16Type)
 
 
-def _is_fast(op) -> bool:
+def _is_fast(op, none_attr=None) -> bool:
+    """True with ``fastmath<afn>`` or ``<fast>``; ``none_attr`` (``#arith.fastmath<none>``) skips the text."""
     if "fastmath" not in op.attributes:
         return False
-    text = str(op.attributes["fastmath"])
+    attr = op.attributes["fastmath"]
+    if none_attr is not None and attr == none_attr:
+        return False
+    text = str(attr)
     return "afn" in text or "fast" in text.replace("fastmath", "")
 
 
@@ -115,7 +119,7 @@ class LibdeviceCall(Pattern):
 
     def rewrite(self, op, rw):
         elem = op.operands[0].type
-        name = callee_for(self.root, elem, _is_fast(op))
+        name = callee_for(self.root, elem, _is_fast(op, rw.attr("#arith.fastmath<none>")))
         promote = isinstance(elem, _PROMOTED)
         f32 = ir.F32Type.get()
         wide = f32 if promote else elem

@@ -49,9 +49,9 @@ def _class(t) -> str | None:
     return None
 
 
-def redux_kind(op, target) -> str | None:
+def redux_kind(op, target, reduce_op: str | None = None) -> str | None:
     """The redux.sync kind usable for ``op`` on ``target``, or None (then a shuffle tree)."""
-    kind_i32, kind_f32, _ = REDUCTIONS[_reduce_op(op)]
+    kind_i32, kind_f32, _ = REDUCTIONS[reduce_op or _reduce_op(op)]
     if _cluster(op) != (32, 1) or target is None or target.cc < REDUX_MIN_CC:
         return None
     cls = _class(op.operands[0].type)
@@ -75,7 +75,8 @@ class SubgroupReducePattern(Pattern):
 
     def rewrite(self, op, rw):
         value = op.operands[0]
-        kind = redux_kind(op, rw.target)
+        red = _reduce_op(op)
+        kind = redux_kind(op, rw.target, red)
         full = hoisted_constant(rw, op, i32(), -1)
         with rw.ip:
             if kind is not None:
@@ -83,7 +84,7 @@ class SubgroupReducePattern(Pattern):
                 result = ir.Operation.create("nvvm.redux.sync", results=[value.type], operands=[value, full],
                                              attributes=attrs).results[0]
             else:
-                combine = REDUCTIONS[_reduce_op(op)][2][_class(value.type)]
+                combine = REDUCTIONS[red][2][_class(value.type)]
                 size, stride = _cluster(op)
                 clamp = hoisted_constant(rw, op, i32(), 31)
                 bfly = {"kind": rw.attr("#nvvm<shfl_kind bfly>")}
