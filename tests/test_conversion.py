@@ -278,3 +278,66 @@ def test_in_place_pattern_is_allowed():
     stats = apply_conversion(m, None, [Tag()])
     assert stats.fired == {"Tag": 1}
     assert "tagged" in str(m)
+
+
+def test_prepass_pattern_runs_once_per_container_before_the_greedy_driver():
+    m = parse()
+    seen = []
+
+    class RetypeOnce(Pattern):
+        root = "gpu.func"
+        modifies_in_place = True
+        prepass = True
+
+        def match(self, op):
+            return "retyped" not in op.attributes
+
+        def rewrite(self, op, rw):
+            seen.append([o.name for o in op.regions[0].blocks[0].operations][0])
+            assert rw.target is None and rw.memo == {}
+            op.attributes["retyped"] = ir.UnitAttr.get()
+
+    tid = FunctionPattern("gpu.thread_id", tid_to_sreg, name="Tid")
+    stats = apply_conversion(m, no_thread_id(), [RetypeOnce(), tid])
+    # it ran before the thread_id rewrite (saw the source op) and exactly once
+    assert seen == ["gpu.thread_id"]
+    assert stats.fired == {"RetypeOnce": 1, "Tid": 1}
+    assert "retyped" in str(m)
+
+
+def test_rewriter_memo_and_attr_are_shared_by_one_conversion():
+    m = parse(KERNEL.replace("    %s = arith.addi %t, %a : index loc(\"k.py\":4:7)\n",
+                             "    %u = gpu.thread_id y\n    %s = arith.addi %t, %u : index\n"))
+    attrs = []
+
+    def rewrite(op, rw):
+        attrs.append(rw.attr("#llvm.overflow<none>"))
+        rw.memo["n"] = rw.memo.get("n", 0) + 1
+        tid_to_sreg(op, rw)
+
+    stats = apply_conversion(m, no_thread_id(), [FunctionPattern("gpu.thread_id", rewrite, name="Tid")])
+    assert stats.fired == {"Tid": 2}
+    assert len(attrs) == 2 and attrs[0] == attrs[1]
+
+
+def test_result_verified_by_the_pass_manager_is_flagged():
+    m = parse()
+    stats = apply_conversion(m, no_thread_id(), [FunctionPattern("gpu.thread_id", tid_to_sreg)])
+    assert stats.verified  # reconcile ran in a PassManager, which verifies; the stage skips its own verify
+    assert not apply_conversion(parse(), None, [], reconcile=False).verified
+
+
+def test_invalid_ir_from_a_pattern_is_reported_not_handed_on():
+    m = parse()
+    before = str(m)
+
+    def bad(op, rw):
+        with rw.ip:  # an i1 value where index is expected: the verifier must catch it
+            c = ir.Operation.create("arith.constant", results=[ir.IndexType.get()],
+                                    attributes={"value": ir.IntegerAttr.get(ir.IntegerType.get_signless(1), 1)})
+        rw.replace(op, [c.results[0]])
+
+    with pytest.raises(TilecoreError) as ei:
+        apply_conversion(m, no_thread_id(), [FunctionPattern("gpu.thread_id", bad)], stage="demo")
+    assert ei.value.message.startswith("stage 'demo' produced invalid IR: ") and "value" in ei.value.message
+    assert str(m) == before

@@ -318,6 +318,8 @@ class ConversionStats:
     ops_after: int = 0
     native_passes: list[str] = field(default_factory=list)
     remarks: list[str] = field(default_factory=list)
+    # True when the result was last changed by a PassManager run, which verifies its output
+    verified: bool = False
 
     @property
     def applied(self) -> int:
@@ -574,7 +576,13 @@ def apply_conversion(module, target: ConversionTarget | None, patterns: Iterable
                 raise
             stats.native_passes.append(np_.pipeline)
         if reconcile:
-            _reconcile_casts(work_op, ctx)
+            try:
+                _reconcile_casts(work_op, ctx)
+            except TilecoreError as e:  # the pass manager's verifier: say whose IR it was
+                e.message = f"{f'stage {stage!r}' if stage else 'conversion'} produced invalid IR: " + \
+                    e.message.replace("pass pipeline 'reconcile-unrealized-casts' failed: ", "")
+                raise
+            stats.verified = True  # the pass manager verified the result
         if target is not None:
             check_legality(work_op, target, stage, by_root)
         if counting:
