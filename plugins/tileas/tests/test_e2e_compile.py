@@ -63,11 +63,21 @@ def test_corpus_kernel_compiles(name, sm):
             assert p.startswith(".param .u32") or p.startswith(".param .f32") or p.startswith(".param .b32"), (p, t)
 
 
-def test_matmul_is_rejected_with_the_op_name():
+@pytest.mark.parametrize("sm", SMS)
+def test_matmul_compiles_through_ptxas(sm):
+    """mmaf (dot) goes through shared memory and an FMA loop over K (numbers: test_e2e_numeric)."""
+    res = compile_file(os.path.join(CORPUS, "matmul_f16.tileirbc"), sm)
+    assert res.artifacts["cubin"][:4] == b"\x7fELF"
+    ptx = _ptx(res)
+    assert ".entry matmul_f16(" in ptx and "fma.rn.f32" in ptx and "bar.sync" in ptx
+
+
+def test_block_scaled_mma_is_rejected_with_the_op_name():
+    import cutile_kernels
+
     with pytest.raises(TilecoreError) as ei:
-        compile_file(os.path.join(CORPUS, "matmul_f16.tileirbc"), "sm_90a")
-    assert "unsupported op 'cuda_tile.mmaf'" in ei.value.message
-    assert "MMA lowering is not implemented yet" in ei.value.message
+        compile_file(cutile_kernels.kernel_path("mma_scaled_f8"), "sm_100a")
+    assert "cuda_tile.mmaf_scaled" in ei.value.message
 
 
 @pytest.mark.parametrize("sm", SMS)

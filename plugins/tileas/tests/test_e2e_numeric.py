@@ -100,7 +100,31 @@ def axpy_f64_i64(a, x, y, n, TILE: ct.Constant[int]):
     ct.store(y, index=(bid,), tile=a * t + k)
 
 
+@ct.kernel
+def mma_f32(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=ct.float32)
+    for k in range(ct.cdiv(a.shape[1], TK)):
+        x = ct.load(a, index=(i, k), shape=(TM, TK), padding_mode=ct.PaddingMode.ZERO)
+        y = ct.load(b, index=(k, j), shape=(TK, TN), padding_mode=ct.PaddingMode.ZERO)
+        acc = ct.mma(x, y, acc)
+    ct.store(c, index=(i, j), tile=acc)
+
+
+@ct.kernel
+def mma_i8(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=ct.int32)
+    for k in range(ct.cdiv(a.shape[1], TK)):
+        x = ct.load(a, index=(i, k), shape=(TM, TK), padding_mode=ct.PaddingMode.ZERO)
+        y = ct.load(b, index=(k, j), shape=(TK, TN), padding_mode=ct.PaddingMode.ZERO)
+        acc = ct.mma(x, y, acc)
+    ct.store(c, index=(i, j), tile=acc)
+
+
 OWN = {
+    "mma_f32": (mma_f32, ["f32[2]", "f32[2]", "f32[2]", 32, 16, 16]),
+    "mma_i8": (mma_i8, ["i8[2]", "i8[2]", "i32[2]", 16, 32, 32]),
     "cumsum_cols_f32": (cumsum_cols_f32, ["f32[2]", "f32[2]", 16, 32]),
     "permute3d_f32": (permute3d_f32, ["f32[3]", "f32[3]", 4, 8, 16]),
     "axpy_f64_i64": (axpy_f64_i64, ["f64", "f64[1]", "f64[1]", "i64[1]", 128]),
@@ -224,6 +248,30 @@ def test_rownorm_loop_if_f32(p):
     out = run("rownorm_loop_if_f32", (cdiv(10, 4), 1, 1), arr(x) + arr(o) + [i32(p)])
     ref = np.sqrt((x * x).sum(1)) if p == 2 else np.abs(x).sum(1)
     close(out[1], ref, 1e-5, 1e-4)
+
+
+# ------------------------------------------------------------------------------ matrix multiply (dot)
+def test_matmul_f16_partial_tiles():
+    m, n, k = 200, 150, 100  # two K steps of 64 (the second one padded), partial M and N tiles
+    a, b, c = rand((m, k), f16), rand((k, n), f16), np.zeros((m, n), f16)
+    out = run("matmul_f16", (cdiv(m, 128), cdiv(n, 128), 1), arr(a) + arr(b) + arr(c))
+    close(out[2], (a.astype(f32) @ b.astype(f32)).astype(f16), 1e-2, 1e-2)
+
+
+def test_mma_f32():
+    m, n, k = 40, 20, 40
+    a, b, c = rand((m, k)), rand((k, n)), np.zeros((m, n), f32)
+    out = run("mma_f32", (cdiv(m, 32), cdiv(n, 16), 1), arr(a) + arr(b) + arr(c))
+    close(out[2], a @ b, 1e-4, 1e-4)
+
+
+def test_mma_i8():
+    m, n, k = 20, 40, 70
+    a = RNG.integers(-128, 128, (m, k), dtype=np.int8)
+    b = RNG.integers(-128, 128, (k, n), dtype=np.int8)
+    c = np.zeros((m, n), i32)
+    out = run("mma_i8", (cdiv(m, 16), cdiv(n, 32), 1), arr(a) + arr(b) + arr(c))
+    close(out[2], a.astype(np.int64) @ b.astype(np.int64), 0, 0)
 
 
 # ------------------------------------------------------------------------------ generated

@@ -3,11 +3,9 @@
 import os
 import re
 
-import pytest
 from tileas_test_paths import VISIBLE_CORPUS
 
 from tilecore.compiler import compile_file
-from tilecore.errors import TilecoreError
 
 CORPUS = VISIBLE_CORPUS
 
@@ -56,9 +54,16 @@ def test_row_reduction_uses_warp_shuffles():
     assert "math.sqrt" in text and "math.fma" in text
 
 
-def test_mmaf_is_rejected():
-    with pytest.raises(TilecoreError, match=r"unsupported op 'cuda_tile.mmaf' \(nv_tileas.dot\)"):
-        _stage4("matmul_f16")
+def test_mmaf_is_an_fma_loop_over_shared_memory():
+    """nv_tileas.dot: operands stored to shared memory, a barrier, one scf.for over K carrying the
+    accumulator registers with one llvm.intr.fma each, then a barrier before the buffer is reused."""
+    text = _stage4("matmul_f16")
+    assert "nv_tileas.dot" not in text
+    # the K loop (lowered to cf): a block taking k and the 128 f32 accumulators of 128x128 over 128 threads
+    heads = [line for line in text.splitlines() if re.match(r"\s*\^bb\d+\(", line)]
+    assert any(line.count("%") == 129 and line.count(": f32") == 128 for line in heads)
+    assert text.count("llvm.intr.fma") == 128
+    assert text.count("gpu.barrier") == 2
 
 
 def test_locations_survive_to_llvm():

@@ -19,7 +19,7 @@ from tilecore.stages import Stage
 
 from ..nv_tileaa.abi import nv_tileaa_rule
 from ..rebuild import Rebuilder, attrs_of, run_stage
-from . import control, elementwise, memory, misc, shape_ops
+from . import control, dot, elementwise, memory, misc, shape_ops
 from .codegen import SMEM_SYMBOL, CodeGen
 
 NAME = "convert-tileas-to-llvm"
@@ -51,7 +51,7 @@ def populator() -> dict:
         f"{nt}.permute": shape_ops.permute, f"{nt}.extract_slice": shape_ops.extract_slice,
         f"{nt}.insert_slice": shape_ops.insert_slice, f"{nt}.cat": shape_ops.cat, f"{nt}.iota": shape_ops.iota,
         f"{nt}.reduce": misc.reduce_like("reduce"), f"{nt}.scan": misc.reduce_like("scan"),
-        f"{nt}.print": misc.print_op, f"{nt}.assert": misc.assert_op, f"{nt}.dot": misc.dot,
+        f"{nt}.print": misc.print_op, f"{nt}.assert": misc.assert_op, f"{nt}.dot": dot.dot,
         f"{nt}.block_scaled_mma": misc.unsupported("cuda_tile.mmaf_scaled"),
         "builtin.unrealized_conversion_cast": misc.cast,
         f"{nt}.ptr_to_int": elementwise.ptr_cast("ptr_to_int"), f"{nt}.int_to_ptr": elementwise.ptr_cast("int_to_ptr"),

@@ -47,11 +47,6 @@ def unsupported(cuda_name):
     return h
 
 
-def dot(op, rb):
-    name = "cuda_tile.mmai" if "signedness_lhs" in op.attributes else "cuda_tile.mmaf"
-    return unsupported(name)(op, rb)
-
-
 def _printable(cg, v):
     t = str(v.type)
     if t in ("f16", "bf16"):
