@@ -31,3 +31,25 @@ def run_cli(*args, env=None, cwd=None):
     e = dict(os.environ)
     e.update(env or {})
     return subprocess.run([sys.executable, "-m", "tilecore", *args], capture_output=True, text=True, env=e, cwd=cwd)
+
+
+def compile_text(pm, text: str, gpu: str, stages, emit: str = "mlir"):
+    """Parse ``text`` in ``pm``'s context and run ``stages`` for ``gpu``; returns (module, CompileResult)."""
+    from tilecore.compiler import compile_module
+    from tilecore.mlir import ir
+    from tilecore.options import CompileOptions
+    from tilecore.targets import resolve_target
+
+    with pm.make_context():
+        m = ir.Module.parse(text)
+    res = compile_module(m, resolve_target(gpu, pm.targets()), CompileOptions(emit=emit), pm, stages=list(stages))
+    return m, res
+
+
+def walk_ops(m, name: str | None = None) -> list:
+    """Every op nested in module ``m`` in pre-order (only those called ``name`` if given)."""
+    from tilecore.mlir import ir
+
+    out = []
+    m.operation.walk(lambda op: out.append(op) or ir.WalkResult.ADVANCE, ir.WalkOrder.PRE_ORDER)
+    return [o for o in out if name is None or o.name == name]

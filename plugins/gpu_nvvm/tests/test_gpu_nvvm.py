@@ -5,16 +5,14 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
+from support import compile_text, walk_ops
 from tilecore_gpu_nvvm.libdevice_math import FAST_F32, LIBDEVICE
 from tilecore_gpu_nvvm.stage import STAGE
 
-from tilecore.compiler import compile_module
 from tilecore.errors import TilecoreError
 from tilecore.mlir import ir
-from tilecore.options import CompileOptions
 from tilecore.plugins import PluginManager
 from tilecore.serialize import ptx_to_cubin
-from tilecore.targets import resolve_target
 
 FULL = [STAGE, "attach-nvvm-target", "translate-debug-info", "serialize"]
 
@@ -39,16 +37,10 @@ def kernel(body: str, args: str = "%out: !llvm.ptr<1>", attrs: str = "") -> str:
 
 
 def lower(pm, text, gpu="sm_80", stages=(STAGE,), emit="mlir"):
-    with pm.make_context():
-        m = ir.Module.parse(text)
-    res = compile_module(m, resolve_target(gpu, pm.targets()), CompileOptions(emit=emit), pm, stages=list(stages))
-    return m, res
+    return compile_text(pm, text, gpu, stages, emit)
 
 
-def ops(m, name=None):
-    out = []
-    m.operation.walk(lambda op: out.append(op) or ir.WalkResult.ADVANCE, ir.WalkOrder.PRE_ORDER)
-    return [o for o in out if name is None or o.name == name]
+ops = walk_ops
 
 
 def names(m):

@@ -13,13 +13,13 @@ import subprocess
 import sysconfig
 
 import pytest
+from support import compile_text, walk_ops
 from tilecore_nvgpu_nvvm import floors
 from tilecore_nvgpu_nvvm.matrix import sparse_mma_asm
 from tilecore_nvgpu_nvvm.mbarrier import MBARRIER_TYPE_MESSAGE
 from tilecore_nvgpu_nvvm.tma import DESCRIPTOR_BYTES, DESCRIPTOR_LAYOUT
 from tilecore_nvgpu_nvvm.warpgroup import descriptor_bits
 
-from tilecore.compiler import compile_module
 from tilecore.conversion import apply_conversion
 from tilecore.errors import TilecoreError
 from tilecore.mlir import ir
@@ -74,16 +74,10 @@ def patterns_only(pm, text, gpu="sm_90a"):
 
 
 def lower(pm, text, gpu="sm_90a", stages=(STAGE,), emit="mlir"):
-    with pm.make_context():
-        m = ir.Module.parse(text)
-    res = compile_module(m, resolve_target(gpu, pm.targets()), CompileOptions(emit=emit), pm, stages=list(stages))
-    return m, res
+    return compile_text(pm, text, gpu, stages, emit)
 
 
-def ops(m, name=None):
-    out = []
-    m.operation.walk(lambda op: out.append(op) or ir.WalkResult.ADVANCE, ir.WalkOrder.PRE_ORDER)
-    return [o for o in out if name is None or o.name == name]
+ops = walk_ops
 
 
 def names(m):
@@ -196,6 +190,20 @@ def test_mbarrier_try_wait_parity_zero_extends_the_phase(pm):
     m = patterns_only(pm, kernel(body))
     wait = ops(m, "nvvm.mbarrier.try_wait.parity")[0]
     assert wait.operands[1].owner.name == "llvm.zext"
+
+
+def test_predicates_are_kept(pm):
+    body = (f"      %n = arith.constant 128 : index\n      %bar = nvgpu.mbarrier.create -> {BAR}\n"
+            f"      nvgpu.mbarrier.init %bar[%c0], %n, predicate = %p : {BAR}\n"
+            f"      nvgpu.mbarrier.arrive.expect_tx %bar[%c0], %n, predicate = %p : {BAR}\n"
+            f"      nvgpu.tma.async.load %tm[%c0, %c0], %bar[%c0] to %buf, predicate = %p : !tm, {BAR} -> "
+            "memref<32x32xf32, 3>\n      nvgpu.tma.prefetch.descriptor %tm, predicate = %p : !tm\n")
+    m = patterns_only(pm, kernel(body, args="%tm: !tm, %p: i1", workgroup="%buf : memref<32x32xf32, 3>",
+                                 aliases=f"!tm = {TM2}"))
+    for name in ("nvvm.mbarrier.init", "nvvm.mbarrier.arrive.expect_tx", "nvvm.cp.async.bulk.tensor.shared.cluster.global",
+                 "nvvm.prefetch"):
+        op = ops(m, name)[0]
+        assert str(op.operands[len(op.operands) - 1].type) == "i1", name  # the predicate is the last operand
 
 
 def test_mbarrier_outside_shared_memory_is_rejected_verbatim_not_cast(pm):

@@ -54,6 +54,12 @@ def extract(container, position: list[int], result_type) -> ir.Value:
     return llvm.extractvalue(result_type, container, position)
 
 
+def predicate(view, rw):
+    """The op's optional ``predicate`` operand, converted, or None."""
+    p = getattr(view, "predicate", None)
+    return None if p is None else rw.operand(p)
+
+
 def to_int(value, width: int, rw) -> ir.Value:
     """``value`` (index / iN, already converted) as an ``iwidth`` LLVM integer."""
     value = rw.operand(value)

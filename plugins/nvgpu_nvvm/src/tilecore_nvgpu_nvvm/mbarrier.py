@@ -14,7 +14,7 @@ from tilecore.errors import LoweringError
 from tilecore.mlir import dialects, ir
 from tilecore.typeconv import ADDRSPACE_SHARED, memory_space_to_addrspace
 
-from .common import DYNAMIC, NvgpuPattern, create, i32, i64, ptr, to_int
+from .common import DYNAMIC, NvgpuPattern, create, i32, i64, predicate, ptr, to_int
 
 llvm = dialects.llvm
 nvvm = dialects.nvvm
@@ -41,11 +41,6 @@ def barrier_ptr(op, rw) -> ir.Value:
     base = rw.operand(group)
     index = to_int(view.mbarId, 64, rw)
     return llvm.getelementptr(ptr(ADDRSPACE_SHARED), base, [index], [DYNAMIC], i64(), 0)
-
-
-def _predicate(view, rw):
-    p = getattr(view, "predicate", None)
-    return None if p is None else rw.operand(p)
 
 
 class MBarrierCreatePattern(NvgpuPattern):
@@ -91,7 +86,7 @@ class MBarrierInitPattern(NvgpuPattern):
     def lower(self, op, rw):
         view = op.opview
         with rw.ip:
-            nvvm.mbarrier_init(barrier_ptr(op, rw), to_int(view.count, 32, rw), predicate=_predicate(view, rw))
+            nvvm.mbarrier_init(barrier_ptr(op, rw), to_int(view.count, 32, rw), predicate=predicate(view, rw))
         rw.erase(op)
 
 
@@ -129,7 +124,7 @@ class MBarrierArriveExpectTxPattern(NvgpuPattern):
         with rw.ip:
             create("nvvm.mbarrier.arrive.expect_tx",
                    [barrier_ptr(op, rw), to_int(view.txcount, 32, rw)]
-                   + ([_predicate(view, rw)] if view.predicate is not None else []),
+                   + ([predicate(view, rw)] if view.predicate is not None else []),
                    [], _cta())
         rw.erase(op)
 

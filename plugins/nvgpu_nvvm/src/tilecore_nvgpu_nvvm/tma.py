@@ -17,7 +17,7 @@ from tilecore_gpu_nvvm.llvm_build import constant
 from tilecore.errors import LoweringError
 from tilecore.mlir import dialects, ir
 
-from .common import NvgpuPattern, bit_width, i32, i64, memref_element_ptr, ptr, to_int
+from .common import NvgpuPattern, bit_width, i32, i64, memref_element_ptr, predicate, ptr, to_int
 from .mbarrier import barrier_ptr
 
 llvm = dialects.llvm
@@ -63,7 +63,7 @@ class TmaAsyncLoadPattern(NvgpuPattern):
             mask = rw.operand(view.multicastMask) if view.multicastMask is not None else \
                 _optional_attr_value(op, "multicastMask", 16)
             hint = _optional_attr_value(op, "l2CacheHint", 64)
-            pred = rw.operand(view.predicate) if view.predicate is not None else None
+            pred = predicate(view, rw)
             new = nvvm.cp_async_bulk_tensor_shared_cluster_global(
                 dst, desc, coords, bar, [], multicast_mask=mask, l2_cache_hint=hint,
                 mode=ir.Attribute.parse("#nvvm.tma_load_mode<tile>"), predicate=pred)
@@ -84,7 +84,7 @@ class TmaAsyncStorePattern(NvgpuPattern):
             src = memref_element_ptr(rw, view.src, [])
             desc = rw.operand(view.tensorMapDescriptor)
             hint = _optional_attr_value(op, "l2CacheHint", 64)
-            pred = rw.operand(view.predicate) if view.predicate is not None else None
+            pred = predicate(view, rw)
             new = nvvm.cp_async_bulk_tensor_global_shared_cta(
                 desc, src, coords, l2_cache_hint=hint, mode=ir.Attribute.parse("#nvvm.tma_store_mode<tile>"),
                 predicate=pred)
@@ -101,7 +101,7 @@ class TmaPrefetchDescriptorPattern(NvgpuPattern):
     def lower(self, op, rw):
         view = op.opview
         with rw.ip:
-            pred = rw.operand(view.predicate) if view.predicate is not None else None
+            pred = predicate(view, rw)
             nvvm.prefetch(rw.operand(view.tensorMapDescriptor), tensormap=True, predicate=pred)
         rw.erase(op)
 
