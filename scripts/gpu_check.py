@@ -1,0 +1,245 @@
+"""Run tilecore's cubins on a real GPU and compare with numpy (the emulator's checks, on hardware).
+
+Two halves, so the GPU machine needs neither MLIR nor tilecore:
+
+    python scripts/gpu_check.py build DIR [--gpu-name sm_90a]   # here: compile the kernels to DIR/*.cubin
+    python scripts/gpu_check.py run DIR                         # there: CuPy launches, numpy references
+
+``run`` prints one line per kernel (max error, verdict) and exits 1 if any kernel is wrong.
+Kernels: the visible corpus (../shared/corpus/visible) and gpu-dialect kernels of the nvgpu
+lowering (cp.async, ldmatrix, mma.sync, mbarrier), with the launch shapes of the emulator tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "shared", "corpus", "visible")
+f16, f32, i32 = np.float16, np.float32, np.int32
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+# An nvgpu kernel (one warp): cp.async A (16x16 f16) and B^T (8x16 f16) into shared memory, wait,
+# ldmatrix the fragments (A x4, B x2), mma.sync m16n8k16 f32 accumulate, store D row-major (16x8 f32)
+# with the m16n8 accumulator layout (row = lane/4 [+8], col = 2*(lane%4) [+1]).
+MMA_KERNEL = """module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @mma_ldmatrix_cp_async(%a: memref<16x16xf16, 1>, %bt: memref<8x16xf16, 1>, %d: memref<16x8xf32, 1>)
+        workgroup(%sa : memref<16x16xf16, 3>, %sb : memref<8x16xf16, 3>) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c4 = arith.constant 4 : index
+      %c8 = arith.constant 8 : index
+      %c16 = arith.constant 16 : index
+      %lane = gpu.thread_id x
+      // 32 lanes copy 16 bytes (8 f16) each: A is 16 rows x 2 chunks, B^T 8 rows x 2 chunks
+      %row = arith.divui %lane, %c2 : index
+      %half = arith.remui %lane, %c2 : index
+      %col = arith.muli %half, %c8 : index
+      %t0 = nvgpu.device_async_copy %a[%row, %col], %sa[%row, %col], 8 : memref<16x16xf16, 1> to memref<16x16xf16, 3>
+      %is_b = arith.cmpi ult, %lane, %c16 : index
+      %brow = arith.remui %row, %c8 : index
+      %t1 = nvgpu.device_async_copy %bt[%brow, %col], %sb[%brow, %col], 8 : memref<8x16xf16, 1> to memref<8x16xf16, 3>
+      %g = nvgpu.device_async_create_group %t0, %t1
+      nvgpu.device_async_wait %g {numGroups = 0 : i32}
+      gpu.barrier
+      // ldmatrix addresses: lane l points at row (l % 16), column 8 * (l / 16) of A; row (l % 8), column 8 * ((l / 8) % 2) of B^T
+      %arow = arith.remui %lane, %c16 : index
+      %ahalf = arith.divui %lane, %c16 : index
+      %acol = arith.muli %ahalf, %c8 : index
+      %fa = nvgpu.ldmatrix %sa[%arow, %acol] {numTiles = 4 : i32, transpose = false} : memref<16x16xf16, 3> -> vector<4x2xf16>
+      %brow2 = arith.remui %lane, %c8 : index
+      %bq = arith.divui %lane, %c8 : index
+      %bh = arith.remui %bq, %c2 : index
+      %bcol = arith.muli %bh, %c8 : index
+      %fb = nvgpu.ldmatrix %sb[%brow2, %bcol] {numTiles = 2 : i32, transpose = false} : memref<8x16xf16, 3> -> vector<2x2xf16>
+      %zero = arith.constant dense<0.0> : vector<2x2xf32>
+      %acc = nvgpu.mma.sync (%fa, %fb, %zero) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+      %r0 = arith.divui %lane, %c4 : index
+      %r1 = arith.addi %r0, %c8 : index
+      %q = arith.remui %lane, %c4 : index
+      %k0 = arith.muli %q, %c2 : index
+      %k1 = arith.addi %k0, %c1 : index
+      %d00 = vector.extract %acc[0, 0] : f32 from vector<2x2xf32>
+      %d01 = vector.extract %acc[0, 1] : f32 from vector<2x2xf32>
+      %d10 = vector.extract %acc[1, 0] : f32 from vector<2x2xf32>
+      %d11 = vector.extract %acc[1, 1] : f32 from vector<2x2xf32>
+      memref.store %d00, %d[%r0, %k0] : memref<16x8xf32, 1>
+      memref.store %d01, %d[%r0, %k1] : memref<16x8xf32, 1>
+      memref.store %d10, %d[%r1, %k0] : memref<16x8xf32, 1>
+      memref.store %d11, %d[%r1, %k1] : memref<16x8xf32, 1>
+      gpu.return
+    }
+  }
+}
+"""
+
+# An mbarrier kernel (one CTA of 128 threads): thread 0 inits a barrier for 128 arrivals, every
+# thread arrives and spins on test.wait; each thread then writes 1 (the phase completed).
+MBARRIER_KERNEL = """!bar = !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>>
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @mbarrier_phase(%out: memref<128xi32, 1>) kernel {
+      %c0 = arith.constant 0 : index
+      %n = arith.constant 128 : index
+      %true = arith.constant true
+      %tid = gpu.thread_id x
+      %bar = nvgpu.mbarrier.create -> !bar
+      %first = arith.cmpi eq, %tid, %c0 : index
+      scf.if %first {
+        nvgpu.mbarrier.init %bar[%c0], %n : !bar
+      }
+      gpu.barrier
+      %tok = nvgpu.mbarrier.arrive %bar[%c0] : !bar -> !nvgpu.mbarrier.token
+      scf.while : () -> () {
+        %ok = nvgpu.mbarrier.test.wait %bar[%c0], %tok : !bar, !nvgpu.mbarrier.token
+        %again = arith.xori %ok, %true : i1
+        scf.condition(%again)
+      } do {
+        scf.yield
+      }
+      %v = arith.constant 1 : i32
+      memref.store %v, %out[%tid] : memref<128xi32, 1>
+      gpu.return
+    }
+  }
+}
+"""
+
+
+def arr(name):
+    """An array parameter in the cuTile kernel ABI: pointer, shape, strides (elements)."""
+    return {"array": name, "abi": "cutile"}
+
+
+# name -> (source, grid, inputs {name: (shape, dtype)}, args, outputs, reference expression, tolerance)
+CASES = {
+    "vadd_f32": ("corpus", [cdiv(1000, 128), 1, 1], {"a": ([1000], "f32"), "b": ([1000], "f32"), "c": ([1000], "f32=0")},
+                 [arr("a"), arr("b"), arr("c")], "c", "a + b", 0),
+    "saxpy_f32": ("corpus", [cdiv(1000, 256), 1, 1], {"x": ([1000], "f32"), "y": ([1000], "f32"), "o": ([1000], "f32=0")},
+                  [{"f32": 2.5}, arr("x"), arr("y"), arr("o")], "o", "np.float32(2.5) * x + y", 1e-6),
+    "relu_f16": ("corpus", [cdiv(20, 16), cdiv(100, 64), 1], {"x": ([20, 100], "f16"), "y": ([20, 100], "f16=0")},
+                 [arr("x"), arr("y")], "y", "np.maximum(x, 0)", 0),
+    "gelu_f16": ("corpus", [cdiv(600, 256), 1, 1], {"x": ([600], "f16"), "y": ([600], "f16=0")}, [arr("x"), arr("y")],
+                 "y", "(0.5 * x.astype(np.float32) * (1 + np.tanh(np.float32(0.7978845608) * (x.astype(np.float32) + "
+                      "np.float32(0.044715) * x.astype(np.float32) ** 3)))).astype(np.float16)", 2e-3),
+    "rowsum_f32": ("corpus", [cdiv(20, 8), 1, 1], {"x": ([20, 256], "f32"), "o": ([20], "f32=0")}, [arr("x"), arr("o")],
+                   "o", "x.sum(1)", 1e-4),
+    "row_softmax_f16": ("corpus", [cdiv(5, 2), 1, 1], {"x": ([5, 512], "f16"), "y": ([5, 512], "f16=0")},
+                        [arr("x"), arr("y")], "y",
+                        "(lambda e: (e / e.sum(1, keepdims=True)).astype(np.float16))(np.exp(x.astype(np.float32) - "
+                        "x.astype(np.float32).max(1, keepdims=True)))", 1e-2),
+    "transpose_f32": ("corpus", [cdiv(40, 32), cdiv(70, 64), 1], {"x": ([40, 70], "f32"), "y": ([70, 40], "f32=0")},
+                      [arr("x"), arr("y")], "y", "x.T", 0),
+    "rownorm_loop_if_f32": ("corpus", [cdiv(10, 4), 1, 1], {"x": ([10, 300], "f32"), "o": ([10], "f32=0")},
+                            [arr("x"), arr("o"), {"i32": 2}], "o", "np.sqrt((x * x).sum(1))", 1e-4),
+    "matmul_f16": ("corpus", [2, 2, 1], {"a": ([200, 100], "f16"), "b": ([100, 150], "f16"), "c": ([200, 150], "f16=0")},
+                   [arr("a"), arr("b"), arr("c")], "c",
+                   "(a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)", 1e-2),
+    "mma_ldmatrix_cp_async": ("mma", [1, 1, 1], {"a": ([16, 16], "f16"), "bt": ([8, 16], "f16"), "d": ([16, 8], "f32=0")},
+                              [{"array": "a", "abi": "memref"}, {"array": "bt", "abi": "memref"},
+                               {"array": "d", "abi": "memref"}], "d",
+                              "a.astype(np.float32) @ bt.astype(np.float32).T", 1e-3),
+    "mbarrier_phase": ("mbarrier", [1, 1, 1], {"out": ([128], "i32=0")}, [{"array": "out", "abi": "memref"}], "out",
+                       "np.ones(128, np.int32)", 0),
+}
+BLOCK = {"mma_ldmatrix_cp_async": [32, 1, 1]}
+
+
+def build(out_dir: str, gpu: str) -> None:
+    sys.path.insert(0, os.path.dirname(HERE))
+    from tilecore.compiler import compile_file, compile_module
+    from tilecore.mlir import ir
+    from tilecore.options import CompileOptions
+    from tilecore.plugins import get_plugin_manager
+    from tilecore.targets import resolve_target
+
+    os.makedirs(out_dir, exist_ok=True)
+    pm = get_plugin_manager()
+    target = resolve_target(gpu, pm.targets())
+    for name, case in CASES.items():
+        if case[0] == "corpus":
+            res = compile_file(os.path.join(CORPUS, f"{name}.tileirbc"), gpu)
+        else:
+            text = MMA_KERNEL if case[0] == "mma" else MBARRIER_KERNEL
+            with pm.make_context():
+                m = ir.Module.parse(text)
+            res = compile_module(m, target, CompileOptions(), pm)
+        cubin = res.artifacts["cubin"]
+        cubin = cubin if isinstance(cubin, bytes) else next(iter(cubin.values()))
+        with open(os.path.join(out_dir, f"{name}.cubin"), "wb") as fh:
+            fh.write(cubin)
+        print(f"built {name}.cubin ({len(cubin)} bytes) for {gpu}")
+    with open(os.path.join(out_dir, "manifest.json"), "w") as fh:
+        json.dump({"gpu": gpu, "cases": CASES, "block": BLOCK}, fh)
+
+
+def _array(spec, rng):
+    shape, dtype = spec
+    kind, _, fill = dtype.partition("=")
+    np_type = {"f16": f16, "f32": f32, "i32": i32}[kind]
+    if fill:
+        return np.full(shape, float(fill), np_type).astype(np_type)
+    return rng.standard_normal(shape).astype(np_type)
+
+
+def run(out_dir: str) -> int:
+    import cupy as cp
+
+    with open(os.path.join(out_dir, "manifest.json")) as fh:
+        manifest = json.load(fh)
+    rng = np.random.default_rng(7)
+    failures = 0
+    for name, (_, grid, inputs, args, out_name, ref, tol) in manifest["cases"].items():
+        host = {k: _array(v, rng) for k, v in inputs.items()}
+        dev = {k: cp.asarray(v) for k, v in host.items()}
+        params = []
+        for a in args:
+            if "array" in a:
+                h, d = host[a["array"]], dev[a["array"]]
+                if a["abi"] == "cutile":  # pointer, shape (i32 each), strides in elements (i32 each)
+                    params += [d, *[i32(s) for s in h.shape], *[i32(s // h.itemsize) for s in h.strides]]
+                else:  # gpu.func memref argument: allocated, aligned, offset, sizes, strides (i64)
+                    params += [d, d, np.int64(0), *[np.int64(s) for s in h.shape],
+                               *[np.int64(s // h.itemsize) for s in h.strides]]
+            elif "f32" in a:
+                params.append(f32(a["f32"]))
+            else:
+                params.append(i32(a["i32"]))
+        module = cp.RawModule(path=os.path.join(out_dir, f"{name}.cubin"))
+        kernel = module.get_function(name)
+        kernel(tuple(grid), tuple(manifest["block"].get(name, [128, 1, 1])), tuple(params))
+        cp.cuda.runtime.deviceSynchronize()
+        got = cp.asnumpy(dev[out_name]).astype(np.float64)
+        want = np.asarray(eval(ref, {"np": np}, host), dtype=np.float64)  # noqa: S307 - our own table
+        err = float(np.max(np.abs(got - want) / (np.abs(want) + 1.0)))
+        ok = err <= tol
+        failures += not ok
+        print(f"{name:24s} {manifest['gpu']}  max rel err {err:.2e}  {'ok' if ok else 'WRONG'}")
+    return 1 if failures else 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("mode", choices=["build", "run"])
+    ap.add_argument("dir")
+    ap.add_argument("--gpu-name", default="sm_90a")
+    a = ap.parse_args()
+    if a.mode == "build":
+        build(a.dir, a.gpu_name)
+        return 0
+    return run(a.dir)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
