@@ -5,7 +5,9 @@ Two halves, so the GPU machine needs neither MLIR nor tilecore:
     python scripts/gpu_check.py build DIR [--gpu-name sm_90a]   # here: compile the kernels to DIR/*.cubin
     python scripts/gpu_check.py run DIR                         # there: CuPy launches, numpy references
 
-``run`` prints one line per kernel (max error, verdict) and exits 1 if any kernel is wrong.
+``run`` prints one line per kernel (max error, verdict, median kernel time over 50 launches) and exits 1
+if any kernel is wrong. Where ``build`` finds NVIDIA's ``tileiras`` it also compiles the corpus kernels with
+it (``--gpu-name=sm_90 --opt-level=3``) and ``run`` checks and times those cubins too, for the ratio.
 Kernels: the visible corpus (../shared/corpus/visible) and gpu-dialect kernels of the nvgpu
 lowering (cp.async, ldmatrix, mma.sync, mbarrier), with the launch shapes of the emulator tests.
 """
@@ -15,6 +17,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import subprocess
 import sys
 
 import numpy as np
@@ -146,6 +150,10 @@ CASES = {
     "matmul_f16": ("corpus", [2, 2, 1], {"a": ([200, 100], "f16"), "b": ([100, 150], "f16"), "c": ([200, 150], "f16=0")},
                    [arr("a"), arr("b"), arr("c")], "c",
                    "(a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)", 1e-2),
+    # the same kernel on a problem big enough to time (M = N = K = 2048)
+    "matmul_f16@2048": ("corpus", [16, 16, 1], {"a": ([2048, 2048], "f16"), "b": ([2048, 2048], "f16"),
+                                                "c": ([2048, 2048], "f16=0")}, [arr("a"), arr("b"), arr("c")], "c",
+                        "(a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)", 1e-2),
     "mma_ldmatrix_cp_async": ("mma", [1, 1, 1], {"a": ([16, 16], "f16"), "bt": ([8, 16], "f16"), "d": ([16, 8], "f32=0")},
                               [{"array": "a", "abi": "memref"}, {"array": "bt", "abi": "memref"},
                                {"array": "d", "abi": "memref"}], "d",
@@ -168,6 +176,8 @@ def build(out_dir: str, gpu: str) -> None:
     pm = get_plugin_manager()
     target = resolve_target(gpu, pm.targets())
     for name, case in CASES.items():
+        if "@" in name:  # another problem size of a kernel built above
+            continue
         if case[0] == "corpus":
             res = compile_file(os.path.join(CORPUS, f"{name}.tileirbc"), gpu)
         else:
@@ -180,8 +190,22 @@ def build(out_dir: str, gpu: str) -> None:
         with open(os.path.join(out_dir, f"{name}.cubin"), "wb") as fh:
             fh.write(cubin)
         print(f"built {name}.cubin ({len(cubin)} bytes) for {gpu}")
+        tileiras = _tileiras()
+        if case[0] == "corpus" and tileiras:
+            ti_gpu = gpu.rstrip("a")  # tileiras has no arch-specific spelling
+            subprocess.run([tileiras, f"--gpu-name={ti_gpu}", "--opt-level=3",
+                            f"--output-file={os.path.join(out_dir, name + '.tileiras.cubin')}",
+                            os.path.join(CORPUS, f"{name}.tileirbc")], check=True)
+            print(f"built {name}.tileiras.cubin with tileiras for {ti_gpu}")
     with open(os.path.join(out_dir, "manifest.json"), "w") as fh:
         json.dump({"gpu": gpu, "cases": CASES, "block": BLOCK}, fh)
+
+
+def _tileiras() -> str | None:
+    import sysconfig
+
+    path = os.path.join(sysconfig.get_paths()["purelib"], "nvidia", "cu13", "bin", "tileiras")
+    return path if os.path.exists(path) else shutil.which("tileiras")
 
 
 def _array(spec, rng):
@@ -193,6 +217,22 @@ def _array(spec, rng):
     return rng.standard_normal(shape).astype(np_type)
 
 
+def _launch(cp, path, name, grid, block, params):
+    """Launch once, synchronise, then time 50 launches with CUDA events; median milliseconds."""
+    kernel = cp.RawModule(path=path).get_function(name)
+    kernel(tuple(grid), tuple(block), tuple(params))
+    cp.cuda.runtime.deviceSynchronize()
+    times = []
+    for _ in range(50):
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        kernel(tuple(grid), tuple(block), tuple(params))
+        stop.record()
+        stop.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, stop))
+    return float(np.median(times))
+
+
 def run(out_dir: str) -> int:
     import cupy as cp
 
@@ -200,32 +240,36 @@ def run(out_dir: str) -> int:
         manifest = json.load(fh)
     rng = np.random.default_rng(7)
     failures = 0
-    for name, (_, grid, inputs, args, out_name, ref, tol) in manifest["cases"].items():
+    print(f"{'kernel':24s} {'compiler':9s} {'max rel err':>11s} {'verdict':7s} {'median ms':>9s}")
+    for case_name, (_, grid, inputs, args, out_name, ref, tol) in manifest["cases"].items():
+        name = case_name.split("@")[0]  # the kernel (its cubin and symbol)
         host = {k: _array(v, rng) for k, v in inputs.items()}
-        dev = {k: cp.asarray(v) for k, v in host.items()}
-        params = []
-        for a in args:
-            if "array" in a:
-                h, d = host[a["array"]], dev[a["array"]]
-                if a["abi"] == "cutile":  # pointer, shape (i32 each), strides in elements (i32 each)
-                    params += [d, *[i32(s) for s in h.shape], *[i32(s // h.itemsize) for s in h.strides]]
-                else:  # gpu.func memref argument: allocated, aligned, offset, sizes, strides (i64)
-                    params += [d, d, np.int64(0), *[np.int64(s) for s in h.shape],
-                               *[np.int64(s // h.itemsize) for s in h.strides]]
-            elif "f32" in a:
-                params.append(f32(a["f32"]))
-            else:
-                params.append(i32(a["i32"]))
-        module = cp.RawModule(path=os.path.join(out_dir, f"{name}.cubin"))
-        kernel = module.get_function(name)
-        kernel(tuple(grid), tuple(manifest["block"].get(name, [128, 1, 1])), tuple(params))
-        cp.cuda.runtime.deviceSynchronize()
-        got = cp.asnumpy(dev[out_name]).astype(np.float64)
         want = np.asarray(eval(ref, {"np": np}, host), dtype=np.float64)  # noqa: S307 - our own table
-        err = float(np.max(np.abs(got - want) / (np.abs(want) + 1.0)))
-        ok = err <= tol
-        failures += not ok
-        print(f"{name:24s} {manifest['gpu']}  max rel err {err:.2e}  {'ok' if ok else 'WRONG'}")
+        builds = [("tilecore", f"{name}.cubin"), ("tileiras", f"{name}.tileiras.cubin")]
+        for compiler, file in builds:
+            path = os.path.join(out_dir, file)
+            if not os.path.exists(path):
+                continue
+            dev = {k: cp.asarray(v) for k, v in host.items()}
+            params = []
+            for a in args:
+                if "array" in a:
+                    h, d = host[a["array"]], dev[a["array"]]
+                    if a["abi"] == "cutile":  # pointer, shape (i32 each), strides in elements (i32 each)
+                        params += [d, *[i32(s) for s in h.shape], *[i32(s // h.itemsize) for s in h.strides]]
+                    else:  # gpu.func memref argument: allocated, aligned, offset, sizes, strides (i64)
+                        params += [d, d, np.int64(0), *[np.int64(s) for s in h.shape],
+                                   *[np.int64(s // h.itemsize) for s in h.strides]]
+                elif "f32" in a:
+                    params.append(f32(a["f32"]))
+                else:
+                    params.append(i32(a["i32"]))
+            ms = _launch(cp, path, name, grid, manifest["block"].get(name, [128, 1, 1]), params)
+            got = cp.asnumpy(dev[out_name]).astype(np.float64)
+            err = float(np.max(np.abs(got - want) / (np.abs(want) + 1.0)))
+            ok = err <= tol
+            failures += not ok
+            print(f"{case_name:24s} {compiler:9s} {err:11.2e} {'ok' if ok else 'WRONG':7s} {ms:9.4f}")
     return 1 if failures else 0
 
 
