@@ -121,6 +121,51 @@ module attributes {gpu.container_module} {
 """
 
 
+# A TMA kernel (one CTA): thread 0 initialises an mbarrier for one arrival, arrives with expect_tx (4096
+# bytes) and issues a 2-D TMA load of a 32x32 f32 box at (16, 8) of the source through the tensor map;
+# everyone waits on phase 0 with try_wait.parity, then copies the box out. (TMA needs a 128-byte aligned
+# shared destination: without llvm.align the kernel faults with a misaligned address.)
+TMA_KERNEL = """!bar = !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>>
+!tm = !nvgpu.tensormap.descriptor<tensor = memref<32x32xf32, 3>, swizzle = none, l2promo = none, oob = zero, interleave = none>
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @tma_box(%tmap: !tm, %src: memref<64x64xf32, 1>, %out: memref<32x32xf32, 1>)
+        workgroup(%buf : memref<32x32xf32, 3> {llvm.align = 128 : i64}) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      %c16 = arith.constant 16 : index
+      %c32 = arith.constant 32 : index
+      %c128 = arith.constant 128 : index
+      %bytes = arith.constant 4096 : index
+      %ticks = arith.constant 1000000 : index
+      %false = arith.constant false
+      %tid = gpu.thread_id x
+      %bar = nvgpu.mbarrier.create -> !bar
+      %first = arith.cmpi eq, %tid, %c0 : index
+      scf.if %first {
+        nvgpu.mbarrier.init %bar[%c0], %c1 : !bar
+      }
+      gpu.barrier
+      scf.if %first {
+        nvgpu.mbarrier.arrive.expect_tx %bar[%c0], %bytes : !bar
+        nvgpu.tma.async.load %tmap[%c16, %c8], %bar[%c0] to %buf : !tm, !bar -> memref<32x32xf32, 3>
+      }
+      nvgpu.mbarrier.try_wait.parity %bar[%c0], %false, %ticks : !bar
+      %n = arith.constant 1024 : index
+      scf.for %e = %tid to %n step %c128 {
+        %r = arith.divui %e, %c32 : index
+        %c = arith.remui %e, %c32 : index
+        %v = memref.load %buf[%r, %c] : memref<32x32xf32, 3>
+        memref.store %v, %out[%r, %c] : memref<32x32xf32, 1>
+      }
+      gpu.return
+    }
+  }
+}
+"""
+
+
 def arr(name):
     """An array parameter in the cuTile kernel ABI: pointer, shape, strides (elements)."""
     return {"array": name, "abi": "cutile"}
@@ -158,6 +203,9 @@ CASES = {
                               [{"array": "a", "abi": "memref"}, {"array": "bt", "abi": "memref"},
                                {"array": "d", "abi": "memref"}], "d",
                               "a.astype(np.float32) @ bt.astype(np.float32).T", 1e-3),
+    "tma_box": ("tma", [1, 1, 1], {"src": ([64, 64], "f32"), "out": ([32, 32], "f32=0")},
+                [{"tensormap": "src", "box": [32, 32]}, {"array": "src", "abi": "memref"},
+                 {"array": "out", "abi": "memref"}], "out", "src[8:40, 16:48]", 0),
     "mbarrier_phase": ("mbarrier", [1, 1, 1], {"out": ([128], "i32=0")}, [{"array": "out", "abi": "memref"}], "out",
                        "np.ones(128, np.int32)", 0),
 }
@@ -181,7 +229,7 @@ def build(out_dir: str, gpu: str) -> None:
         if case[0] == "corpus":
             res = compile_file(os.path.join(CORPUS, f"{name}.tileirbc"), gpu)
         else:
-            text = MMA_KERNEL if case[0] == "mma" else MBARRIER_KERNEL
+            text = {"mma": MMA_KERNEL, "mbarrier": MBARRIER_KERNEL, "tma": TMA_KERNEL}[case[0]]
             with pm.make_context():
                 m = ir.Module.parse(text)
             res = compile_module(m, target, CompileOptions(), pm)
@@ -215,6 +263,24 @@ def _array(spec, rng):
     if fill:
         return np.full(shape, float(fill), np_type).astype(np_type)
     return rng.standard_normal(shape).astype(np_type)
+
+
+def _tensor_map(cp, dev, host, box):
+    """A CUtensorMap (cuTensorMapEncodeTiled, f32, no swizzle) for the 2-D array, copied to device memory."""
+    import ctypes
+
+    cuda = ctypes.CDLL("libcuda.so.1")
+    tmap = (ctypes.c_uint64 * 16)()
+    rank = host.ndim
+    dims = (ctypes.c_uint64 * rank)(*reversed(host.shape))  # innermost first
+    strides = (ctypes.c_uint64 * (rank - 1))(*reversed(host.strides[:-1]))  # bytes, dims 1..rank-1
+    boxes = (ctypes.c_uint32 * rank)(*box)
+    ones = (ctypes.c_uint32 * rank)(*([1] * rank))
+    err = cuda.cuTensorMapEncodeTiled(tmap, 7, rank, ctypes.c_void_p(dev.data.ptr), dims, strides, boxes, ones,
+                                      0, 0, 0, 0)
+    if err:
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed: {err}")
+    return cp.asarray(np.frombuffer(bytes(tmap), np.uint8))
 
 
 def _launch(cp, path, name, grid, block, params):
@@ -260,6 +326,8 @@ def run(out_dir: str) -> int:
                     else:  # gpu.func memref argument: allocated, aligned, offset, sizes, strides (i64)
                         params += [d, d, np.int64(0), *[np.int64(s) for s in h.shape],
                                    *[np.int64(s // h.itemsize) for s in h.strides]]
+                elif "tensormap" in a:
+                    params.append(_tensor_map(cp, dev[a["tensormap"]], host[a["tensormap"]], a["box"]))
                 elif "f32" in a:
                     params.append(f32(a["f32"]))
                 else:
