@@ -166,6 +166,63 @@ module attributes {gpu.container_module} {
 """
 
 
+# A WGMMA kernel (one warpgroup): A (64x64 f16) and B^T (8x64 f16) arrive pre-swizzled (128-byte
+# swizzle, as TMA would leave them) and are copied to 1024-byte aligned shared memory; after a
+# generic -> async proxy fence, warpgroup.mma computes D = A[:, :16] @ B^T[:, :16]^T (m64n8k16) and
+# warpgroup.mma.store writes the 64x8 f32 result.
+WGMMA_KERNEL = """!tmA = !nvgpu.tensormap.descriptor<tensor = memref<64x64xf16, 3>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>
+!tmB = !nvgpu.tensormap.descriptor<tensor = memref<8x64xf16, 3>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>
+!dA = !nvgpu.warpgroup.descriptor<tensor = memref<64x16xf16, 3>>
+!dB = !nvgpu.warpgroup.descriptor<tensor = memref<16x8xf16, 3>>
+!acc = !nvgpu.warpgroup.accumulator<fragmented = vector<64x8xf32>>
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @wgmma_m64n8k16(%tA: !tmA, %tB: !tmB, %a: memref<4096xf16, 1>, %b: memref<512xf16, 1>,
+                             %d: memref<64x8xf32, 1>)
+        workgroup(%sa : memref<64x64xf16, 3> {llvm.align = 1024 : i64},
+                  %sb : memref<8x64xf16, 3> {llvm.align = 1024 : i64}) kernel {
+      %c0 = arith.constant 0 : index
+      %c64 = arith.constant 64 : index
+      %c128 = arith.constant 128 : index
+      %c512 = arith.constant 512 : index
+      %c4096 = arith.constant 4096 : index
+      %tid = gpu.thread_id x
+      scf.for %e = %tid to %c4096 step %c128 {
+        %r = arith.divui %e, %c64 : index
+        %c = arith.remui %e, %c64 : index
+        %v = memref.load %a[%e] : memref<4096xf16, 1>
+        memref.store %v, %sa[%r, %c] : memref<64x64xf16, 3>
+      }
+      scf.for %e = %tid to %c512 step %c128 {
+        %r = arith.divui %e, %c64 : index
+        %c = arith.remui %e, %c64 : index
+        %v = memref.load %b[%e] : memref<512xf16, 1>
+        memref.store %v, %sb[%r, %c] : memref<8x64xf16, 3>
+      }
+      llvm.inline_asm has_side_effects "fence.proxy.async.shared::cta;", "" : () -> ()
+      gpu.barrier
+      %dA = nvgpu.warpgroup.generate.descriptor %sa, %tA : memref<64x64xf16, 3>, !tmA -> !dA
+      %dB = nvgpu.warpgroup.generate.descriptor %sb, %tB : memref<8x64xf16, 3>, !tmB -> !dB
+      %z = nvgpu.warpgroup.mma.init.accumulator -> !acc
+      %r = nvgpu.warpgroup.mma %dA, %dB, %z : !dA, !dB, !acc -> !acc
+      nvgpu.warpgroup.mma.store %r, %d : !acc to memref<64x8xf32, 1>
+      gpu.return
+    }
+  }
+}
+"""
+
+
+def swizzle128(x):
+    """Rows of 128 bytes with their 16-byte chunks permuted as TMA's 128B swizzle stores them."""
+    rows = x.reshape(x.shape[0], -1).view(np.uint8).reshape(x.shape[0], 8, 16)
+    out = np.empty_like(rows)
+    for r in range(rows.shape[0]):
+        for c in range(8):
+            out[r, c ^ (r % 8)] = rows[r, c]
+    return out.reshape(-1).view(x.dtype)
+
+
 def arr(name):
     """An array parameter in the cuTile kernel ABI: pointer, shape, strides (elements)."""
     return {"array": name, "abi": "cutile"}
@@ -206,10 +263,15 @@ CASES = {
     "tma_box": ("tma", [1, 1, 1], {"src": ([64, 64], "f32"), "out": ([32, 32], "f32=0")},
                 [{"tensormap": "src", "box": [32, 32]}, {"array": "src", "abi": "memref"},
                  {"array": "out", "abi": "memref"}], "out", "src[8:40, 16:48]", 0),
+    "wgmma_m64n8k16": ("wgmma", [1, 1, 1], {"a": ([64, 64], "f16"), "bt": ([8, 64], "f16"),
+                                            "d": ([64, 8], "f32=0")},
+                       [{"pointer": "d"}, {"pointer": "d"}, {"swizzled": "a"}, {"swizzled": "bt"},
+                        {"array": "d", "abi": "memref"}], "d",
+                       "a[:, :16].astype(np.float32) @ bt[:, :16].astype(np.float32).T", 1e-3),
     "mbarrier_phase": ("mbarrier", [1, 1, 1], {"out": ([128], "i32=0")}, [{"array": "out", "abi": "memref"}], "out",
                        "np.ones(128, np.int32)", 0),
 }
-BLOCK = {"mma_ldmatrix_cp_async": [32, 1, 1]}
+BLOCK = {"mma_ldmatrix_cp_async": [32, 1, 1]}  # (the others: 128 threads, one warpgroup)
 
 
 def build(out_dir: str, gpu: str) -> None:
@@ -229,7 +291,7 @@ def build(out_dir: str, gpu: str) -> None:
         if case[0] == "corpus":
             res = compile_file(os.path.join(CORPUS, f"{name}.tileirbc"), gpu)
         else:
-            text = {"mma": MMA_KERNEL, "mbarrier": MBARRIER_KERNEL, "tma": TMA_KERNEL}[case[0]]
+            text = {"mma": MMA_KERNEL, "mbarrier": MBARRIER_KERNEL, "tma": TMA_KERNEL, "wgmma": WGMMA_KERNEL}[case[0]]
             with pm.make_context():
                 m = ir.Module.parse(text)
             res = compile_module(m, target, CompileOptions(), pm)
@@ -317,7 +379,7 @@ def run(out_dir: str) -> int:
             if not os.path.exists(path):
                 continue
             dev = {k: cp.asarray(v) for k, v in host.items()}
-            params = []
+            params, keep = [], []
             for a in args:
                 if "array" in a:
                     h, d = host[a["array"]], dev[a["array"]]
@@ -326,6 +388,12 @@ def run(out_dir: str) -> int:
                     else:  # gpu.func memref argument: allocated, aligned, offset, sizes, strides (i64)
                         params += [d, d, np.int64(0), *[np.int64(s) for s in h.shape],
                                    *[np.int64(s // h.itemsize) for s in h.strides]]
+                elif "pointer" in a:  # an unused tensor-map operand: any pointer
+                    params.append(dev[a["pointer"]])
+                elif "swizzled" in a:  # a 1-D memref argument holding the array pre-swizzled
+                    flat = cp.asarray(swizzle128(host[a["swizzled"]]))
+                    keep.append(flat)
+                    params += [flat, flat, np.int64(0), np.int64(flat.size), np.int64(1)]
                 elif "tensormap" in a:
                     params.append(_tensor_map(cp, dev[a["tensormap"]], host[a["tensormap"]], a["box"]))
                 elif "f32" in a:
