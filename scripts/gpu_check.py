@@ -124,13 +124,13 @@ module attributes {gpu.container_module} {
 # A TMA kernel (one CTA): thread 0 initialises an mbarrier for one arrival, arrives with expect_tx (4096
 # bytes) and issues a 2-D TMA load of a 32x32 f32 box at (16, 8) of the source through the tensor map;
 # everyone waits on phase 0 with try_wait.parity, then copies the box out. (TMA needs a 128-byte aligned
-# shared destination: without llvm.align the kernel faults with a misaligned address.)
+# shared destination; the lowering raises the workgroup buffer's alignment, none is declared here.)
 TMA_KERNEL = """!bar = !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>>
 !tm = !nvgpu.tensormap.descriptor<tensor = memref<32x32xf32, 3>, swizzle = none, l2promo = none, oob = zero, interleave = none>
 module attributes {gpu.container_module} {
   gpu.module @m {
     gpu.func @tma_box(%tmap: !tm, %src: memref<64x64xf32, 1>, %out: memref<32x32xf32, 1>)
-        workgroup(%buf : memref<32x32xf32, 3> {llvm.align = 128 : i64}) kernel {
+        workgroup(%buf : memref<32x32xf32, 3>) kernel {
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c8 = arith.constant 8 : index
@@ -167,7 +167,7 @@ module attributes {gpu.container_module} {
 
 
 # A WGMMA kernel (one warpgroup): A (64x64 f16) and B^T (8x64 f16) arrive pre-swizzled (128-byte
-# swizzle, as TMA would leave them) and are copied to 1024-byte aligned shared memory; after a
+# swizzle, as TMA would leave them) and are copied to shared memory (1024-byte aligned by the lowering); after a
 # generic -> async proxy fence, warpgroup.mma computes D = A[:, :16] @ B^T[:, :16]^T (m64n8k16) and
 # warpgroup.mma.store writes the 64x8 f32 result.
 WGMMA_KERNEL = """!tmA = !nvgpu.tensormap.descriptor<tensor = memref<64x64xf16, 3>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>
@@ -179,8 +179,8 @@ module attributes {gpu.container_module} {
   gpu.module @m {
     gpu.func @wgmma_m64n8k16(%tA: !tmA, %tB: !tmB, %a: memref<4096xf16, 1>, %b: memref<512xf16, 1>,
                              %d: memref<64x8xf32, 1>)
-        workgroup(%sa : memref<64x64xf16, 3> {llvm.align = 1024 : i64},
-                  %sb : memref<8x64xf16, 3> {llvm.align = 1024 : i64}) kernel {
+        workgroup(%sa : memref<64x64xf16, 3>,
+                  %sb : memref<8x64xf16, 3>) kernel {
       %c0 = arith.constant 0 : index
       %c64 = arith.constant 64 : index
       %c128 = arith.constant 128 : index

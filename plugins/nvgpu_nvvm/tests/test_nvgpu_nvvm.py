@@ -273,6 +273,27 @@ def test_tma_store_operand_slots(pm, rank, hint):
     assert not ops(m, "nvvm.mbarrier.arrive")
 
 
+def _workgroup_aligns(m):
+    fn = ops(m, "gpu.func")[0]
+    return [ir.IntegerAttr(ir.DictAttr(d)["llvm.align"]).value if "llvm.align" in ir.DictAttr(d) else None
+            for d in ir.ArrayAttr(fn.attributes["workgroup_attrib_attrs"])]
+
+
+def test_tma_destination_buffer_is_made_128_byte_aligned(pm):
+    """A TMA shared tile must be 128-byte aligned (else the copy faults at run time, seen on an H100)."""
+    text, _ = tma_kernel(2, True)
+    assert _workgroup_aligns(patterns_only(pm, text)) == [128]
+    swizzled = text.replace("swizzle = none", "swizzle = swizzle_128b")
+    assert _workgroup_aligns(patterns_only(pm, swizzled)) == [1024]  # a 128B-swizzle atom is 1024 bytes
+    _, res = lower(pm, text, stages=FULL, emit="ptx")
+    assert ".shared .align 128 .b8 __wg_k_0" in res.artifacts["ptx"]["m"]
+
+
+def test_gmma_descriptor_tile_is_made_1024_byte_aligned(pm):
+    m = patterns_only(pm, kernel(WG_BODY, args=WG_ARGS, workgroup=WG_WG, aliases=WG_ALIASES))
+    assert _workgroup_aligns(m)[:2] == [1024, 1024]  # A and B tiles (128B swizzle); the f32 output untouched
+
+
 def test_tma_prefetch_and_fence_descriptor(pm):
     body = "      nvgpu.tma.prefetch.descriptor %tm : !tm\n      nvgpu.tma.fence.descriptor %tm : !tm\n"
     m = patterns_only(pm, kernel(body, args="%tm: !tm", aliases=f"!tm = {TM2}"))

@@ -77,6 +77,37 @@ def bit_width(t: ir.Type) -> int:
     raise TypeError(f"not a scalar integer / float type: {t}")
 
 
+def raise_workgroup_alignment(memref_value, align: int) -> bool:
+    """Make a ``gpu.func`` workgroup buffer at least ``align``-byte aligned (``llvm.align``).
+
+    TMA writes need a 128-byte aligned shared destination and the 128B swizzle a 1024-byte
+    aligned tile; a misaligned one faults at run time. Returns False when ``memref_value`` is
+    not a workgroup attribution (its alignment is then the producer's business).
+    """
+    if not isinstance(memref_value, ir.BlockArgument):
+        return False
+    block = memref_value.owner
+    fn = block.owner
+    fn = fn.operation if isinstance(fn, ir.OpView) else fn  # (an OpView's .name is its symbol)
+    if fn is None or fn.name != "gpu.func" or block != fn.regions[0].blocks[0]:
+        return False
+    inputs = len(ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).inputs)
+    count = ir.IntegerAttr(fn.attributes["workgroup_attributions"]).value if "workgroup_attributions" in \
+        fn.attributes else 0
+    index = memref_value.arg_number - inputs
+    if not 0 <= index < count:
+        return False
+    old = list(ir.ArrayAttr(fn.attributes["workgroup_attrib_attrs"])) if "workgroup_attrib_attrs" in \
+        fn.attributes else [ir.DictAttr.get({})] * count
+    entries = {na.name: na.attr for na in ir.DictAttr(old[index])}
+    have = ir.IntegerAttr(entries["llvm.align"]).value if "llvm.align" in entries else 0
+    if have < align:
+        entries["llvm.align"] = ir.IntegerAttr.get(i64(), align)
+        old[index] = ir.DictAttr.get(entries)
+        fn.attributes["workgroup_attrib_attrs"] = ir.ArrayAttr.get(old)
+    return True
+
+
 def memref_strides(memref_type: ir.MemRefType):
     """Static strides and offset of a memref type, or (None, None) when any is dynamic."""
     strides, offset = memref_type.get_strides_and_offset()

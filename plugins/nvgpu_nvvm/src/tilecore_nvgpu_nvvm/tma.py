@@ -17,7 +17,17 @@ from tilecore_gpu_nvvm.llvm_build import constant
 from tilecore.errors import LoweringError
 from tilecore.mlir import dialects, ir
 
-from .common import NvgpuPattern, bit_width, i32, i64, memref_element_ptr, predicate, ptr, to_int
+from .common import (
+    NvgpuPattern,
+    bit_width,
+    i32,
+    i64,
+    memref_element_ptr,
+    predicate,
+    ptr,
+    raise_workgroup_alignment,
+    to_int,
+)
 from .mbarrier import barrier_ptr
 
 llvm = dialects.llvm
@@ -40,6 +50,11 @@ def _coordinates(view, rw) -> list:
     return coords
 
 
+def tma_alignment(tensor_map_type) -> int:
+    """Bytes of alignment a TMA shared tile needs: 128, or 1024 under the 128B swizzle (a swizzle atom)."""
+    return 1024 if "swizzle_128b" in str(tensor_map_type) else 128
+
+
 def _mark(new_op, **flags) -> None:
     for name, present in flags.items():
         if present:
@@ -56,6 +71,7 @@ class TmaAsyncLoadPattern(NvgpuPattern):
         view = op.opview
         with rw.ip:
             coords = _coordinates(view, rw)
+            raise_workgroup_alignment(view.dst, tma_alignment(view.tensorMapDescriptor.type))
             dst = memref_element_ptr(rw, view.dst, [])
             dst = llvm.addrspacecast(ptr(SHARED_CLUSTER), dst)
             desc = rw.operand(view.tensorMapDescriptor)
@@ -81,6 +97,7 @@ class TmaAsyncStorePattern(NvgpuPattern):
         view = op.opview
         with rw.ip:
             coords = _coordinates(view, rw)
+            raise_workgroup_alignment(view.src, tma_alignment(view.tensorMapDescriptor.type))
             src = memref_element_ptr(rw, view.src, [])
             desc = rw.operand(view.tensorMapDescriptor)
             hint = _optional_attr_value(op, "l2CacheHint", 64)

@@ -22,7 +22,16 @@ from tilecore_gpu_nvvm.llvm_build import constant
 from tilecore.errors import LoweringError
 from tilecore.mlir import dialects, ir
 
-from .common import NvgpuPattern, bit_width, extract, i32, i64, memref_element_ptr, memref_strides
+from .common import (
+    NvgpuPattern,
+    bit_width,
+    extract,
+    i32,
+    i64,
+    memref_element_ptr,
+    memref_strides,
+    raise_workgroup_alignment,
+)
 from .tma import tensormap_fields
 from .types import accumulator_struct, fragmented_vector
 
@@ -68,6 +77,7 @@ class WarpgroupGenerateDescriptorPattern(NvgpuPattern):
                                _int_attr(op, "swizzle_base", 0), mode)
         if bits >= 1 << 63:
             bits -= 1 << 64  # as a signed i64 constant
+        raise_workgroup_alignment(view.tensor, 1024 if mode else 128)  # a swizzle atom / a core matrix row
         with rw.ip:
             folded = constant(i64(), bits)
             base = memref_element_ptr(rw, view.tensor, [])
