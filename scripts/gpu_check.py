@@ -5,6 +5,10 @@ Two halves, so the GPU machine needs neither MLIR nor tilecore:
     python scripts/gpu_check.py build DIR [--gpu-name sm_90a]   # here: compile the kernels to DIR/*.cubin
     python scripts/gpu_check.py run DIR                         # there: CuPy launches, numpy references
 
+``run`` also runs the generated cuTile kernels of plugins/tileas/tests/cutile_kernels.py differentially:
+ours and tileiras' cubins on the same random inputs (each kernel in its own process, so a fault stays
+contained), every array compared after the launch.
+
 ``run`` prints one line per kernel (max error, verdict, median kernel time over 50 launches) and exits 1
 if any kernel is wrong. Where ``build`` finds NVIDIA's ``tileiras`` it also compiles the corpus kernels with
 it (``--gpu-name=sm_90 --opt-level=3``) and ``run`` checks and times those cubins too, for the ratio.
@@ -274,6 +278,36 @@ CASES = {
 BLOCK = {"mma_ldmatrix_cp_async": [32, 1, 1]}  # (the others: 128 threads, one warpgroup)
 
 
+# generated kernels compared against tileiras (not numpy): the launch-independent ones of the e2e tests
+GENERATED = ["int_arith_i32", "uint_ops_u32", "float_unary_f32", "float_binary_f32", "powi_f32", "casts_mixed",
+             "where_cmpf_f32", "arange_iota_i32", "cumsum_scan_f32", "cat_extract_insert_f32",
+             "reshape_broadcast_f32", "gather_scatter_f32", "atomics_i32", "strided_view_f32", "grid_queries_i32",
+             "prod_min_reduce_f32", "while_break_i32", "argmax_rows_f32", "pack_unpack_f16", "matmul_i8"]
+GEN_SHAPES = {1: [300], 2: [40, 70], 3: [4, 8, 16]}
+GEN_GRID = [8, 8, 1]
+# where the defaults make a kernel's result depend on the launch order: racing atomics across the 8
+# CTAs of one column, or matmul tiles partly outside unpadded operands
+GEN_OVERRIDES = {"atomics_i32": {"grid": [5, 1, 1]},
+                 "matmul_i8": {"grid": [2, 2, 1], "shapes": [[128, 64], [64, 128], [128, 128]]}}
+
+
+def _build_generated(out_dir, gpu, tileiras, specs) -> None:
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "plugins", "tileas", "tests"))
+    import cutile_kernels as ck
+
+    from tilecore.compiler import compile_file
+
+    for name in GENERATED:
+        path = ck.kernel_path(name)
+        cubin = compile_file(path, gpu).artifacts["cubin"]
+        with open(os.path.join(out_dir, f"{name}.cubin"), "wb") as fh:
+            fh.write(cubin)
+        subprocess.run([tileiras, f"--gpu-name={gpu.rstrip('a')}", "--opt-level=3",
+                        f"--output-file={os.path.join(out_dir, name + '.tileiras.cubin')}", path], check=True)
+        specs[name] = [p for p in ck.KERNELS[name][1] if isinstance(p, str)]  # ints are compile-time constants
+        print(f"built {name} (ours and tileiras)")
+
+
 def build(out_dir: str, gpu: str) -> None:
     sys.path.insert(0, os.path.dirname(HERE))
     from tilecore.compiler import compile_file, compile_module
@@ -307,8 +341,11 @@ def build(out_dir: str, gpu: str) -> None:
                             f"--output-file={os.path.join(out_dir, name + '.tileiras.cubin')}",
                             os.path.join(CORPUS, f"{name}.tileirbc")], check=True)
             print(f"built {name}.tileiras.cubin with tileiras for {ti_gpu}")
+    generated = {}
+    if _tileiras():
+        _build_generated(out_dir, gpu, _tileiras(), generated)
     with open(os.path.join(out_dir, "manifest.json"), "w") as fh:
-        json.dump({"gpu": gpu, "cases": CASES, "block": BLOCK}, fh)
+        json.dump({"gpu": gpu, "cases": CASES, "block": BLOCK, "generated": generated}, fh)
 
 
 def _tileiras() -> str | None:
@@ -409,16 +446,77 @@ def run(out_dir: str) -> int:
     return 1 if failures else 0
 
 
+def run_generated(out_dir: str, name: str) -> int:
+    """One generated kernel, ours against tileiras' cubin on the same inputs (grid 8 x 8 x 1 unless
+    overridden, 128 threads)."""
+    import cupy as cp
+
+    with open(os.path.join(out_dir, "manifest.json")) as fh:
+        specs = json.load(fh)["generated"][name]
+    types = {"f16": f16, "f32": f32, "f64": np.float64, "i8": np.int8, "i16": np.int16, "i32": i32,
+             "i64": np.int64, "u32": np.uint32, "bf16": None}
+    rng = np.random.default_rng(11)
+    override = GEN_OVERRIDES.get(name, {})
+    shapes = iter(override.get("shapes", []))
+    host = []
+    for p in specs:
+        if "[" in p:
+            dt, rank = p[:-1].split("[")
+            shape = next(shapes, None) or GEN_SHAPES[int(rank)]
+            t = types[dt]
+            a = rng.integers(0, 10, shape).astype(t) if np.issubdtype(t, np.integer) else \
+                rng.uniform(0.5, 2.0, shape).astype(t)
+            host.append(a)
+        else:
+            host.append(types[p](3 if np.issubdtype(types[p], np.integer) else 1.5))
+    outs = {}
+    for compiler, file in (("tilecore", f"{name}.cubin"), ("tileiras", f"{name}.tileiras.cubin")):
+        dev = [cp.asarray(h) if isinstance(h, np.ndarray) else h for h in host]
+        params = []
+        for h, d in zip(host, dev):
+            if isinstance(h, np.ndarray):
+                params += [d, *[i32(x) for x in h.shape], *[i32(x // h.itemsize) for x in h.strides]]
+            else:
+                params.append(d)
+        kernel = cp.RawModule(path=os.path.join(out_dir, file)).get_function(name)
+        kernel(tuple(override.get("grid", GEN_GRID)), (128, 1, 1), tuple(params))
+        cp.cuda.runtime.deviceSynchronize()
+        outs[compiler] = [cp.asnumpy(d).astype(np.float64) for h, d in zip(host, dev) if isinstance(h, np.ndarray)]
+    err = max(float(np.max(np.abs(a - b) / (np.abs(b) + 1.0), initial=0.0))
+              for a, b in zip(outs["tilecore"], outs["tileiras"]))
+    ok = err <= 1e-3
+    print(f"{name:24s} {'vs tileiras':21s} {err:11.2e} {'ok' if ok else 'DIFFERS'}")
+    return 0 if ok else 1
+
+
+def run_all_generated(out_dir: str) -> int:
+    with open(os.path.join(out_dir, "manifest.json")) as fh:
+        names = list(json.load(fh).get("generated", {}))
+    failures = 0
+    for name in names:
+        proc = subprocess.run([sys.executable, os.path.abspath(__file__), "rungen", out_dir, "--kernel", name],
+                              capture_output=True, text=True)
+        line = proc.stdout.strip() or f"{name:24s} {'vs tileiras':21s} {'-':>11s} FAULT ({proc.stderr.strip()[-120:]})"
+        print(line, flush=True)
+        failures += proc.returncode != 0
+    return failures
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("mode", choices=["build", "run"])
+    ap.add_argument("mode", choices=["build", "run", "rungen"])
     ap.add_argument("dir")
     ap.add_argument("--gpu-name", default="sm_90a")
+    ap.add_argument("--kernel", help="rungen: the generated kernel to run")
     a = ap.parse_args()
     if a.mode == "build":
         build(a.dir, a.gpu_name)
         return 0
-    return run(a.dir)
+    if a.mode == "rungen":
+        return run_generated(a.dir, a.kernel)
+    bad = run(a.dir)
+    bad += run_all_generated(a.dir)
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":
