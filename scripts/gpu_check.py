@@ -256,6 +256,18 @@ CASES = {
     "matmul_f16": ("corpus", [2, 2, 1], {"a": ([200, 100], "f16"), "b": ([100, 150], "f16"), "c": ([200, 150], "f16=0")},
                    [arr("a"), arr("b"), arr("c")], "c",
                    "(a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)", 1e-2),
+    # bandwidth-sized problems of the same kernels (for the timings)
+    "vadd_f32@16M": ("corpus", [cdiv(1 << 24, 128), 1, 1], {"a": ([1 << 24], "f32"), "b": ([1 << 24], "f32"),
+                                                          "c": ([1 << 24], "f32=0")},
+                     [arr("a"), arr("b"), arr("c")], "c", "a + b", 0),
+    "row_softmax_f16@8192x512": ("corpus", [cdiv(8192, 2), 1, 1], {"x": ([8192, 512], "f16"),
+                                                                    "y": ([8192, 512], "f16=0")},
+                                 [arr("x"), arr("y")], "y",
+                                 "(lambda e: (e / e.sum(1, keepdims=True)).astype(np.float16))(np.exp("
+                                 "x.astype(np.float32) - x.astype(np.float32).max(1, keepdims=True)))", 1e-2),
+    "transpose_f32@4096": ("corpus", [cdiv(4096, 32), cdiv(4096, 64), 1], {"x": ([4096, 4096], "f32"),
+                                                                           "y": ([4096, 4096], "f32=0")},
+                           [arr("x"), arr("y")], "y", "x.T", 0),
     # the same kernel on a problem big enough to time (M = N = K = 2048)
     "matmul_f16@2048": ("corpus", [16, 16, 1], {"a": ([2048, 2048], "f16"), "b": ([2048, 2048], "f16"),
                                                 "c": ([2048, 2048], "f16=0")}, [arr("a"), arr("b"), arr("c")], "c",
