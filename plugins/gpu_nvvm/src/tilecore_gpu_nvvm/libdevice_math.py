@@ -134,12 +134,12 @@ class LibdeviceCall(Pattern):
                     args.append(v)
             if self.kind == PREDICATE:
                 declare_function(op, name, [wide], i32(), rw.memo)
-                r = call(name, args, i32())
+                r = call(name, args, i32(), rw.memo)
                 zero = hoisted_constant(rw, op, i32(), 0)
                 result = dialects.llvm.icmp(dialects.llvm.ICmpPredicate.ne, r, zero)
             else:
                 declare_function(op, name, [a.type for a in args], wide, rw.memo)
-                result = call(name, args, wide)
+                result = call(name, args, wide, rw.memo)
                 if promote:
                     result = dialects.llvm.fptrunc(elem, result)
         rw.replace(op, [result])

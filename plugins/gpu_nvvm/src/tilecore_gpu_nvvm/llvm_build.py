@@ -26,15 +26,26 @@ def enclosing(op, name: str):
 FUNCTION_OPS = ("gpu.func", "llvm.func", "func.func")
 
 
-def hoisted_constant(rw, op, t: ir.Type, value) -> ir.Value:
+def function_of(op):
+    """The closest enclosing function op (``gpu.func``, ``llvm.func``, ``func.func``) of ``op``, or None."""
+    fn = op.parent
+    while fn is not None and fn.name not in FUNCTION_OPS:
+        fn = fn.parent
+    return fn
+
+
+_UNSET = object()
+
+
+def hoisted_constant(rw, op, t: ir.Type, value, fn=_UNSET) -> ir.Value:
     """An ``llvm.mlir.constant`` at the entry of the function holding ``op``, one per (type, value).
 
     Shared by every rewrite of the conversion (``rw.memo``); being at the entry it dominates
     every use in the function. Outside a function it is a plain :func:`constant` at ``rw.ip``.
+    ``fn``: ``function_of(op)`` when the caller already has it (several constants per rewrite).
     """
-    fn = op.parent
-    while fn is not None and fn.name not in FUNCTION_OPS:
-        fn = fn.parent
+    if fn is _UNSET:
+        fn = function_of(op)
     if fn is None:
         with rw.ip:
             return constant(t, value)
@@ -69,14 +80,22 @@ def declare_function(op, name: str, arg_types: list, result_type, memo: dict | N
         dialects.llvm.LLVMFuncOp(name, fn_type)
 
 
-def call(name: str, args: list, result_type) -> ir.Value | None:
+def call(name: str, args: list, result_type, memo: dict | None = None) -> ir.Value | None:
     """``llvm.call @name(args)`` at the current insertion point (declare it first).
 
-    Built generically: the CallOp builder costs ~20 us, several times the op itself.
+    Built generically: the CallOp builder costs ~20 us, several times the op itself. With
+    ``memo`` (``rw.memo``) the attributes are built once per (callee, argument count).
     """
-    attrs = {"callee": ir.FlatSymbolRefAttr.get(name),
-             "operandSegmentSizes": ir.DenseI32ArrayAttr.get([len(args), 0]),
-             "op_bundle_sizes": ir.DenseI32ArrayAttr.get([])}
+    attrs = None
+    if memo is not None:
+        key = ("call-attrs", name, len(args))
+        attrs = memo.get(key)
+    if attrs is None:
+        attrs = {"callee": ir.FlatSymbolRefAttr.get(name),
+                 "operandSegmentSizes": ir.DenseI32ArrayAttr.get([len(args), 0]),
+                 "op_bundle_sizes": ir.DenseI32ArrayAttr.get([])}
+        if memo is not None:
+            memo[key] = attrs
     op = ir.Operation.create("llvm.call", results=[] if result_type is None else [result_type],
                              operands=list(args), attributes=attrs)
     return op.results[0] if result_type is not None else None

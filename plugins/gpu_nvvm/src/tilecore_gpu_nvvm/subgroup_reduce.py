@@ -9,7 +9,7 @@ combining the lane's value with its partner's.
 from tilecore.conversion import Pattern
 from tilecore.mlir import ir
 
-from .llvm_build import hoisted_constant, i32
+from .llvm_build import function_of, hoisted_constant, i32
 
 # gpu all_reduce_op -> (redux kind for i32, redux kind for f32 on sm_100a, LLVM combiner op)
 REDUCTIONS = {
@@ -67,35 +67,51 @@ class SubgroupReducePattern(Pattern):
 
     root = "gpu.subgroup_reduce"
 
+    def __init__(self):
+        # reduction attribute -> its name: printing the attribute costs more than the rest of
+        # match (one instance serves one conversion, so the keys are of one context)
+        self._names: dict = {}
+
+    def _reduce_op(self, op) -> str:
+        attr = op.attributes["op"]
+        name = self._names.get(attr)
+        if name is None:
+            name = self._names[attr] = _reduce_op(op)
+        return name
+
     def match(self, op) -> bool:
-        red = _reduce_op(op)
+        red = self._reduce_op(op)
         cls = _class(op.operands[0].type)
         size, _ = _cluster(op)
         return red in REDUCTIONS and cls in REDUCTIONS[red][2] and size & (size - 1) == 0
 
     def rewrite(self, op, rw):
         value = op.operands[0]
-        red = _reduce_op(op)
+        vtype = value.type
+        red = self._reduce_op(op)
         kind = redux_kind(op, rw.target, red)
-        full = hoisted_constant(rw, op, i32(), -1)
+        t32 = i32()
+        fn = function_of(op)
+        full = hoisted_constant(rw, op, t32, -1, fn=fn)
         with rw.ip:
             if kind is not None:
                 attrs = {"kind": rw.attr(f"#nvvm<redux_kind {kind}>")}
-                result = ir.Operation.create("nvvm.redux.sync", results=[value.type], operands=[value, full],
+                result = ir.Operation.create("nvvm.redux.sync", results=[vtype], operands=[value, full],
                                              attributes=attrs).results[0]
             else:
-                combine = REDUCTIONS[red][2][_class(value.type)]
+                combine = REDUCTIONS[red][2][_class(vtype)]
                 size, stride = _cluster(op)
-                clamp = hoisted_constant(rw, op, i32(), 31)
+                clamp = hoisted_constant(rw, op, t32, 31, fn=fn)
                 bfly = {"kind": rw.attr("#nvvm<shfl_kind bfly>")}
+                results = [vtype]
+                create = ir.Operation.create
                 result = value
                 offset = stride
                 while offset < size * stride:
-                    off = hoisted_constant(rw, op, i32(), offset)
-                    other = ir.Operation.create(
-                        "nvvm.shfl.sync", results=[value.type], operands=[full, result, off, clamp],
-                        attributes=bfly).results[0]
-                    result = ir.Operation.create(combine, results=[value.type], operands=[result, other]).results[0]
+                    off = hoisted_constant(rw, op, t32, offset, fn=fn)
+                    other = create("nvvm.shfl.sync", results=results, operands=[full, result, off, clamp],
+                                   attributes=bfly).results[0]
+                    result = create(combine, results=results, operands=[result, other]).results[0]
                     offset *= 2
         rw.replace(op, [result])
 
