@@ -240,6 +240,14 @@ class Rewriter:
             a = self._state.memo[key] = ir.Attribute.parse(text)
         return a
 
+    def type(self, text: str) -> ir.Type:
+        """``ir.Type.parse(text)``, parsed once per conversion."""
+        key = ("type", text)
+        t = self._state.memo.get(key)
+        if t is None:
+            t = self._state.memo[key] = ir.Type.parse(text)
+        return t
+
     def convert_type(self, t):
         """The converted type of ``t`` (``t`` itself when no rule applies)."""
         if self.type_converter is None:

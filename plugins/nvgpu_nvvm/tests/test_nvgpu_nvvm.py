@@ -437,8 +437,20 @@ def test_mma_sync_f16_f32(pm):
     assert "layoutA = #nvvm.mma_layout<row>" in text and "layoutB = #nvvm.mma_layout<col>" in text
     assert [str(v.type) for v in mma.operands] == ["vector<2xf16>"] * 6 + ["f32"] * 4
     assert str(mma.results[0].type) == "!llvm.struct<(f32, f32, f32, f32)>"
-    assert len([o for o in ops(m, "llvm.extractvalue") if o.operands[0] == mma.results[0]]) == 4
-    assert str(ops(m, "vector.from_elements")[-1].results[0].type) == "vector<2x2xf32>"
+    d_regs = [o for o in ops(m, "llvm.extractvalue") if o.operands[0] == mma.results[0]]
+    assert len(d_regs) == 4
+    # A / B rows come out of the fragments' LLVM row arrays, C's elements out of its rows
+    a_rows = [o.owner for o in mma.operands[:4]]
+    assert all(o.name == "llvm.extractvalue" and str(o.operands[0].type) == "!llvm.array<4 x vector<2xf16>>"
+               for o in a_rows)
+    assert all(o.owner.name == "llvm.extractelement" for o in mma.operands[6:])
+    # LLVM repack: D's f32 registers into rows (insertelement), rows into the result's row array
+    rows = [o for o in ops(m, "llvm.insertvalue") if str(o.results[0].type) == "!llvm.array<2 x vector<2xf32>>"]
+    assert len(rows) == 2 and all(o.operands[1].owner.name == "llvm.insertelement" for o in rows)
+    lanes = [o for o in ops(m, "llvm.insertelement") if o.operands[1].owner in [r.operation for r in d_regs]]
+    assert len(lanes) == 4
+    assert not ops(m, "vector.extract") or all(o.operands[0].owner.name == "builtin.unrealized_conversion_cast"
+                                               for o in ops(m, "vector.extract"))
 
 
 def test_mma_sync_int8_bitcasts_and_saturates(pm):

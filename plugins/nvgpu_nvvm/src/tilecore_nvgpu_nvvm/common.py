@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tilecore_gpu_nvvm.llvm_build import constant
+from tilecore_gpu_nvvm.llvm_build import constant, extractvalue
 
 from tilecore.conversion import Pattern
 from tilecore.mlir import dialects, ir
@@ -117,7 +117,7 @@ def memref_strides(memref_type: ir.MemRefType):
     return strides, offset
 
 
-def _constant_index(value) -> int | None:
+def constant_index(value) -> int | None:
     """The value of an ``arith.constant`` / ``llvm.mlir.constant`` integer or index, else None."""
     owner = value.owner
     if isinstance(owner, ir.Block):
@@ -130,6 +130,27 @@ def _constant_index(value) -> int | None:
     return None
 
 
+def _memref_layout(rw, mt: ir.MemRefType):
+    """(pointer type, static strides or None, static offset) of a memref type, once per conversion."""
+    key = ("memref-layout", mt)
+    layout = rw.memo.get(key)
+    if layout is None:
+        strides, offset = memref_strides(mt)
+        layout = rw.memo[key] = (ptr(memory_space_to_addrspace(mt.memory_space)), strides, offset)
+    return layout
+
+
+def gep(rw, ptr_type: ir.Type, base: ir.Value, index: ir.Value, elem_type: ir.Type) -> ir.Value:
+    """``llvm.getelementptr base[index] : elem_type`` (one dynamic index) at the current insertion point."""
+    key = ("gep", elem_type)
+    attrs = rw.memo.get(key)
+    if attrs is None:
+        attrs = rw.memo[key] = {"elem_type": ir.TypeAttr.get(elem_type), "noWrapFlags": ir.IntegerAttr.get(i32(), 0),
+                                "rawConstantIndices": ir.DenseI32ArrayAttr.get([DYNAMIC])}
+    return ir.Operation.create("llvm.getelementptr", results=[ptr_type], operands=[base, index],
+                               attributes=attrs).result
+
+
 def memref_element_ptr(rw, memref_value, indices) -> ir.Value:
     """The address of ``memref[indices]``: aligned pointer + offset + sum(index * stride).
 
@@ -137,19 +158,18 @@ def memref_element_ptr(rw, memref_value, indices) -> ir.Value:
     """
     mt = ir.MemRefType(memref_value.type)
     desc = rw.operand(memref_value)
-    ptr_type = ptr(memory_space_to_addrspace(mt.memory_space))
-    base = extract(desc, [1], ptr_type)
-    strides, offset = memref_strides(mt)
+    ptr_type, strides, offset = _memref_layout(rw, mt)
+    base = extractvalue(rw, desc, (1,), ptr_type)
     terms = []
     static = offset or 0
     for d, idx in enumerate(indices):
-        known = _constant_index(idx) if strides is not None else None
+        known = constant_index(idx) if strides is not None else None
         if known is not None:
             static += known * strides[d]
             continue
         iv = to_int(idx, 64, rw)
         if strides is None:
-            stride = extract(desc, [4, d], i64())
+            stride = extractvalue(rw, desc, (4, d), i64())
         elif strides[d] == 1:
             terms.append(iv)
             continue
@@ -157,7 +177,7 @@ def memref_element_ptr(rw, memref_value, indices) -> ir.Value:
             stride = constant(i64(), strides[d])
         terms.append(llvm.mul(iv, stride, overflow_flags=NOWRAP))
     if strides is None:
-        terms.append(extract(desc, [2], i64()))
+        terms.append(extractvalue(rw, desc, (2,), i64()))
     elif static:
         terms.append(constant(i64(), static))
     if not terms:
@@ -165,4 +185,4 @@ def memref_element_ptr(rw, memref_value, indices) -> ir.Value:
     linear = terms[0]
     for t in terms[1:]:
         linear = llvm.add(linear, t, overflow_flags=NOWRAP)
-    return llvm.getelementptr(ptr_type, base, [linear], [DYNAMIC], mt.element_type, 0)
+    return gep(rw, ptr_type, base, linear, mt.element_type)

@@ -7,14 +7,23 @@ for mma.sync; bf16 pairs, 8-bit and 4-bit groups and tf32 are bitcast to i32; f6
 
 from __future__ import annotations
 
+from tilecore_gpu_nvvm.llvm_build import (
+    bitcast,
+    extractelement,
+    extractvalue,
+    function_of,
+    hoisted_poison,
+    insertelement,
+    insertvalue,
+)
+
 from tilecore.errors import LoweringError
 from tilecore.mlir import dialects, ir
 
-from .common import NvgpuPattern, extract, i32, memref_element_ptr
+from .common import NvgpuPattern, i32, memref_element_ptr
 
 llvm = dialects.llvm
 nvvm = dialects.nvvm
-vector = dialects.vector
 
 # element type of A / B -> PTX multiplicand type (tf32 when tf32Enabled on f32).
 PTX_TYPE = {"f16": "f16", "bf16": "bf16", "i8": "s8", "i4": "s4", "f64": "f64", "f32": "tf32",
@@ -26,32 +35,60 @@ def _elem(v) -> str:
     return str(ir.VectorType(v.type).element_type)
 
 
-def _rows(value) -> list:
-    """The rows of a 2-D per-thread fragment ``vector<R x C x T>`` as ``vector<C x T>`` values."""
+def row_array_type(rw, vt: ir.VectorType) -> ir.Type:
+    """The LLVM form of an n-D fragment ``vector<R x C x T>``: ``!llvm.array<R x vector<C x T>>``."""
+    key = ("row-array", vt)
+    t = rw.memo.get(key)
+    if t is None:
+        t = rw.memo[key] = ir.Type.parse(f"!llvm.array<{vt.shape[0]} x "
+                                         f"{ir.VectorType.get(vt.shape[1:], vt.element_type)}>")
+    return t
+
+
+def _rows(rw, value) -> list:
+    """The rows of a 2-D per-thread fragment ``vector<R x C x T>`` as ``vector<C x T>`` values.
+
+    The fragment is taken as its LLVM row array (``llvm.extractvalue`` per row); the cast to the
+    array folds away when the producer was lowered here (ldmatrix, mma.sync) and is reconciled with
+    the upstream vector lowering's otherwise.
+    """
     vt = ir.VectorType(value.type)
-    return [vector.extract(value, [], [r]) for r in range(vt.shape[0])]
+    arr = rw.cast(value, row_array_type(rw, vt))
+    row_type = ir.VectorType.get(vt.shape[1:], vt.element_type)
+    return [extractvalue(rw, arr, (r,), row_type) for r in range(vt.shape[0])]
 
 
-def _as_i32(row):
-    """A 32-bit fragment register as i32 (bitcast; 8-bit, 4-bit and tf32 operands)."""
-    return llvm.bitcast(i32(), row)
+def _operands(rw, value, packed: bool) -> list:
+    rows = _rows(rw, value)
+    return [bitcast(r, i32()) for r in rows] if packed else rows
 
 
-def _operands(value, packed: bool) -> list:
-    rows = _rows(value)
-    return [_as_i32(r) for r in rows] if packed else rows
-
-
-def _scalars(value) -> list:
+def _scalars(rw, op, value) -> list:
+    fn = function_of(op)
+    elem = ir.VectorType(value.type).element_type
     out = []
-    for row in _rows(value):
+    for row in _rows(rw, value):
         n = ir.VectorType(row.type).shape[0]
-        out.extend(vector.extract(row, [], [c]) for c in range(n))
+        out.extend(extractelement(rw, op, row, c, elem, fn) for c in range(n))
     return out
 
 
+def _rows_value(rw, op, rows: list, res_vec: ir.VectorType):
+    """``rows`` (``vector<C x T>`` values) inserted into the row array of ``res_vec``."""
+    arr_type = row_array_type(rw, res_vec)
+    result = hoisted_poison(rw, op, arr_type)
+    for r, row in enumerate(rows):
+        result = insertvalue(rw, result, row, (r,))
+    return result
+
+
 class MmaSyncPattern(NvgpuPattern):
-    """``nvgpu.mma.sync (%a, %b, %c) {mmaShape}`` -> ``nvvm.mma.sync`` (row.col) and a repack of D."""
+    """``nvgpu.mma.sync (%a, %b, %c) {mmaShape}`` -> ``nvvm.mma.sync`` (row.col) and a repack of D.
+
+    A, B and C are read as LLVM row arrays (one ``llvm.extractvalue`` per 32-bit register row,
+    ``llvm.extractelement`` per f32 / i32 / f64 accumulator element); D's registers are rebuilt
+    into the result's row array with ``llvm.insertelement`` / ``llvm.insertvalue``.
+    """
 
     root = "nvgpu.mma.sync"
     family = "mma.sync"
@@ -67,34 +104,44 @@ class MmaSyncPattern(NvgpuPattern):
         res_vec = ir.VectorType(op.results[0].type)
         packed_ab = a_el not in ("f16", "f64")  # bf16 pairs travel as i32 (nvvm.mma.sync)
         with rw.ip:
-            a = _operands(view.matrixA, packed_ab) if a_el != "f64" else _scalars(view.matrixA)
-            b = _operands(view.matrixB, packed_ab) if a_el != "f64" else _scalars(view.matrixB)
-            c = _rows(view.matrixC) if c_el == "f16" else _scalars(view.matrixC)
-            if c_el == "f16":
-                d_type = ir.Type.parse("!llvm.struct<(" + ", ".join(["vector<2xf16>"] * len(c)) + ")>")
+            if a_el == "f64":
+                a, b = _scalars(rw, op, view.matrixA), _scalars(rw, op, view.matrixB)
             else:
-                d_type = ir.Type.parse("!llvm.struct<(" + ", ".join([c_el] * len(c)) + ")>")
+                a, b = _operands(rw, view.matrixA, packed_ab), _operands(rw, view.matrixB, packed_ab)
+            c = _rows(rw, view.matrixC) if c_el == "f16" else _scalars(rw, op, view.matrixC)
+            reg = "vector<2xf16>" if c_el == "f16" else c_el
+            d_type = rw.type("!llvm.struct<(" + ", ".join([reg] * len(c)) + ")>")
             kw = {}
             if a_el in ("i8", "i4"):
-                kw["int_overflow_behavior"] = ir.Attribute.parse("#nvvm.mma_int_overflow<satfinite>")
-            kw["multiplicand_a_ptx_type"] = ir.Attribute.parse(f"#nvvm.mma_type<{PTX_TYPE[a_el]}>")
-            kw["multiplicand_b_ptx_type"] = ir.Attribute.parse(f"#nvvm.mma_type<{PTX_TYPE[a_el]}>")
-            d = nvvm.mma_sync(d_type, ir.Attribute.parse(f"#nvvm.shape<m = {m}, n = {n}, k = {k}>"),
-                              ir.Attribute.parse("#nvvm.mma_layout<row>"), ir.Attribute.parse("#nvvm.mma_layout<col>"),
+                kw["int_overflow_behavior"] = rw.attr("#nvvm.mma_int_overflow<satfinite>")
+            kw["multiplicand_a_ptx_type"] = rw.attr(f"#nvvm.mma_type<{PTX_TYPE[a_el]}>")
+            kw["multiplicand_b_ptx_type"] = rw.attr(f"#nvvm.mma_type<{PTX_TYPE[a_el]}>")
+            d = nvvm.mma_sync(d_type, rw.attr(f"#nvvm.shape<m = {m}, n = {n}, k = {k}>"),
+                              rw.attr("#nvvm.mma_layout<row>"), rw.attr("#nvvm.mma_layout<col>"),
                               a, b, c, **kw)
-            rw.replace(op, _repack(d, len(c), c_el, res_vec))
+            rw.replace(op, _repack(rw, op, d, len(c), rw.type(reg), res_vec))
 
 
-def _repack(d, count: int, c_el: str, res_vec: ir.VectorType):
-    """D registers (struct) -> the nvgpu result vector<R x C x T> via extractvalue + vector.from_elements."""
-    elems = []
-    for i in range(count):
-        if c_el == "f16":
-            row = extract(d, [i], ir.Type.parse("vector<2xf16>"))
-            elems.extend(vector.extract(row, [], [j]) for j in range(2))
-        else:
-            elems.append(extract(d, [i], ir.Type.parse(c_el)))
-    return vector.from_elements(res_vec, elems)
+def _repack(rw, op, d, count: int, reg: ir.Type, res_vec: ir.VectorType):
+    """D registers (a struct of ``count`` ``reg``) -> the row array of ``vector<R x C x T>``."""
+    return _regs_to_rows(rw, op, [extractvalue(rw, d, (i,), reg) for i in range(count)], res_vec)
+
+
+def _regs_to_rows(rw, op, regs: list, res_vec: ir.VectorType):
+    """Accumulator registers -> the row array of ``res_vec``: a register per row (f16 pairs, bitcast
+    when they travel as i32) or an element per register (``llvm.insertelement``)."""
+    row_type = ir.VectorType.get(res_vec.shape[1:], res_vec.element_type)
+    if len(regs) == res_vec.shape[0]:
+        return _rows_value(rw, op, [r if r.type == row_type else bitcast(r, row_type) for r in regs], res_vec)
+    fn = function_of(op)
+    cols = row_type.shape[0]
+    rows = []
+    for r in range(res_vec.shape[0]):
+        row = hoisted_poison(rw, op, row_type, fn)
+        for j in range(cols):
+            row = insertelement(rw, op, row, regs[r * cols + j], j, fn)
+        rows.append(row)
+    return _rows_value(rw, op, rows, res_vec)
 
 
 class LdMatrixPattern(NvgpuPattern):
@@ -117,22 +164,28 @@ class LdMatrixPattern(NvgpuPattern):
             raise LoweringError(f"'{op.name}': numTiles must be 1, 2 or 4, got {num}", op)
         trans = ir.BoolAttr(view.transpose).value
         res_vec = ir.VectorType(op.results[0].type)
+        rows, cols = res_vec.shape
         with rw.ip:
             p = memref_element_ptr(rw, view.srcMemref, list(view.indices))
-            res_type = i32() if num == 1 else ir.Type.parse("!llvm.struct<(" + ", ".join(["i32"] * num) + ")>")
-            frag = nvvm.ldmatrix(res_type, p, num, rw.attr(f"#nvvm.mma_layout<{'col' if trans else 'row'}>"),
-                                 rw.attr("#nvvm.ld_st_matrix_shape<m = 8, n = 8>"),
-                                 rw.attr("#nvvm.ld_st_matrix_elt_type<b16>"))
-            regs = [frag] if num == 1 else [extract(frag, [i], i32()) for i in range(num)]
-            packed = vector.from_elements(ir.VectorType.get([num], i32()), regs)
-            rows, cols = res_vec.shape
-            flat = llvm.bitcast(ir.VectorType.get([rows * cols], res_vec.element_type), packed)
+            res_type = i32() if num == 1 else rw.type("!llvm.struct<(" + ", ".join(["i32"] * num) + ")>")
+            frag = ir.Operation.create("nvvm.ldmatrix", results=[res_type], operands=[p], attributes={
+                "num": rw.attr(f"{num} : i32"), "layout": rw.attr(f"#nvvm.mma_layout<{'col' if trans else 'row'}>"),
+                "shape": rw.attr("#nvvm.ld_st_matrix_shape<m = 8, n = 8>"),
+                "eltType": rw.attr("#nvvm.ld_st_matrix_elt_type<b16>")}).result
+            regs = [frag] if num == 1 else [extractvalue(rw, frag, (i,), i32()) for i in range(num)]
+            packed = ir.Operation.create("vector.from_elements", results=[ir.VectorType.get([num], i32())],
+                                         operands=regs).result
+            flat = bitcast(packed, ir.VectorType.get([rows * cols], res_vec.element_type))
             row_type = ir.VectorType.get([cols], res_vec.element_type)
-            result = llvm.mlir_poison(ir.Type.parse(f"!llvm.array<{rows} x {row_type}>"))
+            slices = []
             for r in range(rows):
-                mask = ir.DenseI32ArrayAttr.get(list(range(r * cols, (r + 1) * cols)))
-                result = llvm.insertvalue(result, llvm.shufflevector(row_type, flat, flat, mask), [r])
-        rw.replace(op, result)
+                mask = rw.memo.get(("shuffle", r, cols))
+                if mask is None:
+                    mask = rw.memo[("shuffle", r, cols)] = {
+                        "mask": ir.DenseI32ArrayAttr.get(list(range(r * cols, (r + 1) * cols)))}
+                slices.append(ir.Operation.create("llvm.shufflevector", results=[row_type], operands=[flat, flat],
+                                                  attributes=mask).result)
+            rw.replace(op, _rows_value(rw, op, slices, res_vec))
 
 
 def sparse_mma_asm(shape, d_type: str, a_type: str, b_type: str, c_type: str,
@@ -173,26 +226,18 @@ class MmaSparseSyncPattern(NvgpuPattern):
             else 0
         res_vec = ir.VectorType(op.results[0].type)
         with rw.ip:
-            a = [_as_i32(r) for r in _rows(view.matrixA)]
-            b = [_as_i32(r) for r in _rows(view.matrixB)]
-            c = [_as_i32(r) for r in _rows(view.matrixC)] if c_el == "f16" else _scalars(view.matrixC)
-            meta = llvm.bitcast(i32(), rw.operand(view.sparseMetadata))
-            reg = "i32" if c_el != "f32" else "f32"
+            a = _operands(rw, view.matrixA, True)
+            b = _operands(rw, view.matrixB, True)
+            c = _operands(rw, view.matrixC, True) if c_el == "f16" else _scalars(rw, op, view.matrixC)
+            meta = bitcast(rw.operand(view.sparseMetadata), i32())
+            reg = rw.type("i32" if c_el != "f32" else "f32")
             n_d = len(c)
             template, constraints = sparse_mma_asm(shape, ACC_PTX_TYPE[c_el], PTX_TYPE[a_el], PTX_TYPE[a_el],
                                                    ACC_PTX_TYPE[c_el], n_d, len(a), len(b), len(c), selector)
-            d = llvm.inline_asm(ir.Type.parse("!llvm.struct<(" + ", ".join([reg] * n_d) + ")>"),
+            d = llvm.inline_asm(ir.Type.parse("!llvm.struct<(" + ", ".join([str(reg)] * n_d) + ")>"),
                                 [*a, *b, *c, meta], template, constraints, has_side_effects=True,
                                 asm_dialect=0)
-            elems = []
-            for i in range(n_d):
-                v = extract(d, [i], ir.Type.parse(reg))
-                if c_el == "f16":
-                    row = llvm.bitcast(ir.Type.parse("vector<2xf16>"), v)
-                    elems.extend(vector.extract(row, [], [j]) for j in range(2))
-                else:
-                    elems.append(v)
-            rw.replace(op, vector.from_elements(res_vec, elems))
+            rw.replace(op, _repack(rw, op, d, n_d, reg, res_vec))
 
 
 def patterns():

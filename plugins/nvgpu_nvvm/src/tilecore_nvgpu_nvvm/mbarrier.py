@@ -14,7 +14,7 @@ from tilecore.errors import LoweringError
 from tilecore.mlir import dialects, ir
 from tilecore.typeconv import ADDRSPACE_SHARED, memory_space_to_addrspace
 
-from .common import DYNAMIC, NvgpuPattern, create, i32, i64, predicate, ptr, to_int
+from .common import NvgpuPattern, constant_index, create, gep, i32, i64, predicate, ptr, to_int
 
 llvm = dialects.llvm
 nvvm = dialects.nvvm
@@ -34,13 +34,19 @@ def barrier_ptr(op, rw) -> ir.Value:
     """The ``!llvm.ptr<3>`` of ``barriers[mbarId]``; a group not in shared memory is rejected."""
     view = op.opview
     group = view.barriers
-    space, _ = group_info(group.type)
+    key = ("mbarrier-group", group.type)
+    info = rw.memo.get(key)
+    if info is None:
+        info = rw.memo[key] = group_info(group.type)
+    space, _ = info
     if space != ADDRSPACE_SHARED:
         raise LoweringError(f"'{op.name}' op operand #0 ('barriers'){MBARRIER_TYPE_MESSAGE}"
                             f"'{group.type}' (the barrier must live in shared memory)", op)
     base = rw.operand(group)
+    if constant_index(view.mbarId) == 0:  # the first barrier of the group: its base address
+        return base
     index = to_int(view.mbarId, 64, rw)
-    return llvm.getelementptr(ptr(ADDRSPACE_SHARED), base, [index], [DYNAMIC], i64(), 0)
+    return gep(rw, rw.type(f"!llvm.ptr<{ADDRSPACE_SHARED}>"), base, index, i64())
 
 
 class MBarrierCreatePattern(NvgpuPattern):
@@ -73,8 +79,8 @@ class MBarrierCreatePattern(NvgpuPattern):
             rw.replace(op, llvm.mlir_addressof(ptr(ADDRSPACE_SHARED), name))
 
 
-def _cta():
-    return {"scope": ir.Attribute.parse("#nvvm.mem_scope<cta>"), "relaxed": ir.BoolAttr.get(False)}
+def _cta(rw) -> dict:
+    return {"scope": rw.attr("#nvvm.mem_scope<cta>"), "relaxed": rw.attr("false")}
 
 
 class MBarrierInitPattern(NvgpuPattern):
@@ -98,7 +104,7 @@ class MBarrierArrivePattern(NvgpuPattern):
 
     def lower(self, op, rw):
         with rw.ip:
-            rw.replace(op, nvvm.mbarrier_arrive(i64(), barrier_ptr(op, rw), **_cta()))
+            rw.replace(op, nvvm.mbarrier_arrive(i64(), barrier_ptr(op, rw), **_cta(rw)))
 
 
 class MBarrierArriveNoCompletePattern(NvgpuPattern):
@@ -125,7 +131,7 @@ class MBarrierArriveExpectTxPattern(NvgpuPattern):
             create("nvvm.mbarrier.arrive.expect_tx",
                    [barrier_ptr(op, rw), to_int(view.txcount, 32, rw)]
                    + ([predicate(view, rw)] if view.predicate is not None else []),
-                   [], _cta())
+                   [], _cta(rw))
         rw.erase(op)
 
 
@@ -138,7 +144,7 @@ class MBarrierTestWaitPattern(NvgpuPattern):
     def lower(self, op, rw):
         with rw.ip:
             rw.replace(op, nvvm.mbarrier_test_wait(ir.IntegerType.get_signless(1), barrier_ptr(op, rw),
-                                                   rw.operand(op.opview.token), **_cta()))
+                                                   rw.operand(op.opview.token), **_cta(rw)))
 
 
 class MBarrierTryWaitParityPattern(NvgpuPattern):

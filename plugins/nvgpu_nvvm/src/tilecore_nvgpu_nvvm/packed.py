@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+from tilecore_gpu_nvvm.llvm_build import extractelement, function_of
+
 from tilecore.errors import LoweringError
 from tilecore.mlir import dialects, ir
 
@@ -36,7 +38,8 @@ def _lanes(v, n):
 
 
 class RcpPattern(NvgpuPattern):
-    """``nvgpu.rcp %v {rounding = approx, ftz}`` -> ``nvvm.rcp.approx.ftz.f`` per lane."""
+    """``nvgpu.rcp %v {rounding = approx, ftz}`` -> ``nvvm.rcp.approx.ftz.f`` per lane, gathered by
+    ``vector.from_elements``."""
 
     root = "nvgpu.rcp"
     family = "rcp"
@@ -44,9 +47,12 @@ class RcpPattern(NvgpuPattern):
     def lower(self, op, rw):
         vt = ir.VectorType(op.results[0].type)
         f32 = ir.F32Type.get()
+        fn = function_of(op)
         with rw.ip:
-            lanes = [nvvm.rcp_approx_ftz_f(f32, x) for x in _lanes(op.operands[0], vt.shape[0])]
-            rw.replace(op, vector.from_elements(vt, lanes))
+            lanes = [ir.Operation.create("nvvm.rcp.approx.ftz.f", results=[f32],
+                                         operands=[extractelement(rw, op, op.operands[0], i, f32, fn)]).result
+                     for i in range(vt.shape[0])]
+            rw.replace(op, ir.Operation.create("vector.from_elements", results=[vt], operands=lanes))
 
 
 def _pair(op) -> None:
