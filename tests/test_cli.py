@@ -221,6 +221,21 @@ def test_no_mlir_import_for_help():
     assert out == "False"
 
 
+def test_mlir_bindings_load_without_numpy_and_keep_element_builders():
+    import subprocess
+    import sys
+
+    # mlir.ir would import numpy (~70 ms) for four attribute builders; tilecore.mlir hides it and
+    # registers the same builders with numpy imported on first use.
+    code = ("import sys, tilecore.mlir as m; before = 'numpy' in sys.modules\n"
+            "with m.ir.Context():\n"
+            "    a = m.ir.AttrBuilder.get('I32ElementsAttr')([1, 2], m.ir.Context.current)\n"
+            "    b = m.ir.AttrBuilder.get('F64ElementsAttr')([0.5], m.ir.Context.current)\n"
+            "print(before, a, b)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.stdout.strip() == "False dense<[1, 2]> : tensor<2xi32> dense<5.000000e-01> : tensor<1xf64>", proc.stderr
+
+
 def test_error_locations_render(tmp_path):
     from tilecore.errors import format_location
 
