@@ -234,19 +234,18 @@ class Rewriter:
 
     def attr(self, text: str) -> ir.Attribute:
         """``ir.Attribute.parse(text)``, parsed once per conversion."""
-        key = ("attr", text)
-        a = self._state.memo.get(key)
-        if a is None:
-            a = self._state.memo[key] = ir.Attribute.parse(text)
-        return a
+        return self._parsed(ir.Attribute.parse, text)
 
     def type(self, text: str) -> ir.Type:
         """``ir.Type.parse(text)``, parsed once per conversion."""
-        key = ("type", text)
-        t = self._state.memo.get(key)
-        if t is None:
-            t = self._state.memo[key] = ir.Type.parse(text)
-        return t
+        return self._parsed(ir.Type.parse, text)
+
+    def _parsed(self, parse, text: str):
+        key = (parse, text)
+        v = self._state.memo.get(key)
+        if v is None:
+            v = self._state.memo[key] = parse(text)
+        return v
 
     def convert_type(self, t):
         """The converted type of ``t`` (``t`` itself when no rule applies)."""

@@ -50,10 +50,6 @@ def create(name: str, operands=(), results=(), attributes=None, regions: int = 0
                                regions=regions)
 
 
-def extract(container, position: list[int], result_type) -> ir.Value:
-    return llvm.extractvalue(result_type, container, position)
-
-
 def predicate(view, rw):
     """The op's optional ``predicate`` operand, converted, or None."""
     p = getattr(view, "predicate", None)

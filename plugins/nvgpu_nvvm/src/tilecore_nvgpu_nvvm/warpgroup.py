@@ -17,7 +17,7 @@ emit ``ptrtoint``, ``lshr 4``, ``or`` (a shared address is below 2^18, so no mas
 
 from __future__ import annotations
 
-from tilecore_gpu_nvvm.llvm_build import constant
+from tilecore_gpu_nvvm.llvm_build import constant, extractvalue
 
 from tilecore.errors import LoweringError
 from tilecore.mlir import dialects, ir
@@ -25,7 +25,6 @@ from tilecore.mlir import dialects, ir
 from .common import (
     NvgpuPattern,
     bit_width,
-    extract,
     i32,
     i64,
     memref_element_ptr,
@@ -142,7 +141,7 @@ class WarpgroupMmaPattern(NvgpuPattern):
             nvvm.wgmma_fence_aligned()
             out = llvm.mlir_poison(acc_type)
             for i in range(m // 64):
-                tile = extract(acc, [i], tile_type)
+                tile = extractvalue(rw, acc, (i,), tile_type)
                 for j in range(k // k_inst):
                     a_off = (i * 64 * a_strides[0] + j * k_inst * a_strides[1]) * ebytes
                     if trans_a:
@@ -183,12 +182,12 @@ class WarpgroupMmaStorePattern(NvgpuPattern):
                             llvm.udiv(lane, constant(i32(), 4)), overflow_flags=0)
             col0 = llvm.mul(llvm.urem(lane, constant(i32(), 4)), constant(i32(), 2), overflow_flags=0)
             for i in range(m // 64):
-                tile = extract(acc, [i], tile_type)
+                tile = extractvalue(rw, acc, (i,), tile_type)
                 for g in range(n // 8):
                     for r in range(4):
                         row = llvm.add(row0, constant(i32(), 64 * i + 8 * (r // 2)), overflow_flags=0)
                         col = llvm.add(col0, constant(i32(), 8 * g + r % 2), overflow_flags=0)
-                        value = extract(tile, [4 * g + r], elem)
+                        value = extractvalue(rw, tile, (4 * g + r,), elem)
                         llvm.store(value, memref_element_ptr(rw, view.dstMemref, [row, col]))
         rw.erase(op)
 
