@@ -526,3 +526,76 @@ def test_module_global_in_global_memory_passes_bounds_checks(pm):
     assert out.tolist() == [7, 11, 13, 17]
     with pytest.raises(TilecoreError, match="load from 4 bytes .* global @tab spans .* \\+16 bytes from it"):
         launch(m, "k", grid=1, block=5, args=[np.zeros(5, np.int32)])
+
+
+def _mma_fragments(a, b, c, elem):
+    """Per-lane register files of mma.sync m16n8k16 (PTX ISA layouts) for A 16x16, B 16x8, C 16x8."""
+    bits = (lambda x: x.astype(np.float16).view(np.uint16).astype(np.uint32)) if elem == "f16" else \
+        (lambda x: (x.astype(np.float32).view(np.uint32) >> 16))
+    a_regs, b_regs, c_regs = np.zeros((32, 4), np.uint32), np.zeros((32, 2), np.uint32), np.zeros((32, 4), np.float32)
+    for lane in range(32):
+        g, t = lane >> 2, lane & 3
+        for i, (r, col) in enumerate(((g, 2 * t), (g + 8, 2 * t), (g, 2 * t + 8), (g + 8, 2 * t + 8))):
+            a_regs[lane, i] = bits(a[r, col]) | (bits(a[r, col + 1]) << 16)
+        for i, k in enumerate((2 * t, 2 * t + 8)):
+            b_regs[lane, i] = bits(b[k, g]) | (bits(b[k + 1, g]) << 16)
+        c_regs[lane] = [c[g, 2 * t], c[g, 2 * t + 1], c[g + 8, 2 * t], c[g + 8, 2 * t + 1]]
+    return a_regs, b_regs, c_regs
+
+
+@pytest.mark.parametrize("elem", ["f16", "bf16"])
+def test_mma_sync_m16n8k16_is_a_warp_collective(pm, elem):
+    from tilecore.mlir import ir
+
+    reg = "vector<2xf16>" if elem == "f16" else "i32"
+    ptx = "" if elem == "f16" else \
+        ", multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>"
+    loads = []
+    for name, count, ty in (("a", 4, reg), ("b", 2, reg), ("c", 4, "f32")):
+        for i in range(count):
+            loads.append(f"""
+            %{name}i{i} = llvm.mlir.constant({i} : i32) : i32
+            %{name}o{i} = llvm.add %{name}base, %{name}i{i} : i32
+            %{name}p{i} = llvm.getelementptr %{name}[%{name}o{i}] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+            %{name}{i} = llvm.load %{name}p{i} : !llvm.ptr<1> -> {ty}""")
+    with pm.make_context():
+        m = ir.Module.parse(f"""
+        gpu.module @m {{
+          llvm.func @k(%a: !llvm.ptr<1>, %b: !llvm.ptr<1>, %c: !llvm.ptr<1>, %d: !llvm.ptr<1>)
+              attributes {{nvvm.kernel}} {{
+            %t = nvvm.read.ptx.sreg.tid.x : i32
+            %k2 = llvm.mlir.constant(2 : i32) : i32
+            %k4 = llvm.mlir.constant(4 : i32) : i32
+            %abase = llvm.mul %t, %k4 : i32
+            %bbase = llvm.mul %t, %k2 : i32
+            %cbase = llvm.mul %t, %k4 : i32
+            {"".join(loads)}
+            %r = nvvm.mma.sync A[%a0, %a1, %a2, %a3] B[%b0, %b1] C[%c0, %c1, %c2, %c3]
+                {{layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>,
+                  shape = #nvvm.shape<m = 16, n = 8, k = 16>{ptx}}} : ({reg}, {reg}, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+            %d0 = llvm.extractvalue %r[0] : !llvm.struct<(f32, f32, f32, f32)>
+            %d1 = llvm.extractvalue %r[1] : !llvm.struct<(f32, f32, f32, f32)>
+            %d2 = llvm.extractvalue %r[2] : !llvm.struct<(f32, f32, f32, f32)>
+            %d3 = llvm.extractvalue %r[3] : !llvm.struct<(f32, f32, f32, f32)>
+            %dp = llvm.getelementptr %d[%cbase] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32
+            %v0 = llvm.mlir.poison : vector<4xf32>
+            %i0 = llvm.mlir.constant(0 : i32) : i32
+            %i1 = llvm.mlir.constant(1 : i32) : i32
+            %i3 = llvm.mlir.constant(3 : i32) : i32
+            %w0 = llvm.insertelement %d0, %v0[%i0 : i32] : vector<4xf32>
+            %w1 = llvm.insertelement %d1, %w0[%i1 : i32] : vector<4xf32>
+            %w2 = llvm.insertelement %d2, %w1[%k2 : i32] : vector<4xf32>
+            %w3 = llvm.insertelement %d3, %w2[%i3 : i32] : vector<4xf32>
+            llvm.store %w3, %dp : vector<4xf32>, !llvm.ptr<1>
+            llvm.return
+          }}
+        }}""")
+    rng = np.random.default_rng(3)
+    a = rng.integers(-4, 5, (16, 16)).astype(np.float32) / 4
+    b = rng.integers(-4, 5, (16, 8)).astype(np.float32) / 4
+    c = rng.integers(-8, 9, (16, 8)).astype(np.float32)
+    a_regs, b_regs, c_regs = _mma_fragments(a, b, c, elem)
+    d = np.zeros((32, 4), np.float32)
+    launch(m, "k", grid=1, block=32, args=[a_regs, b_regs, c_regs, d])
+    _, _, want = _mma_fragments(a, b, a @ b + c, elem)
+    np.testing.assert_array_equal(d, want)

@@ -167,6 +167,43 @@ def _warp_sync(op, rw):
     return _warp(op, rw, "bar.warp.sync", op.operands[0], None, None, None, "none")
 
 
+def _mma_sync(op, rw):
+    """``nvvm.mma.sync`` m16n8k16 row.col, f16 / bf16 -> f32: a warp collective over the lanes' register
+    files (each lane's A, B, C go to a stack buffer whose address the collective reads; D comes back in it)."""
+    shape = str(op.attributes["shape"]) if "shape" in op.attributes else ""
+    ptx = str(op.attributes["multiplicandAPtxType"]) if "multiplicandAPtxType" in op.attributes else ""
+    operands = list(op.operands)
+    a_type = str(operands[0].type) if operands else ""
+    elem = "bf16" if "bf16" in ptx else "f16" if a_type == "vector<2xf16>" else None
+    result = "!llvm.struct<(f32, f32, f32, f32)>"
+    if "m = 16, n = 8, k = 16" not in shape or elem is None or len(operands) != 10 \
+            or str(op.results[0].type) != result or str(operands[6].type) != "f32":
+        rw.unknown(op)
+    sym = f"__emu_mma_m16n8k16_{elem}"
+    regs = [f"%r{i}" for i in range(10)]
+    params = ", ".join(["%ctx: !llvm.ptr"] + [f"{r}: {a_type}" for r in regs[:6]] + [f"{r}: f32" for r in regs[6:]])
+    arr = "!llvm.array<10 x i32>"
+    body = ["%one = llvm.mlir.constant(1 : i32) : i32", f"%buf = llvm.alloca %one x {arr} : (i32) -> !llvm.ptr"]
+    for i, r in enumerate(regs):
+        body.append(f"%p{i} = llvm.getelementptr %buf[0, {i}] : (!llvm.ptr) -> !llvm.ptr, {arr}")
+        word = r
+        if i < 6 and a_type != "i32":
+            body.append(f"%w{i} = llvm.bitcast {r} : {a_type} to i32")
+            word = f"%w{i}"
+        body.append(f"llvm.store {word}, %p{i} : {'f32' if i >= 6 else 'i32'}, !llvm.ptr")
+    body += ["%e = llvm.ptrtoint %buf : !llvm.ptr to i64",
+             f"%code = llvm.mlir.constant({opcode('mma.m16n8k16.' + elem)} : i32) : i32",
+             "%m = llvm.mlir.constant(-1 : i32) : i32", "%z = llvm.mlir.constant(0 : i32) : i32",
+             "%x = llvm.call @__emu_warp(%ctx, %code, %m, %e, %z, %z) : (!llvm.ptr, i32, i32, i64, i32, i32) -> i64",
+             f"%s0 = llvm.mlir.poison : {result}"]
+    for i in range(4):
+        out = "%r" if i == 3 else f"%s{i + 1}"
+        body += [f"%d{i} = llvm.load %p{6 + i} : !llvm.ptr -> f32",
+                 f"{out} = llvm.insertvalue %d{i}, %s{i}[{i}] : {result}"]
+    rw.define(sym, params, "\n".join(body), result)
+    return [rw.call(sym, operands, result, can_abort=True)]
+
+
 def _fence(op, rw):
     rw.fence()
     return []
@@ -182,6 +219,7 @@ NVVM_OPS: dict[str, OpRow] = {
     "nvvm.match.sync": OpRow(_match, collective=True),
     "nvvm.redux.sync": OpRow(_redux, collective=True),
     "nvvm.elect.sync": OpRow(_elect, collective=True),
+    "nvvm.mma.sync": OpRow(_mma_sync, collective=True),
     # Fences order memory between real host threads: a host seq_cst fence.
     "nvvm.memory.barrier": OpRow(_fence), "nvvm.fence.sc.cluster": OpRow(_fence),
     "nvvm.fence.proxy": OpRow(_fence), "nvvm.fence.proxy.acquire": OpRow(_fence),

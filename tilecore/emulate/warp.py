@@ -130,6 +130,49 @@ def _warp_sync(mask, lanes):
     return {lane: 0 for lane in lanes}
 
 
+def _mma_m16n8k16(elem: str):
+    """``mma.sync.aligned.m16n8k16.row.col.f32.{elem}.{elem}.f32`` (PTX ISA fragment layouts).
+
+    Each lane passes ``a`` = the address of its 10-word register file: A0..A3 and B0..B1 (two
+    16-bit elements each, the lower index in the low half), C0..C3 (f32); D is written over C.
+    Lane l has group g = l >> 2 and thread-in-group t = l & 3. A (16 x 16, row-major): A0 holds
+    row g, columns 2t, 2t+1; A1 row g+8; A2 row g, columns 2t+8, 2t+9; A3 row g+8, those columns.
+    B (16 x 8): B0 holds rows 2t, 2t+1 of column g; B1 rows 2t+8, 2t+9. C / D (16 x 8): C0, C1 row g,
+    columns 2t, 2t+1; C2, C3 row g+8.
+    """
+    import ctypes
+    import struct
+
+    def half(bits: int) -> float:
+        if elem == "bf16":
+            return struct.unpack("<f", struct.pack("<I", (bits & 0xFFFF) << 16))[0]
+        return struct.unpack("<e", struct.pack("<H", bits & 0xFFFF))[0]
+
+    def fn(mask, lanes):
+        if len(lanes) != 32:
+            raise ValueError("mma.sync needs all 32 lanes of the warp")
+        regs = {lane: (ctypes.c_uint32 * 10).from_address(a) for lane, (a, _, _) in lanes.items()}
+        a_m = [[0.0] * 16 for _ in range(16)]
+        b_m = [[0.0] * 8 for _ in range(16)]
+        for lane, r in regs.items():
+            g, t = lane >> 2, lane & 3
+            for i, (row, col) in enumerate(((g, 2 * t), (g + 8, 2 * t), (g, 2 * t + 8), (g + 8, 2 * t + 8))):
+                a_m[row][col], a_m[row][col + 1] = half(r[i]), half(r[i] >> 16)
+            for i, k in enumerate((2 * t, 2 * t + 8)):
+                b_m[k][g], b_m[k + 1][g] = half(r[4 + i]), half(r[4 + i] >> 16)
+        out = {}
+        for lane, r in regs.items():
+            g, t = lane >> 2, lane & 3
+            for i, (row, col) in enumerate(((g, 2 * t), (g, 2 * t + 1), (g + 8, 2 * t), (g + 8, 2 * t + 1))):
+                c = struct.unpack("<f", struct.pack("<I", r[6 + i]))[0]
+                d = c + sum(a_m[row][k] * b_m[k][col] for k in range(16))
+                out[lane, i] = struct.unpack("<I", struct.pack("<f", d))[0]
+        for (lane, i), bits in out.items():
+            regs[lane][6 + i] = bits
+        return {lane: 0 for lane in lanes}
+    return fn
+
+
 WARP_OPS: dict[str, object] = {
     "shfl.idx": _shfl("idx"), "shfl.up": _shfl("up"), "shfl.down": _shfl("down"), "shfl.bfly": _shfl("bfly"),
     "vote.all": _vote("all"), "vote.any": _vote("any"), "vote.uni": _vote("uni"), "vote.ballot": _vote("ballot"),
@@ -137,6 +180,7 @@ WARP_OPS: dict[str, object] = {
     **{f"redux.{k}": _redux(k) for k in ("add", "umin", "umax", "min", "max", "and", "or", "xor")},
     "redux.fmin": _redux_f("fmin"), "redux.fmax": _redux_f("fmax"),
     "elect": _elect, "bar.warp.sync": _warp_sync,
+    "mma.m16n8k16.f16": _mma_m16n8k16("f16"), "mma.m16n8k16.bf16": _mma_m16n8k16("bf16"),
 }
 WARP_NAMES: list[str] = list(WARP_OPS)
 
