@@ -14,6 +14,7 @@ from tileas_test_paths import VISIBLE_CORPUS
 
 from tilecore.compiler import compile_file, read_input
 from tilecore.errors import TilecoreError
+from tilecore.options import CompileOptions
 from tilecore.plugins import get_plugin_manager
 
 CORPUS = VISIBLE_CORPUS
@@ -65,11 +66,17 @@ def test_corpus_kernel_compiles(name, sm):
 
 @pytest.mark.parametrize("sm", SMS)
 def test_matmul_compiles_through_ptxas(sm):
-    """mmaf (dot) goes through shared memory and an FMA loop over K (numbers: test_e2e_numeric)."""
-    res = compile_file(os.path.join(CORPUS, "matmul_f16.tileirbc"), sm)
+    """mmaf (dot) f16 -> f32 runs on the tensor cores: mma.sync m16n8k16 through shared memory (numbers:
+    test_e2e_numeric); ``--option tileas.dot=fma`` keeps the FMA loop over K."""
+    path = os.path.join(CORPUS, "matmul_f16.tileirbc")
+    res = compile_file(path, sm)
     assert res.artifacts["cubin"][:4] == b"\x7fELF"
     ptx = _ptx(res)
-    assert ".entry matmul_f16(" in ptx and "fma.rn.f32" in ptx and "bar.sync" in ptx
+    assert ".entry matmul_f16(" in ptx and "bar.sync" in ptx
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx and "fma.rn.f32" not in ptx
+    fma = compile_file(path, sm, CompileOptions(extra={"tileas.dot": "fma"}))
+    assert fma.artifacts["cubin"][:4] == b"\x7fELF"
+    assert "fma.rn.f32" in _ptx(fma) and "mma.sync" not in _ptx(fma)
 
 
 def test_block_scaled_mma_is_rejected_with_the_op_name():

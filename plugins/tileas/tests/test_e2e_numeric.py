@@ -124,6 +124,9 @@ def mma_i8(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[
 
 OWN = {
     "mma_f32": (mma_f32, ["f32[2]", "f32[2]", "f32[2]", 32, 16, 16]),
+    # tensor cores (mma.sync) on sm_80: 16x16 tiles (2 blocks per slab, warps 2 and 3 idle); bf16 64x32 tiles
+    "mma_f16_f32acc": (mma_f32, ["f16[2]", "f16[2]", "f32[2]", 16, 16, 32]),
+    "mma_bf16_f32acc": (mma_f32, ["bf16[2]", "bf16[2]", "f32[2]", 64, 32, 16]),
     "mma_i8": (mma_i8, ["i8[2]", "i8[2]", "i32[2]", 16, 32, 32]),
     "cumsum_cols_f32": (cumsum_cols_f32, ["f32[2]", "f32[2]", 16, 32]),
     "permute3d_f32": (permute3d_f32, ["f32[3]", "f32[3]", 4, 8, 16]),
@@ -263,6 +266,27 @@ def test_mma_f32():
     a, b, c = rand((m, k)), rand((k, n)), np.zeros((m, n), f32)
     out = run("mma_f32", (cdiv(m, 32), cdiv(n, 16), 1), arr(a) + arr(b) + arr(c))
     close(out[2], a @ b, 1e-4, 1e-4)
+
+
+def test_mma_f16_on_tensor_cores_small_tiles():
+    m, n, k = 40, 24, 72  # partial tiles in M, N and K
+    a, b, c = rand((m, k), f16), rand((k, n), f16), np.zeros((m, n), f32)
+    out = run("mma_f16_f32acc", (cdiv(m, 16), cdiv(n, 16), 1), arr(a) + arr(b) + arr(c))
+    close(out[2], a.astype(f32) @ b.astype(f32), 1e-4, 1e-4)
+
+
+def test_mma_bf16_on_tensor_cores():
+    def to_bf16(x):  # round to nearest even, as raw bits (numpy has no bfloat16)
+        u = x.astype(f32).view(np.uint32)
+        return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+    def from_bf16(bits):
+        return (bits.astype(np.uint32) << 16).view(f32)
+
+    m, n, k = 70, 40, 40
+    a, b, c = to_bf16(rand((m, k))), to_bf16(rand((k, n))), np.zeros((m, n), f32)
+    out = run("mma_bf16_f32acc", (cdiv(m, 64), cdiv(n, 32), 1), arr(a) + arr(b) + arr(c))
+    close(out[2], from_bf16(a) @ from_bf16(b), 1e-4, 1e-4)
 
 
 def test_mma_i8():

@@ -3,9 +3,12 @@
 import os
 import re
 
+import pytest
 from tileas_test_paths import VISIBLE_CORPUS
 
 from tilecore.compiler import compile_file
+from tilecore.errors import TilecoreError
+from tilecore.options import CompileOptions
 
 CORPUS = VISIBLE_CORPUS
 
@@ -54,16 +57,44 @@ def test_row_reduction_uses_warp_shuffles():
     assert "math.sqrt" in text and "math.fma" in text
 
 
-def test_mmaf_is_an_fma_loop_over_shared_memory():
-    """nv_tileas.dot: operands stored to shared memory, a barrier, one scf.for over K carrying the
-    accumulator registers with one llvm.intr.fma each, then a barrier before the buffer is reused."""
+def test_mmaf_f16_runs_on_the_tensor_cores():
+    """nv_tileas.dot f16 x f16 -> f32 on sm_80: mma.sync m16n8k16 per 16x8 block. 128x128 over 4 warps:
+    8 slabs of 16 rows, 16 blocks each, 4 per warp; the accumulator goes through the slab buffers."""
     text = _stage4("matmul_f16")
-    assert "nv_tileas.dot" not in text
+    assert "nv_tileas.dot" not in text and "llvm.intr.fma" not in text
+    mmas = [line for line in text.splitlines() if "nvvm.mma.sync" in line]
+    assert len(mmas) == 8 * 4  # one per block a warp runs per slab (the K loop is an scf.for, now cf)
+    for line in mmas:
+        assert "shape = #nvvm.shape<m = 16, n = 8, k = 16>" in line
+        assert "layoutA = #nvvm.mma_layout<row>" in line and "layoutB = #nvvm.mma_layout<col>" in line
+        assert "(vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>" in line
+    generic = compile_file(os.path.join(CORPUS, "matmul_f16.tileirbc"), "sm_80", stop_after="convert-tileas-to-llvm")
+    generic = generic.module.operation.get_asm(print_generic_op_form=True)
+    assert generic.count("multiplicandAPtxType = #nvvm.mma_type<f16>") == 32
+    # A fragments: 32-bit pairs of a row (one load each); B pairs gathered from two rows
+    assert len(re.findall(r"llvm\.load %\S+ \{alignment = 4 : i64\} : !llvm.ptr<3> -> vector<2xf16>", text)) == 32 * 4
+    # the write of A and B, then per slab: stores of the slab registers, MMA, read back (2 barriers); a final one
+    assert text.count("gpu.barrier") == 1 + 8 * 2 + 1
+
+
+def test_mmaf_fma_option_keeps_the_cuda_cores():
+    """``--option tileas.dot=fma``: one scf.for over K carrying the accumulator registers with one
+    llvm.intr.fma each, then a barrier before the buffer is reused."""
+    res = compile_file(os.path.join(CORPUS, "matmul_f16.tileirbc"), "sm_80",
+                       CompileOptions(extra={"tileas.dot": "fma"}), stop_after="convert-tileas-to-llvm")
+    text = str(res.module)
+    assert "nv_tileas.dot" not in text and "nvvm.mma.sync" not in text
     # the K loop (lowered to cf): a block taking k and the 128 f32 accumulators of 128x128 over 128 threads
     heads = [line for line in text.splitlines() if re.match(r"\s*\^bb\d+\(", line)]
     assert any(line.count("%") == 129 and line.count(": f32") == 128 for line in heads)
     assert text.count("llvm.intr.fma") == 128
     assert text.count("gpu.barrier") == 2
+
+
+def test_mmaf_bad_dot_option_is_a_located_error():
+    with pytest.raises(TilecoreError, match=r"--option tileas.dot=wmma: expected one of mma, fma"):
+        compile_file(os.path.join(CORPUS, "matmul_f16.tileirbc"), "sm_80", CompileOptions(extra={"tileas.dot": "wmma"}),
+                     stop_after="convert-tileas-to-llvm")
 
 
 def test_locations_survive_to_llvm():

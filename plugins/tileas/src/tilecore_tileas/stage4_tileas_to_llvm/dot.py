@@ -1,23 +1,38 @@
-"""``nv_tileas.dot`` (cuda_tile mmaf / mmai): ``acc + lhs @ rhs`` on the CUDA cores, through shared memory.
+"""``nv_tileas.dot`` (cuda_tile mmaf / mmai): ``acc + lhs @ rhs``, through shared memory.
 
-Both operands are written row-major to the shared scratch buffer (``exchange.write``,
-which synchronises); then every thread runs one loop over K whose iteration arguments
-are its accumulator registers: for each register (row i, column j) it loads
-``lhs[i, k]`` and ``rhs[k, j]``, widens them to the accumulator type and adds their
-product (``llvm.intr.fma`` for floats, multiply-add for integers, with the operands'
-signedness). A closing barrier lets the buffer be reused. No tensor cores yet: the MMA
-atoms (mma.sync, WGMMA, tcgen05) are the next step; this path is correct for every
-shape and element type the cuda_tile verifier admits.
+Both operands are written row-major to the shared scratch buffer (``exchange.write``, which
+synchronises). Then one of two paths:
+
+- **tensor cores** (:func:`_dot_mma`; f16 / bf16 operands, f32 accumulator, sm_80 or newer, M, N, K
+  multiples of 16, 8, 16 and a layout / shared-memory budget that fits, see :func:`_mma_plan`):
+  ``mma.sync.m16n8k16`` per 16x8 block of the result. The accumulator stays in the tile's blocked
+  layout between dot ops; per slab of rows it goes through shared memory into MMA fragments and
+  back: the threads store their slab registers, each warp runs its blocks' K loops (A fragments as
+  32-bit pairs of a row, B pairs gathered from two rows), stores D over C, and the threads read
+  their registers back. Slab buffers alternate, so one slab's reads need no barrier before the
+  next slab's writes.
+- **CUDA cores** (:func:`_dot_fma`, every other shape and element type the cuda_tile verifier
+  admits): every thread runs one loop over K whose iteration arguments are its accumulator
+  registers; for each register (row i, column j) it loads ``lhs[i, k]`` and ``rhs[k, j]``,
+  widens them to the accumulator type and adds their product (``llvm.intr.fma`` for floats,
+  multiply-add for integers, with the operands' signedness).
+
+A closing barrier lets the buffer be reused. ``--option tileas.dot=fma`` keeps every dot on the CUDA
+cores (to compare the two paths); the default, ``mma``, takes the tensor cores where they apply.
 """
 
 from __future__ import annotations
 
-from tilecore.mlir import ir
+from tilecore.errors import LoweringError
+from tilecore.mlir import dialects, ir
 
-from .codegen import create
+from .codegen import create, elem_bytes
 from .exchange import write
 from .memory import as_tile
 from .values import TileV
+
+DOT_OPTION = "tileas.dot"
+DOT_PATHS = ("mma", "fma")  # tensor cores where they apply / always the CUDA cores
 
 
 def _shape(v) -> tuple:
@@ -46,10 +61,23 @@ def dot(op, rb):
     lhs = as_tile(cg, rb.get(lhs_v), (m, k_dim))
     rhs = as_tile(cg, rb.get(rhs_v), (k_dim, n))
     acc = as_tile(cg, rb.get(acc_v), (m, n))
+    path = (cg.options.extra if cg.options is not None else {}).get(DOT_OPTION, "mma")
+    if path not in DOT_PATHS:
+        raise LoweringError(f"--option {DOT_OPTION}={path}: expected one of {', '.join(DOT_PATHS)}", op)
+    plan = _mma_plan(cg, acc, lhs, rhs, m, n, k_dim) if path == "mma" else None
+    offs = write(cg, [lhs, rhs])
+    if plan is not None:
+        regs = _dot_mma(cg, plan, acc, offs, m, n, k_dim, str(lhs.regs[0].type))
+    else:
+        regs = _dot_fma(cg, op, lhs, rhs, acc, offs, m, n, k_dim)
+    cg.barrier()
+    return [TileV(acc.layout, regs)]
+
+
+def _dot_fma(cg, op, lhs, rhs, acc, offs, m, n, k_dim) -> list:
     acc_type = acc.regs[0].type
     a_type, b_type = lhs.regs[0].type, rhs.regs[0].type
     a_signed, b_signed = _signed(op, "signedness_lhs"), _signed(op, "signedness_rhs")
-    offs = write(cg, [lhs, rhs])
     lay = acc.layout
     # (row, column) of every accumulator register; registers past the tile read element 0
     rows_cols = []
@@ -76,5 +104,142 @@ def dot(op, rb):
             else:
                 out.append(cg.op("arith.addi", s, cg.op("arith.muli", a, b)))
         create("scf.yield", [], out)
-    cg.barrier()
-    return [TileV(lay, list(loop.results))]
+    return list(loop.results)
+
+
+# -- tensor cores: mma.sync m16n8k16 ------------------------------------------------------------
+MMA_M, MMA_N, MMA_K = 16, 8, 16
+MMA_ELEMS = ("f16", "bf16")  # A / B element types (accumulator f32)
+MMA_MIN_CC = 80
+SMEM_LIMIT = 48 * 1024  # static shared memory of a CTA
+
+
+class _MmaPlan:
+    """How a dot runs on the tensor cores: rows per slab and the slab buffers' byte offsets."""
+
+    def __init__(self, slab_rows: int, slab_offsets: list[int]):
+        self.slab_rows = slab_rows
+        self.slab_offsets = slab_offsets
+
+
+def _mma_plan(cg, acc, lhs, rhs, m, n, k_dim):
+    """A :class:`_MmaPlan` when the dot can use mma.sync, else None (the CUDA-core path).
+
+    Each slab of ``slab_rows`` rows must hold whole register repetitions of the accumulator's
+    blocked layout (so which registers belong to a slab is known statically), and A, B and the
+    two slab buffers must fit the CTA's static shared memory.
+    """
+    target = cg.target
+    a_el, b_el, c_el = (str(t.regs[0].type) for t in (lhs, rhs, acc))
+    if target is None or target.cc < MMA_MIN_CC or a_el != b_el or a_el not in MMA_ELEMS or c_el != "f32":
+        return None
+    if m % MMA_M or n % MMA_N or k_dim % MMA_K or cg.threads % 32:
+        return None
+    lay = acc.layout
+    per_rep = lay.owners * lay.vec  # elements one register repetition covers, CTA-wide
+    slab = MMA_M
+    while (slab * n) % per_rep:
+        slab *= 2
+        if slab > m:
+            return None
+    if m % slab:
+        return None
+    ab_bytes = sum((t.layout.n * elem_bytes(t.regs[0].type) + 15) // 16 * 16 for t in (lhs, rhs))
+    slab_bytes = slab * n * 4
+    buffers = 2 if ab_bytes + 2 * slab_bytes <= SMEM_LIMIT else 1
+    if ab_bytes + buffers * slab_bytes > SMEM_LIMIT:
+        return None
+    return _MmaPlan(slab, [ab_bytes + i * slab_bytes for i in range(buffers)])
+
+
+def _dot_mma(cg, plan: _MmaPlan, acc, offs, m, n, k_dim, elem: str) -> list:
+    lay = acc.layout
+    f32 = ir.F32Type.get()
+    rows = plan.slab_rows
+    slab_elems = rows * n
+    per_rep = lay.owners * lay.vec
+    cg.reserve(plan.slab_offsets[-1] + slab_elems * 4)
+    regs = list(acc.regs)
+    # slab of each register: its repetition's first element (static) / the slab size
+    slab_of = [(k // lay.vec) * per_rep // slab_elems for k in range(lay.regs)]
+    lane = cg.op("arith.remui", cg.tid, cg.c32(32))
+    warp = cg.op("arith.divui", cg.tid, cg.c32(32))
+    g = cg.op("arith.shrui", lane, cg.c32(2))
+    t2 = cg.op("arith.muli", cg.op("arith.andi", lane, cg.c32(3)), cg.c32(2))
+    warps = cg.threads // 32
+    blocks = (rows // MMA_M) * (n // MMA_N)
+    for s in range(m // rows):
+        off = plan.slab_offsets[s % len(plan.slab_offsets)]
+        if s and len(plan.slab_offsets) == 1:
+            cg.barrier()  # one buffer: the previous slab's reads come first
+        mine = [k for k in range(lay.regs) if slab_of[k] == s]
+        local = {}
+        for k in mine:
+            f = cg.op("arith.subi", cg.flat(lay, k), cg.c32(s * slab_elems)) if s else cg.flat(lay, k)
+            valid = cg.valid(lay, k)
+            local[k] = f if valid is None else cg.select(valid, f, cg.c32(0))
+            cond = cg.and_(valid, cg.owner_mask(lay))
+            cg.masked(cond, lambda f=f, k=k, off=off: cg.smem_store(off, f, regs[k]))
+        cg.barrier()
+        for j in range(-(-blocks // warps)):
+            block = cg.op("arith.addi", warp, cg.c32(j * warps)) if j else warp
+            args = (cg, block, s * rows, off, offs, n, k_dim, elem, g, t2, f32)
+            if blocks % warps and (j + 1) * warps > blocks:  # the last round: only warps with a block
+                cg.masked(cg.cmpi(6, block, cg.c32(blocks)), lambda args=args: _mma_block(*args))
+            else:
+                _mma_block(*args)
+        cg.barrier()
+        for k in mine:
+            regs[k] = cg.smem_load(off, local[k], f32)
+    return regs
+
+
+def _mma_block(cg, block, row0: int, slab_off: int, offs, n: int, k_dim: int, elem: str, g, t2, f32) -> None:
+    """One 16 x 8 block of the slab: C from the slab, the K loop of mma.sync, D back over C."""
+    llvm = dialects.llvm
+    block_row = cg.op("arith.muli", cg.op("arith.divui", block, cg.c32(n // MMA_N)), cg.c32(MMA_M))
+    col = cg.op("arith.addi", cg.op("arith.muli", cg.op("arith.remui", block, cg.c32(n // MMA_N)),
+                                    cg.c32(MMA_N)), t2)
+    r_lo = cg.op("arith.addi", block_row, g)  # slab rows of this lane's C registers: r_lo, r_lo + 8
+    c_index = [cg.op("arith.addi", cg.op("arith.muli", r, cg.c32(n)), c) for r in
+               (r_lo, cg.op("arith.addi", r_lo, cg.c32(8))) for c in (col, cg.op("arith.addi", col, cg.c32(1)))]
+    c_regs = [cg.smem_load(slab_off, i, f32) for i in c_index]
+    el = ir.Type.parse(elem)
+    pair = ir.VectorType.get([2], el)
+    a_rows = [cg.op("arith.muli", cg.op("arith.addi", r_lo, cg.c32(row0 + d)), cg.c32(k_dim)) for d in (0, 8)]
+    b_col = cg.op("arith.addi", cg.op("arith.muli", cg.op("arith.remui", block, cg.c32(n // MMA_N)),
+                                      cg.c32(MMA_N)), g)
+    loop = create("scf.for", [f32] * 4, [cg.c32(0), cg.c32(k_dim), cg.c32(MMA_K), *c_regs], regions=1)
+    body = loop.regions[0].blocks.append(cg.i32, *([f32] * 4))
+    kk, *cs = body.arguments
+    with ir.InsertionPoint(body):
+        k_lo = cg.op("arith.addi", kk, t2)
+
+        def operand(v):  # bf16 pairs travel as i32 (nvvm.mma.sync)
+            return v if elem == "f16" else llvm.bitcast(cg.i32, v)
+
+        def a_pair(row, k):  # two consecutive elements of an A row: one 32-bit load
+            return llvm.load(pair, cg.smem_ptr(offs[0], cg.op("arith.addi", row, k), el), alignment=4)
+
+        def b_pair(k):  # B[k][col], B[k + 1][col]: two loads packed into a pair
+            lo = cg.smem_load(offs[1], cg.op("arith.addi", cg.op("arith.muli", k, cg.c32(n)), b_col), el)
+            k1 = cg.op("arith.addi", k, cg.c32(1))
+            hi = cg.smem_load(offs[1], cg.op("arith.addi", cg.op("arith.muli", k1, cg.c32(n)), b_col), el)
+            v = llvm.insertelement(llvm.mlir_poison(pair), lo, cg.c32(0))
+            return llvm.insertelement(v, hi, cg.c32(1))
+
+        k_hi = cg.op("arith.addi", k_lo, cg.c32(8))
+        a = [a_pair(a_rows[0], k_lo), a_pair(a_rows[1], k_lo), a_pair(a_rows[0], k_hi), a_pair(a_rows[1], k_hi)]
+        b = [b_pair(k_lo), b_pair(k_hi)]
+        # the multiplicand types are always given: NVVM cannot infer them from i32 (bf16) operands and
+        # asserts when it tries
+        ptx = ir.Attribute.parse(f"#nvvm.mma_type<{elem}>")
+        kw = {"multiplicand_a_ptx_type": ptx, "multiplicand_b_ptx_type": ptx}
+        d = dialects.nvvm.mma_sync(ir.Type.parse("!llvm.struct<(f32, f32, f32, f32)>"),
+                                   ir.Attribute.parse(f"#nvvm.shape<m = {MMA_M}, n = {MMA_N}, k = {MMA_K}>"),
+                                   ir.Attribute.parse("#nvvm.mma_layout<row>"),
+                                   ir.Attribute.parse("#nvvm.mma_layout<col>"),
+                                   [operand(x) for x in a], [operand(x) for x in b], list(cs), **kw)
+        create("scf.yield", [], [llvm.extractvalue(f32, d, [i]) for i in range(4)])
+    for i, v in zip(c_index, loop.results):
+        cg.smem_store(slab_off, i, v)
