@@ -59,7 +59,7 @@ def test_row_reduction_uses_warp_shuffles():
 
 def test_mmaf_f16_runs_on_the_tensor_cores():
     """nv_tileas.dot f16 x f16 -> f32 on sm_80: mma.sync m16n8k16 per 16x8 block. 128x128 over 4 warps:
-    8 slabs of 16 rows, 16 blocks each, 4 per warp; the accumulator goes through the slab buffers."""
+    8 slabs of 16 rows, 16 blocks each, 4 per warp; the accumulator goes through the slab buffer."""
     text = _stage4("matmul_f16")
     assert "nv_tileas.dot" not in text and "llvm.intr.fma" not in text
     mmas = [line for line in text.splitlines() if "nvvm.mma.sync" in line]
@@ -73,8 +73,12 @@ def test_mmaf_f16_runs_on_the_tensor_cores():
     assert generic.count("multiplicandAPtxType = #nvvm.mma_type<f16>") == 32
     # A fragments: 32-bit pairs of a row (one load each); B pairs gathered from two rows
     assert len(re.findall(r"llvm\.load %\S+ \{alignment = 4 : i64\} : !llvm.ptr<3> -> vector<2xf16>", text)) == 32 * 4
-    # the write of A and B, then per slab: stores of the slab registers, MMA, read back (2 barriers); a final one
-    assert text.count("gpu.barrier") == 1 + 8 * 2 + 1
+    # padded shared-memory rows (bank conflicts): A 64 + 8 and B 128 + 8 halves, accumulator slabs 128 + 4 floats
+    for stride in (72, 136, 132):
+        assert f"arith.constant {stride} : i32" in text
+    # the write of A and B; per slab: stores of the slab registers, MMA, read back (2 barriers), and with
+    # one slab buffer (A, B and two padded slabs exceed 48 KiB) a barrier before the next slab's stores; a final one
+    assert text.count("gpu.barrier") == 1 + 8 * 2 + 7 + 1
 
 
 def test_mmaf_fma_option_keeps_the_cuda_cores():

@@ -42,6 +42,7 @@ class CodeGen:
         self.entry_ip = ir.InsertionPoint(self.smem_base.owner)
         self._slot: dict[int, object] = {}
         self._owner: dict[int, object] = {}
+        self._padded: dict[tuple, object] = {}
 
     # -- layouts ----------------------------------------------------------------------------
     def layout(self, shape) -> Blocked:
@@ -75,6 +76,31 @@ class CodeGen:
             self.slot(lay.owners)
         f = self.op("arith.muli", base, self.c32(lay.vec)) if lay.vec > 1 else base
         return self.op("arith.addi", f, self.c32(j)) if j else f
+
+    def padded_flat(self, lay: Blocked, k: int, row_len: int, row_pad: int):
+        """:meth:`flat` in a row-major buffer whose rows of ``row_len`` are ``row_pad`` elements longer.
+
+        When a register repetition spans whole rows (``owners * vec`` a multiple of ``row_len``, which
+        ``vec`` divides), register ``k`` sits a constant distance from the thread's first element, so
+        one padded base per layout serves every register (no division per register).
+        """
+        if not row_pad:
+            return self.flat(lay, k)
+        per_rep = lay.owners * lay.vec
+        if lay.owners == 1 or per_rep % row_len or row_len % lay.vec:
+            f = self.flat(lay, k)
+            row = self.op("arith.divui", f, self.c32(row_len))
+            return self.op("arith.addi", f, self.op("arith.muli", row, self.c32(row_pad)))
+        key = (lay.owners, lay.vec, row_len, row_pad)
+        if key not in self._padded:
+            with self.entry_ip, ir.Location.unknown():
+                f0 = self.op("arith.muli", self.slot(lay.owners), self.c32(lay.vec)) if lay.vec > 1 else \
+                    self.slot(lay.owners)
+                row = self.op("arith.divui", f0, self.c32(row_len))
+                self._padded[key] = self.op("arith.addi", f0, self.op("arith.muli", row, self.c32(row_pad)))
+        rep, j = divmod(k, lay.vec)
+        offset = rep * per_rep + j + (rep * per_rep // row_len) * row_pad
+        return self.op("arith.addi", self._padded[key], self.c32(offset)) if offset else self._padded[key]
 
     def valid(self, lay: Blocked, k: int):
         """i1 'register k holds a real element' or None when it always does."""

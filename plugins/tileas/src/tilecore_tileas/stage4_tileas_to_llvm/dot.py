@@ -9,8 +9,8 @@ synchronises). Then one of two paths:
   layout between dot ops; per slab of rows it goes through shared memory into MMA fragments and
   back: the threads store their slab registers, each warp runs its blocks' K loops (A fragments as
   32-bit pairs of a row, B pairs gathered from two rows), stores D over C, and the threads read
-  their registers back. Slab buffers alternate, so one slab's reads need no barrier before the
-  next slab's writes.
+  their registers back. Shared-memory rows are padded against bank conflicts. When two slab
+  buffers fit they alternate, so one slab's reads need no barrier before the next slab's writes.
 - **CUDA cores** (:func:`_dot_fma`, every other shape and element type the cuda_tile verifier
   admits): every thread runs one loop over K whose iteration arguments are its accumulator
   registers; for each register (row i, column j) it loads ``lhs[i, k]`` and ``rhs[k, j]``,
@@ -26,8 +26,8 @@ from __future__ import annotations
 from tilecore.errors import LoweringError
 from tilecore.mlir import dialects, ir
 
-from .codegen import create, elem_bytes
-from .exchange import write
+from .codegen import create
+from .exchange import padded_bytes, write
 from .memory import as_tile
 from .values import TileV
 
@@ -65,10 +65,11 @@ def dot(op, rb):
     if path not in DOT_PATHS:
         raise LoweringError(f"--option {DOT_OPTION}={path}: expected one of {', '.join(DOT_PATHS)}", op)
     plan = _mma_plan(cg, acc, lhs, rhs, m, n, k_dim) if path == "mma" else None
-    offs = write(cg, [lhs, rhs])
     if plan is not None:
+        offs = write(cg, [lhs, rhs], [AB_ROW_PAD, AB_ROW_PAD])
         regs = _dot_mma(cg, plan, acc, offs, m, n, k_dim, str(lhs.regs[0].type))
     else:
+        offs = write(cg, [lhs, rhs])
         regs = _dot_fma(cg, op, lhs, rhs, acc, offs, m, n, k_dim)
     cg.barrier()
     return [TileV(acc.layout, regs)]
@@ -112,6 +113,11 @@ MMA_M, MMA_N, MMA_K = 16, 8, 16
 MMA_ELEMS = ("f16", "bf16")  # A / B element types (accumulator f32)
 MMA_MIN_CC = 80
 SMEM_LIMIT = 48 * 1024  # static shared memory of a CTA
+# Shared-memory rows are padded so the lanes of a fragment load fall in different banks (32 banks of
+# 4 bytes): A / B rows by 8 16-bit elements (the 8 row groups of an A fragment then start 4 banks
+# apart: conflict-free), accumulator slab rows by 4 f32 (C / D accesses: 2-way instead of 8-way).
+AB_ROW_PAD = 8
+SLAB_ROW_PAD = 4
 
 
 class _MmaPlan:
@@ -144,8 +150,8 @@ def _mma_plan(cg, acc, lhs, rhs, m, n, k_dim):
             return None
     if m % slab:
         return None
-    ab_bytes = sum((t.layout.n * elem_bytes(t.regs[0].type) + 15) // 16 * 16 for t in (lhs, rhs))
-    slab_bytes = slab * n * 4
+    ab_bytes = sum(padded_bytes(cg, t, AB_ROW_PAD) for t in (lhs, rhs))
+    slab_bytes = slab * (n + SLAB_ROW_PAD) * 4
     buffers = 2 if ab_bytes + 2 * slab_bytes <= SMEM_LIMIT else 1
     if ab_bytes + buffers * slab_bytes > SMEM_LIMIT:
         return None
@@ -158,7 +164,7 @@ def _dot_mma(cg, plan: _MmaPlan, acc, offs, m, n, k_dim, elem: str) -> list:
     rows = plan.slab_rows
     slab_elems = rows * n
     per_rep = lay.owners * lay.vec
-    cg.reserve(plan.slab_offsets[-1] + slab_elems * 4)
+    cg.reserve(plan.slab_offsets[-1] + rows * (n + SLAB_ROW_PAD) * 4)
     regs = list(acc.regs)
     # slab of each register: its repetition's first element (static) / the slab size
     slab_of = [(k // lay.vec) * per_rep // slab_elems for k in range(lay.regs)]
@@ -175,7 +181,9 @@ def _dot_mma(cg, plan: _MmaPlan, acc, offs, m, n, k_dim, elem: str) -> list:
         mine = [k for k in range(lay.regs) if slab_of[k] == s]
         local = {}
         for k in mine:
-            f = cg.op("arith.subi", cg.flat(lay, k), cg.c32(s * slab_elems)) if s else cg.flat(lay, k)
+            f = cg.padded_flat(lay, k, n, SLAB_ROW_PAD)  # the slab's rows start at row s * rows
+            if s:
+                f = cg.op("arith.subi", f, cg.c32(s * rows * (n + SLAB_ROW_PAD)))
             valid = cg.valid(lay, k)
             local[k] = f if valid is None else cg.select(valid, f, cg.c32(0))
             cond = cg.and_(valid, cg.owner_mask(lay))
@@ -201,12 +209,13 @@ def _mma_block(cg, block, row0: int, slab_off: int, offs, n: int, k_dim: int, el
     col = cg.op("arith.addi", cg.op("arith.muli", cg.op("arith.remui", block, cg.c32(n // MMA_N)),
                                     cg.c32(MMA_N)), t2)
     r_lo = cg.op("arith.addi", block_row, g)  # slab rows of this lane's C registers: r_lo, r_lo + 8
-    c_index = [cg.op("arith.addi", cg.op("arith.muli", r, cg.c32(n)), c) for r in
+    c_index = [cg.op("arith.addi", cg.op("arith.muli", r, cg.c32(n + SLAB_ROW_PAD)), c) for r in
                (r_lo, cg.op("arith.addi", r_lo, cg.c32(8))) for c in (col, cg.op("arith.addi", col, cg.c32(1)))]
     c_regs = [cg.smem_load(slab_off, i, f32) for i in c_index]
     el = ir.Type.parse(elem)
     pair = ir.VectorType.get([2], el)
-    a_rows = [cg.op("arith.muli", cg.op("arith.addi", r_lo, cg.c32(row0 + d)), cg.c32(k_dim)) for d in (0, 8)]
+    a_rows = [cg.op("arith.muli", cg.op("arith.addi", r_lo, cg.c32(row0 + d)), cg.c32(k_dim + AB_ROW_PAD))
+              for d in (0, 8)]
     b_col = cg.op("arith.addi", cg.op("arith.muli", cg.op("arith.remui", block, cg.c32(n // MMA_N)),
                                       cg.c32(MMA_N)), g)
     loop = create("scf.for", [f32] * 4, [cg.c32(0), cg.c32(k_dim), cg.c32(MMA_K), *c_regs], regions=1)
@@ -222,9 +231,10 @@ def _mma_block(cg, block, row0: int, slab_off: int, offs, n: int, k_dim: int, el
             return llvm.load(pair, cg.smem_ptr(offs[0], cg.op("arith.addi", row, k), el), alignment=4)
 
         def b_pair(k):  # B[k][col], B[k + 1][col]: two loads packed into a pair
-            lo = cg.smem_load(offs[1], cg.op("arith.addi", cg.op("arith.muli", k, cg.c32(n)), b_col), el)
+            stride = cg.c32(n + AB_ROW_PAD)
+            lo = cg.smem_load(offs[1], cg.op("arith.addi", cg.op("arith.muli", k, stride), b_col), el)
             k1 = cg.op("arith.addi", k, cg.c32(1))
-            hi = cg.smem_load(offs[1], cg.op("arith.addi", cg.op("arith.muli", k1, cg.c32(n)), b_col), el)
+            hi = cg.smem_load(offs[1], cg.op("arith.addi", cg.op("arith.muli", k1, stride), b_col), el)
             v = llvm.insertelement(llvm.mlir_poison(pair), lo, cg.c32(0))
             return llvm.insertelement(v, hi, cg.c32(1))
 

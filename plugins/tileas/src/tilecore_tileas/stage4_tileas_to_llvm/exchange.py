@@ -14,17 +14,28 @@ from .codegen import elem_bytes
 from .values import TileV
 
 
-def write(cg, tiles) -> list[int]:
-    """Store ``tiles`` row-major into consecutive 16-byte aligned segments; their byte offsets."""
+def padded_bytes(cg, tile, row_pad: int = 0) -> int:
+    """Bytes :func:`write` gives ``tile`` (16-byte aligned), its rows ``row_pad`` elements longer."""
+    rows = tile.layout.n // tile.shape[-1] if row_pad else 0
+    return ((tile.layout.n + rows * row_pad) * max(1, elem_bytes(cg.storage_type(tile.regs[0].type))) + 15) \
+        // 16 * 16
+
+
+def write(cg, tiles, row_pads=None) -> list[int]:
+    """Store ``tiles`` row-major into consecutive 16-byte aligned segments; their byte offsets.
+
+    ``row_pads`` (one per tile, elements): lengthen each row of the tile in shared memory, so that
+    threads reading down a column hit different banks (tensor-core fragment loads).
+    """
     offs, at = [], 0
-    for t in tiles:
+    for t, pad in zip(tiles, row_pads or [0] * len(tiles)):
         offs.append(at)
         lay = t.layout
         for k in range(lay.regs):
             cond = cg.and_(cg.valid(lay, k), cg.owner_mask(lay))
-            f = cg.flat(lay, k)
+            f = cg.padded_flat(lay, k, t.shape[-1] if pad else 0, pad)
             cg.masked(cond, lambda f=f, k=k, at=at, t=t: cg.smem_store(at, f, t.regs[k]))
-        at += (lay.n * max(1, elem_bytes(cg.storage_type(t.regs[0].type))) + 15) // 16 * 16
+        at += padded_bytes(cg, t, pad)
     cg.reserve(at)
     cg.barrier()
     return offs
