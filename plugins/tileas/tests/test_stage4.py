@@ -48,6 +48,8 @@ def test_transpose_goes_through_shared_memory():
     assert re.search(r"llvm\.store %\S+, %\S+ : f32, !llvm.ptr<3>", text)
     # stored at the transposed position, read back as one 16-byte vector per group of 4
     assert re.search(r"llvm\.load %\S+ \{alignment = 16 : i64\} : !llvm.ptr<3> -> vector<4xf32>", text)
+    # rows swizzled against bank conflicts: chunk XOR (row / 4) for the 16 stores and the 4 vector loads
+    assert text.count("arith.xori") == 16 + 4
 
 
 def test_row_reduction_uses_warp_shuffles():

@@ -64,18 +64,48 @@ def replicate(cg, tile: TileV) -> TileV:
     return exchange(cg, [tile], tile.shape, lambda c, offs: cg.smem_load(offs[0], cg.linear(tile.shape, c), el))
 
 
+def _swizzle(cg, out_shape, vec: int):
+    """The shared-memory position of result element ``f`` for :func:`scatter_gather_vector`, or None.
+
+    A transpose stores down result columns: the ``vec`` consecutive source elements of a thread land
+    in ``vec`` consecutive result rows, and the threads of a warp in rows ``vec`` apart, all in the
+    same bank (16-way conflicts for a 32-bit 32 x 64 tile). XOR-ing each row's chunk index (groups of
+    ``vec``) with ``(row / vec) mod chunks`` spreads those rows over the banks (2-way) while every
+    chunk stays contiguous and aligned, so the result is still read with one vector load per chunk.
+    Needs 2-D or more, rows of a power-of-two number (>= 2) of chunks.
+    """
+    row_len = out_shape[-1] if len(out_shape) >= 2 else 0
+    chunks = row_len // vec if vec > 1 and row_len % vec == 0 else 0
+    if chunks < 2 or chunks & (chunks - 1):
+        return None
+
+    def position(f):
+        row = cg.op("arith.divui", f, cg.c32(row_len))
+        chunk = cg.op("arith.remui", cg.op("arith.divui", f, cg.c32(vec)), cg.c32(chunks))
+        key = cg.op("arith.remui", cg.op("arith.divui", row, cg.c32(vec)), cg.c32(chunks))
+        base = cg.op("arith.muli", cg.op("arith.xori", chunk, key), cg.c32(vec))
+        return cg.op("arith.addi", cg.op("arith.addi", cg.op("arith.muli", row, cg.c32(row_len)), base),
+                     cg.op("arith.remui", f, cg.c32(vec)))
+
+    return position
+
+
 def scatter_gather_vector(cg, src: TileV, out_shape, dest_index):
     """A permutation of elements: each source element is stored at its *destination* flat index
-    (``dest_index(coords)``), then every thread reads its groups of ``vec`` consecutive result
-    elements with one vector load (``ld.shared.v4`` for 32-bit elements)."""
+    (``dest_index(coords)``, rearranged by :func:`_swizzle` against bank conflicts), then every thread
+    reads its groups of ``vec`` consecutive result elements with one vector load (``ld.shared.v4``
+    for 32-bit elements)."""
     lay = src.layout
     el = src.regs[0].type
+    out = cg.layout(out_shape)
+    swizzle = _swizzle(cg, out_shape, out.vec)
     for k in range(lay.regs):
         f = cg.flat(lay, k)
         cond = cg.and_(cg.valid(lay, k), cg.owner_mask(lay))
         dst = dest_index(cg.coords(lay.shape, f))
+        if swizzle is not None:
+            dst = swizzle(dst)
         cg.masked(cond, lambda dst=dst, k=k: cg.smem_store(0, dst, src.regs[k]))
-    out = cg.layout(out_shape)
     cg.reserve(out.n * elem_bytes(cg.storage_type(el)))
     cg.barrier()
     st = cg.storage_type(el)
@@ -87,6 +117,8 @@ def scatter_gather_vector(cg, src: TileV, out_shape, dest_index):
         valid = cg.valid(out, k0)
         if valid is not None:
             f = cg.select(valid, f, cg.c32(0))
+        if swizzle is not None:
+            f = swizzle(f)
         v = dialects.llvm.load(vt, cg.smem_ptr(0, f, el), alignment=out.vec * elem_bytes(st))
         for j in range(out.vec):
             x = dialects.llvm.extractelement(v, cg.c32(j))
