@@ -599,3 +599,42 @@ def test_mma_sync_m16n8k16_is_a_warp_collective(pm, elem):
     launch(m, "k", grid=1, block=32, args=[a_regs, b_regs, c_regs, d])
     _, _, want = _mma_fragments(a, b, a @ b + c, elem)
     np.testing.assert_array_equal(d, want)
+
+
+def test_float_conversions_the_jit_lacks_are_bound_and_round_to_nearest_even(pm):
+    """fptrunc f64 -> f16 / bf16 and f32 -> bf16 are compiler-rt calls on the host (no instruction);
+    the emulator binds them. f64 -> bf16 rounds once, from the double (1 + 2^-8 + 2^-40 is just
+    above a tie: 0x3F81; through f32 it would become the tie and round to even, 0x3F80)."""
+    from tilecore.mlir import ir
+
+    with pm.make_context():
+        m = ir.Module.parse("""
+        gpu.module @m {
+          llvm.func @k(%x: !llvm.ptr<1>, %h: !llvm.ptr<1>, %b: !llvm.ptr<1>, %bs: !llvm.ptr<1>)
+              attributes {nvvm.kernel} {
+            %t = nvvm.read.ptx.sreg.tid.x : i32
+            %px = llvm.getelementptr %x[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f64
+            %v = llvm.load %px : !llvm.ptr<1> -> f64
+            %vh = llvm.fptrunc %v : f64 to f16
+            %vb = llvm.fptrunc %v : f64 to bf16
+            %vs = llvm.fptrunc %v : f64 to f32
+            %vsb = llvm.fptrunc %vs : f32 to bf16
+            %ph = llvm.getelementptr %h[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f16
+            %pb = llvm.getelementptr %b[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, bf16
+            %ps = llvm.getelementptr %bs[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, bf16
+            llvm.store %vh, %ph : f16, !llvm.ptr<1>
+            llvm.store %vb, %pb : bf16, !llvm.ptr<1>
+            llvm.store %vsb, %ps : bf16, !llvm.ptr<1>
+            llvm.return
+          }
+        }""")
+    x = np.array([1.0, 1 + 2**-8, 1 + 3 * 2**-9, 1 + 2**-8 + 2**-40, -2.5, 3.4e38, 2.0**-133, np.inf, np.nan,
+                  65520.0, 1 / 3], np.float64)
+    h, b, bs = (np.zeros(len(x), np.uint16) for _ in range(3))
+    launch(m, "k", grid=1, block=len(x), args=[x, h, b, bs])
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(h, x.astype(np.float16).view(np.uint16))
+    want = [0x3F80, 0x3F80, 0x3F81, 0x3F81, 0xC020, 0x7F80, 0x0001, 0x7F80, 0x7FC0, 0x4780, 0x3EAB]
+    assert [hex(v) for v in b] == [hex(v) for v in want]
+    # through f32: the same except the value whose f32 rounding lands on the tie
+    assert [hex(v) for v in bs] == [hex(v) for v in want[:3] + [0x3F80] + want[4:]]

@@ -18,6 +18,7 @@ from ..errors import TilecoreError
 from ..mlir import execution_engine
 from . import context as C
 from .hostmodule import HostModule
+from .libcalls import make_libcalls
 from .runtime import DeviceRuntime, make_callbacks
 
 MAX_THREADS_PER_CTA = 1024
@@ -59,7 +60,8 @@ class EmulatedKernel:
             self.engine = execution_engine().ExecutionEngine(host.module, opt_level=opt_level)
         except Exception as e:  # noqa: BLE001 - an LLVM translation failure is a user-visible error
             raise TilecoreError(f"the host JIT cannot compile kernel '{host.kernel}': {e}", host.location) from None
-        for sym, cb in self._callbacks.items():
+        self._libcalls = make_libcalls()
+        for sym, cb in {**self._callbacks, **self._libcalls}.items():
             self.engine.raw_register_runtime(sym, ctypes.cast(cb, ctypes.c_void_p))
         self._drive = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self.engine.raw_lookup("__emu_drive"))
         self._global_ranges = self._module_globals()

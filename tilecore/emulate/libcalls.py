@@ -1,0 +1,70 @@
+"""Floating-point conversion routines the host back end calls and the JIT does not provide.
+
+Without F16C / AVX512-BF16 instructions (and always for f64 sources) the x86 back end lowers
+``fptrunc`` to f16 / bf16 and ``fpext`` from f16 to calls of compiler-rt routines, which the
+emulator's JIT cannot resolve (a lookup failure would abort the process). They are bound here to
+ctypes callbacks. The x86-64 ABI passes and returns f16 / bf16 in the low 16 bits of an SSE
+register, so the callbacks take and return ``float`` and work on those bits. Rounding is to
+nearest even, computed exactly from the double (no double rounding through f32).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import struct
+
+import numpy as np
+
+
+def _as_float(bits: int) -> float:
+    """A float whose low 16 bits are ``bits`` (the register image of an f16 / bf16 return value)."""
+    return struct.unpack("<f", struct.pack("<I", bits & 0xFFFF))[0]
+
+
+def _bits(reg: float) -> int:
+    """The low 16 bits of a float argument register."""
+    return struct.unpack("<I", struct.pack("<f", reg))[0] & 0xFFFF
+
+
+def f16_bits(x: float) -> int:
+    """IEEE binary16 bits of ``x``, rounded to nearest even (numpy rounds from the double directly)."""
+    with np.errstate(over="ignore"):  # overflow gives inf, as on the GPU
+        return int(np.array(x, np.float64).astype(np.float16).view(np.uint16))
+
+
+def bf16_bits(x: float) -> int:
+    """bfloat16 bits of ``x``, rounded to nearest even; NaN stays a quiet NaN, overflow gives inf."""
+    sign = 0x8000 if math.copysign(1.0, x) < 0 else 0
+    if math.isnan(x):
+        return sign | 0x7FC0
+    a = abs(x)
+    if a == 0.0:
+        return sign
+    if math.isinf(a):
+        return sign | 0x7F80
+    m, e = math.frexp(a)  # a = m * 2**e, 0.5 <= m < 1; float scaling by powers of two is exact
+    if e - 1 < -126:  # subnormal: multiples of 2**-133 (rounding up to 0x80 gives the smallest normal)
+        return sign | round(math.ldexp(a, 133))
+    q = round(math.ldexp(m, 8))  # 8 significant bits, 128..256 (round: half to even)
+    if q == 256:
+        q, e = 128, e + 1
+    exp = e - 1 + 127
+    if exp >= 255:
+        return sign | 0x7F80
+    return sign | (exp << 7) | (q - 128)
+
+
+# symbol -> (ctypes prototype, implementation on Python floats)
+LIBCALLS = {
+    "__truncdfhf2": (ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_double), lambda x: _as_float(f16_bits(x))),
+    "__truncsfhf2": (ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_float), lambda x: _as_float(f16_bits(x))),
+    "__extendhfsf2": (ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_float),
+                      lambda h: float(np.array(_bits(h), np.uint16).view(np.float16))),
+    "__truncdfbf2": (ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_double), lambda x: _as_float(bf16_bits(x))),
+}
+
+
+def make_libcalls() -> dict:
+    """ctypes callbacks for :data:`LIBCALLS` (keep them alive while the JIT code may call them)."""
+    return {sym: proto(fn) for sym, (proto, fn) in LIBCALLS.items()}
