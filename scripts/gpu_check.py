@@ -288,6 +288,7 @@ CASES = {
                        "np.ones(128, np.int32)", 0),
 }
 BLOCK = {"mma_ldmatrix_cp_async": [32, 1, 1]}  # (the others: 128 threads, one warpgroup)
+FMA_VARIANTS = {"matmul_f16"}  # also built with --option tileas.dot=fma ("tc-fma" rows)
 
 
 # generated kernels compared against tileiras (not numpy): the launch-independent ones of the e2e tests
@@ -346,6 +347,12 @@ def build(out_dir: str, gpu: str) -> None:
         with open(os.path.join(out_dir, f"{name}.cubin"), "wb") as fh:
             fh.write(cubin)
         print(f"built {name}.cubin ({len(cubin)} bytes) for {gpu}")
+        if name in FMA_VARIANTS:  # the same kernel with its dots on the CUDA cores, to time both paths
+            fma = compile_file(os.path.join(CORPUS, f"{name}.tileirbc"), gpu,
+                               CompileOptions(extra={"tileas.dot": "fma"})).artifacts["cubin"]
+            with open(os.path.join(out_dir, f"{name}.fma.cubin"), "wb") as fh:
+                fh.write(fma)
+            print(f"built {name}.fma.cubin ({len(fma)} bytes, --option tileas.dot=fma) for {gpu}")
         tileiras = _tileiras()
         if case[0] == "corpus" and tileiras:
             ti_gpu = gpu.rstrip("a")  # tileiras has no arch-specific spelling
@@ -422,7 +429,8 @@ def run(out_dir: str) -> int:
         name = case_name.split("@")[0]  # the kernel (its cubin and symbol)
         host = {k: _array(v, rng) for k, v in inputs.items()}
         want = np.asarray(eval(ref, {"np": np}, host), dtype=np.float64)  # noqa: S307 - our own table
-        builds = [("tilecore", f"{name}.cubin"), ("tileiras", f"{name}.tileiras.cubin")]
+        builds = [("tilecore", f"{name}.cubin"), ("tc-fma", f"{name}.fma.cubin"),
+                  ("tileiras", f"{name}.tileiras.cubin")]
         for compiler, file in builds:
             path = os.path.join(out_dir, file)
             if not os.path.exists(path):

@@ -25,3 +25,6 @@ def test_build_writes_a_cubin_per_kernel_and_a_manifest(tmp_path):
         assert cubin.read_bytes()[:4] == b"\x7fELF", case
     assert {"matmul_f16", "wgmma_m64n8k16", "tma_box", "mma_ldmatrix_cp_async", "mbarrier_phase"} <= set(
         manifest["cases"])
+    # matmul also with its dots on the CUDA cores (to time tensor cores against FMA on the GPU)
+    assert (tmp_path / "matmul_f16.fma.cubin").read_bytes()[:4] == b"\x7fELF"
+    assert (tmp_path / "matmul_f16.fma.cubin").read_bytes() != (tmp_path / "matmul_f16.cubin").read_bytes()
