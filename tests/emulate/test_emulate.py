@@ -529,16 +529,26 @@ def test_module_global_in_global_memory_passes_bounds_checks(pm):
 
 
 def _mma_fragments(a, b, c, elem):
-    """Per-lane register files of mma.sync m16n8k16 (PTX ISA layouts) for A 16x16, B 16x8, C 16x8."""
-    bits = (lambda x: x.astype(np.float16).view(np.uint16).astype(np.uint32)) if elem == "f16" else \
-        (lambda x: (x.astype(np.float32).view(np.uint32) >> 16))
-    a_regs, b_regs, c_regs = np.zeros((32, 4), np.uint32), np.zeros((32, 2), np.uint32), np.zeros((32, 4), np.float32)
+    """Per-lane register files of mma.sync (PTX ISA layouts) for A 16xK, B Kx8, C 16x8: m16n8k16 for
+    f16 / bf16 (2 elements per register), m16n8k32 for s8 / u8 (4 per register, i32 accumulators)."""
+    per = 2 if elem in ("f16", "bf16") else 4
+    width = 32 // per
+    bits = {"f16": lambda x: int(np.float16(x).view(np.uint16)),
+            "bf16": lambda x: int(np.float32(x).view(np.uint32) >> 16)}.get(elem, lambda x: int(x) & 0xFF)
+    k = a.shape[1]
+    a_regs, b_regs = np.zeros((32, 4), np.uint32), np.zeros((32, 2), np.uint32)
+    c_regs = np.zeros((32, 4), np.float32 if per == 2 else np.int32)
+
+    def pack(values):
+        return sum(bits(v) << (width * e) for e, v in enumerate(values))
+
     for lane in range(32):
         g, t = lane >> 2, lane & 3
-        for i, (r, col) in enumerate(((g, 2 * t), (g + 8, 2 * t), (g, 2 * t + 8), (g + 8, 2 * t + 8))):
-            a_regs[lane, i] = bits(a[r, col]) | (bits(a[r, col + 1]) << 16)
-        for i, k in enumerate((2 * t, 2 * t + 8)):
-            b_regs[lane, i] = bits(b[k, g]) | (bits(b[k + 1, g]) << 16)
+        for i, (r, col) in enumerate(((g, per * t), (g + 8, per * t), (g, per * t + k // 2),
+                                      (g + 8, per * t + k // 2))):
+            a_regs[lane, i] = pack(a[r, col:col + per])
+        for i, kk in enumerate((per * t, per * t + k // 2)):
+            b_regs[lane, i] = pack(b[kk:kk + per, g])
         c_regs[lane] = [c[g, 2 * t], c[g, 2 * t + 1], c[g + 8, 2 * t], c[g + 8, 2 * t + 1]]
     return a_regs, b_regs, c_regs
 
@@ -638,3 +648,63 @@ def test_float_conversions_the_jit_lacks_are_bound_and_round_to_nearest_even(pm)
     assert [hex(v) for v in b] == [hex(v) for v in want]
     # through f32: the same except the value whose f32 rounding lands on the tie
     assert [hex(v) for v in bs] == [hex(v) for v in want[:3] + [0x3F80] + want[4:]]
+
+
+
+def test_mma_sync_m16n8k32_integer_mixed_signedness(pm):
+    """m16n8k32 u8 x s8 -> s32 (wrapping): the integer row of the warp collective."""
+    from tilecore.mlir import ir
+
+    loads = []
+    for name, count in (("a", 4), ("b", 2), ("c", 4)):
+        for i in range(count):
+            loads.append(f"""
+            %{name}i{i} = llvm.mlir.constant({i} : i32) : i32
+            %{name}o{i} = llvm.add %{name}base, %{name}i{i} : i32
+            %{name}p{i} = llvm.getelementptr %{name}[%{name}o{i}] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+            %{name}{i} = llvm.load %{name}p{i} : !llvm.ptr<1> -> i32""")
+    with pm.make_context():
+        m = ir.Module.parse(f"""
+        gpu.module @m {{
+          llvm.func @k(%a: !llvm.ptr<1>, %b: !llvm.ptr<1>, %c: !llvm.ptr<1>, %d: !llvm.ptr<1>)
+              attributes {{nvvm.kernel}} {{
+            %t = nvvm.read.ptx.sreg.tid.x : i32
+            %k2 = llvm.mlir.constant(2 : i32) : i32
+            %k4 = llvm.mlir.constant(4 : i32) : i32
+            %abase = llvm.mul %t, %k4 : i32
+            %bbase = llvm.mul %t, %k2 : i32
+            %cbase = llvm.mul %t, %k4 : i32
+            {"".join(loads)}
+            %r = nvvm.mma.sync A[%a0, %a1, %a2, %a3] B[%b0, %b1] C[%c0, %c1, %c2, %c3]
+                {{layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>,
+                  shape = #nvvm.shape<m = 16, n = 8, k = 32>, intOverflowBehavior = #nvvm.mma_int_overflow<wrapped>,
+                  multiplicandAPtxType = #nvvm.mma_type<u8>, multiplicandBPtxType = #nvvm.mma_type<s8>}}
+                : (i32, i32, i32) -> !llvm.struct<(i32, i32, i32, i32)>
+            %dp = llvm.getelementptr %d[%cbase] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+            %i1 = llvm.mlir.constant(1 : i32) : i32
+            %i3 = llvm.mlir.constant(3 : i32) : i32
+            %d0 = llvm.extractvalue %r[0] : !llvm.struct<(i32, i32, i32, i32)>
+            %d1 = llvm.extractvalue %r[1] : !llvm.struct<(i32, i32, i32, i32)>
+            %d2 = llvm.extractvalue %r[2] : !llvm.struct<(i32, i32, i32, i32)>
+            %d3 = llvm.extractvalue %r[3] : !llvm.struct<(i32, i32, i32, i32)>
+            llvm.store %d0, %dp : i32, !llvm.ptr<1>
+            %dp1 = llvm.getelementptr %dp[1] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i32
+            llvm.store %d1, %dp1 : i32, !llvm.ptr<1>
+            %dp2 = llvm.getelementptr %dp[2] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i32
+            llvm.store %d2, %dp2 : i32, !llvm.ptr<1>
+            %dp3 = llvm.getelementptr %dp[3] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i32
+            llvm.store %d3, %dp3 : i32, !llvm.ptr<1>
+            llvm.return
+          }}
+        }}""")
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 256, (16, 32))
+    b = rng.integers(-128, 128, (32, 8))
+    c = rng.integers(-1000, 1000, (16, 8))
+    c[0, 0] = 2**31 - 1  # wraps
+    a_regs, b_regs, c_regs = _mma_fragments(a, b, c, "u8")
+    d = np.zeros((32, 4), np.int32)
+    launch(m, "k", grid=1, block=32, args=[a_regs, b_regs, c_regs, d])
+    want = ((a @ b + c + 2**31) % 2**32 - 2**31).astype(np.int64)
+    _, _, want_regs = _mma_fragments(a, b, want, "u8")
+    np.testing.assert_array_equal(d, want_regs)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from . import context as C
-from .warp import opcode
+from .warp import WARP_NAMES, opcode
 
 
 # ---------------------------------------------------------------- special registers
@@ -168,20 +168,25 @@ def _warp_sync(op, rw):
 
 
 def _mma_sync(op, rw):
-    """``nvvm.mma.sync`` m16n8k16 row.col, f16 / bf16 -> f32: a warp collective over the lanes' register
-    files (each lane's A, B, C go to a stack buffer whose address the collective reads; D comes back in it)."""
+    """``nvvm.mma.sync`` row.col m16n8k16 (f16 / bf16 -> f32) and m16n8k32 (s8 / u8 -> s32): a warp
+    collective over the lanes' register files (each lane's A, B, C go to a stack buffer whose address
+    the collective reads; D comes back in it)."""
     shape = str(op.attributes["shape"]) if "shape" in op.attributes else ""
-    ptx = str(op.attributes["multiplicandAPtxType"]) if "multiplicandAPtxType" in op.attributes else ""
+    ptx = [re.sub(r".*<(\w+)>.*", r"\1", str(op.attributes[n])) if n in op.attributes else ""
+           for n in ("multiplicandAPtxType", "multiplicandBPtxType")]
     operands = list(op.operands)
     a_type = str(operands[0].type) if operands else ""
-    elem = "bf16" if "bf16" in ptx else "f16" if a_type == "vector<2xf16>" else None
-    result = "!llvm.struct<(f32, f32, f32, f32)>"
-    if "m = 16, n = 8, k = 16" not in shape or elem is None or len(operands) != 10 \
-            or str(op.results[0].type) != result or str(operands[6].type) != "f32":
+    if "k = 32" in shape:
+        name, acc = f"mma.m16n8k32.{ptx[0]}.{ptx[1]}", "i32"
+    else:
+        name, acc = f"mma.m16n8k16.{'bf16' if ptx[0] == 'bf16' else 'f16' if a_type == 'vector<2xf16>' else '?'}", "f32"
+    result = f"!llvm.struct<({acc}, {acc}, {acc}, {acc})>"
+    if "m = 16, n = 8" not in shape or name not in WARP_NAMES or len(operands) != 10 \
+            or str(op.results[0].type) != result or str(operands[6].type) != acc:
         rw.unknown(op)
-    sym = f"__emu_mma_m16n8k16_{elem}"
+    sym = "__emu_" + name.replace(".", "_")
     regs = [f"%r{i}" for i in range(10)]
-    params = ", ".join(["%ctx: !llvm.ptr"] + [f"{r}: {a_type}" for r in regs[:6]] + [f"{r}: f32" for r in regs[6:]])
+    params = ", ".join(["%ctx: !llvm.ptr"] + [f"{r}: {a_type}" for r in regs[:6]] + [f"{r}: {acc}" for r in regs[6:]])
     arr = "!llvm.array<10 x i32>"
     body = ["%one = llvm.mlir.constant(1 : i32) : i32", f"%buf = llvm.alloca %one x {arr} : (i32) -> !llvm.ptr"]
     for i, r in enumerate(regs):
@@ -190,15 +195,15 @@ def _mma_sync(op, rw):
         if i < 6 and a_type != "i32":
             body.append(f"%w{i} = llvm.bitcast {r} : {a_type} to i32")
             word = f"%w{i}"
-        body.append(f"llvm.store {word}, %p{i} : {'f32' if i >= 6 else 'i32'}, !llvm.ptr")
+        body.append(f"llvm.store {word}, %p{i} : {acc if i >= 6 else 'i32'}, !llvm.ptr")
     body += ["%e = llvm.ptrtoint %buf : !llvm.ptr to i64",
-             f"%code = llvm.mlir.constant({opcode('mma.m16n8k16.' + elem)} : i32) : i32",
+             f"%code = llvm.mlir.constant({opcode(name)} : i32) : i32",
              "%m = llvm.mlir.constant(-1 : i32) : i32", "%z = llvm.mlir.constant(0 : i32) : i32",
              "%x = llvm.call @__emu_warp(%ctx, %code, %m, %e, %z, %z) : (!llvm.ptr, i32, i32, i64, i32, i32) -> i64",
              f"%s0 = llvm.mlir.poison : {result}"]
     for i in range(4):
         out = "%r" if i == 3 else f"%s{i + 1}"
-        body += [f"%d{i} = llvm.load %p{6 + i} : !llvm.ptr -> f32",
+        body += [f"%d{i} = llvm.load %p{6 + i} : !llvm.ptr -> {acc}",
                  f"{out} = llvm.insertvalue %d{i}, %s{i}[{i}] : {result}"]
     rw.define(sym, params, "\n".join(body), result)
     return [rw.call(sym, operands, result, can_abort=True)]

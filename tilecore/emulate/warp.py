@@ -130,47 +130,64 @@ def _warp_sync(mask, lanes):
     return {lane: 0 for lane in lanes}
 
 
-def _mma_m16n8k16(elem: str):
-    """``mma.sync.aligned.m16n8k16.row.col.f32.{elem}.{elem}.f32`` (PTX ISA fragment layouts).
+def _mma(k: int, a_elem: str, b_elem: str):
+    """``mma.sync.aligned.m16n8k{k}.row.col`` with f32 (16-bit float operands) or s32 (8-bit integer
+    operands, wrapping) accumulators (PTX ISA fragment layouts).
 
-    Each lane passes ``a`` = the address of its 10-word register file: A0..A3 and B0..B1 (two
-    16-bit elements each, the lower index in the low half), C0..C3 (f32); D is written over C.
-    Lane l has group g = l >> 2 and thread-in-group t = l & 3. A (16 x 16, row-major): A0 holds
-    row g, columns 2t, 2t+1; A1 row g+8; A2 row g, columns 2t+8, 2t+9; A3 row g+8, those columns.
-    B (16 x 8): B0 holds rows 2t, 2t+1 of column g; B1 rows 2t+8, 2t+9. C / D (16 x 8): C0, C1 row g,
-    columns 2t, 2t+1; C2, C3 row g+8.
+    Each lane passes ``a`` = the address of its 10-word register file: A0..A3 and B0..B1 (``p`` =
+    32 / width consecutive K elements each, the lowest index in the low bits), C0..C3; D is written
+    over C. Lane l has group g = l >> 2 and thread-in-group t = l & 3. A (16 x k, row-major): A0 holds
+    row g, K elements p*t ..; A1 row g+8; A2 / A3 those rows k/2 further. B (k x 8): B0 holds rows
+    p*t .. of column g; B1 k/2 further. C / D (16 x 8): C0, C1 row g, columns 2t, 2t+1; C2, C3 row g+8.
     """
     import ctypes
     import struct
 
-    def half(bits: int) -> float:
+    per = 2 if a_elem in ("f16", "bf16") else 4
+    bits = 32 // per
+    integer = per == 4
+
+    def value(elem: str, word: int) -> float | int:
+        word &= (1 << bits) - 1
         if elem == "bf16":
-            return struct.unpack("<f", struct.pack("<I", (bits & 0xFFFF) << 16))[0]
-        return struct.unpack("<e", struct.pack("<H", bits & 0xFFFF))[0]
+            return struct.unpack("<f", struct.pack("<I", word << 16))[0]
+        if elem == "f16":
+            return struct.unpack("<e", struct.pack("<H", word))[0]
+        return word - 256 if elem == "s8" and word & 0x80 else word
 
     def fn(mask, lanes):
         if len(lanes) != 32:
             raise ValueError("mma.sync needs all 32 lanes of the warp")
         regs = {lane: (ctypes.c_uint32 * 10).from_address(a) for lane, (a, _, _) in lanes.items()}
-        a_m = [[0.0] * 16 for _ in range(16)]
-        b_m = [[0.0] * 8 for _ in range(16)]
+        a_m = [[0] * k for _ in range(16)]
+        b_m = [[0] * 8 for _ in range(k)]
         for lane, r in regs.items():
             g, t = lane >> 2, lane & 3
-            for i, (row, col) in enumerate(((g, 2 * t), (g + 8, 2 * t), (g, 2 * t + 8), (g + 8, 2 * t + 8))):
-                a_m[row][col], a_m[row][col + 1] = half(r[i]), half(r[i] >> 16)
-            for i, k in enumerate((2 * t, 2 * t + 8)):
-                b_m[k][g], b_m[k + 1][g] = half(r[4 + i]), half(r[4 + i] >> 16)
+            for i, (row, col) in enumerate(((g, per * t), (g + 8, per * t), (g, per * t + k // 2),
+                                            (g + 8, per * t + k // 2))):
+                for e in range(per):
+                    a_m[row][col + e] = value(a_elem, r[i] >> (bits * e))
+            for i, kk in enumerate((per * t, per * t + k // 2)):
+                for e in range(per):
+                    b_m[kk + e][g] = value(b_elem, r[4 + i] >> (bits * e))
         out = {}
         for lane, r in regs.items():
             g, t = lane >> 2, lane & 3
             for i, (row, col) in enumerate(((g, 2 * t), (g, 2 * t + 1), (g + 8, 2 * t), (g + 8, 2 * t + 1))):
-                c = struct.unpack("<f", struct.pack("<I", r[6 + i]))[0]
-                d = c + sum(a_m[row][k] * b_m[k][col] for k in range(16))
-                out[lane, i] = struct.unpack("<I", struct.pack("<f", d))[0]
-        for (lane, i), bits in out.items():
-            regs[lane][6 + i] = bits
+                dot = sum(a_m[row][kk] * b_m[kk][col] for kk in range(k))
+                if integer:
+                    out[lane, i] = (r[6 + i] + dot) & 0xFFFFFFFF
+                else:
+                    c = struct.unpack("<f", struct.pack("<I", r[6 + i]))[0]
+                    out[lane, i] = struct.unpack("<I", struct.pack("<f", c + dot))[0]
+        for (lane, i), word in out.items():
+            regs[lane][6 + i] = word
         return {lane: 0 for lane in lanes}
     return fn
+
+
+MMA_ROWS = {"mma.m16n8k16.f16": _mma(16, "f16", "f16"), "mma.m16n8k16.bf16": _mma(16, "bf16", "bf16"),
+            **{f"mma.m16n8k32.{a}.{b}": _mma(32, a, b) for a in ("s8", "u8") for b in ("s8", "u8")}}
 
 
 WARP_OPS: dict[str, object] = {
@@ -180,7 +197,7 @@ WARP_OPS: dict[str, object] = {
     **{f"redux.{k}": _redux(k) for k in ("add", "umin", "umax", "min", "max", "and", "or", "xor")},
     "redux.fmin": _redux_f("fmin"), "redux.fmax": _redux_f("fmax"),
     "elect": _elect, "bar.warp.sync": _warp_sync,
-    "mma.m16n8k16.f16": _mma_m16n8k16("f16"), "mma.m16n8k16.bf16": _mma_m16n8k16("bf16"),
+    **MMA_ROWS,
 }
 WARP_NAMES: list[str] = list(WARP_OPS)
 

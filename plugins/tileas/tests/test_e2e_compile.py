@@ -79,6 +79,17 @@ def test_matmul_compiles_through_ptxas(sm):
     assert "fma.rn.f32" in _ptx(fma) and "mma.sync" not in _ptx(fma)
 
 
+@pytest.mark.parametrize("sm", SMS)
+def test_integer_matmul_runs_on_the_tensor_cores_and_wraps(sm):
+    """mmai i8 x i8 -> i32 (64x64x32 tiles): mma.sync m16n8k32 s8, no .satfinite (mmai wraps like the
+    FMA path; numbers: test_e2e_numeric test_mma_i8 / test_mma_u8_on_tensor_cores)."""
+    import cutile_kernels
+
+    ptx = _ptx(compile_file(cutile_kernels.kernel_path("matmul_i8"), sm))
+    assert ptx.count("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32") == 8
+    assert "satfinite" not in ptx
+
+
 def test_block_scaled_mma_is_rejected_with_the_op_name():
     import cutile_kernels
 

@@ -127,6 +127,7 @@ OWN = {
     # tensor cores (mma.sync) on sm_80: 16x16 tiles (2 blocks per slab, warps 2 and 3 idle); bf16 64x32 tiles
     "mma_f16_f32acc": (mma_f32, ["f16[2]", "f16[2]", "f32[2]", 16, 16, 32]),
     "mma_bf16_f32acc": (mma_f32, ["bf16[2]", "bf16[2]", "f32[2]", 64, 32, 16]),
+    "mma_u8": (mma_i8, ["u8[2]", "u8[2]", "i32[2]", 32, 16, 64]),  # mma.sync m16n8k32 u8
     "mma_i8": (mma_i8, ["i8[2]", "i8[2]", "i32[2]", 16, 32, 32]),
     "cumsum_cols_f32": (cumsum_cols_f32, ["f32[2]", "f32[2]", 16, 32]),
     "permute3d_f32": (permute3d_f32, ["f32[3]", "f32[3]", 4, 8, 16]),
@@ -287,6 +288,15 @@ def test_mma_bf16_on_tensor_cores():
     a, b, c = to_bf16(rand((m, k))), to_bf16(rand((k, n))), np.zeros((m, n), f32)
     out = run("mma_bf16_f32acc", (cdiv(m, 64), cdiv(n, 32), 1), arr(a) + arr(b) + arr(c))
     close(out[2], from_bf16(a) @ from_bf16(b), 1e-4, 1e-4)
+
+
+def test_mma_u8_on_tensor_cores():
+    m, n, k = 40, 20, 130
+    a = RNG.integers(0, 256, (m, k), dtype=np.uint8)
+    b = RNG.integers(0, 256, (k, n), dtype=np.uint8)
+    c = np.zeros((m, n), i32)
+    out = run("mma_u8", (cdiv(m, 32), cdiv(n, 16), 1), arr(a) + arr(b) + arr(c))
+    close(out[2], a.astype(np.int64) @ b.astype(np.int64), 0, 0)
 
 
 def test_mma_i8():

@@ -3,13 +3,14 @@
 Both operands are written row-major to the shared scratch buffer (``exchange.write``, which
 synchronises). Then one of two paths:
 
-- **tensor cores** (:func:`_dot_mma`; f16 / bf16 operands, f32 accumulator, sm_80 or newer, M, N, K
-  multiples of 16, 8, 16 and a layout / shared-memory budget that fits, see :func:`_mma_plan`):
-  ``mma.sync.m16n8k16`` per 16x8 block of the result. The accumulator stays in the tile's blocked
+- **tensor cores** (:func:`_dot_mma`; f16 / bf16 operands with an f32 accumulator, or i8 (signed or
+  unsigned) with i32, sm_80 or newer, M, N, K multiples of 16, 8 and the instruction's K, and a layout /
+  shared-memory budget that fits, see :func:`_mma_plan`): ``mma.sync`` m16n8k16 (floats) / m16n8k32
+  (integers, wrapping like mmai) per 16x8 block of the result. The accumulator stays in the tile's blocked
   layout between dot ops; per slab of rows it goes through shared memory into MMA fragments and
-  back: the threads store their slab registers, each warp runs its blocks' K loops (A fragments as
-  32-bit pairs of a row, B pairs gathered from two rows), stores D over C, and the threads read
-  their registers back. Shared-memory rows are padded against bank conflicts. When two slab
+  back: the threads store their slab registers, each warp runs its blocks' K loops (an A fragment
+  register is one 32-bit load from a row, a B register is gathered from 2 / 4 rows), stores D over C,
+  and the threads read their registers back. Shared-memory rows are padded against bank conflicts. When two slab
   buffers fit they alternate, so one slab's reads need no barrier before the next slab's writes.
 - **CUDA cores** (:func:`_dot_fma`, every other shape and element type the cuda_tile verifier
   admits): every thread runs one loop over K whose iteration arguments are its accumulator
@@ -64,10 +65,10 @@ def dot(op, rb):
     path = (cg.options.extra if cg.options is not None else {}).get(DOT_OPTION, "mma")
     if path not in DOT_PATHS:
         raise LoweringError(f"--option {DOT_OPTION}={path}: expected one of {', '.join(DOT_PATHS)}", op)
-    plan = _mma_plan(cg, acc, lhs, rhs, m, n, k_dim) if path == "mma" else None
+    plan = _mma_plan(cg, op, acc, lhs, rhs, m, n, k_dim) if path == "mma" else None
     if plan is not None:
-        offs = write(cg, [lhs, rhs], [AB_ROW_PAD, AB_ROW_PAD])
-        regs = _dot_mma(cg, plan, acc, offs, m, n, k_dim, str(lhs.regs[0].type))
+        offs = write(cg, [lhs, rhs], [plan.ab_pad, plan.ab_pad])
+        regs = _dot_mma(cg, plan, acc, offs, m, n, k_dim)
     else:
         offs = write(cg, [lhs, rhs])
         regs = _dot_fma(cg, op, lhs, rhs, acc, offs, m, n, k_dim)
@@ -108,39 +109,50 @@ def _dot_fma(cg, op, lhs, rhs, acc, offs, m, n, k_dim) -> list:
     return list(loop.results)
 
 
-# -- tensor cores: mma.sync m16n8k16 ------------------------------------------------------------
-MMA_M, MMA_N, MMA_K = 16, 8, 16
-MMA_ELEMS = ("f16", "bf16")  # A / B element types (accumulator f32)
+# -- tensor cores: mma.sync ------------------------------------------------------------------------
+MMA_M, MMA_N = 16, 8
+# (operand element, accumulator) -> (K of one mma.sync, operand elements per 32-bit fragment register):
+# m16n8k16 for 16-bit floats, m16n8k32 for 8-bit integers
+MMA_KINDS = {("f16", "f32"): (16, 2), ("bf16", "f32"): (16, 2), ("i8", "i32"): (32, 4)}
 MMA_MIN_CC = 80
 SMEM_LIMIT = 48 * 1024  # static shared memory of a CTA
 # Shared-memory rows are padded so the lanes of a fragment load fall in different banks (32 banks of
-# 4 bytes): A / B rows by 8 16-bit elements (the 8 row groups of an A fragment then start 4 banks
-# apart: conflict-free), accumulator slab rows by 4 f32 (C / D accesses: 2-way instead of 8-way).
-AB_ROW_PAD = 8
+# 4 bytes): A / B rows by 16 bytes (the 8 row groups of an A fragment then start 4 banks apart:
+# conflict-free), accumulator slab rows by 4 elements (C / D accesses: 2-way instead of 8-way).
+AB_ROW_PAD_BYTES = 16
 SLAB_ROW_PAD = 4
 
 
 class _MmaPlan:
-    """How a dot runs on the tensor cores: rows per slab and the slab buffers' byte offsets."""
+    """How a dot runs on the tensor cores: instruction K, operand types, rows per slab, slab offsets."""
 
-    def __init__(self, slab_rows: int, slab_offsets: list[int]):
+    def __init__(self, kind: tuple[int, int], elem: str, ptx_a: str, ptx_b: str, slab_rows: int,
+                 slab_offsets: list[int]):
+        (self.k, self.per_reg), self.elem, self.ptx_a, self.ptx_b = kind, elem, ptx_a, ptx_b
+        self.ab_pad = AB_ROW_PAD_BYTES * self.per_reg // 4  # elements
         self.slab_rows = slab_rows
         self.slab_offsets = slab_offsets
 
 
-def _mma_plan(cg, acc, lhs, rhs, m, n, k_dim):
+def _mma_plan(cg, op, acc, lhs, rhs, m, n, k_dim):
     """A :class:`_MmaPlan` when the dot can use mma.sync, else None (the CUDA-core path).
 
     Each slab of ``slab_rows`` rows must hold whole register repetitions of the accumulator's
     blocked layout (so which registers belong to a slab is known statically), and A, B and the
-    two slab buffers must fit the CTA's static shared memory.
+    slab buffer(s) must fit the CTA's static shared memory.
     """
     target = cg.target
     a_el, b_el, c_el = (str(t.regs[0].type) for t in (lhs, rhs, acc))
-    if target is None or target.cc < MMA_MIN_CC or a_el != b_el or a_el not in MMA_ELEMS or c_el != "f32":
+    kind = MMA_KINDS.get((a_el, c_el))
+    if target is None or target.cc < MMA_MIN_CC or a_el != b_el or kind is None:
         return None
-    if m % MMA_M or n % MMA_N or k_dim % MMA_K or cg.threads % 32:
+    if m % MMA_M or n % MMA_N or k_dim % kind[0] or cg.threads % 32:
         return None
+    if a_el == "i8":
+        ptx_a = "s8" if _signed(op, "signedness_lhs") else "u8"
+        ptx_b = "s8" if _signed(op, "signedness_rhs") else "u8"
+    else:
+        ptx_a = ptx_b = a_el
     lay = acc.layout
     per_rep = lay.owners * lay.vec  # elements one register repetition covers, CTA-wide
     slab = MMA_M
@@ -150,17 +162,19 @@ def _mma_plan(cg, acc, lhs, rhs, m, n, k_dim):
             return None
     if m % slab:
         return None
-    ab_bytes = sum(padded_bytes(cg, t, AB_ROW_PAD) for t in (lhs, rhs))
+    plan = _MmaPlan(kind, a_el, ptx_a, ptx_b, slab, [])
+    ab_bytes = sum(padded_bytes(cg, t, plan.ab_pad) for t in (lhs, rhs))
     slab_bytes = slab * (n + SLAB_ROW_PAD) * 4
     buffers = 2 if ab_bytes + 2 * slab_bytes <= SMEM_LIMIT else 1
     if ab_bytes + buffers * slab_bytes > SMEM_LIMIT:
         return None
-    return _MmaPlan(slab, [ab_bytes + i * slab_bytes for i in range(buffers)])
+    plan.slab_offsets = [ab_bytes + i * slab_bytes for i in range(buffers)]
+    return plan
 
 
-def _dot_mma(cg, plan: _MmaPlan, acc, offs, m, n, k_dim, elem: str) -> list:
+def _dot_mma(cg, plan: _MmaPlan, acc, offs, m, n, k_dim) -> list:
     lay = acc.layout
-    f32 = ir.F32Type.get()
+    acc_type = acc.regs[0].type
     rows = plan.slab_rows
     slab_elems = rows * n
     per_rep = lay.owners * lay.vec
@@ -170,8 +184,9 @@ def _dot_mma(cg, plan: _MmaPlan, acc, offs, m, n, k_dim, elem: str) -> list:
     slab_of = [(k // lay.vec) * per_rep // slab_elems for k in range(lay.regs)]
     lane = cg.op("arith.remui", cg.tid, cg.c32(32))
     warp = cg.op("arith.divui", cg.tid, cg.c32(32))
-    g = cg.op("arith.shrui", lane, cg.c32(2))
-    t2 = cg.op("arith.muli", cg.op("arith.andi", lane, cg.c32(3)), cg.c32(2))
+    t = cg.op("arith.andi", lane, cg.c32(3))
+    frag = _Fragment(g=cg.op("arith.shrui", lane, cg.c32(2)), c_col=cg.op("arith.muli", t, cg.c32(2)),
+                     k_off=cg.op("arith.muli", t, cg.c32(plan.per_reg)))
     warps = cg.threads // 32
     blocks = (rows // MMA_M) * (n // MMA_N)
     for s in range(m // rows):
@@ -191,65 +206,80 @@ def _dot_mma(cg, plan: _MmaPlan, acc, offs, m, n, k_dim, elem: str) -> list:
         cg.barrier()
         for j in range(-(-blocks // warps)):
             block = cg.op("arith.addi", warp, cg.c32(j * warps)) if j else warp
-            args = (cg, block, s * rows, off, offs, n, k_dim, elem, g, t2, f32)
+            args = (cg, plan, block, s * rows, off, offs, n, k_dim, frag, acc_type)
             if blocks % warps and (j + 1) * warps > blocks:  # the last round: only warps with a block
                 cg.masked(cg.cmpi(6, block, cg.c32(blocks)), lambda args=args: _mma_block(*args))
             else:
                 _mma_block(*args)
         cg.barrier()
         for k in mine:
-            regs[k] = cg.smem_load(off, local[k], f32)
+            regs[k] = cg.smem_load(off, local[k], acc_type)
     return regs
 
 
-def _mma_block(cg, block, row0: int, slab_off: int, offs, n: int, k_dim: int, elem: str, g, t2, f32) -> None:
-    """One 16 x 8 block of the slab: C from the slab, the K loop of mma.sync, D back over C."""
+class _Fragment:
+    """A lane's place in the mma.sync fragments: row group ``g`` (lane / 4), the column of its first
+    C / D register (2 * (lane % 4)) and the K offset of its A / B registers (per_reg * (lane % 4))."""
+
+    def __init__(self, g, c_col, k_off):
+        self.g, self.c_col, self.k_off = g, c_col, k_off
+
+
+def _mma_block(cg, plan: _MmaPlan, block, row0: int, slab_off: int, offs, n: int, k_dim: int, frag: _Fragment,
+               acc_type) -> None:
+    """One 16 x 8 block of the slab: C from the slab, the K loop of mma.sync, D back over C.
+
+    Fragment registers (PTX ISA): A0 row g, K elements k_off..; A1 row g + 8; A2 / A3 the same rows
+    K / 2 further; B0 rows k_off.. of column g, B1 K / 2 further; C0, C1 row g, columns c_col, c_col + 1;
+    C2, C3 row g + 8.
+    """
     llvm = dialects.llvm
+    el = ir.Type.parse(plan.elem)
+    reg_vec = ir.VectorType.get([plan.per_reg], el)
+    block_col = cg.op("arith.muli", cg.op("arith.remui", block, cg.c32(n // MMA_N)), cg.c32(MMA_N))
     block_row = cg.op("arith.muli", cg.op("arith.divui", block, cg.c32(n // MMA_N)), cg.c32(MMA_M))
-    col = cg.op("arith.addi", cg.op("arith.muli", cg.op("arith.remui", block, cg.c32(n // MMA_N)),
-                                    cg.c32(MMA_N)), t2)
-    r_lo = cg.op("arith.addi", block_row, g)  # slab rows of this lane's C registers: r_lo, r_lo + 8
+    col = cg.op("arith.addi", block_col, frag.c_col)
+    r_lo = cg.op("arith.addi", block_row, frag.g)  # slab rows of this lane's C registers: r_lo, r_lo + 8
     c_index = [cg.op("arith.addi", cg.op("arith.muli", r, cg.c32(n + SLAB_ROW_PAD)), c) for r in
                (r_lo, cg.op("arith.addi", r_lo, cg.c32(8))) for c in (col, cg.op("arith.addi", col, cg.c32(1)))]
-    c_regs = [cg.smem_load(slab_off, i, f32) for i in c_index]
-    el = ir.Type.parse(elem)
-    pair = ir.VectorType.get([2], el)
-    a_rows = [cg.op("arith.muli", cg.op("arith.addi", r_lo, cg.c32(row0 + d)), cg.c32(k_dim + AB_ROW_PAD))
+    c_regs = [cg.smem_load(slab_off, i, acc_type) for i in c_index]
+    a_rows = [cg.op("arith.muli", cg.op("arith.addi", r_lo, cg.c32(row0 + d)), cg.c32(k_dim + plan.ab_pad))
               for d in (0, 8)]
-    b_col = cg.op("arith.addi", cg.op("arith.muli", cg.op("arith.remui", block, cg.c32(n // MMA_N)),
-                                      cg.c32(MMA_N)), g)
-    loop = create("scf.for", [f32] * 4, [cg.c32(0), cg.c32(k_dim), cg.c32(MMA_K), *c_regs], regions=1)
-    body = loop.regions[0].blocks.append(cg.i32, *([f32] * 4))
+    b_col = cg.op("arith.addi", block_col, frag.g)
+    b_stride = cg.c32(n + plan.ab_pad)
+    loop = create("scf.for", [acc_type] * 4, [cg.c32(0), cg.c32(k_dim), cg.c32(plan.k), *c_regs], regions=1)
+    body = loop.regions[0].blocks.append(cg.i32, *([acc_type] * 4))
     kk, *cs = body.arguments
     with ir.InsertionPoint(body):
-        k_lo = cg.op("arith.addi", kk, t2)
+        def operand(v):  # f16 pairs stay vector<2xf16>; the other types travel as i32 (nvvm.mma.sync)
+            return v if plan.elem == "f16" else llvm.bitcast(cg.i32, v)
 
-        def operand(v):  # bf16 pairs travel as i32 (nvvm.mma.sync)
-            return v if elem == "f16" else llvm.bitcast(cg.i32, v)
+        def a_reg(row, k):  # consecutive K elements of an A row: one 32-bit load
+            return llvm.load(reg_vec, cg.smem_ptr(offs[0], cg.op("arith.addi", row, k), el), alignment=4)
 
-        def a_pair(row, k):  # two consecutive elements of an A row: one 32-bit load
-            return llvm.load(pair, cg.smem_ptr(offs[0], cg.op("arith.addi", row, k), el), alignment=4)
+        def b_reg(k):  # B[k .. k + per_reg - 1][col]: one load per row, packed
+            v = llvm.mlir_poison(reg_vec)
+            for i in range(plan.per_reg):
+                ki = cg.op("arith.addi", k, cg.c32(i)) if i else k
+                x = cg.smem_load(offs[1], cg.op("arith.addi", cg.op("arith.muli", ki, b_stride), b_col), el)
+                v = llvm.insertelement(v, x, cg.c32(i))
+            return v
 
-        def b_pair(k):  # B[k][col], B[k + 1][col]: two loads packed into a pair
-            stride = cg.c32(n + AB_ROW_PAD)
-            lo = cg.smem_load(offs[1], cg.op("arith.addi", cg.op("arith.muli", k, stride), b_col), el)
-            k1 = cg.op("arith.addi", k, cg.c32(1))
-            hi = cg.smem_load(offs[1], cg.op("arith.addi", cg.op("arith.muli", k1, stride), b_col), el)
-            v = llvm.insertelement(llvm.mlir_poison(pair), lo, cg.c32(0))
-            return llvm.insertelement(v, hi, cg.c32(1))
-
-        k_hi = cg.op("arith.addi", k_lo, cg.c32(8))
-        a = [a_pair(a_rows[0], k_lo), a_pair(a_rows[1], k_lo), a_pair(a_rows[0], k_hi), a_pair(a_rows[1], k_hi)]
-        b = [b_pair(k_lo), b_pair(k_hi)]
-        # the multiplicand types are always given: NVVM cannot infer them from i32 (bf16) operands and
-        # asserts when it tries
-        ptx = ir.Attribute.parse(f"#nvvm.mma_type<{elem}>")
-        kw = {"multiplicand_a_ptx_type": ptx, "multiplicand_b_ptx_type": ptx}
-        d = dialects.nvvm.mma_sync(ir.Type.parse("!llvm.struct<(f32, f32, f32, f32)>"),
-                                   ir.Attribute.parse(f"#nvvm.shape<m = {MMA_M}, n = {MMA_N}, k = {MMA_K}>"),
+        k_lo = cg.op("arith.addi", kk, frag.k_off)
+        k_hi = cg.op("arith.addi", k_lo, cg.c32(plan.k // 2))
+        a = [a_reg(a_rows[0], k_lo), a_reg(a_rows[1], k_lo), a_reg(a_rows[0], k_hi), a_reg(a_rows[1], k_hi)]
+        b = [b_reg(k_lo), b_reg(k_hi)]
+        # the multiplicand types are always given: NVVM cannot infer them from i32 operands and asserts
+        # when it tries; integer accumulators wrap (cuda_tile mmai), no .satfinite
+        kw = {"multiplicand_a_ptx_type": ir.Attribute.parse(f"#nvvm.mma_type<{plan.ptx_a}>"),
+              "multiplicand_b_ptx_type": ir.Attribute.parse(f"#nvvm.mma_type<{plan.ptx_b}>")}
+        if plan.elem == "i8":
+            kw["int_overflow_behavior"] = ir.Attribute.parse("#nvvm.mma_int_overflow<wrapped>")
+        d = dialects.nvvm.mma_sync(ir.Type.parse(f"!llvm.struct<({', '.join([str(acc_type)] * 4)})>"),
+                                   ir.Attribute.parse(f"#nvvm.shape<m = {MMA_M}, n = {MMA_N}, k = {plan.k}>"),
                                    ir.Attribute.parse("#nvvm.mma_layout<row>"),
                                    ir.Attribute.parse("#nvvm.mma_layout<col>"),
                                    [operand(x) for x in a], [operand(x) for x in b], list(cs), **kw)
-        create("scf.yield", [], [llvm.extractvalue(f32, d, [i]) for i in range(4)])
+        create("scf.yield", [], [llvm.extractvalue(acc_type, d, [i]) for i in range(4)])
     for i, v in zip(c_index, loop.results):
         cg.smem_store(slab_off, i, v)
