@@ -553,23 +553,26 @@ def _mma_fragments(a, b, c, elem):
     return a_regs, b_regs, c_regs
 
 
-@pytest.mark.parametrize("elem", ["f16", "bf16"])
-def test_mma_sync_m16n8k16_is_a_warp_collective(pm, elem):
+def _mma_kernel(pm, reg: str, acc: str, attrs: str):
+    """A one-warp kernel: each lane loads its A (4), B (2) and C (4) registers from three arrays, runs
+    one nvvm.mma.sync with ``attrs`` and stores its 4 D registers where it loaded C."""
     from tilecore.mlir import ir
 
-    reg = "vector<2xf16>" if elem == "f16" else "i32"
-    ptx = "" if elem == "f16" else \
-        ", multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>"
-    loads = []
-    for name, count, ty in (("a", 4, reg), ("b", 2, reg), ("c", 4, "f32")):
-        for i in range(count):
-            loads.append(f"""
-            %{name}i{i} = llvm.mlir.constant({i} : i32) : i32
-            %{name}o{i} = llvm.add %{name}base, %{name}i{i} : i32
-            %{name}p{i} = llvm.getelementptr %{name}[%{name}o{i}] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
-            %{name}{i} = llvm.load %{name}p{i} : !llvm.ptr<1> -> {ty}""")
+    struct = f"!llvm.struct<({acc}, {acc}, {acc}, {acc})>"
+    loads, stores = [], []
+    for name, count, ty in (("a", 4, reg), ("b", 2, reg), ("c", 4, acc)):
+        for i in range(count):  # %co{i}: the word of C register i, reused for D
+            loads.append(f"%{name}i{i} = llvm.mlir.constant({i} : i32) : i32\n"
+                         f"%{name}o{i} = llvm.add %{name}base, %{name}i{i} : i32\n"
+                         f"%{name}p{i} = llvm.getelementptr %{name}[%{name}o{i}] : (!llvm.ptr<1>, i32) -> "
+                         f"!llvm.ptr<1>, i32\n%{name}{i} = llvm.load %{name}p{i} : !llvm.ptr<1> -> {ty}")
+    for i in range(4):
+        stores.append(f"%d{i} = llvm.extractvalue %r[{i}] : {struct}\n"
+                      f"%dp{i} = llvm.getelementptr %d[%co{i}] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32\n"
+                      f"llvm.store %d{i}, %dp{i} : {acc}, !llvm.ptr<1>")
+    newline = "\n"
     with pm.make_context():
-        m = ir.Module.parse(f"""
+        return ir.Module.parse(f"""
         gpu.module @m {{
           llvm.func @k(%a: !llvm.ptr<1>, %b: !llvm.ptr<1>, %c: !llvm.ptr<1>, %d: !llvm.ptr<1>)
               attributes {{nvvm.kernel}} {{
@@ -579,27 +582,22 @@ def test_mma_sync_m16n8k16_is_a_warp_collective(pm, elem):
             %abase = llvm.mul %t, %k4 : i32
             %bbase = llvm.mul %t, %k2 : i32
             %cbase = llvm.mul %t, %k4 : i32
-            {"".join(loads)}
+            {newline.join(loads)}
             %r = nvvm.mma.sync A[%a0, %a1, %a2, %a3] B[%b0, %b1] C[%c0, %c1, %c2, %c3]
-                {{layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>,
-                  shape = #nvvm.shape<m = 16, n = 8, k = 16>{ptx}}} : ({reg}, {reg}, f32) -> !llvm.struct<(f32, f32, f32, f32)>
-            %d0 = llvm.extractvalue %r[0] : !llvm.struct<(f32, f32, f32, f32)>
-            %d1 = llvm.extractvalue %r[1] : !llvm.struct<(f32, f32, f32, f32)>
-            %d2 = llvm.extractvalue %r[2] : !llvm.struct<(f32, f32, f32, f32)>
-            %d3 = llvm.extractvalue %r[3] : !llvm.struct<(f32, f32, f32, f32)>
-            %dp = llvm.getelementptr %d[%cbase] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32
-            %v0 = llvm.mlir.poison : vector<4xf32>
-            %i0 = llvm.mlir.constant(0 : i32) : i32
-            %i1 = llvm.mlir.constant(1 : i32) : i32
-            %i3 = llvm.mlir.constant(3 : i32) : i32
-            %w0 = llvm.insertelement %d0, %v0[%i0 : i32] : vector<4xf32>
-            %w1 = llvm.insertelement %d1, %w0[%i1 : i32] : vector<4xf32>
-            %w2 = llvm.insertelement %d2, %w1[%k2 : i32] : vector<4xf32>
-            %w3 = llvm.insertelement %d3, %w2[%i3 : i32] : vector<4xf32>
-            llvm.store %w3, %dp : vector<4xf32>, !llvm.ptr<1>
+                {{layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, {attrs}}}
+                : ({reg}, {reg}, {acc}) -> {struct}
+            {newline.join(stores)}
             llvm.return
           }}
         }}""")
+
+
+@pytest.mark.parametrize("elem", ["f16", "bf16"])
+def test_mma_sync_m16n8k16_is_a_warp_collective(pm, elem):
+    reg = "vector<2xf16>" if elem == "f16" else "i32"
+    ptx = "" if elem == "f16" else \
+        ", multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>"
+    m = _mma_kernel(pm, reg, "f32", "shape = #nvvm.shape<m = 16, n = 8, k = 16>" + ptx)
     rng = np.random.default_rng(3)
     a = rng.integers(-4, 5, (16, 16)).astype(np.float32) / 4
     b = rng.integers(-4, 5, (16, 8)).astype(np.float32) / 4
@@ -653,50 +651,9 @@ def test_float_conversions_the_jit_lacks_are_bound_and_round_to_nearest_even(pm)
 
 def test_mma_sync_m16n8k32_integer_mixed_signedness(pm):
     """m16n8k32 u8 x s8 -> s32 (wrapping): the integer row of the warp collective."""
-    from tilecore.mlir import ir
-
-    loads = []
-    for name, count in (("a", 4), ("b", 2), ("c", 4)):
-        for i in range(count):
-            loads.append(f"""
-            %{name}i{i} = llvm.mlir.constant({i} : i32) : i32
-            %{name}o{i} = llvm.add %{name}base, %{name}i{i} : i32
-            %{name}p{i} = llvm.getelementptr %{name}[%{name}o{i}] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
-            %{name}{i} = llvm.load %{name}p{i} : !llvm.ptr<1> -> i32""")
-    with pm.make_context():
-        m = ir.Module.parse(f"""
-        gpu.module @m {{
-          llvm.func @k(%a: !llvm.ptr<1>, %b: !llvm.ptr<1>, %c: !llvm.ptr<1>, %d: !llvm.ptr<1>)
-              attributes {{nvvm.kernel}} {{
-            %t = nvvm.read.ptx.sreg.tid.x : i32
-            %k2 = llvm.mlir.constant(2 : i32) : i32
-            %k4 = llvm.mlir.constant(4 : i32) : i32
-            %abase = llvm.mul %t, %k4 : i32
-            %bbase = llvm.mul %t, %k2 : i32
-            %cbase = llvm.mul %t, %k4 : i32
-            {"".join(loads)}
-            %r = nvvm.mma.sync A[%a0, %a1, %a2, %a3] B[%b0, %b1] C[%c0, %c1, %c2, %c3]
-                {{layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>,
-                  shape = #nvvm.shape<m = 16, n = 8, k = 32>, intOverflowBehavior = #nvvm.mma_int_overflow<wrapped>,
-                  multiplicandAPtxType = #nvvm.mma_type<u8>, multiplicandBPtxType = #nvvm.mma_type<s8>}}
-                : (i32, i32, i32) -> !llvm.struct<(i32, i32, i32, i32)>
-            %dp = llvm.getelementptr %d[%cbase] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
-            %i1 = llvm.mlir.constant(1 : i32) : i32
-            %i3 = llvm.mlir.constant(3 : i32) : i32
-            %d0 = llvm.extractvalue %r[0] : !llvm.struct<(i32, i32, i32, i32)>
-            %d1 = llvm.extractvalue %r[1] : !llvm.struct<(i32, i32, i32, i32)>
-            %d2 = llvm.extractvalue %r[2] : !llvm.struct<(i32, i32, i32, i32)>
-            %d3 = llvm.extractvalue %r[3] : !llvm.struct<(i32, i32, i32, i32)>
-            llvm.store %d0, %dp : i32, !llvm.ptr<1>
-            %dp1 = llvm.getelementptr %dp[1] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i32
-            llvm.store %d1, %dp1 : i32, !llvm.ptr<1>
-            %dp2 = llvm.getelementptr %dp[2] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i32
-            llvm.store %d2, %dp2 : i32, !llvm.ptr<1>
-            %dp3 = llvm.getelementptr %dp[3] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i32
-            llvm.store %d3, %dp3 : i32, !llvm.ptr<1>
-            llvm.return
-          }}
-        }}""")
+    m = _mma_kernel(pm, "i32", "i32", "shape = #nvvm.shape<m = 16, n = 8, k = 32>, "
+                    "intOverflowBehavior = #nvvm.mma_int_overflow<wrapped>, "
+                    "multiplicandAPtxType = #nvvm.mma_type<u8>, multiplicandBPtxType = #nvvm.mma_type<s8>")
     rng = np.random.default_rng(5)
     a = rng.integers(0, 256, (16, 32))
     b = rng.integers(-128, 128, (32, 8))
