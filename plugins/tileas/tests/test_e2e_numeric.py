@@ -453,6 +453,14 @@ def test_argmax_rows_f32():
     close(out[1], x.argmax(1) + x.argmin(1), 0, 0)
 
 
+def test_argmax_rows_f32_ties_take_the_first_index():
+    """Two-operand reduce (value, index) through the warp-shuffle atom: with many equal values the
+    first index wins, as in numpy (the butterfly keeps element order)."""
+    x, o = RNG.integers(0, 3, (7, 64)).astype(f32), np.zeros(7, i32)
+    out = run("argmax_rows_f32", (cdiv(7, 4), 1, 1), arr(x) + arr(o))
+    close(out[1], x.argmax(1) + x.argmin(1), 0, 0)
+
+
 def test_prod_min_reduce_f32():
     x, o = rand((10, 64), f32, 0.9, 1.1), np.zeros(10, f32)
     out = run("prod_min_reduce_f32", (cdiv(10, 4), 1, 1), arr(x) + arr(o))

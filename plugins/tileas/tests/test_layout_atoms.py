@@ -82,6 +82,11 @@ def test_reduce_atom_choice():
     assert default_atom(atoms, "reduce", None, cols).name == "reduce.smem_tree"
     scan = ReduceRequest("scan", blocked((4, 128), 128), 1, 4, 128)
     assert default_atom(atoms, "reduce", None, scan).name == "reduce.smem_tree"
+    # two 32-bit operands (argmax: value, index) shuffle too; mixed widths (elem_bytes 0) do not
+    pair = ReduceRequest("reduce", blocked((4, 128), 128), 1, 4, 128, operands=2)
+    assert default_atom(atoms, "reduce", None, pair).name == "reduce.warp_shuffle"
+    mixed = ReduceRequest("reduce", blocked((4, 128), 128), 1, 0, 128, operands=2)
+    assert default_atom(atoms, "reduce", None, mixed).name == "reduce.smem_tree"
 
 
 def test_a_plugin_atom_wins_by_priority_and_foreign_atoms_are_ignored():

@@ -18,7 +18,8 @@ UNROLL = 8  # combine loops up to this trip count are unrolled
 
 @dataclass
 class ReduceRequest:
-    """What an atom needs to know about a reduce / scan: kind, source layout, axis, element bytes."""
+    """What an atom needs to know about a reduce / scan: kind, source layout, axis, element bytes
+    (of every operand; 0 when the operands' widths differ), threads, number of operands."""
 
     kind: str
     layout: Blocked
@@ -34,7 +35,7 @@ def in_thread_admits(req: ReduceRequest) -> bool:
 
 def shuffle_admits(req: ReduceRequest) -> bool:
     lay = req.layout
-    if req.kind != "reduce" or req.axis != len(lay.shape) - 1 or req.elem_bytes != 4 or req.operands != 1:
+    if req.kind != "reduce" or req.axis != len(lay.shape) - 1 or req.elem_bytes != 4:
         return False
     length = lay.shape[-1]
     if length % lay.vec:
@@ -176,54 +177,63 @@ def _shuffle_xor(cg, v, offset):
 
 
 def lower_shuffle(cg, op, rb, sources, kind):
-    """In-thread partial per register group, butterfly shuffles inside the row's lanes, then one
-    partial per warp through shared memory to the threads that hold the result."""
+    """In-thread partials per register group, butterfly shuffles inside the row's lanes, then one
+    partial per warp through shared memory to the threads that hold the result. Every operand of a
+    multi-operand reduce (argmax: value and index) is shuffled; the combiner sees them together.
+    Combines keep element order (the lower elements are always the combiner's left side), so the
+    partial that lane 0 of a row group keeps is a tree over the row in order."""
     from ..stage4_tileas_to_llvm.codegen import elem_bytes
     from ..stage4_tileas_to_llvm.values import TileV
 
-    src = sources[0]
-    lay = src.layout
+    lay = sources[0].layout
     shape = lay.shape
     axis = len(shape) - 1
     g = shape[-1] // lay.vec
     lanes = min(g, 32)
     parts = max(1, g // 32)
-    ty = src.regs[0].type
+    types = [s.regs[0].type for s in sources]
     tt = cg.slot(lay.owners)
     leader = cg.cmpi(0, cg.op("arith.remui", tt, cg.c32(lanes)), cg.c32(0))
     writer = cg.and_(leader, cg.owner_mask(lay))
     sub = cg.op("arith.divui", cg.op("arith.remui", tt, cg.c32(g)), cg.c32(32)) if parts > 1 else None
     rows_total = lay.n // shape[-1]
+    region = (rows_total * parts * max(elem_bytes(t) for t in types) + 15) // 16 * 16  # bytes per operand
     for rep in range(lay.reps):
-        acc = None
+        accs = None
         for j in range(lay.vec):
-            v = src.regs[rep * lay.vec + j]
-            acc = v if acc is None else _combine(rb, op, [acc], [v])[0]
+            vals = [s.regs[rep * lay.vec + j] for s in sources]
+            accs = vals if accs is None else _combine(rb, op, accs, vals)
         off = lanes // 2
         while off >= 1:
-            acc = _combine(rb, op, [acc], [_shuffle_xor(cg, acc, off)])[0]
+            accs = _combine(rb, op, accs, [_shuffle_xor(cg, a, off) for a in accs])
             off //= 2
         row = cg.op("arith.divui", cg.op("arith.addi", tt, cg.c32(rep * lay.owners)), cg.c32(g))
         idx = cg.op("arith.muli", row, cg.c32(parts)) if parts > 1 else row
         if sub is not None:
             idx = cg.op("arith.addi", idx, sub)
         cond = cg.and_(writer, cg.cmpi(6, row, cg.c32(rows_total)))
-        cg.masked(cond, lambda acc=acc, idx=idx: cg.smem_store(0, idx, acc))
-    cg.reserve(rows_total * parts * elem_bytes(ty))
+
+        def store(accs=accs, idx=idx):
+            for i, a in enumerate(accs):
+                cg.smem_store(i * region, idx, a)
+
+        cg.masked(cond, store)
+    cg.reserve(len(sources) * region)
     cg.barrier()
     out_shape = _out_shape("reduce", shape, axis)
     olay = cg.layout(out_shape)
-    regs = []
+    outs = [[] for _ in sources]
     for k in range(olay.regs):
         f = cg.flat(olay, k)
         valid = cg.valid(olay, k)
         if valid is not None:
             f = cg.select(valid, f, cg.c32(0))
-        acc = None
+        accs = None
         for p in range(parts):
             idx = cg.op("arith.addi", cg.op("arith.muli", f, cg.c32(parts)), cg.c32(p)) if parts > 1 else f
-            v = cg.smem_load(0, idx, ty)
-            acc = v if acc is None else _combine(rb, op, [acc], [v])[0]
-        regs.append(acc)
+            vals = [cg.smem_load(i * region, idx, t) for i, t in enumerate(types)]
+            accs = vals if accs is None else _combine(rb, op, accs, vals)
+        for i, a in enumerate(accs):
+            outs[i].append(a)
     cg.barrier()
-    return [TileV(olay, regs)]
+    return [TileV(olay, o) for o in outs]

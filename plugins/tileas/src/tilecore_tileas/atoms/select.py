@@ -101,9 +101,10 @@ def _run(ctx) -> ConversionStats:
             elif op.name in ("nv_tileas.reduce", "nv_tileas.scan"):
                 t = op.operands[0].type
                 shape = tuple(ir.RankedTensorType(t).shape)
+                widths = {_bytes(ir.RankedTensorType(o.type).element_type) for o in op.operands}
                 req = ReduceRequest(op.name.split(".")[1], blocked(shape, threads),
                                     ir.IntegerAttr(op.attributes["dim"]).value,
-                                    _bytes(ir.RankedTensorType(t).element_type), threads, len(op.operands))
+                                    widths.pop() if len(widths) == 1 else 0, threads, len(op.operands))
                 atom = default_atom(atoms, "reduce", ctx.target, req)
             if atom is not None:
                 op.attributes["atom"] = ir.Attribute.parse(f'#nv_tileas.atom<"{atom.name}">')

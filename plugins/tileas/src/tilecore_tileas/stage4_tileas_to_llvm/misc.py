@@ -18,7 +18,9 @@ def reduce_like(kind):
         srcs = [as_tile(cg, v, tuple(ir.RankedTensorType(o.type).shape)) for v, o in
                 zip(rb.gets(op.operands), op.operands)]
         axis = ir.IntegerAttr(op.attributes["dim"]).value
-        req = ReduceRequest(kind, srcs[0].layout, axis, elem_bytes(srcs[0].regs[0].type), cg.threads, len(srcs))
+        widths = {elem_bytes(s.regs[0].type) for s in srcs}
+        req = ReduceRequest(kind, srcs[0].layout, axis, widths.pop() if len(widths) == 1 else 0, cg.threads,
+                            len(srcs))
         name = None
         if "atom" in op.attributes:
             name = str(op.attributes["atom"]).split('"')[1]
