@@ -128,6 +128,9 @@ OWN = {
     "mma_f16_f32acc": (mma_f32, ["f16[2]", "f16[2]", "f32[2]", 16, 16, 32]),
     "mma_bf16_f32acc": (mma_f32, ["bf16[2]", "bf16[2]", "f32[2]", 64, 32, 16]),
     "mma_u8": (mma_i8, ["u8[2]", "u8[2]", "i32[2]", 32, 16, 64]),  # mma.sync m16n8k32 u8
+    # scans whose rows span 8 threads (4 rows per warp) / 64 threads (too wide for a warp: shared memory)
+    "scan_rows_16x16": (ck.cumsum_scan_f32, ["f32[2]", "f32[2]", 16, 16]),
+    "scan_rows_2x256": (ck.cumsum_scan_f32, ["f32[2]", "f32[2]", 2, 256]),
     "mma_i8": (mma_i8, ["i8[2]", "i8[2]", "i32[2]", 16, 32, 32]),
     "cumsum_cols_f32": (cumsum_cols_f32, ["f32[2]", "f32[2]", 16, 32]),
     "permute3d_f32": (permute3d_f32, ["f32[3]", "f32[3]", 4, 8, 16]),
@@ -383,6 +386,14 @@ def test_arange_iota_i32():
 def test_cumsum_scan_f32():
     x, y = rand((6, 64), f32, 0.5, 1.5), np.zeros((6, 64), f32)
     out = run("cumsum_scan_f32", (2, 1, 1), arr(x) + arr(y))
+    ref = np.cumsum(x, 1) + np.cumprod(x[:, ::-1], 1)[:, ::-1]
+    close(out[1], ref, 1e-4, 1e-4)
+
+
+@pytest.mark.parametrize("name,tm,tn", [("scan_rows_16x16", 16, 16), ("scan_rows_2x256", 2, 256)])
+def test_row_scans_narrow_and_wide(name, tm, tn):
+    x, y = rand((2 * tm, tn), f32, 0.9, 1.1), np.zeros((2 * tm, tn), f32)
+    out = run(name, (2, 1, 1), arr(x) + arr(y))
     ref = np.cumsum(x, 1) + np.cumprod(x[:, ::-1], 1)[:, ::-1]
     close(out[1], ref, 1e-4, 1e-4)
 

@@ -80,8 +80,12 @@ def test_reduce_atom_choice():
     assert shuffle_admits(rows) and default_atom(atoms, "reduce", None, rows).name == "reduce.warp_shuffle"
     cols = ReduceRequest("reduce", blocked((4, 128), 128), 0, 4, 128)
     assert default_atom(atoms, "reduce", None, cols).name == "reduce.smem_tree"
-    scan = ReduceRequest("scan", blocked((4, 128), 128), 1, 4, 128)
-    assert default_atom(atoms, "reduce", None, scan).name == "reduce.smem_tree"
+    scan = ReduceRequest("scan", blocked((4, 128), 128), 1, 4, 128)  # rows of 32 threads: one warp each
+    assert default_atom(atoms, "reduce", None, scan).name == "scan.warp_shuffle"
+    wide = ReduceRequest("scan", blocked((2, 1024), 128), 1, 4, 128)  # a row wider than a warp
+    assert default_atom(atoms, "reduce", None, wide).name == "reduce.smem_tree"
+    col_scan = ReduceRequest("scan", blocked((4, 128), 128), 0, 4, 128)
+    assert default_atom(atoms, "reduce", None, col_scan).name == "reduce.smem_tree"
     # two 32-bit operands (argmax: value, index) shuffle too; mixed widths (elem_bytes 0) do not
     pair = ReduceRequest("reduce", blocked((4, 128), 128), 1, 4, 128, operands=2)
     assert default_atom(atoms, "reduce", None, pair).name == "reduce.warp_shuffle"

@@ -41,6 +41,9 @@ def builtin_atoms(target=None) -> list[Atom]:
              description="shared-memory exchange, serial combine per result element"),
         Atom("reduce.warp_shuffle", "reduce", lower=reduce.lower_shuffle, priority=10,
              admits=reduce.shuffle_admits, description="in-thread partials + shfl.xor butterfly within a warp"),
+        Atom("scan.warp_shuffle", "reduce", lower=reduce.lower_scan_shuffle, priority=10,
+             admits=reduce.scan_shuffle_admits,
+             description="in-thread scan + shfl.up / shfl.down scan of the thread totals within a warp"),
         Atom("reduce.in_thread", "reduce", lower=reduce.lower_in_thread, priority=20,
              admits=reduce.in_thread_admits, description="the whole tile is in every thread"),
     ]

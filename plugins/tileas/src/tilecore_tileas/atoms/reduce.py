@@ -44,6 +44,19 @@ def shuffle_admits(req: ReduceRequest) -> bool:
     return g > 1 and g & (g - 1) == 0 and lay.owners % g == 0 and (g <= 32 or g % 32 == 0)
 
 
+def scan_shuffle_admits(req: ReduceRequest) -> bool:
+    """A scan along the last axis whose rows lie within one warp: 2..32 threads (a power of two) per
+    row, each holding ``vec`` consecutive elements, every operand 32-bit."""
+    lay = req.layout
+    if req.kind != "scan" or req.axis != len(lay.shape) - 1 or req.elem_bytes != 4:
+        return False
+    length = lay.shape[-1]
+    if length % lay.vec:
+        return False
+    g = length // lay.vec
+    return 1 < g <= 32 and g & (g - 1) == 0 and lay.owners % g == 0
+
+
 def is_reverse(op) -> bool:
     """The scan's ``reverse`` flag (a BoolAttr, or a unit attribute when present)."""
     if "reverse" not in op.attributes:
@@ -169,11 +182,11 @@ def lower_smem(cg, op, rb, sources, kind):
     return [TileV(lay, o) for o in outs]
 
 
-def _shuffle_xor(cg, v, offset):
+def _shuffle(cg, v, offset, mode="xor"):
     from ..stage4_tileas_to_llvm.codegen import create
 
     return create("gpu.shuffle", [v.type, cg.i1], [v, cg.c32(offset), cg.c32(32)],
-                  {"mode": ir.Attribute.parse("#gpu<shuffle_mode xor>")}).results[0]
+                  {"mode": ir.Attribute.parse(f"#gpu<shuffle_mode {mode}>")}).results[0]
 
 
 def lower_shuffle(cg, op, rb, sources, kind):
@@ -205,7 +218,7 @@ def lower_shuffle(cg, op, rb, sources, kind):
             accs = vals if accs is None else _combine(rb, op, accs, vals)
         off = lanes // 2
         while off >= 1:
-            accs = _combine(rb, op, accs, [_shuffle_xor(cg, a, off) for a in accs])
+            accs = _combine(rb, op, accs, [_shuffle(cg, a, off) for a in accs])
             off //= 2
         row = cg.op("arith.divui", cg.op("arith.addi", tt, cg.c32(rep * lay.owners)), cg.c32(g))
         idx = cg.op("arith.muli", row, cg.c32(parts)) if parts > 1 else row
@@ -237,3 +250,47 @@ def lower_shuffle(cg, op, rb, sources, kind):
             outs[i].append(a)
     cg.barrier()
     return [TileV(olay, o) for o in outs]
+
+
+def lower_scan_shuffle(cg, op, rb, sources, kind):
+    """A row scan within a warp: each thread scans its ``vec`` elements, the row's threads scan their
+    totals with shuffles (Hillis-Steele: ``up`` for a forward scan, ``down`` for a reverse one), and
+    every element combines the neighbouring thread's inclusive total (or the identity) with its own
+    partial. The combiner's left side is always the lower elements, as in the sequential scan."""
+    from ..stage4_tileas_to_llvm.values import TileV
+
+    lay = sources[0].layout
+    g = lay.shape[-1] // lay.vec
+    reverse = is_reverse(op)
+    mode = "down" if reverse else "up"
+    ident = identities(cg, op, [s.regs[0].type for s in sources])
+    lane = cg.op("arith.remui", cg.slot(lay.owners), cg.c32(g))  # the thread's place in its row
+
+    def ordered(lower, upper):  # combine with the lower elements on the left
+        return _combine(rb, op, lower, upper)
+
+    def has_neighbour(off):  # a thread ``off`` places before (forward) / after (reverse) in the row
+        return cg.cmpi(6, lane, cg.c32(g - off)) if reverse else cg.cmpi(9, lane, cg.c32(off))
+
+    outs = [[None] * lay.regs for _ in sources]
+    for rep in range(lay.reps):
+        base = rep * lay.vec
+        parts, acc = {}, None
+        for j in (range(lay.vec - 1, -1, -1) if reverse else range(lay.vec)):
+            vals = [s.regs[base + j] for s in sources]
+            acc = vals if acc is None else (ordered(vals, acc) if reverse else ordered(acc, vals))
+            parts[j] = acc
+        total, off = acc, 1
+        while off < g:
+            other = [_shuffle(cg, t, off, mode) for t in total]
+            merged = ordered(total, other) if reverse else ordered(other, total)
+            has = has_neighbour(off)
+            total = [cg.select(has, x, t) for x, t in zip(merged, total)]
+            off *= 2
+        has = has_neighbour(1)
+        carry = [cg.select(has, _shuffle(cg, t, 1, mode), i) for t, i in zip(total, ident)]
+        for j in range(lay.vec):
+            res = ordered(parts[j], carry) if reverse else ordered(carry, parts[j])
+            for i, r in enumerate(res):
+                outs[i][base + j] = r
+    return [TileV(lay, o) for o in outs]
