@@ -241,10 +241,13 @@ class Rewriter:
         return self._parsed(ir.Type.parse, text)
 
     def _parsed(self, parse, text: str):
-        key = (parse, text)
+        return self.memoized((parse, text), lambda: parse(text))
+
+    def memoized(self, key, make):
+        """``memo[key]``, made by ``make()`` the first time this conversion asks for it."""
         v = self._state.memo.get(key)
         if v is None:
-            v = self._state.memo[key] = parse(text)
+            v = self._state.memo[key] = make()
         return v
 
     def convert_type(self, t):

@@ -44,16 +44,22 @@ def hoisted_constant(rw, op, t: ir.Type, value, fn=_UNSET) -> ir.Value:
     every use in the function. Outside a function it is a plain :func:`constant` at ``rw.ip``.
     ``fn``: ``function_of(op)`` when the caller already has it (several constants per rewrite).
     """
+    return _hoisted(rw, op, ("const", t, value), lambda: constant(t, value), fn)
+
+
+def _hoisted(rw, op, key, build, fn=_UNSET) -> ir.Value:
+    """``build()`` once per (function, ``key``) at the entry of the function holding ``op`` (memoised
+    in ``rw.memo``); outside a function, at ``rw.ip``."""
     if fn is _UNSET:
         fn = function_of(op)
     if fn is None:
         with rw.ip:
-            return constant(t, value)
-    key = ("const", fn, t, value)
+            return build()
+    key = (fn, *key)
     v = rw.memo.get(key)
     if v is None:
         with ir.InsertionPoint.at_block_begin(fn.regions[0].blocks[0]), fn.location:
-            v = rw.memo[key] = constant(t, value)
+            v = rw.memo[key] = build()
     return v
 
 
@@ -106,25 +112,20 @@ def call(name: str, args: list, result_type, memo: dict | None = None) -> ir.Val
 # the generated OpView builders cost 6-9 us (they rebuild every attribute and check every argument).
 
 
-def _memo_attrs(rw, key, make) -> dict:
-    attrs = rw.memo.get(key)
-    if attrs is None:
-        attrs = rw.memo[key] = make()
-    return attrs
+def _position(rw, position: tuple) -> dict:
+    return rw.memoized(("position", position), lambda: {"position": ir.DenseI64ArrayAttr.get(list(position))})
 
 
 def extractvalue(rw, container: ir.Value, position: tuple, result_type: ir.Type) -> ir.Value:
     """``llvm.extractvalue container[position]`` at the current insertion point."""
-    attrs = _memo_attrs(rw, ("position", position), lambda: {"position": ir.DenseI64ArrayAttr.get(list(position))})
     return ir.Operation.create("llvm.extractvalue", results=[result_type], operands=[container],
-                               attributes=attrs).result
+                               attributes=_position(rw, position)).result
 
 
 def insertvalue(rw, container: ir.Value, value: ir.Value, position: tuple) -> ir.Value:
     """``llvm.insertvalue value, container[position]`` at the current insertion point."""
-    attrs = _memo_attrs(rw, ("position", position), lambda: {"position": ir.DenseI64ArrayAttr.get(list(position))})
     return ir.Operation.create("llvm.insertvalue", results=[container.type], operands=[container, value],
-                               attributes=attrs).result
+                               attributes=_position(rw, position)).result
 
 
 def extractelement(rw, op, vec: ir.Value, lane: int, result_type: ir.Type, fn=_UNSET) -> ir.Value:
@@ -141,17 +142,7 @@ def insertelement(rw, op, vec: ir.Value, value: ir.Value, lane: int, fn=_UNSET) 
 
 def hoisted_poison(rw, op, t: ir.Type, fn=_UNSET) -> ir.Value:
     """An ``llvm.mlir.poison : t`` at the entry of the function holding ``op``, one per type."""
-    if fn is _UNSET:
-        fn = function_of(op)
-    if fn is None:
-        with rw.ip:
-            return ir.Operation.create("llvm.mlir.poison", results=[t]).result
-    key = ("poison", fn, t)
-    v = rw.memo.get(key)
-    if v is None:
-        with ir.InsertionPoint.at_block_begin(fn.regions[0].blocks[0]), fn.location:
-            v = rw.memo[key] = ir.Operation.create("llvm.mlir.poison", results=[t]).result
-    return v
+    return _hoisted(rw, op, ("poison", t), lambda: ir.Operation.create("llvm.mlir.poison", results=[t]).result, fn)
 
 
 def bitcast(value: ir.Value, t: ir.Type) -> ir.Value:

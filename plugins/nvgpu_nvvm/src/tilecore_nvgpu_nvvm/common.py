@@ -128,21 +128,15 @@ def constant_index(value) -> int | None:
 
 def _memref_layout(rw, mt: ir.MemRefType):
     """(pointer type, static strides or None, static offset) of a memref type, once per conversion."""
-    key = ("memref-layout", mt)
-    layout = rw.memo.get(key)
-    if layout is None:
-        strides, offset = memref_strides(mt)
-        layout = rw.memo[key] = (ptr(memory_space_to_addrspace(mt.memory_space)), strides, offset)
-    return layout
+    return rw.memoized(("memref-layout", mt),
+                       lambda: (ptr(memory_space_to_addrspace(mt.memory_space)), *memref_strides(mt)))
 
 
 def gep(rw, ptr_type: ir.Type, base: ir.Value, index: ir.Value, elem_type: ir.Type) -> ir.Value:
     """``llvm.getelementptr base[index] : elem_type`` (one dynamic index) at the current insertion point."""
-    key = ("gep", elem_type)
-    attrs = rw.memo.get(key)
-    if attrs is None:
-        attrs = rw.memo[key] = {"elem_type": ir.TypeAttr.get(elem_type), "noWrapFlags": ir.IntegerAttr.get(i32(), 0),
-                                "rawConstantIndices": ir.DenseI32ArrayAttr.get([DYNAMIC])}
+    attrs = rw.memoized(("gep", elem_type), lambda: {
+        "elem_type": ir.TypeAttr.get(elem_type), "noWrapFlags": ir.IntegerAttr.get(i32(), 0),
+        "rawConstantIndices": ir.DenseI32ArrayAttr.get([DYNAMIC])})
     return ir.Operation.create("llvm.getelementptr", results=[ptr_type], operands=[base, index],
                                attributes=attrs).result
 

@@ -37,12 +37,8 @@ def _elem(v) -> str:
 
 def row_array_type(rw, vt: ir.VectorType) -> ir.Type:
     """The LLVM form of an n-D fragment ``vector<R x C x T>``: ``!llvm.array<R x vector<C x T>>``."""
-    key = ("row-array", vt)
-    t = rw.memo.get(key)
-    if t is None:
-        t = rw.memo[key] = ir.Type.parse(f"!llvm.array<{vt.shape[0]} x "
-                                         f"{ir.VectorType.get(vt.shape[1:], vt.element_type)}>")
-    return t
+    return rw.memoized(("row-array", vt), lambda: ir.Type.parse(
+        f"!llvm.array<{vt.shape[0]} x {ir.VectorType.get(vt.shape[1:], vt.element_type)}>"))
 
 
 def _rows(rw, value) -> list:
@@ -179,10 +175,8 @@ class LdMatrixPattern(NvgpuPattern):
             row_type = ir.VectorType.get([cols], res_vec.element_type)
             slices = []
             for r in range(rows):
-                mask = rw.memo.get(("shuffle", r, cols))
-                if mask is None:
-                    mask = rw.memo[("shuffle", r, cols)] = {
-                        "mask": ir.DenseI32ArrayAttr.get(list(range(r * cols, (r + 1) * cols)))}
+                mask = rw.memoized(("shuffle", r, cols), lambda r=r: {
+                    "mask": ir.DenseI32ArrayAttr.get(list(range(r * cols, (r + 1) * cols)))})
                 slices.append(ir.Operation.create("llvm.shufflevector", results=[row_type], operands=[flat, flat],
                                                   attributes=mask).result)
             rw.replace(op, _rows_value(rw, op, slices, res_vec))

@@ -34,11 +34,7 @@ def barrier_ptr(op, rw) -> ir.Value:
     """The ``!llvm.ptr<3>`` of ``barriers[mbarId]``; a group not in shared memory is rejected."""
     view = op.opview
     group = view.barriers
-    key = ("mbarrier-group", group.type)
-    info = rw.memo.get(key)
-    if info is None:
-        info = rw.memo[key] = group_info(group.type)
-    space, _ = info
+    space, _ = rw.memoized(("mbarrier-group", group.type), lambda: group_info(group.type))
     if space != ADDRSPACE_SHARED:
         raise LoweringError(f"'{op.name}' op operand #0 ('barriers'){MBARRIER_TYPE_MESSAGE}"
                             f"'{group.type}' (the barrier must live in shared memory)", op)

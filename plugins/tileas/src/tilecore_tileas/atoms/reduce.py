@@ -33,28 +33,24 @@ def in_thread_admits(req: ReduceRequest) -> bool:
     return req.layout.owners == 1 and req.layout.regs == req.layout.n
 
 
-def shuffle_admits(req: ReduceRequest) -> bool:
+def _row_threads(req: ReduceRequest, kind: str) -> int:
+    """Threads per row when a ``kind`` combines along the last axis with every operand 32-bit and each
+    thread holding ``vec`` consecutive elements of its row; a power of two dividing ``owners``; else 0."""
     lay = req.layout
-    if req.kind != "reduce" or req.axis != len(lay.shape) - 1 or req.elem_bytes != 4:
-        return False
-    length = lay.shape[-1]
-    if length % lay.vec:
-        return False
-    g = length // lay.vec
-    return g > 1 and g & (g - 1) == 0 and lay.owners % g == 0 and (g <= 32 or g % 32 == 0)
+    if req.kind != kind or req.axis != len(lay.shape) - 1 or req.elem_bytes != 4 or lay.shape[-1] % lay.vec:
+        return 0
+    g = lay.shape[-1] // lay.vec
+    return g if g > 1 and g & (g - 1) == 0 and lay.owners % g == 0 else 0
+
+
+def shuffle_admits(req: ReduceRequest) -> bool:
+    g = _row_threads(req, "reduce")
+    return g > 0 and (g <= 32 or g % 32 == 0)
 
 
 def scan_shuffle_admits(req: ReduceRequest) -> bool:
-    """A scan along the last axis whose rows lie within one warp: 2..32 threads (a power of two) per
-    row, each holding ``vec`` consecutive elements, every operand 32-bit."""
-    lay = req.layout
-    if req.kind != "scan" or req.axis != len(lay.shape) - 1 or req.elem_bytes != 4:
-        return False
-    length = lay.shape[-1]
-    if length % lay.vec:
-        return False
-    g = length // lay.vec
-    return 1 < g <= 32 and g & (g - 1) == 0 and lay.owners % g == 0
+    """A scan along the last axis whose rows lie within one warp (2..32 threads per row)."""
+    return 0 < _row_threads(req, "scan") <= 32
 
 
 def is_reverse(op) -> bool:
