@@ -401,8 +401,6 @@ def _append_support(host, rw: Rewriter, kernel: str, param_types: list[str], mem
     defined = {op.attributes["sym_name"].value for op in host.body.operations if "sym_name" in op.attributes}
     parts = [prelude.SET_THREAD, prelude.ABORTED, prelude.DYN_SMEM, prelude.CHECK,
              prelude.driver(kernel, param_types), prelude.globals_table(memory_globals)]
-    if "__truncsfbf2" not in defined:
-        parts.append(prelude.TRUNC_BF16)
     parts += list(rw.texts.values())
     # the driver calls the kernel: declare it for parsing, the host's definition stays
     parts.append(f"llvm.func @{kernel}({', '.join(param_types + ['!llvm.ptr'])})\n")

@@ -1,7 +1,7 @@
 """Floating-point conversion routines the host back end calls and the JIT does not provide.
 
 Without F16C / AVX512-BF16 instructions (and always for f64 sources) the x86 back end lowers
-``fptrunc`` to f16 / bf16 and ``fpext`` from f16 to calls of compiler-rt routines, which the
+``fptrunc`` to f16 / bf16 (from f32 or f64) and ``fpext`` from f16 to calls of compiler-rt routines, which the
 emulator's JIT cannot resolve (a lookup failure would abort the process). They are bound here to
 ctypes callbacks. The x86-64 ABI passes and returns f16 / bf16 in the low 16 bits of an SSE
 register, so the callbacks take and return ``float`` and work on those bits. Rounding is to
@@ -61,6 +61,7 @@ LIBCALLS = {
     "__truncsfhf2": (ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_float), lambda x: _as_float(f16_bits(x))),
     "__extendhfsf2": (ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_float),
                       lambda h: float(np.array(_bits(h), np.uint16).view(np.float16))),
+    "__truncsfbf2": (ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_float), lambda x: _as_float(bf16_bits(x))),
     "__truncdfbf2": (ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_double), lambda x: _as_float(bf16_bits(x))),
 }
 

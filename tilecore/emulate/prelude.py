@@ -129,15 +129,3 @@ def globals_table(memory_globals: list[tuple[str, str, int]]) -> str:
     return "\n".join(decls) + "\nllvm.func @__emu_globals(%tab: !llvm.ptr) {\n  " + "\n  ".join(body) \
         + "\n  llvm.return\n}\n"
 
-
-# f32 -> bf16 (round to nearest even, NaN stays a quiet NaN): the host back end lowers an fptrunc to
-# bf16 to this compiler-rt routine, which the JIT does not provide.
-TRUNC_BF16 = (
-    "llvm.func @__truncsfbf2(%x: f32) -> bf16 {\n"
-    "  %u = llvm.bitcast %x : f32 to i32\n  %k16 = llvm.mlir.constant(16 : i32) : i32\n"
-    "  %one = llvm.mlir.constant(1 : i32) : i32\n  %bias = llvm.mlir.constant(32767 : i32) : i32\n"
-    "  %hi = llvm.lshr %u, %k16 : i32\n  %odd = llvm.and %hi, %one : i32\n"
-    "  %b = llvm.add %bias, %odd : i32\n  %r = llvm.add %u, %b : i32\n  %rh = llvm.lshr %r, %k16 : i32\n"
-    "  %qbit = llvm.mlir.constant(64 : i32) : i32\n  %qnan = llvm.or %hi, %qbit : i32\n"
-    "  %nan = llvm.fcmp \"uno\" %x, %x : f32\n  %sel = llvm.select %nan, %qnan, %rh : i1, i32\n"
-    "  %t = llvm.trunc %sel : i32 to i16\n  %v = llvm.bitcast %t : i16 to bf16\n  llvm.return %v : bf16\n}\n")
