@@ -90,6 +90,17 @@ def test_integer_matmul_runs_on_the_tensor_cores_and_wraps(sm):
     assert "satfinite" not in ptx
 
 
+def test_argmax_and_scans_use_warp_shuffles():
+    """argmax (a two-operand reduce) shuffles with shfl.bfly; a forward cumsum scans with shfl.up and a
+    reverse cumprod with shfl.down (no serial loop over shared memory)."""
+    import cutile_kernels
+
+    argmax = _ptx(compile_file(cutile_kernels.kernel_path("argmax_rows_f32"), "sm_80"))
+    assert "shfl.sync.bfly.b32" in argmax
+    scans = _ptx(compile_file(cutile_kernels.kernel_path("cumsum_scan_f32"), "sm_80"))
+    assert "shfl.sync.up.b32" in scans and "shfl.sync.down.b32" in scans
+
+
 def test_block_scaled_mma_is_rejected_with_the_op_name():
     import cutile_kernels
 
