@@ -1,5 +1,8 @@
 """Floating-point conversion routines the host back end calls and the JIT does not provide.
 
+(Also the host side of the emulated 8-bit float ``cvt`` instructions, :func:`f8x2_to_f16x2` and
+:func:`f32x2_to_f8x2`, whose numbers come from :mod:`tilecore.narrow_floats`.)
+
 Without F16C / AVX512-BF16 instructions (and always for f64 sources) the x86 back end lowers
 ``fptrunc`` to f16 / bf16 (from f32 or f64) and ``fpext`` from f16 to calls of compiler-rt routines, which the
 emulator's JIT cannot resolve (a lookup failure would abort the process). They are bound here to
@@ -15,6 +18,9 @@ import math
 import struct
 
 import numpy as np
+
+from tilecore.narrow_floats import decode as f8_decode
+from tilecore.narrow_floats import encode as f8_encode
 
 
 def _as_float(bits: int) -> float:
@@ -55,6 +61,27 @@ def bf16_bits(x: float) -> int:
     return sign | (exp << 7) | (q - 128)
 
 
+# 8-bit float formats of the emulated cvt instructions; the index is the emulator calls' format operand
+F8_FORMATS = ("f8E4M3FN", "f8E5M2")
+
+
+def f8x2_to_f16x2(fmt: int, src: int) -> int:
+    """``cvt.rn.f16x2.<f8>x2``: byte i of ``src`` -> half i of the result (exact)."""
+    name = F8_FORMATS[fmt]
+    lo, hi = (f16_bits(f8_decode(src >> s & 0xFF, name)) for s in (0, 8))
+    return _i32(hi << 16 | lo)
+
+
+def f32x2_to_f8x2(fmt: int, a: float, b: float) -> int:
+    """``cvt.rn.satfinite.<f8>x2.f32 d, a, b``: ``a`` in the high byte, ``b`` in the low byte."""
+    name = F8_FORMATS[fmt]
+    return f8_encode(a, name) << 8 | f8_encode(b, name)
+
+
+def _i32(v: int) -> int:
+    return v - (1 << 32) if v >= 1 << 31 else v
+
+
 # symbol -> (ctypes prototype, implementation on Python floats)
 LIBCALLS = {
     "__truncdfhf2": (ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_double), lambda x: _as_float(f16_bits(x))),
@@ -63,6 +90,10 @@ LIBCALLS = {
                       lambda h: float(np.array(_bits(h), np.uint16).view(np.float16))),
     "__truncsfbf2": (ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_float), lambda x: _as_float(bf16_bits(x))),
     "__truncdfbf2": (ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_double), lambda x: _as_float(bf16_bits(x))),
+    # the emulator's own calls for the nvvm 8-bit float conversions (optable)
+    "__emu_f8x2_to_f16x2": (ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32, ctypes.c_int32), f8x2_to_f16x2),
+    "__emu_f32x2_to_f8x2": (ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32, ctypes.c_float, ctypes.c_float),
+                            f32x2_to_f8x2),
 }
 
 

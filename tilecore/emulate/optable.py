@@ -17,7 +17,9 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+from ..mlir import ir
 from . import context as C
+from .libcalls import F8_FORMATS
 from .warp import WARP_NAMES, opcode
 
 
@@ -209,6 +211,46 @@ def _mma_sync(op, rw):
     return [rw.call(sym, operands, result, can_abort=True)]
 
 
+def _f8_format(op, rw, attr: str) -> int:
+    name = str(ir.TypeAttr(op.attributes[attr]).value)
+    if name not in F8_FORMATS:
+        rw.unknown(op)
+    return F8_FORMATS.index(name)
+
+
+def _cvt_f8x2_to_f16x2(op, rw):
+    """``nvvm.convert.f8x2.to.f16x2`` (vector<2xi8> -> vector<2xf16>, no relu)."""
+    if "relu" in op.attributes and ir.BoolAttr(op.attributes["relu"]).value:
+        rw.unknown(op)
+    fmt = _f8_format(op, rw, "srcType")
+    sym = f"__emu_cvt_f8x2_{fmt}_to_f16x2"
+    rw.declare("__emu_f8x2_to_f16x2", "(i32, i32) -> i32")
+    rw.define(sym, "%ctx: !llvm.ptr, %v: vector<2xi8>", "\n".join([
+        f"%k = llvm.mlir.constant({fmt} : i32) : i32", "%w = llvm.bitcast %v : vector<2xi8> to i16",
+        "%x = llvm.zext %w : i16 to i32", "%y = llvm.call @__emu_f8x2_to_f16x2(%k, %x) : (i32, i32) -> i32",
+        "%r = llvm.bitcast %y : i32 to vector<2xf16>"]), "vector<2xf16>")
+    return [rw.call(sym, list(op.operands), "vector<2xf16>")]
+
+
+def _cvt_f32x2_to_f8x2(op, rw):
+    """``nvvm.convert.f32x2.to.f8x2 a, b`` with rn + satfinite, no relu (i16 or vector<2xi8>)."""
+    rnd = str(op.attributes["rnd"]) if "rnd" in op.attributes else ""
+    sat = str(op.attributes["sat"]) if "sat" in op.attributes else ""
+    relu = "relu" in op.attributes and ir.BoolAttr(op.attributes["relu"]).value
+    if "<rn>" not in rnd or "satfinite" not in sat or relu:
+        rw.unknown(op)
+    fmt = _f8_format(op, rw, "dstTy")
+    rt = str(op.results[0].type)
+    sym = f"__emu_cvt_f32x2_to_f8x2_{fmt}_{'v' if rt.startswith('vector') else 's'}"
+    body = [f"%k = llvm.mlir.constant({fmt} : i32) : i32",
+            "%y = llvm.call @__emu_f32x2_to_f8x2(%k, %a, %b) : (i32, f32, f32) -> i32",
+            "%h = llvm.trunc %y : i32 to i16"]
+    body.append(f"%r = llvm.bitcast %h : i16 to {rt}" if rt != "i16" else "%r = llvm.bitcast %h : i16 to i16")
+    rw.declare("__emu_f32x2_to_f8x2", "(i32, f32, f32) -> i32")
+    rw.define(sym, "%ctx: !llvm.ptr, %a: f32, %b: f32", "\n".join(body), rt)
+    return [rw.call(sym, list(op.operands), rt)]
+
+
 def _fence(op, rw):
     rw.fence()
     return []
@@ -225,6 +267,8 @@ NVVM_OPS: dict[str, OpRow] = {
     "nvvm.redux.sync": OpRow(_redux, collective=True),
     "nvvm.elect.sync": OpRow(_elect, collective=True),
     "nvvm.mma.sync": OpRow(_mma_sync, collective=True),
+    "nvvm.convert.f8x2.to.f16x2": OpRow(_cvt_f8x2_to_f16x2),
+    "nvvm.convert.f32x2.to.f8x2": OpRow(_cvt_f32x2_to_f8x2),
     # Fences order memory between real host threads: a host seq_cst fence.
     "nvvm.memory.barrier": OpRow(_fence), "nvvm.fence.sc.cluster": OpRow(_fence),
     "nvvm.fence.proxy": OpRow(_fence), "nvvm.fence.proxy.acquire": OpRow(_fence),

@@ -2,8 +2,7 @@
 
 Checks the bare-pointer kernel ABI (one .entry parameter per entry argument, pointers
 as .u64 global pointers, in signature order), ``.reqntid 128, 1, 1`` (4 warps) and that
-ptxas accepted the PTX (a cubin came back). MMA kernels fail with a diagnostic naming
-the cuda_tile op.
+ptxas accepted the PTX (a cubin came back).
 """
 
 import os
@@ -101,12 +100,20 @@ def test_argmax_and_scans_use_warp_shuffles():
     assert "shfl.sync.up.b32" in scans and "shfl.sync.down.b32" in scans
 
 
-def test_block_scaled_mma_is_rejected_with_the_op_name():
+def test_block_scaled_mma_compiles_for_sm100a_only():
+    """mmaf_scaled (f8E4M3FN operands, f8E8M0FNU scales) is an sm_100 form: the stage-2 guard rejects it
+    below; on sm_100a it runs on the CUDA cores (scale codes decoded with integer ops, operands with cvt)."""
     import cutile_kernels
 
-    with pytest.raises(TilecoreError) as ei:
-        compile_file(cutile_kernels.kernel_path("mma_scaled_f8"), "sm_100a")
-    assert "cuda_tile.mmaf_scaled" in ei.value.message
+    path = cutile_kernels.kernel_path("mma_scaled_f8")
+    for sm in ("sm_80", "sm_90a"):
+        with pytest.raises(TilecoreError) as ei:
+            compile_file(path, sm)
+        assert "mma block scale is not supported by compute capability < sm100" in ei.value.message
+    res = compile_file(path, "sm_100a")
+    assert res.artifacts["cubin"][:4] == b"\x7fELF"
+    ptx = _ptx(res)
+    assert "cvt.rn.f16x2.e4m3x2" in ptx and "fma.rn.f32" in ptx
 
 
 @pytest.mark.parametrize("sm", SMS)

@@ -115,17 +115,6 @@ def lower_in_thread(cg, op, rb, sources, kind):
     return [TileV(lay, o) for o in outs]
 
 
-def _for(cg, lb, ub, inits, body_fn):
-    from ..stage4_tileas_to_llvm.codegen import create
-
-    node = create("scf.for", [v.type for v in inits], [lb, ub, cg.c32(1), *inits], regions=1)
-    blk = node.regions[0].blocks.append(cg.i32, *[v.type for v in inits])
-    with ir.InsertionPoint(blk):
-        res = body_fn(blk.arguments[0], list(blk.arguments)[1:])
-        create("scf.yield", [], res)
-    return list(node.results)
-
-
 def lower_smem(cg, op, rb, sources, kind):
     """Sources to shared memory, then each result element combines its line serially."""
     from ..stage4_tileas_to_llvm.exchange import write
@@ -167,11 +156,11 @@ def lower_smem(cg, op, rb, sources, kind):
                 for kk in range(n):
                     accs = body(cg.c32(kk), accs)
             else:
-                accs = _for(cg, cg.c32(0), cg.c32(n), init, body)
+                accs = cg.for_(cg.c32(0), cg.c32(n), init, body)
         else:
             lo, hi = (coords[axis], cg.c32(n)) if reverse else (cg.c32(0), cg.op("arith.addi", coords[axis],
                                                                                      cg.c32(1)))
-            accs = _for(cg, lo, hi, init, body)
+            accs = cg.for_(lo, hi, init, body)
         for i, a in enumerate(accs):
             outs[i].append(a)
     cg.barrier()

@@ -7,8 +7,8 @@ tile becomes one scalar per register of its blocked layout (:mod:`.values`,
 changes through shared memory (:mod:`.exchange`, :mod:`.shape_ops`), reductions and
 scans through the reduce atoms, and ``scf`` carries flattened registers
 (:mod:`.control`); ``scf`` is then lowered to ``cf``. Output: llvm + arith + math + cf
-+ gpu ops inside the gpu.module, which stage 6 finishes. MMA ops fail with a
-diagnostic naming the cuda_tile op.
++ gpu ops inside the gpu.module, which stage 6 finishes. Registers of 8-bit float tiles hold
+their codes as i8 (:mod:`.narrow_float`); dot and block-scaled MMA are in :mod:`.dot`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from tilecore.stages import Stage
 
 from ..nv_tileaa.abi import nv_tileaa_rule
 from ..rebuild import Rebuilder, attrs_of, run_stage
-from . import control, dot, elementwise, memory, misc, shape_ops
+from . import control, dot, elementwise, memory, misc, narrow_float, shape_ops
 from .codegen import SMEM_SYMBOL, CodeGen
 
 NAME = "convert-tileas-to-llvm"
@@ -31,8 +31,8 @@ def legality(target, options) -> ConversionTarget:
 
 
 def convert_type(t):
-    """Scalar element types keep their type; pointers take the converter's nv_tileaa row."""
-    return nv_tileaa_rule(t, None) if str(t).startswith("!nv_tileaa.ptr") else t
+    """Scalar element types keep their type (8-bit floats: i8 codes); pointers take the converter's nv_tileaa row."""
+    return nv_tileaa_rule(t, None) if str(t).startswith("!nv_tileaa.ptr") else narrow_float.storage(t)
 
 
 def populator() -> dict:
@@ -52,7 +52,7 @@ def populator() -> dict:
         f"{nt}.insert_slice": shape_ops.insert_slice, f"{nt}.cat": shape_ops.cat, f"{nt}.iota": shape_ops.iota,
         f"{nt}.reduce": misc.reduce_like("reduce"), f"{nt}.scan": misc.reduce_like("scan"),
         f"{nt}.print": misc.print_op, f"{nt}.assert": misc.assert_op, f"{nt}.dot": dot.dot,
-        f"{nt}.block_scaled_mma": misc.unsupported("cuda_tile.mmaf_scaled"),
+        f"{nt}.block_scaled_mma": dot.block_scaled_mma,
         "builtin.unrealized_conversion_cast": misc.cast,
         f"{nt}.ptr_to_int": elementwise.ptr_cast("ptr_to_int"), f"{nt}.int_to_ptr": elementwise.ptr_cast("int_to_ptr"),
         f"{nt}.ptr_to_ptr": elementwise.ptr_cast("ptr_to_ptr"), f"{nt}.get_global": misc.get_global,
@@ -75,6 +75,7 @@ def lower_function(fn, gpu_module, ctx) -> dict:
     name = ir.StringAttr(fn.attributes["sym_name"]).value
     symbol = SMEM_SYMBOL if len(kernels) <= 1 else f"{SMEM_SYMBOL}_{name}"
     old = fn.regions[0].blocks[0]
+    narrow_float.check_types(old, ctx.target)
     with ir.InsertionPoint(fn), fn.location:
         new_fn = ir.Operation.create("llvm.func", results=[], operands=[],
                                      attributes=attrs_of(fn), regions=1)

@@ -165,6 +165,15 @@ class CodeGen:
                 create("scf.yield", [], list(vals or []))
         return list(node.results)
 
+    def for_(self, lb, ub, inits, body_fn, step=1):
+        """``scf.for`` over i32 ``[lb, ub)`` by ``step`` carrying ``inits``; ``body_fn(iv, carried)``
+        builds the body and returns the next carried values. Returns the final ones."""
+        node = create("scf.for", [v.type for v in inits], [lb, ub, self.c32(step), *inits], regions=1)
+        blk = node.regions[0].blocks.append(self.i32, *[v.type for v in inits])
+        with ir.InsertionPoint(blk):
+            create("scf.yield", [], list(body_fn(blk.arguments[0], list(blk.arguments)[1:])))
+        return list(node.results)
+
     def masked(self, cond, fn, default=None, ty=None):
         """``fn()`` when ``cond`` (None = always); the result or ``default`` otherwise."""
         if cond is None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 from tilecore.errors import LoweringError
 from tilecore.mlir import dialects, ir
 
+from . import narrow_float
 from .codegen import create
 from .exchange import padded_bytes, write
 from .memory import as_tile
@@ -40,7 +41,10 @@ def _shape(v) -> tuple:
     return tuple(ir.RankedTensorType(v.type).shape)
 
 
-def _widen(cg, v, acc_type, signed: bool):
+def _widen(cg, v, elem: str, acc_type, signed: bool):
+    """An operand register (element type ``elem``; 8-bit floats hold codes) in the accumulator's type."""
+    if elem in narrow_float.MIN_CC:
+        return narrow_float.decode(cg, [v], elem, acc_type)[0]
     if v.type == acc_type:
         return v
     if isinstance(acc_type, ir.FloatType):
@@ -62,21 +66,54 @@ def dot(op, rb):
     lhs = as_tile(cg, rb.get(lhs_v), (m, k_dim))
     rhs = as_tile(cg, rb.get(rhs_v), (k_dim, n))
     acc = as_tile(cg, rb.get(acc_v), (m, n))
+    elems = (narrow_float.element_name(lhs_v.type), narrow_float.element_name(rhs_v.type))
     path = (cg.options.extra if cg.options is not None else {}).get(DOT_OPTION, "mma")
     if path not in DOT_PATHS:
         raise LoweringError(f"--option {DOT_OPTION}={path}: expected one of {', '.join(DOT_PATHS)}", op)
-    plan = _mma_plan(cg, op, acc, lhs, rhs, m, n, k_dim) if path == "mma" else None
+    plan = _mma_plan(cg, op, elems, acc, lhs, rhs, m, n, k_dim) if path == "mma" else None
     if plan is not None:
         offs = write(cg, [lhs, rhs], [plan.ab_pad, plan.ab_pad])
         regs = _dot_mma(cg, plan, acc, offs, m, n, k_dim)
     else:
         offs = write(cg, [lhs, rhs])
-        regs = _dot_fma(cg, op, lhs, rhs, acc, offs, m, n, k_dim)
+        regs = _dot_fma(cg, op, elems, lhs, rhs, acc, offs, m, n, k_dim)
     cg.barrier()
     return [TileV(acc.layout, regs)]
 
 
-def _dot_fma(cg, op, lhs, rhs, acc, offs, m, n, k_dim) -> list:
+def block_scaled_mma(op, rb):
+    """``nv_tileas.block_scaled_mma`` (cuda_tile mmaf_scaled) on the CUDA cores:
+    ``acc[i, j] + sum_k lhs[i, k] * lhs_scale[i, k / B] * rhs[k, j] * rhs_scale[k / B, j]``,
+    B = K / (columns of lhs_scale). The four operands go to shared memory; the K loop runs per
+    scale block, with each register's scale product (a power of two, so applying it to the
+    rhs element is exact) computed once per block."""
+    cg = rb.data["cg"]
+    lhs_v, rhs_v, acc_v, sa_v, sb_v = op.operands
+    m, k_dim = _shape(lhs_v)
+    n = _shape(rhs_v)[1]
+    ks = _shape(sa_v)[1]
+    if ks <= 0 or k_dim % ks or _shape(sb_v) != (ks, n):
+        raise LoweringError(f"block-scaled MMA: scale shapes {_shape(sa_v)} / {_shape(sb_v)} do not divide "
+                            f"K = {k_dim} into blocks", op)
+    tiles = [as_tile(cg, rb.get(v), _shape(v)) for v in (lhs_v, rhs_v, acc_v, sa_v, sb_v)]
+    lhs, rhs, acc, sa, sb = tiles
+    elems = tuple(narrow_float.element_name(v.type) for v in (lhs_v, rhs_v, sa_v, sb_v))
+    offs = write(cg, [lhs, rhs, sa, sb])
+    regs = _dot_fma(cg, op, elems[:2], lhs, rhs, acc, offs[:2], m, n, k_dim,
+                    scales=_Scales(offs[2], offs[3], ks, elems[2], elems[3]))
+    cg.barrier()
+    return [TileV(acc.layout, regs)]
+
+
+class _Scales:
+    """Where a block-scaled dot's scale tiles are (shared-memory byte offsets), their K extent and types."""
+
+    def __init__(self, lhs_off: int, rhs_off: int, blocks: int, lhs_elem: str, rhs_elem: str):
+        self.lhs_off, self.rhs_off, self.blocks = lhs_off, rhs_off, blocks
+        self.lhs_elem, self.rhs_elem = lhs_elem, rhs_elem
+
+
+def _dot_fma(cg, op, elems, lhs, rhs, acc, offs, m, n, k_dim, scales: _Scales | None = None) -> list:
     acc_type = acc.regs[0].type
     a_type, b_type = lhs.regs[0].type, rhs.regs[0].type
     a_signed, b_signed = _signed(op, "signedness_lhs"), _signed(op, "signedness_rhs")
@@ -88,25 +125,43 @@ def _dot_fma(cg, op, lhs, rhs, acc, offs, m, n, k_dim) -> list:
         valid = cg.valid(lay, r)
         if valid is not None:
             f = cg.select(valid, f, cg.c32(0))
-        i, j = cg.coords((m, n), f)
-        rows_cols.append((cg.op("arith.muli", i, cg.c32(k_dim)), j))
-    zero, upper, one = cg.c32(0), cg.c32(k_dim), cg.c32(1)
-    loop = create("scf.for", [acc_type] * lay.regs, [zero, upper, one, *acc.regs], regions=1)
-    body = loop.regions[0].blocks.append(cg.i32, *([acc_type] * lay.regs))
-    kk, *sums = body.arguments
-    with ir.InsertionPoint(body):
+        rows_cols.append(tuple(cg.coords((m, n), f)))
+    row_bases = [cg.op("arith.muli", i, cg.c32(k_dim)) for i, _ in rows_cols]
+
+    def step(kk, sums, factors=None):
         k_row = cg.op("arith.muli", kk, cg.c32(n))
         out = []
-        for (row_base, col), s in zip(rows_cols, sums):
-            a = cg.smem_load(offs[0], cg.op("arith.addi", row_base, kk), a_type)
-            b = cg.smem_load(offs[1], cg.op("arith.addi", k_row, col), b_type)
-            a, b = _widen(cg, a, acc_type, a_signed), _widen(cg, b, acc_type, b_signed)
+        for r, ((_, col), row_base, s) in enumerate(zip(rows_cols, row_bases, sums)):
+            a = _widen(cg, cg.smem_load(offs[0], cg.op("arith.addi", row_base, kk), a_type), elems[0], acc_type,
+                       a_signed)
+            b = _widen(cg, cg.smem_load(offs[1], cg.op("arith.addi", k_row, col), b_type), elems[1], acc_type,
+                       b_signed)
+            if factors is not None:
+                b = cg.op("arith.mulf", b, factors[r])
             if isinstance(acc_type, ir.FloatType):
                 out.append(create("llvm.intr.fma", [acc_type], [a, b, s]).results[0])
             else:
                 out.append(cg.op("arith.addi", s, cg.op("arith.muli", a, b)))
-        create("scf.yield", [], out)
-    return list(loop.results)
+        return out
+
+    if scales is None:
+        return cg.for_(cg.c32(0), cg.c32(k_dim), list(acc.regs), step)
+    per_block = k_dim // scales.blocks
+    scale_rows = [cg.op("arith.muli", i, cg.c32(scales.blocks)) for i, _ in rows_cols]
+
+    def block(kb, sums):
+        factors = []
+        for (_, col), srow in zip(rows_cols, scale_rows):
+            fa = narrow_float.decode(cg, [cg.smem_load(scales.lhs_off, cg.op("arith.addi", srow, kb), cg.i8)],
+                                     scales.lhs_elem, acc_type)[0]
+            fb = narrow_float.decode(
+                cg, [cg.smem_load(scales.rhs_off, cg.op("arith.addi", cg.op("arith.muli", kb, cg.c32(n)), col),
+                                  cg.i8)], scales.rhs_elem, acc_type)[0]
+            factors.append(cg.op("arith.mulf", fa, fb))
+        lo = cg.op("arith.muli", kb, cg.c32(per_block))
+        return cg.for_(lo, cg.op("arith.addi", lo, cg.c32(per_block)), sums, lambda kk, s: step(kk, s, factors))
+
+    return cg.for_(cg.c32(0), cg.c32(scales.blocks), list(acc.regs), block)
 
 
 # -- tensor cores: mma.sync ------------------------------------------------------------------------
@@ -134,7 +189,7 @@ class _MmaPlan:
         self.slab_offsets = slab_offsets
 
 
-def _mma_plan(cg, op, acc, lhs, rhs, m, n, k_dim):
+def _mma_plan(cg, op, elems, acc, lhs, rhs, m, n, k_dim):
     """A :class:`_MmaPlan` when the dot can use mma.sync, else None (the CUDA-core path).
 
     Each slab of ``slab_rows`` rows must hold whole register repetitions of the accumulator's
@@ -142,7 +197,7 @@ def _mma_plan(cg, op, acc, lhs, rhs, m, n, k_dim):
     slab buffer(s) must fit the CTA's static shared memory.
     """
     target = cg.target
-    a_el, b_el, c_el = (str(t.regs[0].type) for t in (lhs, rhs, acc))
+    (a_el, b_el), c_el = elems, str(acc.regs[0].type)
     kind = MMA_KINDS.get((a_el, c_el))
     if target is None or target.cc < MMA_MIN_CC or a_el != b_el or kind is None:
         return None
@@ -247,10 +302,8 @@ def _mma_block(cg, plan: _MmaPlan, block, row0: int, slab_off: int, offs, n: int
               for d in (0, 8)]
     b_col = cg.op("arith.addi", block_col, frag.g)
     b_stride = cg.c32(n + plan.ab_pad)
-    loop = create("scf.for", [acc_type] * 4, [cg.c32(0), cg.c32(k_dim), cg.c32(plan.k), *c_regs], regions=1)
-    body = loop.regions[0].blocks.append(cg.i32, *([acc_type] * 4))
-    kk, *cs = body.arguments
-    with ir.InsertionPoint(body):
+
+    def k_step(kk, cs):
         def operand(v):  # f16 pairs stay vector<2xf16>; the other types travel as i32 (nvvm.mma.sync)
             return v if plan.elem == "f16" else llvm.bitcast(cg.i32, v)
 
@@ -280,6 +333,8 @@ def _mma_block(cg, plan: _MmaPlan, block, row0: int, slab_off: int, offs, n: int
                                    ir.Attribute.parse("#nvvm.mma_layout<row>"),
                                    ir.Attribute.parse("#nvvm.mma_layout<col>"),
                                    [operand(x) for x in a], [operand(x) for x in b], list(cs), **kw)
-        create("scf.yield", [], [llvm.extractvalue(acc_type, d, [i]) for i in range(4)])
-    for i, v in zip(c_index, loop.results):
+        return [llvm.extractvalue(acc_type, d, [i]) for i in range(4)]
+
+    results = cg.for_(cg.c32(0), cg.c32(k_dim), c_regs, k_step, step=plan.k)
+    for i, v in zip(c_index, results):
         cg.smem_store(slab_off, i, v)

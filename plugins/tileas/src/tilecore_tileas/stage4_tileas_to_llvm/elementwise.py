@@ -6,11 +6,16 @@ from tilecore.errors import LoweringError
 from tilecore.mlir import dialects, ir
 
 from ..rebuild import attrs_of
+from . import narrow_float
 from .codegen import create
 from .values import TileV
 
 # Attributes the layout / atom stages attach for stage 4 only: not copied onto scalar ops.
 ANNOTATIONS = ("layouts", "exchange", "atom")
+# What element-wise ops may do with 8-bit float codes (i8 registers): convert them, pick them, or
+# reinterpret them (``arith.bitcast`` between same-width types: i8 -> i8 here, the codes unchanged).
+NARROW_CONVERSIONS = ("arith.extf", "arith.truncf")
+NARROW_MOVES = ("arith.select", "arith.bitcast")
 
 
 def scalar_type(t, convert):
@@ -26,14 +31,21 @@ def elementwise(op, rb):
     attrs = {k: v for k, v in attrs_of(op).items() if k not in ANNOTATIONS}
     rtypes = [scalar_type(r.type, rb.convert_type) for r in op.results]
     tiles = [v for v in ins if isinstance(v, TileV)]
+    narrow = [narrow_float.element_name(v.type) for v in [*op.operands, *op.results] if narrow_float.is_narrow(v.type)]
+    if narrow and op.name not in NARROW_CONVERSIONS + NARROW_MOVES:
+        raise LoweringError(f"'{op.name}' on {narrow[0]} is not supported (8-bit floats must be converted first)", op)
     if not tiles:
         if any(not isinstance(v, ir.Value) for v in ins):
             raise LoweringError(f"'{op.name}' on a non-value operand is not supported", op)
+        if narrow and op.name in NARROW_CONVERSIONS:
+            return narrow_float.convert(cg, op, ins)
         new = create(op.name, rtypes, ins, attrs)
         return list(new.results)
     lay = tiles[0].layout
     if any(t.layout != lay for t in tiles):
         raise LoweringError(f"internal error: operands of '{op.name}' disagree on their layout", op)
+    if narrow and op.name in NARROW_CONVERSIONS:
+        return [TileV(lay, narrow_float.convert(cg, op, tiles[0].regs))]
     regs = [[] for _ in op.results]
     for k in range(lay.regs):
         args = [v.regs[k] if isinstance(v, TileV) else v for v in ins]
@@ -57,8 +69,13 @@ def constant(op, rb):
     rt = ir.RankedTensorType(t)
     lay = cg.layout(rt.shape)
     if dense.is_splat:
-        c = create("arith.constant", [rt.element_type], [], {"value": dense.get_splat_value()}).results[0]
+        value = dense.get_splat_value()
+        if narrow_float.is_narrow(rt.element_type):  # the code, as i8
+            value = ir.IntegerAttr.get(cg.i8, narrow_float.constant_code(value, str(rt.element_type)))
+        c = create("arith.constant", [value.type], [], {"value": value}).results[0]
         return [TileV(lay, [c] * lay.regs)]
+    if narrow_float.is_narrow(rt.element_type):
+        raise LoweringError(f"a non-uniform {rt.element_type} constant tile is not supported yet", op)
     # A non-splat tile: a constant table in global memory, one load per register.
     table = cg.constant_table(dense, rt)
     el = rt.element_type

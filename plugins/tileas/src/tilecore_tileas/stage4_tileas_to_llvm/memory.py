@@ -19,6 +19,7 @@ from ..nv_tileaa import DYNAMIC
 from ..nv_tileas import OPS
 from .codegen import elem_bytes
 from .exchange import exchange, replicate
+from .narrow_float import storage
 from .values import TOKEN, MemrefV, TileV, ViewV
 
 PTR1 = "!llvm.ptr<1>"
@@ -31,7 +32,7 @@ def _ints(attr) -> tuple:
 def memref_type_parts(t):
     m = re.match(r"!nv_tileaa\.memref<(.*?), array<i64(?:: ([^>]*))?>, array<i64(?:: ([^>]*))?>, (\d+) : i32>",
                  str(t))
-    el = ir.Type.parse(m.group(1)) if not m.group(1).startswith("!nv_tileaa.ptr") else ir.Type.parse(PTR1)
+    el = storage(ir.Type.parse(m.group(1))) if not m.group(1).startswith("!nv_tileaa.ptr") else ir.Type.parse(PTR1)
     shape = [int(x) for x in m.group(2).split(",")] if m.group(2) else []
     strides = [int(x) for x in m.group(3).split(",")] if m.group(3) else []
     return el, shape, strides
@@ -281,11 +282,11 @@ def _pointee(t):
     s = str(t)
     m = re.search(r"!nv_tileaa\.ptr<(.*), \d+ : i32>", s)
     inner = m.group(1)
-    return ir.Type.parse(PTR1) if inner.startswith("!nv_tileaa.ptr") else ir.Type.parse(inner)
+    return ir.Type.parse(PTR1) if inner.startswith("!nv_tileaa.ptr") else storage(ir.Type.parse(inner))
 
 
 def _elem_of(t):
-    return ir.RankedTensorType(t).element_type if str(t).startswith("tensor<") else t
+    return storage(ir.RankedTensorType(t).element_type if str(t).startswith("tensor<") else t)
 
 
 def _per_element(cg, vals, shape):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from tilecore.errors import LoweringError
 from tilecore.mlir import dialects, ir
 
 from ..atoms import default_atom
@@ -41,12 +40,6 @@ def assume(op, rb):
     if "div_by" in op.attributes:
         rb.data["div_by"][op.results[0]] = ir.IntegerAttr(op.attributes["div_by"]).value
     return [v]
-
-
-def unsupported(cuda_name):
-    def h(op, rb):
-        raise LoweringError(f"unsupported op '{cuda_name}' ({op.name}): MMA lowering is not implemented yet", op)
-    return h
 
 
 def _printable(cg, v):

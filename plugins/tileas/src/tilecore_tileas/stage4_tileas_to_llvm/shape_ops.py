@@ -6,6 +6,7 @@ from tilecore.mlir import ir
 
 from .exchange import exchange, scatter_gather_vector
 from .memory import as_tile
+from .narrow_float import storage
 from .values import TileV
 
 
@@ -136,5 +137,5 @@ def pack(op, rb):
     cg = rb.data["cg"]
     src = as_tile(cg, rb.get(op.operands[0]), _shape(op.operands[0].type))
     rt = ir.RankedTensorType(op.results[0].type)
-    el = rt.element_type
+    el = storage(rt.element_type)
     return [exchange(cg, [src], tuple(rt.shape), lambda c, offs: cg.smem_load(offs[0], cg.linear(rt.shape, c), el))]

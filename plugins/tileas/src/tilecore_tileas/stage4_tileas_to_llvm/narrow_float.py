@@ -1,0 +1,146 @@
+"""8-bit floats in stage 4: i8 registers, conversions through the cvt instructions, SM floors.
+
+LLVM has no 8-bit float types, so a register of an ``f8E4M3FN`` / ``f8E5M2`` / ``f8E8M0FNU`` tile
+holds the 8-bit code as ``i8`` (:func:`storage`): loads, stores, shared-memory exchanges and shape
+ops move codes unchanged. Arithmetic never sees them (cuda_tile converts first: ``ftof`` becomes
+``arith.extf`` / ``arith.truncf``, handled here by :func:`convert`):
+
+- ``f8E4M3FN`` / ``f8E5M2`` -> wider: two registers per ``cvt.rn.f16x2.<f8>x2``
+  (``nvvm.convert.f8x2.to.f16x2``), then the exact f16 -> f32 / f64 / bf16 extension;
+- wider -> ``f8E4M3FN`` / ``f8E5M2``: two f32 per ``cvt.rn.satfinite.<f8>x2.f32``
+  (``nvvm.convert.f32x2.to.f8x2``): nearest even, out-of-range values (and infinities) saturate
+  to the largest finite value, NaN stays NaN. f16 / bf16 sources are extended to f32 first (exact);
+  f64 sources are rounded to f32 first;
+- ``f8E8M0FNU`` (block scales, exponent only) -> wider: integer ops, ``code << 23`` as f32 bits
+  (code 0 is 2^-127, a subnormal; code 255 is NaN).
+
+:data:`MIN_CC` gives each type's lowest target (as tileiras: e4m3 / e5m2 from sm_89, e8m0 from
+sm_100); :func:`check_types` rejects a kernel that uses one below it, at the first op that does.
+"""
+
+from __future__ import annotations
+
+from tilecore.errors import LoweringError
+from tilecore.mlir import dialects, ir
+from tilecore.narrow_floats import encode
+
+# element type -> lowest compute capability whose instructions have it
+MIN_CC = {"f8E4M3FN": 89, "f8E5M2": 89, "f8E8M0FNU": 100}
+NOT_YET = {"f4E2M1FN": "4-bit floats"}
+CVT_FORMATS = ("f8E4M3FN", "f8E5M2")  # the formats the cvt instructions convert
+E8M0_NAN, E8M0_ZERO_BITS, F32_QNAN_BITS = 0xFF, 0x00400000, 0x7FC00000
+
+
+def element_name(t) -> str:
+    """The element type of a tensor type (or the type itself), as text."""
+    return str(ir.RankedTensorType(t).element_type) if str(t).startswith("tensor<") else str(t)
+
+
+def is_narrow(t) -> bool:
+    return element_name(t) in MIN_CC
+
+
+def storage(t):
+    """The register type of element type ``t``: i8 for the 8-bit floats, ``t`` otherwise."""
+    return ir.IntegerType.get_signless(8) if str(t) in MIN_CC else t
+
+
+def check_types(block, target) -> None:
+    """Fail at the first op in ``block`` (nested) whose operand / result element type ``target`` lacks."""
+    def visit(b):
+        for op in b.operations:
+            for v in [*op.operands, *op.results]:
+                name = element_name(v.type)
+                if name in NOT_YET:
+                    raise LoweringError(f"unsupported type '{name}': {NOT_YET[name]} are not supported yet", op)
+                cc = MIN_CC.get(name)
+                if cc is not None and target is not None and target.cc < cc:
+                    raise LoweringError(f"Incompatibility with architecture '{target.name}': unsupported type "
+                                        f"'{name}' (it needs sm_{cc} or newer)", op)
+            for region in op.regions:
+                for inner in region.blocks:
+                    visit(inner)
+    visit(block)
+
+
+# -- decoding -------------------------------------------------------------------------------------
+def _f16x2(cg, a, b, fmt: str) -> tuple:
+    """Codes ``a``, ``b`` (i8) of ``fmt`` -> two f16 values (one cvt)."""
+    llvm = dialects.llvm
+    v2 = ir.VectorType.get([2], cg.i8)
+    pair = llvm.insertelement(llvm.insertelement(llvm.mlir_poison(v2), a, cg.c32(0)), b, cg.c32(1))
+    f16 = ir.F16Type.get()
+    h = dialects.nvvm.convert_f8x2_to_f16x2(ir.VectorType.get([2], f16), pair, ir.TypeAttr.get(ir.Type.parse(fmt)))
+    return llvm.extractelement(h, cg.c32(0)), llvm.extractelement(h, cg.c32(1))
+
+
+def _e8m0_to_f32(cg, code):
+    """An E8M0 code -> f32: the code is the biased exponent (0: 2^-127; 255: NaN)."""
+    w = cg.op("arith.extui", code, ty=cg.i32)
+    bits = cg.op("arith.shli", w, cg.c32(23))
+    bits = cg.select(cg.cmpi(0, w, cg.c32(0)), cg.c32(E8M0_ZERO_BITS), bits)
+    bits = cg.select(cg.cmpi(0, w, cg.c32(E8M0_NAN)), cg.c32(F32_QNAN_BITS), bits)
+    return cg.op("arith.bitcast", bits, ty=ir.F32Type.get())
+
+
+def _widen(cg, v, dst):
+    """A decoded value (f16 or f32) -> float type ``dst`` (exact except f32 -> f16 / bf16)."""
+    if v.type == dst:
+        return v
+    src_w, dst_w = ir.FloatType(v.type).width, ir.FloatType(dst).width
+    if str(dst) == "bf16" and str(v.type) == "f16":  # both 16 bits: through f32 (exact)
+        v = cg.op("arith.extf", v, ty=ir.F32Type.get())
+        src_w = 32
+    return cg.op("arith.extf" if dst_w > src_w else "arith.truncf", v, ty=dst)
+
+
+def decode(cg, regs: list, fmt: str, dst) -> list:
+    """Registers holding ``fmt`` codes -> values of float type ``dst``."""
+    if fmt == "f8E8M0FNU":
+        return [_widen(cg, _e8m0_to_f32(cg, r), dst) for r in regs]
+    out = []
+    for k in range(0, len(regs), 2):
+        a = regs[k]
+        b = regs[k + 1] if k + 1 < len(regs) else a
+        lo, hi = _f16x2(cg, a, b, fmt)
+        out += [_widen(cg, lo, dst)] + ([_widen(cg, hi, dst)] if k + 1 < len(regs) else [])
+    return out
+
+
+# -- encoding -------------------------------------------------------------------------------------
+def encode_regs(cg, regs: list, fmt: str, op=None) -> list:
+    """Float registers -> ``fmt`` codes (i8), nearest even with saturation (pairs through one cvt)."""
+    if fmt not in CVT_FORMATS:
+        raise LoweringError(f"conversion to {fmt} is not supported yet", op)
+    f32 = ir.F32Type.get()
+    vals = [r if r.type == f32 else cg.op("arith.extf" if ir.FloatType(r.type).width < 32 else "arith.truncf",
+                                          r, ty=f32) for r in regs]
+    i16 = ir.IntegerType.get_signless(16)
+    out = []
+    for k in range(0, len(vals), 2):
+        b = vals[k]
+        a = vals[k + 1] if k + 1 < len(vals) else b
+        # cvt d, a, b: a's code in the high byte, b's in the low byte
+        d = dialects.nvvm.convert_f32x2_to_f8x2(i16, a, b, ir.TypeAttr.get(ir.Type.parse(fmt)),
+                                                rnd=ir.Attribute.parse("#nvvm.fp_rnd_mode<rn>"),
+                                                sat=ir.Attribute.parse("#nvvm.sat_mode<satfinite>"))
+        out.append(cg.op("arith.trunci", d, ty=cg.i8))
+        if k + 1 < len(vals):
+            out.append(cg.op("arith.trunci", cg.op("arith.shrui", d, cg.const(i16, 8)), ty=cg.i8))
+    return out
+
+
+def convert(cg, op, regs: list) -> list:
+    """``arith.extf`` / ``arith.truncf`` of a tile whose source or result elements are 8-bit floats."""
+    src, dst = element_name(op.operands[0].type), element_name(op.results[0].type)
+    if src in MIN_CC and dst in MIN_CC:
+        raise LoweringError(f"internal error: '{op.name}' from {src} to {dst} (expected a float in between)", op)
+    if src in MIN_CC:
+        rt = op.results[0].type
+        return decode(cg, regs, src, ir.RankedTensorType(rt).element_type if str(rt).startswith("tensor<") else rt)
+    return encode_regs(cg, regs, dst, op)
+
+
+def constant_code(attr, fmt: str) -> int:
+    """The code of a float attribute's value in ``fmt``."""
+    return encode(ir.FloatAttr(attr).value, fmt)
