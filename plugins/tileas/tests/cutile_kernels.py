@@ -388,7 +388,12 @@ def export(name: str, path: str, version: str = BYTECODE_VERSION) -> str:
     Versions before 13.3 cannot be architecture independent: they are exported for sm_90.
     """
     kernel, params = KERNELS[name]
-    sig = KernelSignature([_param(p) for p in params], CallingConvention.cutile_python_v1(), symbol=name)
+    return export_spec(kernel, params, name, path, version)
+
+
+def export_spec(kernel, params: list, symbol: str, path: str, version: str = BYTECODE_VERSION) -> str:
+    """Export ``kernel`` with ``params`` (as in :data:`KERNELS`) under ``symbol`` to ``path``; returns ``path``."""
+    sig = KernelSignature([_param(p) for p in params], CallingConvention.cutile_python_v1(), symbol=symbol)
     gpu_code = None if tuple(map(int, version.split("."))) >= (13, 3) else "sm_90"
     export_kernel(kernel, [sig], path, gpu_code=gpu_code, output_format="tileir_bytecode", bytecode_version=version)
     return path

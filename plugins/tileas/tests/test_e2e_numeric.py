@@ -18,7 +18,6 @@ import cuda.tile as ct
 import cutile_kernels as ck
 import numpy as np
 import pytest
-from cuda.tile.compilation import CallingConvention, KernelSignature, export_kernel
 from stage4_interpreter import Interpreter
 from tileas_test_paths import VISIBLE_CORPUS
 
@@ -150,12 +149,7 @@ def _path(name: str) -> str:
     if name in ck.KERNELS:
         return ck.kernel_path(name)
     path = os.path.join(_DIR, f"{name}.tileirbc")
-    if not os.path.exists(path):
-        kernel, params = OWN[name]
-        sig = KernelSignature([ck._param(p) for p in params], CallingConvention.cutile_python_v1(), symbol=name)
-        export_kernel(kernel, [sig], path, gpu_code=None, output_format="tileir_bytecode",
-                      bytecode_version=ck.BYTECODE_VERSION)
-    return path
+    return path if os.path.exists(path) else ck.export_spec(*OWN[name], name, path)
 
 
 def arr(a: np.ndarray) -> list:

@@ -16,7 +16,6 @@ import cuda.tile as ct
 import cutile_kernels as ck
 import numpy as np
 import pytest
-from cuda.tile.compilation import CallingConvention, KernelSignature, export_kernel
 from test_e2e_numeric import arr
 
 from tilecore.compiler import compile_file
@@ -80,12 +79,7 @@ _DIR = tempfile.mkdtemp(prefix="tileas-f8-")
 
 def path(name: str) -> str:
     p = os.path.join(_DIR, f"{name}.tileirbc")
-    if not os.path.exists(p):
-        kernel, params = KERNELS[name]
-        sig = KernelSignature([ck._param(q) for q in params], CallingConvention.cutile_python_v1(), symbol=name)
-        export_kernel(kernel, [sig], p, gpu_code=None, output_format="tileir_bytecode",
-                      bytecode_version=ck.BYTECODE_VERSION)
-    return p
+    return p if os.path.exists(p) else ck.export_spec(*KERNELS[name], name, p)
 
 
 def run(name, sm, grid, args):
