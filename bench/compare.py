@@ -133,11 +133,16 @@ class Run:
     stderr: str
 
 
+# A user's Python caches compiled byte code: the warm-up run writes it. (Some shells set
+# PYTHONDONTWRITEBYTECODE, which would recompile every module without a cache entry on every run.)
+CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def run_measured(cmd: list[str], timeout: float) -> Run:
     """Run ``cmd`` once; wall time, CPU time and peak RSS from the OS accounting of the child."""
     with tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=CHILD_ENV)
         killer = threading.Timer(timeout, proc.kill)
         killer.start()
         try:
