@@ -12,7 +12,7 @@ from tilecore.narrow_floats import decode, encode
     ("f8E4M3FN", 0x08, 2.0 ** -6), ("f8E4M3FN", 0x38, 1.0), ("f8E4M3FN", 0x7E, 448.0), ("f8E4M3FN", 0xB8, -1.0),
     ("f8E5M2", 0x01, 2.0 ** -16), ("f8E5M2", 0x3C, 1.0), ("f8E5M2", 0x7B, 57344.0), ("f8E5M2", 0x7C, math.inf),
     ("f8E5M2", 0xFC, -math.inf), ("f8E8M0FNU", 0x00, 2.0 ** -127), ("f8E8M0FNU", 0x7F, 1.0),
-    ("f8E8M0FNU", 0xFE, 2.0 ** 127)])
+    ("f8E8M0FNU", 0xFE, 2.0 ** 127), ("f4E2M1FN", 0x1, 0.5), ("f4E2M1FN", 0x7, 6.0), ("f4E2M1FN", 0xA, -1.0)])
 def test_decode(fmt, code, value):
     assert decode(code, fmt) == value
 
@@ -28,14 +28,20 @@ def test_nan_codes(fmt, code):
     ("f8E4M3FN", 2.0 ** -10, 0x00), ("f8E4M3FN", 3 * 2.0 ** -10, 0x02),                  # subnormal ties
     ("f8E4M3FN", 464.0, 0x7E), ("f8E4M3FN", 1e30, 0x7E), ("f8E4M3FN", -math.inf, 0xFE),  # saturation
     ("f8E4M3FN", math.nan, 0x7F), ("f8E4M3FN", -0.0, 0x80),
-    ("f8E5M2", 61440.0, 0x7B), ("f8E5M2", math.inf, 0x7B), ("f8E5M2", 2.0 ** -17, 0x00), ("f8E5M2", math.nan, 0x7F)])
+    ("f8E5M2", 61440.0, 0x7B), ("f8E5M2", math.inf, 0x7B), ("f8E5M2", 2.0 ** -17, 0x00), ("f8E5M2", math.nan, 0x7F),
+    ("f4E2M1FN", 0.25, 0x0), ("f4E2M1FN", 0.75, 0x2), ("f4E2M1FN", 5.0, 0x6), ("f4E2M1FN", 7.0, 0x7),
+    ("f4E2M1FN", -1e9, 0xF)])
 def test_encode(fmt, x, code):
     assert encode(x, fmt) == code
 
 
-@pytest.mark.parametrize("fmt", ["f8E4M3FN", "f8E5M2", "f8E8M0FNU"])
+def test_nan_has_no_e2m1_code_and_encodes_as_zero():
+    assert encode(math.nan, "f4E2M1FN") == 0
+
+
+@pytest.mark.parametrize("fmt", ["f8E4M3FN", "f8E5M2", "f8E8M0FNU", "f4E2M1FN"])
 def test_every_finite_code_round_trips(fmt):
-    for c in range(256):
+    for c in range(16 if fmt == "f4E2M1FN" else 256):
         v = decode(c, fmt)
         if math.isfinite(v):
             assert encode(v, fmt) == c, (fmt, c)

@@ -251,6 +251,18 @@ def _cvt_f32x2_to_f8x2(op, rw):
     return [rw.call(sym, list(op.operands), rt)]
 
 
+def _cvt_f32x2_to_f4x2(op, rw):
+    """``nvvm.convert.f32x2.to.f4x2 a, b`` (E2M1, no relu): i8 with a's code in the high 4 bits."""
+    relu = "relu" in op.attributes and ir.BoolAttr(op.attributes["relu"]).value
+    if relu or str(ir.TypeAttr(op.attributes["dstTy"]).value) != "f4E2M1FN":
+        rw.unknown(op)
+    sym = "__emu_cvt_f32x2_to_f4x2"
+    rw.declare("__emu_f32x2_to_f4x2", "(f32, f32) -> i32")
+    rw.define(sym, "%ctx: !llvm.ptr, %a: f32, %b: f32", "\n".join([
+        "%y = llvm.call @__emu_f32x2_to_f4x2(%a, %b) : (f32, f32) -> i32", "%r = llvm.trunc %y : i32 to i8"]), "i8")
+    return [rw.call(sym, list(op.operands), "i8")]
+
+
 def _fence(op, rw):
     rw.fence()
     return []
@@ -269,6 +281,7 @@ NVVM_OPS: dict[str, OpRow] = {
     "nvvm.mma.sync": OpRow(_mma_sync, collective=True),
     "nvvm.convert.f8x2.to.f16x2": OpRow(_cvt_f8x2_to_f16x2),
     "nvvm.convert.f32x2.to.f8x2": OpRow(_cvt_f32x2_to_f8x2),
+    "nvvm.convert.f32x2.to.f4x2": OpRow(_cvt_f32x2_to_f4x2),
     # Fences order memory between real host threads: a host seq_cst fence.
     "nvvm.memory.barrier": OpRow(_fence), "nvvm.fence.sc.cluster": OpRow(_fence),
     "nvvm.fence.proxy": OpRow(_fence), "nvvm.fence.proxy.acquire": OpRow(_fence),

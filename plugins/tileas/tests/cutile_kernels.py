@@ -23,7 +23,7 @@ from cuda.tile.compilation import ArrayConstraint, CallingConvention, KernelSign
 
 DTYPES = {"f16": ct.float16, "bf16": ct.bfloat16, "f32": ct.float32, "f64": ct.float64, "i8": ct.int8,
           "i16": ct.int16, "i32": ct.int32, "i64": ct.int64, "u8": ct.uint8, "u32": ct.uint32,
-          "f8e4m3": ct.float8_e4m3fn, "f8e5m2": ct.float8_e5m2, "f8e8m0": ct.float8_e8m0fnu, "bool": ct.bool_}
+          "f8e4m3": ct.float8_e4m3fn, "f8e5m2": ct.float8_e5m2, "f4": ct.float4_e2m1fn, "f8e8m0": ct.float8_e8m0fnu, "bool": ct.bool_}
 BYTECODE_VERSION = "13.4"
 
 

@@ -1,9 +1,10 @@
-"""8-bit floats (f8E4M3FN, f8E5M2, f8E8M0FNU) through tileas: SM floors, the cvt instructions, numbers.
+"""8- and 4-bit floats (f8E4M3FN, f8E5M2, f8E8M0FNU, f4E2M1FN) through tileas: SM floors, the cvt
+instructions, numbers.
 
 Registers hold the codes as i8; ``ftof`` goes through ``cvt.rn.f16x2.<f8>x2`` / ``cvt.rn.satfinite.<f8>x2.f32``
-(nearest even, saturating), block scales through integer ops. Numbers are checked in the emulator
+(nearest even, saturating), block scales and E2M1 through integer ops. Numbers are checked in the emulator
 (``tilecore.emulate``, whose cvt model uses :mod:`tilecore.narrow_floats`) against that codec;
-arrays of 8-bit floats are passed as uint8 codes.
+arrays of 8-bit floats are passed as uint8 codes, arrays of E2M1 as bytes holding two codes each.
 """
 
 from __future__ import annotations
@@ -64,6 +65,40 @@ def mma_f8(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[
     ct.store(c, index=(i, j), tile=ct.mma(x, y, ct.full((TM, TN), 0, dtype=ct.float32)))
 
 
+@ct.kernel
+def e2m1_to_f32(x, y, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    ct.store(y, index=(bid,), tile=ct.astype(ct.load(x, index=(bid,), shape=(TILE,)), ct.float32))
+
+
+@ct.kernel
+def e2m1_copy(x, y, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    ct.store(y, index=(bid,), tile=ct.load(x, index=(bid,), shape=(TILE,)))
+
+
+@ct.kernel
+def f32_to_e2m1(x, y, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    ct.store(y, index=(bid,), tile=ct.astype(ct.load(x, index=(bid,), shape=(TILE,)), ct.float4_e2m1fn))
+
+
+@ct.kernel
+def f32_to_e2m1_2d(x, y, TM: ct.Constant[int], TN: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    ct.store(y, index=(i, j), tile=ct.astype(ct.load(x, index=(i, j), shape=(TM, TN)), ct.float4_e2m1fn))
+
+
+@ct.kernel
+def mma_scaled_nvfp4(A, SA, B, SB, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    a = ct.load(A, index=(i, 0), shape=(TM, TK))
+    b = ct.load(B, index=(0, j), shape=(TK, TN))
+    sa = ct.load(SA, index=(i, 0), shape=(TM, TK // 16))
+    sb = ct.load(SB, index=(0, j), shape=(TK // 16, TN))
+    ct.store(C, index=(i, j), tile=ct.mma_scaled(a, sa, b, sb, ct.full((TM, TN), 0, dtype=ct.float32)))
+
+
 KERNELS = {
     "e4m3_to_f32": (e4m3_to_f32, ["f8e4m3[1]", "f32[1]", 128]),
     "e5m2_to_f16": (e5m2_to_f16, ["f8e5m2[1]", "f16[1]", 128]),
@@ -73,6 +108,12 @@ KERNELS = {
     "mma_f8": (mma_f8, ["f8e4m3[2]", "f8e4m3[2]", "f32[2]", 16, 16, 32]),
     # the corpus kernel's block-scaled MMA with small tiles (two scale blocks along K)
     "mma_scaled_small": (ck.mma_scaled_f8, ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 16, 16, 64]),
+    "e2m1_to_f32": (e2m1_to_f32, ["f4[1]", "f32[1]", 128]),
+    "e2m1_copy": (e2m1_copy, ["f4[1]", "f4[1]", 128]),
+    "f32_to_e2m1": (f32_to_e2m1, ["f32[1]", "f4[1]", 128]),
+    "f32_to_e2m1_2d": (f32_to_e2m1_2d, ["f32[2]", "f4[2]", 4, 16]),
+    # NVFP4: E2M1 operands, one E4M3 scale per 16 elements of K
+    "mma_scaled_nvfp4": (mma_scaled_nvfp4, ["f4[2]", "f8e4m3[2]", "f4[2]", "f8e4m3[2]", "f32[2]", 16, 16, 64]),
 }
 _DIR = tempfile.mkdtemp(prefix="tileas-f8-")
 
@@ -94,7 +135,8 @@ def same(got, ref) -> bool:
 # -- SM floors ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name,sm,typ,floor", [("e4m3_to_f32", "sm_80", "f8E4M3FN", 89),
                                                ("f32_to_e5m2", "sm_86", "f8E5M2", 89),
-                                               ("e8m0_to_f32", "sm_90a", "f8E8M0FNU", 100)])
+                                               ("e8m0_to_f32", "sm_90a", "f8E8M0FNU", 100),
+                                               ("e2m1_to_f32", "sm_90a", "f4E2M1FN", 100)])
 def test_8bit_float_below_its_sm_floor_is_rejected_at_the_first_use(name, sm, typ, floor):
     with pytest.raises(TilecoreError) as ei:
         compile_file(path(name), sm)
@@ -158,7 +200,7 @@ def test_block_scale_codes_decode_to_powers_of_two():
         assert out[c] == np.float32(2.0 ** (c - 127))
 
 
-def _f8(rng, shape, fmt="f8E4M3FN", scale=2.0):
+def _codes(rng, shape, fmt="f8E4M3FN", scale=2.0):
     return np.array([encode(float(v), fmt) for v in rng.normal(0, scale, int(np.prod(shape)))],
                     np.uint8).reshape(shape)
 
@@ -175,7 +217,7 @@ def _check_dot(got, a, b):
 
 def test_f8_mma_runs_on_the_cuda_cores():
     rng = np.random.default_rng(3)
-    a, b = _f8(rng, (32, 32)), _f8(rng, (32, 32))
+    a, b = _codes(rng, (32, 32)), _codes(rng, (32, 32))
     c = np.zeros((32, 32), np.float32)
     run("mma_f8", "sm_90a", (2, 2, 1), arr(a) + arr(b) + arr(c))
     _check_dot(c, _values(a, "f8E4M3FN"), _values(b, "f8E4M3FN"))
@@ -184,11 +226,79 @@ def test_f8_mma_runs_on_the_cuda_cores():
 def test_block_scaled_mma_matches_numpy():
     """acc + (A * scale_A) @ (B * scale_B), one E8M0 scale per 32 elements of K (two blocks here)."""
     rng = np.random.default_rng(5)
-    a, b = _f8(rng, (32, 64)), _f8(rng, (64, 32))
+    a, b = _codes(rng, (32, 64)), _codes(rng, (64, 32))
     sa = rng.integers(118, 136, (32, 2)).astype(np.uint8)
     sb = rng.integers(118, 136, (2, 32)).astype(np.uint8)
     c = np.zeros((32, 32), np.float32)
     run("mma_scaled_small", "sm_100a", (2, 2, 1), arr(a) + arr(sa) + arr(b) + arr(sb) + arr(c))
     av = _values(a, "f8E4M3FN") * np.repeat(_values(sa, "f8E8M0FNU"), 32, axis=1)
     bv = _values(b, "f8E4M3FN") * np.repeat(_values(sb, "f8E8M0FNU"), 32, axis=0)
+    _check_dot(c, av, bv)
+
+
+# -- E2M1 (4-bit, two per byte) ---------------------------------------------------------------------
+def packed(codes: np.ndarray) -> list:
+    """An E2M1 array parameter: bytes holding two codes each (element 2i in the low half of byte i),
+    then the shape and strides in elements."""
+    flat = np.asarray(codes, np.uint8).reshape(-1)
+    data = (flat[0::2] | (flat[1::2] << 4)).astype(np.uint8)
+    strides = [int(np.prod(codes.shape[d + 1:])) for d in range(codes.ndim)]
+    return [data, *[np.int32(d) for d in codes.shape], *[np.int32(s) for s in strides]]
+
+
+def test_e2m1_codes_unpack_and_decode():
+    """200 elements (a partial second tile), every code: nibble order, sign, the subnormal 0.5."""
+    codes = np.arange(200) % 16
+    out = np.zeros(200, np.float32)
+    run("e2m1_to_f32", "sm_100a", (2, 1, 1), packed(codes) + arr(out))
+    assert list(out[:16]) == [0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6]
+    assert [decode(int(c), "f4E2M1FN") for c in codes] == list(out)
+
+
+def unpacked(data: np.ndarray, n: int) -> list:
+    return [int(data[i // 2] >> (4 * (i % 2)) & 15) for i in range(n)]
+
+
+def test_e2m1_copy_keeps_every_code():
+    codes = np.arange(256) % 16
+    out = np.zeros(128, np.uint8)
+    run("e2m1_copy", "sm_100a", (2, 1, 1), packed(codes) + [out, np.int32(256), np.int32(1)])
+    assert unpacked(out, 256) == list(codes)
+
+
+def test_quantizing_to_e2m1_rounds_saturates_and_spares_the_neighbours():
+    """201 elements: the last byte's upper half is not the kernel's (it keeps its 0xF); ties to even,
+    saturation at 6, -0.0 and NaN (+0)."""
+    special = [0.25, 0.75, 1.25, 2.5, 5.0, 7.0, -1e9, -0.0, math.nan, math.inf]
+    rng = np.random.default_rng(13)
+    x = np.array(special + list(rng.normal(0, 3, 191)), np.float32)
+    out = np.full(101, 0xFF, np.uint8)
+    run("f32_to_e2m1", "sm_100a", (2, 1, 1), arr(x) + [out, np.int32(201), np.int32(1)])
+    assert unpacked(out, 201) == [encode(float(v), "f4E2M1FN") for v in x]
+    assert out[100] >> 4 == 0xF
+    assert unpacked(out, 10) == [0x0, 0x2, 0x2, 0x4, 0x6, 0x7, 0xF, 0x8, 0x0, 0x7]
+
+
+def test_quantizing_rows_of_odd_length_packs_across_rows():
+    """8 x 33 elements, 4 x 16 tiles: odd rows start in the middle of a byte (half-byte atomics), partial
+    tiles at the right edge; the array's bytes end up exactly as numpy packs them."""
+    rng = np.random.default_rng(17)
+    x = rng.normal(0, 3, (8, 33)).astype(np.float32)
+    out = np.zeros((8 * 33 + 1) // 2, np.uint8)
+    ys = [out, np.int32(8), np.int32(33), np.int32(33), np.int32(1)]
+    run("f32_to_e2m1_2d", "sm_100a", (2, 3, 1), arr(x) + ys)
+    assert unpacked(out, 8 * 33) == [encode(float(v), "f4E2M1FN") for v in x.reshape(-1)]
+    ptx = "\n".join(compile_file(path("f32_to_e2m1_2d"), "sm_100a").artifacts["ptx"].values())
+    assert "cvt.rn.satfinite.e2m1x2.f32" in ptx and "atom.global.and.b32" in ptx and "st.global.b8" in ptx
+
+
+def test_nvfp4_block_scaled_mma_matches_numpy():
+    rng = np.random.default_rng(11)
+    a, b = _codes(rng, (16, 64), "f4E2M1FN"), _codes(rng, (64, 16), "f4E2M1FN")
+    sa = np.array([encode(float(v), "f8E4M3FN") for v in rng.uniform(0.1, 4, 16 * 4)], np.uint8).reshape(16, 4)
+    sb = np.array([encode(float(v), "f8E4M3FN") for v in rng.uniform(0.1, 4, 4 * 16)], np.uint8).reshape(4, 16)
+    c = np.zeros((16, 16), np.float32)
+    run("mma_scaled_nvfp4", "sm_100a", (1, 1, 1), packed(a) + arr(sa) + packed(b) + arr(sb) + arr(c))
+    av = _values(a, "f4E2M1FN") * np.repeat(_values(sa, "f8E4M3FN"), 16, axis=1)
+    bv = _values(b, "f4E2M1FN") * np.repeat(_values(sb, "f8E4M3FN"), 16, axis=0)
     _check_dot(c, av, bv)

@@ -12,7 +12,7 @@ def vector_admits(access) -> bool:
 def _pad(cg, access):
     from ..stage4_tileas_to_llvm.memory import padding_value
 
-    return padding_value(cg, access.element, access.v.padding)
+    return padding_value(cg, access.element, access.v.padding, access.v.memref.narrow)
 
 
 def _scalar_load(cg, access, k, pad):

@@ -38,6 +38,8 @@ class CopyRequest:
         lay = self.layout
         if not self.weak or lay.vec <= 1 or self.tile_shape[-1] % lay.vec or self.static_strides[-1] != 1:
             return False
+        if self.elem_bytes == 0:  # sub-byte elements (4-bit floats, two per byte) are never vector-copied
+            return False
         nbytes = lay.vec * self.elem_bytes
         if self.div_by % nbytes:
             return False

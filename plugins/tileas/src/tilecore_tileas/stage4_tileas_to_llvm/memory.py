@@ -12,6 +12,7 @@ import re
 
 from tilecore.errors import LoweringError
 from tilecore.mlir import dialects, ir
+from tilecore.narrow_floats import encode
 
 from ..atoms import default_atom
 from ..irdl_text import group_values
@@ -19,7 +20,7 @@ from ..nv_tileaa import DYNAMIC
 from ..nv_tileas import OPS
 from .codegen import elem_bytes
 from .exchange import exchange, replicate
-from .narrow_float import storage
+from .narrow_float import PACKED, is_narrow, storage
 from .values import TOKEN, MemrefV, TileV, ViewV
 
 PTR1 = "!llvm.ptr<1>"
@@ -30,9 +31,10 @@ def _ints(attr) -> tuple:
 
 
 def memref_type_parts(t):
+    """(element type as written, shape, strides) of an ``!nv_tileaa.memref`` type."""
     m = re.match(r"!nv_tileaa\.memref<(.*?), array<i64(?:: ([^>]*))?>, array<i64(?:: ([^>]*))?>, (\d+) : i32>",
                  str(t))
-    el = storage(ir.Type.parse(m.group(1))) if not m.group(1).startswith("!nv_tileaa.ptr") else ir.Type.parse(PTR1)
+    el = ir.Type.parse(m.group(1)) if not m.group(1).startswith("!nv_tileaa.ptr") else ir.Type.parse(PTR1)
     shape = [int(x) for x in m.group(2).split(",")] if m.group(2) else []
     strides = [int(x) for x in m.group(3).split(",")] if m.group(3) else []
     return el, shape, strides
@@ -53,7 +55,8 @@ def make_memref(op, rb):
     for s in strides:
         st.append(cg.op("arith.extsi", next(it), ty=cg.i64) if s == DYNAMIC else s)
     div = rb.data["div_by"].get(op.operands[0], 1)
-    return [MemrefV(base, el, shp, st, strides, div)]
+    narrow = str(el) if is_narrow(el) else ""
+    return [MemrefV(base, storage(el), shp, st, strides, div, narrow)]
 
 
 def view(op, rb):
@@ -108,7 +111,8 @@ class TiledAccess:
             conds.append(cg.cmpi(6, c, n))  # unsigned: a negative coordinate is out of bounds
         return cg.and_(*conds)
 
-    def address(self, g):
+    def offset(self, g):
+        """The element offset (i64) of global coordinates ``g`` from the memref's base."""
         cg = self.cg
         off = None
         for c, s in zip(g, self.v.memref.strides):
@@ -118,8 +122,79 @@ class TiledAccess:
             else:
                 term = cg.op("arith.muli", c64, s)
             off = term if off is None else cg.op("arith.addi", off, term)
-        return dialects.llvm.getelementptr(ir.Type.parse(PTR1), self.v.memref.base, [off], [-2147483648],
-                                           self.element, 0)
+        return off
+
+    def address(self, g):
+        return dialects.llvm.getelementptr(ir.Type.parse(PTR1), self.v.memref.base, [self.offset(g)],
+                                           [-2147483648], self.element, 0)
+
+    def load_packed(self, pad):
+        """Every register of a tile of 4-bit elements packed two per byte (element 2i in the low half of
+        byte i): one byte load per element, shifted to its half (out of bounds: ``pad``)."""
+        cg, lay = self.cg, self.lay
+        regs = []
+        for k in range(lay.regs):
+            g = self.coords(cg.flat(lay, k), k)
+            cond = cg.and_(self.in_bounds(g), cg.valid(lay, k))
+
+            def nibble(g=g):
+                off = self.offset(g)
+                p = self._byte_ptr(off)
+                shift = cg.op("arith.trunci", cg.op("arith.shli", cg.op("arith.andi", off, cg.const(cg.i64, 1)),
+                                                    cg.const(cg.i64, 2)), ty=cg.i8)
+                return cg.op("arith.andi", cg.op("arith.shrui", self.load(p), shift), cg.const(cg.i8, 15))
+
+            regs.append(cg.masked(cond, nibble, pad, cg.i8))
+        return regs
+
+    def store_packed(self, tile) -> None:
+        """Store a tile of 4-bit codes two per byte. A register pair that fills one byte (consecutive
+        elements of one thread, both in bounds, the first at an even offset) is one byte store;
+        every other element updates its half byte with two atomics (and: clear, or: set), so
+        neighbouring elements stored by other threads or CTAs survive."""
+        cg, lay = self.cg, self.lay
+        owner = cg.owner_mask(lay)
+        paired = lay.vec % 2 == 0
+        for k0 in range(0, lay.regs, 2 if paired else 1):
+            ks = [k0, k0 + 1] if paired else [k0]
+            gs = [self.coords(cg.flat(lay, k), k) for k in ks]
+            conds = [cg.and_(self.in_bounds(g), cg.valid(lay, k), owner) for g, k in zip(gs, ks)]
+            if not paired:
+                cg.masked(conds[0], lambda g=gs[0], k=k0: self._store_nibble(g, tile.regs[k]))
+                continue
+            off = self.offset(gs[0])
+            even = cg.cmpi(0, cg.op("arith.andi", off, cg.const(cg.i64, 1)), cg.const(cg.i64, 0))
+            whole = cg.and_(conds[0], conds[1], even)
+
+            def byte(off=off, k=k0):
+                hi = cg.op("arith.shli", tile.regs[k + 1], cg.const(cg.i8, 4))
+                self.store(cg.op("arith.ori", tile.regs[k], hi), self._byte_ptr(off))
+                return []
+
+            def halves(gs=gs, conds=conds, k=k0):
+                for g, c, r in zip(gs, conds, (tile.regs[k], tile.regs[k + 1])):
+                    cg.masked(c, lambda g=g, r=r: self._store_nibble(g, r))
+                return []
+
+            cg.if_(whole if whole is not None else cg.const(cg.i1, 1), byte, halves)
+
+    def _byte_ptr(self, off):
+        """The byte holding packed element ``off`` (i64 element offset)."""
+        half = self.cg.op("arith.shrui", off, self.cg.const(self.cg.i64, 1))
+        return dialects.llvm.getelementptr(ir.Type.parse(PTR1), self.v.memref.base, [half], [-2147483648],
+                                           self.cg.i8, 0)
+
+    def _store_nibble(self, g, code) -> None:
+        """Two byte atomics (and: clear the half, or: set it); the back end widens them to 32-bit ones."""
+        cg, llvm = self.cg, dialects.llvm
+        off = self.offset(g)
+        p = self._byte_ptr(off)
+        shift = cg.op("arith.trunci", cg.op("arith.shli", cg.op("arith.andi", off, cg.const(cg.i64, 1)),
+                                            cg.const(cg.i64, 2)), ty=cg.i8)
+        clear = cg.op("arith.xori", cg.op("arith.shli", cg.const(cg.i8, 15), shift), cg.const(cg.i8, -1))
+        order = llvm.AtomicOrdering.monotonic
+        llvm.atomicrmw(llvm.AtomicBinOp._and, p, clear, order)
+        llvm.atomicrmw(llvm.AtomicBinOp._or, p, cg.op("arith.shli", code, shift), order)
 
     def vectorizable(self) -> bool:
         """Static facts a vector copy atom needs (contiguous, aligned groups of ``vec`` elements)."""
@@ -134,12 +209,17 @@ class TiledAccess:
         return all(s != DYNAMIC and (s * elem_bytes(self.element)) % nbytes == 0 for s in m.static_strides[:-1])
 
 
-def padding_value(cg, ty, pad: str):
+PADDING_VALUES = {"nan": float("nan"), "pos_inf": float("inf"), "neg_inf": float("-inf"), "neg_zero": -0.0}
+
+
+def padding_value(cg, ty, pad: str, narrow: str = ""):
+    """The value out-of-bounds loads give (``narrow``: the code of an 8- / 4-bit float element)."""
+    if narrow:
+        return cg.const(cg.i8, encode(PADDING_VALUES.get(pad, 0.0), narrow))
     if str(ty).startswith("!llvm.ptr"):
         return dialects.llvm.mlir_zero(ty)
     if isinstance(ty, ir.FloatType):
-        val = {"nan": float("nan"), "pos_inf": float("inf"), "neg_inf": float("-inf"), "neg_zero": -0.0}.get(pad, 0.0)
-        return cg.const(ty, val)
+        return cg.const(ty, PADDING_VALUES.get(pad, 0.0))
     return cg.const(ty, 0)
 
 
@@ -166,6 +246,8 @@ def tiled_load(op, rb):
     rt = ir.RankedTensorType(op.results[0].type)
     lay = cg.layout(rt.shape)
     acc = TiledAccess(cg, v, index, lay, op)
+    if v.memref.narrow in PACKED:  # no copy atom moves half bytes
+        return [TileV(lay, acc.load_packed(padding_value(cg, acc.element, v.padding, v.memref.narrow))), TOKEN]
     atom = _atom(rb, op, "copy", acc)
     regs = atom.lower(cg, "load", acc, None)
     return [TileV(lay, regs), TOKEN]
@@ -178,9 +260,17 @@ def tiled_store(op, rb):
     index = [x for x in ins[2:] if x is not TOKEN]
     tile = as_tile(cg, tile, v.tile_shape)
     acc = TiledAccess(cg, v, index, tile.layout, op)
+    if v.memref.narrow in PACKED:  # no copy atom moves half bytes
+        acc.store_packed(tile)
+        return [TOKEN]
     atom = _atom(rb, op, "copy", acc)
     atom.lower(cg, "store", acc, tile)
     return [TOKEN]
+
+
+def _not_packed(v: ViewV, op, what: str) -> None:
+    if v.memref.narrow in PACKED:
+        raise LoweringError(f"{what} {v.memref.narrow} tiles (two per byte) is not supported yet", op)
 
 
 def as_tile(cg, v, shape):
@@ -192,6 +282,7 @@ def as_tile(cg, v, shape):
 
 def _gather_access(cg, op, v, offsets, index, lay):
     """A TiledAccess whose coordinate along ``sparse_dim`` comes from the ``offsets`` tile."""
+    _not_packed(v, op, "gathering / scattering")
     sd = ir.IntegerAttr(op.attributes["sparse_dim"]).value
     full = index[:sd] + [cg.c32(0)] + index[sd:]
     acc = TiledAccess(cg, v, full, lay, op)
@@ -264,6 +355,7 @@ def tiled_atomic_rmw(op, rb):
     cg = rb.data["cg"]
     ins = rb.gets(op.operands)
     v = _with_op_view(ins[0], op)
+    _not_packed(v, op, "atomics on")
     rest = [x for x in ins[1:] if x is not TOKEN]
     index, value = rest[:-1], rest[-1]
     value = as_tile(cg, value, v.tile_shape)

@@ -1,8 +1,9 @@
-"""8-bit floats in stage 4: i8 registers, conversions through the cvt instructions, SM floors.
+"""8- and 4-bit floats in stage 4: i8 registers, conversions through the cvt instructions, SM floors.
 
-LLVM has no 8-bit float types, so a register of an ``f8E4M3FN`` / ``f8E5M2`` / ``f8E8M0FNU`` tile
-holds the 8-bit code as ``i8`` (:func:`storage`): loads, stores, shared-memory exchanges and shape
-ops move codes unchanged. Arithmetic never sees them (cuda_tile converts first: ``ftof`` becomes
+LLVM has no 8-bit float types, so a register of an ``f8E4M3FN`` / ``f8E5M2`` / ``f8E8M0FNU`` /
+``f4E2M1FN`` tile holds the code as ``i8`` (:func:`storage`): loads, stores, shared-memory exchanges
+and shape ops move codes unchanged. ``f4E2M1FN`` is packed two per byte in global memory (element
+``2i`` in the low half of byte ``i``): loads unpack it (:mod:`.memory`), storing it is not supported yet. Arithmetic never sees them (cuda_tile converts first: ``ftof`` becomes
 ``arith.extf`` / ``arith.truncf``, handled here by :func:`convert`):
 
 - ``f8E4M3FN`` / ``f8E5M2`` -> wider: two registers per ``cvt.rn.f16x2.<f8>x2``
@@ -12,7 +13,9 @@ ops move codes unchanged. Arithmetic never sees them (cuda_tile converts first: 
   to the largest finite value, NaN stays NaN. f16 / bf16 sources are extended to f32 first (exact);
   f64 sources are rounded to f32 first;
 - ``f8E8M0FNU`` (block scales, exponent only) -> wider: integer ops, ``code << 23`` as f32 bits
-  (code 0 is 2^-127, a subnormal; code 255 is NaN).
+  (code 0 is 2^-127, a subnormal; code 255 is NaN);
+- ``f4E2M1FN`` -> wider: integer ops building the f32 bits (1 sign, 2 exponent, 1 mantissa bits:
+  0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives); converting to it is not supported yet.
 
 :data:`MIN_CC` gives each type's lowest target (as tileiras: e4m3 / e5m2 from sm_89, e8m0 from
 sm_100); :func:`check_types` rejects a kernel that uses one below it, at the first op that does.
@@ -25,10 +28,9 @@ from tilecore.mlir import dialects, ir
 from tilecore.narrow_floats import encode
 
 # element type -> lowest compute capability whose instructions have it
-MIN_CC = {"f8E4M3FN": 89, "f8E5M2": 89, "f8E8M0FNU": 100}
-NOT_YET = {"f4E2M1FN": "4-bit floats"}
-CVT_FORMATS = ("f8E4M3FN", "f8E5M2")  # the formats the cvt instructions convert
-E8M0_NAN, E8M0_ZERO_BITS, F32_QNAN_BITS = 0xFF, 0x00400000, 0x7FC00000
+MIN_CC = {"f8E4M3FN": 89, "f8E5M2": 89, "f8E8M0FNU": 100, "f4E2M1FN": 100}
+PACKED = ("f4E2M1FN",)  # two elements per byte in memory
+E8M0_NAN, E8M0_ZERO_BITS, F32_QNAN_BITS, E2M1_HALF_BITS = 0xFF, 0x00400000, 0x7FC00000, 0x3F000000
 
 
 def element_name(t) -> str:
@@ -51,8 +53,6 @@ def check_types(block, target) -> None:
         for op in b.operations:
             for v in [*op.operands, *op.results]:
                 name = element_name(v.type)
-                if name in NOT_YET:
-                    raise LoweringError(f"unsupported type '{name}': {NOT_YET[name]} are not supported yet", op)
                 cc = MIN_CC.get(name)
                 if cc is not None and target is not None and target.cc < cc:
                     raise LoweringError(f"Incompatibility with architecture '{target.name}': unsupported type "
@@ -83,6 +83,20 @@ def _e8m0_to_f32(cg, code):
     return cg.op("arith.bitcast", bits, ty=ir.F32Type.get())
 
 
+def _e2m1_to_f32(cg, code):
+    """An E2M1 code (low 4 bits) -> f32: exponent e > 0 gives bits (e + 126) << 23 | m << 22; e = 0 is
+    0 or 0.5 (0x3F000000); the sign moves from bit 3 to bit 31."""
+    w = cg.op("arith.extui", code, ty=cg.i32)
+    e = cg.op("arith.andi", cg.op("arith.shrui", w, cg.c32(1)), cg.c32(3))
+    m = cg.op("arith.andi", w, cg.c32(1))
+    normal = cg.op("arith.ori", cg.op("arith.shli", cg.op("arith.addi", e, cg.c32(126)), cg.c32(23)),
+                   cg.op("arith.shli", m, cg.c32(22)))
+    small = cg.op("arith.muli", m, cg.c32(E2M1_HALF_BITS))
+    bits = cg.select(cg.cmpi(0, e, cg.c32(0)), small, normal)
+    sign = cg.op("arith.shli", cg.op("arith.andi", w, cg.c32(8)), cg.c32(28))
+    return cg.op("arith.bitcast", cg.op("arith.ori", bits, sign), ty=ir.F32Type.get())
+
+
 def _widen(cg, v, dst):
     """A decoded value (f16 or f32) -> float type ``dst`` (exact except f32 -> f16 / bf16)."""
     if v.type == dst:
@@ -96,8 +110,8 @@ def _widen(cg, v, dst):
 
 def decode(cg, regs: list, fmt: str, dst) -> list:
     """Registers holding ``fmt`` codes -> values of float type ``dst``."""
-    if fmt == "f8E8M0FNU":
-        return [_widen(cg, _e8m0_to_f32(cg, r), dst) for r in regs]
+    if fmt in INTEGER_DECODERS:
+        return [_widen(cg, INTEGER_DECODERS[fmt](cg, r), dst) for r in regs]
     out = []
     for k in range(0, len(regs), 2):
         a = regs[k]
@@ -107,26 +121,44 @@ def decode(cg, regs: list, fmt: str, dst) -> list:
     return out
 
 
+# formats decoded with integer ops (the others through cvt)
+INTEGER_DECODERS = {"f8E8M0FNU": _e8m0_to_f32, "f4E2M1FN": _e2m1_to_f32}
+
+
 # -- encoding -------------------------------------------------------------------------------------
+def _cvt_f8x2(cg, a, b, fmt: str) -> tuple:
+    """``cvt.rn.satfinite.<f8>x2.f32 d, a, b``: (b's code, a's code) as i8."""
+    i16 = ir.IntegerType.get_signless(16)
+    d = dialects.nvvm.convert_f32x2_to_f8x2(i16, a, b, ir.TypeAttr.get(ir.Type.parse(fmt)),
+                                            rnd=ir.Attribute.parse("#nvvm.fp_rnd_mode<rn>"),
+                                            sat=ir.Attribute.parse("#nvvm.sat_mode<satfinite>"))
+    return cg.op("arith.trunci", d, ty=cg.i8), cg.op("arith.trunci", cg.op("arith.shrui", d, cg.const(i16, 8)),
+                                                     ty=cg.i8)
+
+
+def _cvt_f4x2(cg, a, b, fmt: str) -> tuple:
+    """``cvt.rn.satfinite.e2m1x2.f32 d, a, b``: (b's code, a's code), each in the low 4 bits of an i8."""
+    d = dialects.nvvm.convert_f32x2_to_f4x2(cg.i8, a, b, ir.TypeAttr.get(ir.Type.parse(fmt)))
+    return cg.op("arith.andi", d, cg.const(cg.i8, 15)), cg.op("arith.shrui", d, cg.const(cg.i8, 4))
+
+
+# the formats the cvt instructions produce: two f32 -> two codes
+CVT_ENCODERS = {"f8E4M3FN": _cvt_f8x2, "f8E5M2": _cvt_f8x2, "f4E2M1FN": _cvt_f4x2}
+
+
 def encode_regs(cg, regs: list, fmt: str, op=None) -> list:
     """Float registers -> ``fmt`` codes (i8), nearest even with saturation (pairs through one cvt)."""
-    if fmt not in CVT_FORMATS:
+    if fmt not in CVT_ENCODERS:
         raise LoweringError(f"conversion to {fmt} is not supported yet", op)
     f32 = ir.F32Type.get()
     vals = [r if r.type == f32 else cg.op("arith.extf" if ir.FloatType(r.type).width < 32 else "arith.truncf",
                                           r, ty=f32) for r in regs]
-    i16 = ir.IntegerType.get_signless(16)
     out = []
     for k in range(0, len(vals), 2):
         b = vals[k]
         a = vals[k + 1] if k + 1 < len(vals) else b
-        # cvt d, a, b: a's code in the high byte, b's in the low byte
-        d = dialects.nvvm.convert_f32x2_to_f8x2(i16, a, b, ir.TypeAttr.get(ir.Type.parse(fmt)),
-                                                rnd=ir.Attribute.parse("#nvvm.fp_rnd_mode<rn>"),
-                                                sat=ir.Attribute.parse("#nvvm.sat_mode<satfinite>"))
-        out.append(cg.op("arith.trunci", d, ty=cg.i8))
-        if k + 1 < len(vals):
-            out.append(cg.op("arith.trunci", cg.op("arith.shrui", d, cg.const(i16, 8)), ty=cg.i8))
+        lo, hi = CVT_ENCODERS[fmt](cg, a, b, fmt)  # cvt d, a, b: a's code in the high part
+        out += [lo] + ([hi] if k + 1 < len(vals) else [])
     return out
 
 

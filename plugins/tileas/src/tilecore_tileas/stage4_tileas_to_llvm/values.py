@@ -41,6 +41,7 @@ class MemrefV:
     strides: list
     static_strides: list
     div_by: int = 1
+    narrow: str = ""  # an 8- / 4-bit float element (``element`` is then i8: registers hold codes)
 
 
 @dataclass
