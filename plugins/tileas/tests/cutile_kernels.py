@@ -309,12 +309,14 @@ def pack_unpack_f16(x, y, TILE: ct.Constant[int]):
 
 
 @ct.kernel
-def mma_scaled_f8(A, SA, B, SB, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+def mma_scaled(A, SA, B, SB, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int],
+               BLOCK: ct.Constant[int]):
+    """Block-scaled MMA, one scale per BLOCK elements of K."""
     i, j = ct.bid(0), ct.bid(1)
     a = ct.load(A, index=(i, 0), shape=(TM, TK))
     b = ct.load(B, index=(0, j), shape=(TK, TN))
-    sa = ct.load(SA, index=(i, 0), shape=(TM, TK // 32))
-    sb = ct.load(SB, index=(0, j), shape=(TK // 32, TN))
+    sa = ct.load(SA, index=(i, 0), shape=(TM, TK // BLOCK))
+    sb = ct.load(SB, index=(0, j), shape=(TK // BLOCK, TN))
     acc = ct.mma_scaled(a, sa, b, sb, ct.full((TM, TN), 0, dtype=ct.float32))
     ct.store(C, index=(i, j), tile=acc)
 
@@ -375,7 +377,7 @@ KERNELS: dict[str, tuple] = {
     "argmax_rows_f32": (argmax_rows_f32, ["f32[2]", "i32[1]", 4, 64]),
     "prod_min_reduce_f32": (prod_min_reduce_f32, ["f32[2]", "f32[1]", 4, 64]),
     "pack_unpack_f16": (pack_unpack_f16, ["f16[1]", "f16[1]", 128]),
-    "mma_scaled_f8": (mma_scaled_f8, ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 64, 64, 64]),
+    "mma_scaled_f8": (mma_scaled, ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 64, 64, 64, 32]),
     "gdc_f32": (gdc_f32, ["f32[1]", "f32[1]", 128]),
     "pointer_offset_f32": (pointer_offset_f32, ["f32[1]", "f32[1]", 128]),
     "hinted_vadd_f32": (hinted_vadd_f32, ["f32[1]", "f32[1]", "f32[1]", 128]),

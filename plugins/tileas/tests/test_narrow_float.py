@@ -89,16 +89,6 @@ def f32_to_e2m1_2d(x, y, TM: ct.Constant[int], TN: ct.Constant[int]):
     ct.store(y, index=(i, j), tile=ct.astype(ct.load(x, index=(i, j), shape=(TM, TN)), ct.float4_e2m1fn))
 
 
-@ct.kernel
-def mma_scaled_nvfp4(A, SA, B, SB, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
-    i, j = ct.bid(0), ct.bid(1)
-    a = ct.load(A, index=(i, 0), shape=(TM, TK))
-    b = ct.load(B, index=(0, j), shape=(TK, TN))
-    sa = ct.load(SA, index=(i, 0), shape=(TM, TK // 16))
-    sb = ct.load(SB, index=(0, j), shape=(TK // 16, TN))
-    ct.store(C, index=(i, j), tile=ct.mma_scaled(a, sa, b, sb, ct.full((TM, TN), 0, dtype=ct.float32)))
-
-
 KERNELS = {
     "e4m3_to_f32": (e4m3_to_f32, ["f8e4m3[1]", "f32[1]", 128]),
     "e5m2_to_f16": (e5m2_to_f16, ["f8e5m2[1]", "f16[1]", 128]),
@@ -107,13 +97,13 @@ KERNELS = {
     "e8m0_to_f32": (e8m0_to_f32, ["f8e8m0[1]", "f32[1]", 128]),
     "mma_f8": (mma_f8, ["f8e4m3[2]", "f8e4m3[2]", "f32[2]", 16, 16, 32]),
     # the corpus kernel's block-scaled MMA with small tiles (two scale blocks along K)
-    "mma_scaled_small": (ck.mma_scaled_f8, ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 16, 16, 64]),
+    "mma_scaled_small": (ck.mma_scaled, ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 16, 16, 64, 32]),
     "e2m1_to_f32": (e2m1_to_f32, ["f4[1]", "f32[1]", 128]),
     "e2m1_copy": (e2m1_copy, ["f4[1]", "f4[1]", 128]),
     "f32_to_e2m1": (f32_to_e2m1, ["f32[1]", "f4[1]", 128]),
     "f32_to_e2m1_2d": (f32_to_e2m1_2d, ["f32[2]", "f4[2]", 4, 16]),
     # NVFP4: E2M1 operands, one E4M3 scale per 16 elements of K
-    "mma_scaled_nvfp4": (mma_scaled_nvfp4, ["f4[2]", "f8e4m3[2]", "f4[2]", "f8e4m3[2]", "f32[2]", 16, 16, 64]),
+    "mma_scaled_nvfp4": (ck.mma_scaled, ["f4[2]", "f8e4m3[2]", "f4[2]", "f8e4m3[2]", "f32[2]", 16, 16, 64, 16]),
 }
 _DIR = tempfile.mkdtemp(prefix="tileas-f8-")
 
