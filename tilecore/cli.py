@@ -89,7 +89,7 @@ def _target_args(p) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.version:
-        from importlib.metadata import version
+        from .entry_points import version
 
         print(f"tilecore {version('tilecore')}")
         return 0

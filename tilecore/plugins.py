@@ -50,9 +50,9 @@ class LoadProblem:
 
 
 def _entry_points():
-    from importlib.metadata import entry_points
+    from .entry_points import entry_points  # not importlib.metadata: see that module
 
-    return list(entry_points(group=GROUP))
+    return entry_points(GROUP)
 
 
 class PluginManager:
@@ -274,12 +274,9 @@ class PluginManager:
 
 
 def _version(dist: str) -> str:
-    try:
-        from importlib.metadata import version
+    from .entry_points import version
 
-        return version(dist)
-    except Exception:  # noqa: BLE001
-        return ""
+    return version(dist)
 
 
 _DEFAULT: PluginManager | None = None
