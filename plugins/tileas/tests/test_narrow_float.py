@@ -78,6 +78,12 @@ def e2m1_copy(x, y, TILE: ct.Constant[int]):
 
 
 @ct.kernel
+def e2m1_to_e4m3(x, y, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    ct.store(y, index=(bid,), tile=ct.astype(ct.load(x, index=(bid,), shape=(TILE,)), ct.float8_e4m3fn))
+
+
+@ct.kernel
 def f32_to_e2m1(x, y, TILE: ct.Constant[int]):
     bid = ct.bid(0)
     ct.store(y, index=(bid,), tile=ct.astype(ct.load(x, index=(bid,), shape=(TILE,)), ct.float4_e2m1fn))
@@ -101,6 +107,7 @@ KERNELS = {
     "e2m1_to_f32": (e2m1_to_f32, ["f4[1]", "f32[1]", 128]),
     "e2m1_copy": (e2m1_copy, ["f4[1]", "f4[1]", 128]),
     "f32_to_e2m1": (f32_to_e2m1, ["f32[1]", "f4[1]", 128]),
+    "e2m1_to_e4m3": (e2m1_to_e4m3, ["f4[1]", "f8e4m3[1]", 128]),
     "f32_to_e2m1_2d": (f32_to_e2m1_2d, ["f32[2]", "f4[2]", 4, 16]),
     # NVFP4: E2M1 operands, one E4M3 scale per 16 elements of K
     "mma_scaled_nvfp4": (ck.mma_scaled, ["f4[2]", "f8e4m3[2]", "f4[2]", "f8e4m3[2]", "f32[2]", 16, 16, 64, 16]),
@@ -254,6 +261,13 @@ def test_e2m1_copy_keeps_every_code():
     out = np.zeros(128, np.uint8)
     run("e2m1_copy", "sm_100a", (2, 1, 1), packed(codes) + [out, np.int32(256), np.int32(1)])
     assert unpacked(out, 256) == list(codes)
+
+
+def test_e2m1_to_e4m3_goes_through_f32_exactly():
+    codes = np.arange(128) % 16
+    out = np.zeros(128, np.uint8)
+    run("e2m1_to_e4m3", "sm_100a", (1, 1, 1), packed(codes) + arr(out))
+    assert [int(c) for c in out] == [encode(decode(int(c), "f4E2M1FN"), "f8E4M3FN") for c in codes]
 
 
 def test_quantizing_to_e2m1_rounds_saturates_and_spares_the_neighbours():

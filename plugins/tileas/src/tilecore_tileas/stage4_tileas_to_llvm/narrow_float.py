@@ -1,23 +1,24 @@
 """8- and 4-bit floats in stage 4: i8 registers, conversions through the cvt instructions, SM floors.
 
-LLVM has no 8-bit float types, so a register of an ``f8E4M3FN`` / ``f8E5M2`` / ``f8E8M0FNU`` /
+LLVM has no 8- or 4-bit float types, so a register of an ``f8E4M3FN`` / ``f8E5M2`` / ``f8E8M0FNU`` /
 ``f4E2M1FN`` tile holds the code as ``i8`` (:func:`storage`): loads, stores, shared-memory exchanges
 and shape ops move codes unchanged. ``f4E2M1FN`` is packed two per byte in global memory (element
-``2i`` in the low half of byte ``i``): loads unpack it (:mod:`.memory`), storing it is not supported yet. Arithmetic never sees them (cuda_tile converts first: ``ftof`` becomes
-``arith.extf`` / ``arith.truncf``, handled here by :func:`convert`):
+``2i`` in the low half of byte ``i``): tiled loads and stores pack and unpack it (:mod:`.memory`).
+Arithmetic never sees the codes (cuda_tile converts first: ``ftof`` becomes ``arith.extf`` /
+``arith.truncf``, handled here by :func:`convert`):
 
 - ``f8E4M3FN`` / ``f8E5M2`` -> wider: two registers per ``cvt.rn.f16x2.<f8>x2``
   (``nvvm.convert.f8x2.to.f16x2``), then the exact f16 -> f32 / f64 / bf16 extension;
-- wider -> ``f8E4M3FN`` / ``f8E5M2``: two f32 per ``cvt.rn.satfinite.<f8>x2.f32``
-  (``nvvm.convert.f32x2.to.f8x2``): nearest even, out-of-range values (and infinities) saturate
-  to the largest finite value, NaN stays NaN. f16 / bf16 sources are extended to f32 first (exact);
-  f64 sources are rounded to f32 first;
+- wider -> ``f8E4M3FN`` / ``f8E5M2`` / ``f4E2M1FN``: two f32 per ``cvt.rn.satfinite.<fmt>x2.f32``
+  (``nvvm.convert.f32x2.to.f8x2`` / ``.to.f4x2``): nearest even, out-of-range values (and
+  infinities) saturate to the largest finite value, NaN stays NaN (E2M1 has none: +0). f16 / bf16
+  sources are extended to f32 first (exact); f64 sources are rounded to f32 first;
 - ``f8E8M0FNU`` (block scales, exponent only) -> wider: integer ops, ``code << 23`` as f32 bits
   (code 0 is 2^-127, a subnormal; code 255 is NaN);
 - ``f4E2M1FN`` -> wider: integer ops building the f32 bits (1 sign, 2 exponent, 1 mantissa bits:
-  0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives); converting to it is not supported yet.
+  0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives). Converting to ``f8E8M0FNU`` is not supported yet.
 
-:data:`MIN_CC` gives each type's lowest target (as tileiras: e4m3 / e5m2 from sm_89, e8m0 from
+:data:`MIN_CC` gives each type's lowest target (as tileiras: e4m3 / e5m2 from sm_89, e8m0 / e2m1 from
 sm_100); :func:`check_types` rejects a kernel that uses one below it, at the first op that does.
 """
 
@@ -43,7 +44,7 @@ def is_narrow(t) -> bool:
 
 
 def storage(t):
-    """The register type of element type ``t``: i8 for the 8-bit floats, ``t`` otherwise."""
+    """The register type of element type ``t``: i8 for the 8- / 4-bit floats, ``t`` otherwise."""
     return ir.IntegerType.get_signless(8) if str(t) in MIN_CC else t
 
 
@@ -163,13 +164,16 @@ def encode_regs(cg, regs: list, fmt: str, op=None) -> list:
 
 
 def convert(cg, op, regs: list) -> list:
-    """``arith.extf`` / ``arith.truncf`` of a tile whose source or result elements are 8-bit floats."""
+    """``arith.extf`` / ``arith.truncf`` of a tile whose source or result elements are 8- / 4-bit floats
+    (between two such formats: through f32, which holds every value of each exactly)."""
     src, dst = element_name(op.operands[0].type), element_name(op.results[0].type)
-    if src in MIN_CC and dst in MIN_CC:
-        raise LoweringError(f"internal error: '{op.name}' from {src} to {dst} (expected a float in between)", op)
     if src in MIN_CC:
         rt = op.results[0].type
-        return decode(cg, regs, src, ir.RankedTensorType(rt).element_type if str(rt).startswith("tensor<") else rt)
+        wide = ir.F32Type.get() if dst in MIN_CC else \
+            ir.RankedTensorType(rt).element_type if str(rt).startswith("tensor<") else rt
+        regs = decode(cg, regs, src, wide)
+        if dst not in MIN_CC:
+            return regs
     return encode_regs(cg, regs, dst, op)
 
 
