@@ -1,7 +1,7 @@
 """Floating-point conversion routines the host back end calls and the JIT does not provide.
 
 (Also the host side of the emulated 8- / 4-bit float ``cvt`` instructions, :func:`f8x2_to_f16x2`,
-:func:`f32x2_to_f8x2` and :func:`f32x2_to_f4x2`, whose numbers come from :mod:`tilecore.narrow_floats`.)
+:func:`f4x2_to_f16x2`, :func:`f32x2_to_f8x2` and :func:`f32x2_to_f4x2`, whose numbers come from :mod:`tilecore.narrow_floats`.)
 
 Without F16C / AVX512-BF16 instructions (and always for f64 sources) the x86 back end lowers
 ``fptrunc`` to f16 / bf16 (from f32 or f64) and ``fpext`` from f16 to calls of compiler-rt routines, which the
@@ -78,6 +78,12 @@ def f32x2_to_f8x2(fmt: int, a: float, b: float) -> int:
     return f8_encode(a, name) << 8 | f8_encode(b, name)
 
 
+def f4x2_to_f16x2(src: int) -> int:
+    """``cvt.rn.f16x2.e2m1x2``: the low 4 bits of ``src`` -> the low half of the result (exact)."""
+    lo, hi = (f16_bits(f8_decode(src >> s & 0xF, "f4E2M1FN")) for s in (0, 4))
+    return _i32(hi << 16 | lo)
+
+
 def f32x2_to_f4x2(a: float, b: float) -> int:
     """``cvt.rn.satfinite.e2m1x2.f32 d, a, b``: ``a`` in the high 4 bits, ``b`` in the low 4 bits."""
     return f8_encode(a, "f4E2M1FN") << 4 | f8_encode(b, "f4E2M1FN")
@@ -100,6 +106,7 @@ LIBCALLS = {
     "__emu_f32x2_to_f8x2": (ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32, ctypes.c_float, ctypes.c_float),
                             f32x2_to_f8x2),
     "__emu_f32x2_to_f4x2": (ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_float, ctypes.c_float), f32x2_to_f4x2),
+    "__emu_f4x2_to_f16x2": (ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32), f4x2_to_f16x2),
 }
 
 

@@ -251,6 +251,19 @@ def _cvt_f32x2_to_f8x2(op, rw):
     return [rw.call(sym, list(op.operands), rt)]
 
 
+def _cvt_f4x2_to_f16x2(op, rw):
+    """``nvvm.convert.f4x2.to.f16x2`` (E2M1 codes in an i8 -> vector<2xf16>, no relu)."""
+    relu = "relu" in op.attributes and ir.BoolAttr(op.attributes["relu"]).value
+    if relu or str(ir.TypeAttr(op.attributes["srcType"]).value) != "f4E2M1FN":
+        rw.unknown(op)
+    sym = "__emu_cvt_f4x2_to_f16x2"
+    rw.declare("__emu_f4x2_to_f16x2", "(i32) -> i32")
+    rw.define(sym, "%ctx: !llvm.ptr, %v: i8", "\n".join([
+        "%x = llvm.zext %v : i8 to i32", "%y = llvm.call @__emu_f4x2_to_f16x2(%x) : (i32) -> i32",
+        "%r = llvm.bitcast %y : i32 to vector<2xf16>"]), "vector<2xf16>")
+    return [rw.call(sym, list(op.operands), "vector<2xf16>")]
+
+
 def _cvt_f32x2_to_f4x2(op, rw):
     """``nvvm.convert.f32x2.to.f4x2 a, b`` (E2M1, no relu): i8 with a's code in the high 4 bits."""
     relu = "relu" in op.attributes and ir.BoolAttr(op.attributes["relu"]).value
@@ -282,6 +295,7 @@ NVVM_OPS: dict[str, OpRow] = {
     "nvvm.convert.f8x2.to.f16x2": OpRow(_cvt_f8x2_to_f16x2),
     "nvvm.convert.f32x2.to.f8x2": OpRow(_cvt_f32x2_to_f8x2),
     "nvvm.convert.f32x2.to.f4x2": OpRow(_cvt_f32x2_to_f4x2),
+    "nvvm.convert.f4x2.to.f16x2": OpRow(_cvt_f4x2_to_f16x2),
     # Fences order memory between real host threads: a host seq_cst fence.
     "nvvm.memory.barrier": OpRow(_fence), "nvvm.fence.sc.cluster": OpRow(_fence),
     "nvvm.fence.proxy": OpRow(_fence), "nvvm.fence.proxy.acquire": OpRow(_fence),

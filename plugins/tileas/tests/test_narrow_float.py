@@ -154,7 +154,9 @@ def test_conversions_use_the_paired_cvt_instructions():
     for name, sm, instr in [("e4m3_to_f32", "sm_90a", "cvt.rn.f16x2.e4m3x2"),
                             ("e5m2_to_f16", "sm_100a", "cvt.rn.f16x2.e5m2x2"),
                             ("f32_to_e4m3", "sm_90a", "cvt.rn.satfinite.e4m3x2.f32"),
-                            ("f32_to_e5m2", "sm_100a", "cvt.rn.satfinite.e5m2x2.f32")]:
+                            ("f32_to_e5m2", "sm_100a", "cvt.rn.satfinite.e5m2x2.f32"),
+                            ("e2m1_to_f32", "sm_100a", "cvt.rn.f16x2.e2m1x2"),
+                            ("f32_to_e2m1", "sm_100a", "cvt.rn.satfinite.e2m1x2.f32")]:
         res = compile_file(path(name), sm)
         assert res.artifacts["cubin"][:4] == b"\x7fELF"  # ptxas accepted it
         ptx = "\n".join(res.artifacts["ptx"].values())

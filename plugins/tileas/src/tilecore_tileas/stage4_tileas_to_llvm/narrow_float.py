@@ -7,16 +7,15 @@ and shape ops move codes unchanged. ``f4E2M1FN`` is packed two per byte in globa
 Arithmetic never sees the codes (cuda_tile converts first: ``ftof`` becomes ``arith.extf`` /
 ``arith.truncf``, handled here by :func:`convert`):
 
-- ``f8E4M3FN`` / ``f8E5M2`` -> wider: two registers per ``cvt.rn.f16x2.<f8>x2``
-  (``nvvm.convert.f8x2.to.f16x2``), then the exact f16 -> f32 / f64 / bf16 extension;
+- ``f8E4M3FN`` / ``f8E5M2`` / ``f4E2M1FN`` -> wider: two registers per ``cvt.rn.f16x2.<fmt>x2``
+  (``nvvm.convert.f8x2.to.f16x2`` / ``.f4x2.to.f16x2``, the two E2M1 codes packed into one byte), then
+  the exact f16 -> f32 / f64 / bf16 extension;
 - wider -> ``f8E4M3FN`` / ``f8E5M2`` / ``f4E2M1FN``: two f32 per ``cvt.rn.satfinite.<fmt>x2.f32``
   (``nvvm.convert.f32x2.to.f8x2`` / ``.to.f4x2``): nearest even, out-of-range values (and
   infinities) saturate to the largest finite value, NaN stays NaN (E2M1 has none: +0). f16 / bf16
   sources are extended to f32 first (exact); f64 sources are rounded to f32 first;
 - ``f8E8M0FNU`` (block scales, exponent only) -> wider: integer ops, ``code << 23`` as f32 bits
-  (code 0 is 2^-127, a subnormal; code 255 is NaN);
-- ``f4E2M1FN`` -> wider: integer ops building the f32 bits (1 sign, 2 exponent, 1 mantissa bits:
-  0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives). Converting to ``f8E8M0FNU`` is not supported yet.
+  (code 0 is 2^-127, a subnormal; code 255 is NaN). Converting to ``f8E8M0FNU`` is not supported yet.
 
 :data:`MIN_CC` gives each type's lowest target (as tileiras: e4m3 / e5m2 from sm_89, e8m0 / e2m1 from
 sm_100); :func:`check_types` rejects a kernel that uses one below it, at the first op that does.
@@ -31,7 +30,7 @@ from tilecore.narrow_floats import encode
 # element type -> lowest compute capability whose instructions have it
 MIN_CC = {"f8E4M3FN": 89, "f8E5M2": 89, "f8E8M0FNU": 100, "f4E2M1FN": 100}
 PACKED = ("f4E2M1FN",)  # two elements per byte in memory
-E8M0_NAN, E8M0_ZERO_BITS, F32_QNAN_BITS, E2M1_HALF_BITS = 0xFF, 0x00400000, 0x7FC00000, 0x3F000000
+E8M0_NAN, E8M0_ZERO_BITS, F32_QNAN_BITS = 0xFF, 0x00400000, 0x7FC00000
 
 
 def element_name(t) -> str:
@@ -65,13 +64,22 @@ def check_types(block, target) -> None:
 
 
 # -- decoding -------------------------------------------------------------------------------------
-def _f16x2(cg, a, b, fmt: str) -> tuple:
-    """Codes ``a``, ``b`` (i8) of ``fmt`` -> two f16 values (one cvt)."""
+def _f8x2_to_f16x2(cg, a, b, fmt: str) -> tuple:
+    """Codes ``a``, ``b`` (i8) of an 8-bit ``fmt`` -> two f16 values (one ``cvt.rn.f16x2.<f8>x2``)."""
     llvm = dialects.llvm
     v2 = ir.VectorType.get([2], cg.i8)
     pair = llvm.insertelement(llvm.insertelement(llvm.mlir_poison(v2), a, cg.c32(0)), b, cg.c32(1))
-    f16 = ir.F16Type.get()
-    h = dialects.nvvm.convert_f8x2_to_f16x2(ir.VectorType.get([2], f16), pair, ir.TypeAttr.get(ir.Type.parse(fmt)))
+    h = dialects.nvvm.convert_f8x2_to_f16x2(ir.VectorType.get([2], ir.F16Type.get()), pair,
+                                            ir.TypeAttr.get(ir.Type.parse(fmt)))
+    return llvm.extractelement(h, cg.c32(0)), llvm.extractelement(h, cg.c32(1))
+
+
+def _f4x2_to_f16x2(cg, a, b, fmt: str) -> tuple:
+    """E2M1 codes ``a``, ``b`` -> two f16 values (one ``cvt.rn.f16x2.e2m1x2`` on the byte ``b << 4 | a``)."""
+    llvm = dialects.llvm
+    byte = cg.op("arith.ori", a, cg.op("arith.shli", b, cg.const(cg.i8, 4)))
+    h = dialects.nvvm.convert_f4x2_to_f16x2(ir.VectorType.get([2], ir.F16Type.get()), byte,
+                                            ir.TypeAttr.get(ir.Type.parse(fmt)))
     return llvm.extractelement(h, cg.c32(0)), llvm.extractelement(h, cg.c32(1))
 
 
@@ -82,20 +90,6 @@ def _e8m0_to_f32(cg, code):
     bits = cg.select(cg.cmpi(0, w, cg.c32(0)), cg.c32(E8M0_ZERO_BITS), bits)
     bits = cg.select(cg.cmpi(0, w, cg.c32(E8M0_NAN)), cg.c32(F32_QNAN_BITS), bits)
     return cg.op("arith.bitcast", bits, ty=ir.F32Type.get())
-
-
-def _e2m1_to_f32(cg, code):
-    """An E2M1 code (low 4 bits) -> f32: exponent e > 0 gives bits (e + 126) << 23 | m << 22; e = 0 is
-    0 or 0.5 (0x3F000000); the sign moves from bit 3 to bit 31."""
-    w = cg.op("arith.extui", code, ty=cg.i32)
-    e = cg.op("arith.andi", cg.op("arith.shrui", w, cg.c32(1)), cg.c32(3))
-    m = cg.op("arith.andi", w, cg.c32(1))
-    normal = cg.op("arith.ori", cg.op("arith.shli", cg.op("arith.addi", e, cg.c32(126)), cg.c32(23)),
-                   cg.op("arith.shli", m, cg.c32(22)))
-    small = cg.op("arith.muli", m, cg.c32(E2M1_HALF_BITS))
-    bits = cg.select(cg.cmpi(0, e, cg.c32(0)), small, normal)
-    sign = cg.op("arith.shli", cg.op("arith.andi", w, cg.c32(8)), cg.c32(28))
-    return cg.op("arith.bitcast", cg.op("arith.ori", bits, sign), ty=ir.F32Type.get())
 
 
 def _widen(cg, v, dst):
@@ -109,21 +103,21 @@ def _widen(cg, v, dst):
     return cg.op("arith.extf" if dst_w > src_w else "arith.truncf", v, ty=dst)
 
 
+# the formats the cvt instructions widen: two codes -> two f16 (E8M0 has no such cvt: integer ops)
+CVT_DECODERS = {"f8E4M3FN": _f8x2_to_f16x2, "f8E5M2": _f8x2_to_f16x2, "f4E2M1FN": _f4x2_to_f16x2}
+
+
 def decode(cg, regs: list, fmt: str, dst) -> list:
     """Registers holding ``fmt`` codes -> values of float type ``dst``."""
-    if fmt in INTEGER_DECODERS:
-        return [_widen(cg, INTEGER_DECODERS[fmt](cg, r), dst) for r in regs]
+    if fmt not in CVT_DECODERS:
+        return [_widen(cg, _e8m0_to_f32(cg, r), dst) for r in regs]
     out = []
     for k in range(0, len(regs), 2):
         a = regs[k]
         b = regs[k + 1] if k + 1 < len(regs) else a
-        lo, hi = _f16x2(cg, a, b, fmt)
+        lo, hi = CVT_DECODERS[fmt](cg, a, b, fmt)
         out += [_widen(cg, lo, dst)] + ([_widen(cg, hi, dst)] if k + 1 < len(regs) else [])
     return out
-
-
-# formats decoded with integer ops (the others through cvt)
-INTEGER_DECODERS = {"f8E8M0FNU": _e8m0_to_f32, "f4E2M1FN": _e2m1_to_f32}
 
 
 # -- encoding -------------------------------------------------------------------------------------
