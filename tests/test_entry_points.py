@@ -18,7 +18,6 @@ def _reference(group):
 def test_same_entry_points_and_versions_as_importlib_metadata():
     for group in ("tilecore.plugins", "console_scripts", "pytest11"):
         assert _ours(group) == _reference(group), group
-    assert [e[0] for e in _ours("tilecore.plugins")] == ["cute", "gpu_nvvm", "nvgpu_nvvm", "sm100", "tileas"]
     assert version("tilecore") == importlib.metadata.version("tilecore")
     assert version("no-such-distribution") == ""
 
@@ -44,7 +43,9 @@ def test_first_distribution_on_the_path_wins_and_the_format_is_parsed(tmp_path, 
 
 
 def test_compile_does_not_import_importlib_metadata():
+    # whichever plugins this environment has (tox runs the core tests with each plugin alone)
     code = ("import sys; from tilecore.plugins import get_plugin_manager; pm = get_plugin_manager(); "
-            "assert pm.plugins['tileas'].version, pm.plugins; print('importlib.metadata' in sys.modules)")
+            "assert all(i.version for i in pm.plugins.values()), pm.plugins; "
+            "print('importlib.metadata' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
