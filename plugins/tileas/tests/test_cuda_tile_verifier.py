@@ -162,6 +162,18 @@ def test_make_tensor_view_dynamic_operand_count():
     assert e.message.endswith("has 2 dynamic sizes and 1 dynamic strides, got 1 and 0 operands")
 
 
+def test_make_partition_view_needs_a_tensor_view_of_its_result():
+    """A view made of a non-view value (a mutated operand index) used to reach the atom selection."""
+    i32 = tile([], "i32")
+    e = error(kernel([i32], [f'%0 = "cuda_tile.make_partition_view"(%a0) : ({i32}) -> {PV} {AT}']))
+    assert e.location == "k.py:7:3"
+    assert e.message == "'cuda_tile.make_partition_view' expected a tensor_view operand, got tile<i32>"
+    tv16 = TV.replace("f32", "f16")
+    e = error(kernel([tv16], [f'%0 = "cuda_tile.make_partition_view"(%a0) : ({tv16}) -> {PV} {AT}']))
+    assert e.message.startswith("'cuda_tile.make_partition_view' result must be a view of tensor_view<")
+    verify(kernel([TV], [f'%0 = "cuda_tile.make_partition_view"(%a0) : ({TV}) -> {PV}']))
+
+
 def test_irdl_structure_is_checked_too():
     """Enum spellings and operand counts come from IRDL; reported at the op too."""
     ctx = get_plugin_manager().make_context()

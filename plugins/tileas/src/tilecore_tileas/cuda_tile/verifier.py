@@ -229,6 +229,16 @@ def _make_tensor_view(name, op) -> None:
                           f"{len(g['dynamic_shape'])} and {len(g['dynamic_strides'])} operands")
 
 
+def _make_view(name, op) -> None:
+    """make_partition_view / make_strided_view / make_gather_scatter_view: a view of its tensor_view operand."""
+    src = T.parse_type(str(op.operands[0].type))
+    view = T.parse_type(str(op.results[0].type))
+    if not isinstance(src, T.TensorView):
+        raise VerifyError(f"expected a tensor_view operand, got {short(src)}")
+    if not isinstance(view, T.VIEWS) or view.tensor_view != src:
+        raise VerifyError(f"result must be a view of {short(src)}, got {short(view)}")
+
+
 def _index_space(name, op) -> None:
     view = T.parse_type(str(op.operands[0].type))
     if not isinstance(view, T.VIEWS):
@@ -245,6 +255,7 @@ RULES = {
     "cat": _cat, "mmaf": _mma, "mmai": _mma,
     **{n: _view_access for n in VIEW_ACCESS},
     "make_tensor_view": _make_tensor_view, "get_index_space_shape": _index_space,
+    **{n: _make_view for n in ("make_partition_view", "make_strided_view", "make_gather_scatter_view")},
 }
 
 
