@@ -218,62 +218,66 @@ def _f8_format(op, rw, attr: str) -> int:
     return F8_FORMATS.index(name)
 
 
-def _cvt_f8x2_to_f16x2(op, rw):
-    """``nvvm.convert.f8x2.to.f16x2`` (vector<2xi8> -> vector<2xf16>, no relu)."""
+def _no_relu(op, rw) -> None:
     if "relu" in op.attributes and ir.BoolAttr(op.attributes["relu"]).value:
         rw.unknown(op)
+
+
+def _via_host(op, rw, sym: str, params: str, routine: str, sig: str, body: list[str], ret: str):
+    """Replace ``op`` by a call of helper ``sym`` (``params`` after the context) whose ``body`` calls the
+    host routine ``routine`` (``sig``, bound in :mod:`.libcalls`) and leaves the result in ``%r``."""
+    rw.declare(routine, sig)
+    rw.define(sym, f"%ctx: !llvm.ptr, {params}", "\n".join(body), ret)
+    return [rw.call(sym, list(op.operands), ret)]
+
+
+def _cvt_f8x2_to_f16x2(op, rw):
+    """``nvvm.convert.f8x2.to.f16x2`` (vector<2xi8> -> vector<2xf16>, no relu)."""
+    _no_relu(op, rw)
     fmt = _f8_format(op, rw, "srcType")
-    sym = f"__emu_cvt_f8x2_{fmt}_to_f16x2"
-    rw.declare("__emu_f8x2_to_f16x2", "(i32, i32) -> i32")
-    rw.define(sym, "%ctx: !llvm.ptr, %v: vector<2xi8>", "\n".join([
-        f"%k = llvm.mlir.constant({fmt} : i32) : i32", "%w = llvm.bitcast %v : vector<2xi8> to i16",
-        "%x = llvm.zext %w : i16 to i32", "%y = llvm.call @__emu_f8x2_to_f16x2(%k, %x) : (i32, i32) -> i32",
-        "%r = llvm.bitcast %y : i32 to vector<2xf16>"]), "vector<2xf16>")
-    return [rw.call(sym, list(op.operands), "vector<2xf16>")]
+    return _via_host(op, rw, f"__emu_cvt_f8x2_{fmt}_to_f16x2", "%v: vector<2xi8>", "__emu_f8x2_to_f16x2",
+                     "(i32, i32) -> i32", [
+                         f"%k = llvm.mlir.constant({fmt} : i32) : i32", "%w = llvm.bitcast %v : vector<2xi8> to i16",
+                         "%x = llvm.zext %w : i16 to i32",
+                         "%y = llvm.call @__emu_f8x2_to_f16x2(%k, %x) : (i32, i32) -> i32",
+                         "%r = llvm.bitcast %y : i32 to vector<2xf16>"], "vector<2xf16>")
 
 
 def _cvt_f32x2_to_f8x2(op, rw):
     """``nvvm.convert.f32x2.to.f8x2 a, b`` with rn + satfinite, no relu (i16 or vector<2xi8>)."""
     rnd = str(op.attributes["rnd"]) if "rnd" in op.attributes else ""
     sat = str(op.attributes["sat"]) if "sat" in op.attributes else ""
-    relu = "relu" in op.attributes and ir.BoolAttr(op.attributes["relu"]).value
-    if "<rn>" not in rnd or "satfinite" not in sat or relu:
+    if "<rn>" not in rnd or "satfinite" not in sat:
         rw.unknown(op)
+    _no_relu(op, rw)
     fmt = _f8_format(op, rw, "dstTy")
     rt = str(op.results[0].type)
-    sym = f"__emu_cvt_f32x2_to_f8x2_{fmt}_{'v' if rt.startswith('vector') else 's'}"
-    body = [f"%k = llvm.mlir.constant({fmt} : i32) : i32",
-            "%y = llvm.call @__emu_f32x2_to_f8x2(%k, %a, %b) : (i32, f32, f32) -> i32",
-            "%h = llvm.trunc %y : i32 to i16"]
-    body.append(f"%r = llvm.bitcast %h : i16 to {rt}" if rt != "i16" else "%r = llvm.bitcast %h : i16 to i16")
-    rw.declare("__emu_f32x2_to_f8x2", "(i32, f32, f32) -> i32")
-    rw.define(sym, "%ctx: !llvm.ptr, %a: f32, %b: f32", "\n".join(body), rt)
-    return [rw.call(sym, list(op.operands), rt)]
+    return _via_host(op, rw, f"__emu_cvt_f32x2_to_f8x2_{fmt}_{'v' if rt.startswith('vector') else 's'}",
+                     "%a: f32, %b: f32", "__emu_f32x2_to_f8x2", "(i32, f32, f32) -> i32", [
+                         f"%k = llvm.mlir.constant({fmt} : i32) : i32",
+                         "%y = llvm.call @__emu_f32x2_to_f8x2(%k, %a, %b) : (i32, f32, f32) -> i32",
+                         "%h = llvm.trunc %y : i32 to i16", f"%r = llvm.bitcast %h : i16 to {rt}"], rt)
 
 
 def _cvt_f4x2_to_f16x2(op, rw):
     """``nvvm.convert.f4x2.to.f16x2`` (E2M1 codes in an i8 -> vector<2xf16>, no relu)."""
-    relu = "relu" in op.attributes and ir.BoolAttr(op.attributes["relu"]).value
-    if relu or str(ir.TypeAttr(op.attributes["srcType"]).value) != "f4E2M1FN":
+    _no_relu(op, rw)
+    if str(ir.TypeAttr(op.attributes["srcType"]).value) != "f4E2M1FN":
         rw.unknown(op)
-    sym = "__emu_cvt_f4x2_to_f16x2"
-    rw.declare("__emu_f4x2_to_f16x2", "(i32) -> i32")
-    rw.define(sym, "%ctx: !llvm.ptr, %v: i8", "\n".join([
+    return _via_host(op, rw, "__emu_cvt_f4x2_to_f16x2", "%v: i8", "__emu_f4x2_to_f16x2", "(i32) -> i32", [
         "%x = llvm.zext %v : i8 to i32", "%y = llvm.call @__emu_f4x2_to_f16x2(%x) : (i32) -> i32",
-        "%r = llvm.bitcast %y : i32 to vector<2xf16>"]), "vector<2xf16>")
-    return [rw.call(sym, list(op.operands), "vector<2xf16>")]
+        "%r = llvm.bitcast %y : i32 to vector<2xf16>"], "vector<2xf16>")
 
 
 def _cvt_f32x2_to_f4x2(op, rw):
     """``nvvm.convert.f32x2.to.f4x2 a, b`` (E2M1, no relu): i8 with a's code in the high 4 bits."""
-    relu = "relu" in op.attributes and ir.BoolAttr(op.attributes["relu"]).value
-    if relu or str(ir.TypeAttr(op.attributes["dstTy"]).value) != "f4E2M1FN":
+    _no_relu(op, rw)
+    if str(ir.TypeAttr(op.attributes["dstTy"]).value) != "f4E2M1FN":
         rw.unknown(op)
-    sym = "__emu_cvt_f32x2_to_f4x2"
-    rw.declare("__emu_f32x2_to_f4x2", "(f32, f32) -> i32")
-    rw.define(sym, "%ctx: !llvm.ptr, %a: f32, %b: f32", "\n".join([
-        "%y = llvm.call @__emu_f32x2_to_f4x2(%a, %b) : (f32, f32) -> i32", "%r = llvm.trunc %y : i32 to i8"]), "i8")
-    return [rw.call(sym, list(op.operands), "i8")]
+    return _via_host(op, rw, "__emu_cvt_f32x2_to_f4x2", "%a: f32, %b: f32", "__emu_f32x2_to_f4x2",
+                     "(f32, f32) -> i32", [
+                         "%y = llvm.call @__emu_f32x2_to_f4x2(%a, %b) : (f32, f32) -> i32",
+                         "%r = llvm.trunc %y : i32 to i8"], "i8")
 
 
 def _fence(op, rw):
