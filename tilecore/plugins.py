@@ -49,10 +49,6 @@ class LoadProblem:
         return f"warning: plugin '{self.plugin}' skipped in {self.hook}: {self.reason}"
 
 
-def _entry_points():
-    from .entry_points import entry_points  # not importlib.metadata: see that module
-
-    return entry_points(GROUP)
 
 
 class PluginManager:
@@ -70,9 +66,11 @@ class PluginManager:
         self.disabled = set(env_disabled) | set(disabled or [])
         self._cache: dict[Any, Any] = {}
         from . import core_plugin
+        from .entry_points import distributions, entry_points, version  # not importlib.metadata: see there
 
-        self._register(core_plugin, PluginInfo("core", core_plugin.__name__, "tilecore", _version("tilecore")))
-        eps = {ep.name: ep for ep in _entry_points()}
+        dists = distributions()  # one scan of sys.path for the core's version and the plugins
+        self._register(core_plugin, PluginInfo("core", core_plugin.__name__, "tilecore", version("tilecore", dists)))
+        eps = {ep.name: ep for ep in entry_points(GROUP, dists)}
         wanted = list(load or [])
         if autoload:
             wanted = sorted(eps) + [w for w in wanted if w not in eps]
@@ -271,12 +269,6 @@ class PluginManager:
             out.append({"name": name, "module": info.module, "distribution": info.dist,
                         "version": info.version, "registers": {k: sorted(v) for k, v in reg.get(name, {}).items()}})
         return out
-
-
-def _version(dist: str) -> str:
-    from .entry_points import version
-
-    return version(dist)
 
 
 _DEFAULT: PluginManager | None = None
