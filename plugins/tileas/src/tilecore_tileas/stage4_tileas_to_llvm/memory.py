@@ -18,6 +18,7 @@ from ..atoms import default_atom
 from ..irdl_text import group_values
 from ..nv_tileaa import DYNAMIC
 from ..nv_tileas import OPS
+from ..stage1_cuda_tile_to_tileaa.common import element_type
 from .codegen import elem_bytes
 from .exchange import exchange, replicate
 from .narrow_float import PACKED, is_narrow, storage
@@ -139,10 +140,8 @@ class TiledAccess:
 
             def nibble(g=g):
                 off = self.offset(g)
-                p = self._byte_ptr(off)
-                shift = cg.op("arith.trunci", cg.op("arith.shli", cg.op("arith.andi", off, cg.const(cg.i64, 1)),
-                                                    cg.const(cg.i64, 2)), ty=cg.i8)
-                return cg.op("arith.andi", cg.op("arith.shrui", self.load(p), shift), cg.const(cg.i8, 15))
+                return cg.op("arith.andi", cg.op("arith.shrui", self.load(self._byte_ptr(off)), self._half_shift(off)),
+                             cg.const(cg.i8, 15))
 
             regs.append(cg.masked(cond, nibble, pad, cg.i8))
         return regs
@@ -184,13 +183,18 @@ class TiledAccess:
         return dialects.llvm.getelementptr(ir.Type.parse(PTR1), self.v.memref.base, [half], [-2147483648],
                                            self.cg.i8, 0)
 
+    def _half_shift(self, off):
+        """The bit position (i8: 0 or 4) of packed element ``off`` within its byte."""
+        cg = self.cg
+        return cg.op("arith.trunci", cg.op("arith.shli", cg.op("arith.andi", off, cg.const(cg.i64, 1)),
+                                           cg.const(cg.i64, 2)), ty=cg.i8)
+
     def _store_nibble(self, g, code) -> None:
         """Two byte atomics (and: clear the half, or: set it); the back end widens them to 32-bit ones."""
         cg, llvm = self.cg, dialects.llvm
         off = self.offset(g)
         p = self._byte_ptr(off)
-        shift = cg.op("arith.trunci", cg.op("arith.shli", cg.op("arith.andi", off, cg.const(cg.i64, 1)),
-                                            cg.const(cg.i64, 2)), ty=cg.i8)
+        shift = self._half_shift(off)
         clear = cg.op("arith.xori", cg.op("arith.shli", cg.const(cg.i8, 15), shift), cg.const(cg.i8, -1))
         order = llvm.AtomicOrdering.monotonic
         llvm.atomicrmw(llvm.AtomicBinOp._and, p, clear, order)
@@ -378,7 +382,7 @@ def _pointee(t):
 
 
 def _elem_of(t):
-    return storage(ir.RankedTensorType(t).element_type if str(t).startswith("tensor<") else t)
+    return storage(element_type(t))
 
 
 def _per_element(cg, vals, shape):

@@ -27,6 +27,8 @@ from tilecore.errors import LoweringError
 from tilecore.mlir import dialects, ir
 from tilecore.narrow_floats import encode
 
+from ..stage1_cuda_tile_to_tileaa.common import element_type
+
 # element type -> lowest compute capability whose instructions have it
 MIN_CC = {"f8E4M3FN": 89, "f8E5M2": 89, "f8E8M0FNU": 100, "f4E2M1FN": 100}
 PACKED = ("f4E2M1FN",)  # two elements per byte in memory
@@ -35,7 +37,7 @@ E8M0_NAN, E8M0_ZERO_BITS, F32_QNAN_BITS = 0xFF, 0x00400000, 0x7FC00000
 
 def element_name(t) -> str:
     """The element type of a tensor type (or the type itself), as text."""
-    return str(ir.RankedTensorType(t).element_type) if str(t).startswith("tensor<") else str(t)
+    return str(element_type(t))
 
 
 def is_narrow(t) -> bool:
@@ -162,10 +164,7 @@ def convert(cg, op, regs: list) -> list:
     (between two such formats: through f32, which holds every value of each exactly)."""
     src, dst = element_name(op.operands[0].type), element_name(op.results[0].type)
     if src in MIN_CC:
-        rt = op.results[0].type
-        wide = ir.F32Type.get() if dst in MIN_CC else \
-            ir.RankedTensorType(rt).element_type if str(rt).startswith("tensor<") else rt
-        regs = decode(cg, regs, src, wide)
+        regs = decode(cg, regs, src, ir.F32Type.get() if dst in MIN_CC else element_type(op.results[0].type))
         if dst not in MIN_CC:
             return regs
     return encode_regs(cg, regs, dst, op)
