@@ -648,6 +648,26 @@ def test_float_conversions_the_jit_lacks_are_bound_and_round_to_nearest_even(pm)
     assert [hex(v) for v in bs] == [hex(v) for v in want[:3] + [0x3F80] + want[4:]]
 
 
+def test_host_module_is_compiled_for_the_baseline_cpu_not_the_host(pm, monkeypatch):
+    """Every function of the JIT module names the architecture's baseline CPU and features, so a
+    host with AVX512-BF16 (native bf16 conversion flushing subnormals) computes what any other does."""
+    from tilecore.emulate import hostmodule
+    from tilecore.mlir import ir
+
+    monkeypatch.setattr(hostmodule.platform, "machine", lambda: "x86_64")
+    with pm.make_context():
+        m = ir.Module.parse("""
+        gpu.module @m {
+          llvm.func @k(%x: !llvm.ptr<1>) attributes {nvvm.kernel, target_cpu = "sm_90a"} { llvm.return }
+        }""")
+        host = hostmodule.build(m, "k")
+        funcs = [f for f in host.module.body.operations if f.operation.name == "llvm.func" and len(f.regions[0].blocks)]
+        assert len(funcs) > 3  # the kernel, the driver and the helpers
+        for f in funcs:
+            assert f.attributes["target_cpu"].value == "x86-64"
+            assert str(f.attributes["target_features"]) == '#llvm.target_features<["+cx8", "+fxsr", "+mmx", "+sse", "+sse2"]>'
+
+
 
 def test_mma_sync_m16n8k32_integer_mixed_signedness(pm):
     """m16n8k32 u8 x s8 -> s32 (wrapping): the integer row of the warp collective."""

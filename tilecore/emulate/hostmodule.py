@@ -18,6 +18,7 @@ so one instance is the shared memory of the running CTA.
 
 from __future__ import annotations
 
+import platform
 import re
 from dataclasses import dataclass, field
 
@@ -312,6 +313,7 @@ def _rewrite(host, kernel: str, check_bounds: bool) -> HostModule:
                       for g in body.operations if g.operation.name == "llvm.mlir.global"]
     memory_globals = [g for g in memory_globals if g[2] != 3]  # shared memory is not global memory
     _append_support(host, rw, kernel, param_types, memory_globals)
+    _pin_host_target(host)
     return HostModule(host, kernel, param_types, collective, location, [g[0] for g in memory_globals])
 
 
@@ -355,6 +357,31 @@ def _rewrite_op(op, rw: Rewriter, funcs: dict, dyn_shared: set) -> bool:
             accessed = op.results[0].type if type_i is None else op.operands[type_i].type
             rw.bounds_check(ptr, str(accessed), is_store)
     return False
+
+
+# The JIT compiles for the host CPU by default, and some CPUs change the numbers: with AVX512-BF16
+# an f32 / f64 -> bf16 fptrunc becomes vcvtneps2bf16, which flushes subnormals (the GPU keeps them).
+# Every function is compiled for the architecture's baseline instead, so conversions the baseline
+# lacks go to the routines of .libcalls and results do not depend on the machine.
+_BASELINE_TARGET = {  # platform.machine() -> (target_cpu, target_features)
+    "x86_64": ("x86-64", ("+cx8", "+fxsr", "+mmx", "+sse", "+sse2")),
+    "AMD64": ("x86-64", ("+cx8", "+fxsr", "+mmx", "+sse", "+sse2")),
+    "aarch64": ("generic", ("+neon",)),
+    "arm64": ("generic", ("+neon",)),
+}
+
+
+def _pin_host_target(host) -> None:
+    """Give every defined function the baseline ``target_cpu`` / ``target_features`` of this architecture."""
+    pinned = _BASELINE_TARGET.get(platform.machine())
+    if pinned is None:
+        return
+    cpu = ir.StringAttr.get(pinned[0])
+    features = ir.Attribute.parse("#llvm.target_features<[" + ", ".join(f'"{f}"' for f in pinned[1]) + "]>")
+    for f in host.body.operations:
+        if f.operation.name == "llvm.func" and len(f.regions[0].blocks):
+            f.attributes["target_cpu"] = cpu
+            f.attributes["target_features"] = features
 
 
 def _give_libdevice_bodies(decls: dict, rw: Rewriter) -> None:
