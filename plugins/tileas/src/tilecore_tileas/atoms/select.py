@@ -33,10 +33,13 @@ class CopyRequest:
     div_by: int
     elem_bytes: int
     weak: bool = True
+    steps: tuple = ()  # traversal strides of a strided view (empty: it steps by the tile shape)
 
     def vectorizable(self) -> bool:
         lay = self.layout
         if not self.weak or lay.vec <= 1 or self.tile_shape[-1] % lay.vec or self.static_strides[-1] != 1:
+            return False
+        if (self.steps or self.tile_shape)[-1] % lay.vec:  # tile origins between vector groups: misaligned
             return False
         if self.elem_bytes == 0:  # sub-byte elements (4-bit floats, two per byte) are never vector-copied
             return False
@@ -69,15 +72,18 @@ def copy_request(op, threads: int) -> CopyRequest | None:
     vop = view.owner
     memref = vop.operands[0]
     mk = memref.owner
-    from ..stage4_tileas_to_llvm.memory import memref_type_parts
+    from ..stage4_tileas_to_llvm.memory import memref_type_parts, view_type_parts
 
     el, _shape, strides = memref_type_parts(memref.type)
+    strides = [strides[d] for d in view_type_parts(view.type)[1]]  # in tile order (cuTile's order=)
     tile_t = op.results[0].type if op.name == "nv_tileas.tiled_load" else op.operands[0].type
     shape = tuple(ir.RankedTensorType(tile_t).shape) if str(tile_t).startswith("tensor<") else ()
     from ..stage4_tileas_to_llvm.memory import memory_order
 
+    steps = tuple(ir.DenseI64ArrayAttr(op.attributes["traversal_strides"])) if "traversal_strides" in op.attributes \
+        else ()
     return CopyRequest(blocked(shape, threads), shape, strides, _div_by(mk.operands[0]), _bytes(el),
-                       memory_order(op)[0] is None)
+                       memory_order(op)[0] is None, steps)
 
 
 def run(ctx) -> ConversionStats:
