@@ -9,7 +9,6 @@ address ``base + sum(coord * stride)``; the copy atom chosen by ``tileas-select-
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
 from tilecore.errors import LoweringError
 from tilecore.mlir import dialects, ir
@@ -19,7 +18,7 @@ from ..atoms import default_atom
 from ..irdl_text import group_values
 from ..nv_tileaa import DYNAMIC
 from ..nv_tileas import OPS
-from ..stage1_cuda_tile_to_tileaa.common import element_type, resize_int
+from ..stage1_cuda_tile_to_tileaa.common import element_type
 from .codegen import elem_bytes
 from .exchange import exchange, replicate
 from .narrow_float import PACKED, is_narrow, storage
@@ -49,64 +48,35 @@ def make_memref(op, rb):
     base, dyn = ins[0], ins[1:]
     nshape = sum(1 for d in shape if d == DYNAMIC)
     dshape, dstrides = dyn[:nshape], dyn[nshape:]
-    index = dyn[0].type if dyn else cg.i32  # the array's index type: i32, or i64 (int64 shapes / strides)
     shp, st = [], []
     it = iter(dshape)
     for d in shape:
-        shp.append(next(it) if d == DYNAMIC else cg.const(index, d))
+        shp.append(next(it) if d == DYNAMIC else cg.c32(d))
     it = iter(dstrides)
     for s in strides:
-        st.append(resize_int(next(it), cg.i64) if s == DYNAMIC else s)
+        st.append(cg.op("arith.extsi", next(it), ty=cg.i64) if s == DYNAMIC else s)
     div = rb.data["div_by"].get(op.operands[0], 1)
     narrow = str(el) if is_narrow(el) else ""
     return [MemrefV(base, storage(el), shp, st, strides, div, narrow)]
 
 
-def view_type_parts(t):
-    """(tile shape, dim_map, padding) of a ``!nv_tileaa.tiled_view`` type."""
-    t = str(t)
-    tile = re.match(r"!nv_tileaa\.tiled_view<array<i64(?:: ([^>]*))?>", t).group(1)
-    dim_map, pad = re.search(r'array<i64(?:: ([^>]*))?>, "(\w+)">$', t).groups()
-    return _int_list(tile), _int_list(dim_map), pad
-
-
-def _int_list(text) -> tuple:
-    return tuple(int(x) for x in text.split(",")) if text else ()
-
-
-def permuted(m: MemrefV, dim_map: tuple) -> MemrefV:
-    """The memref with its axes in tile order: axis ``k`` is axis ``dim_map[k]`` of ``m`` (cuTile's
-    ``order=``: the permutation is applied to the array's axes before the tile space is built)."""
-    if dim_map == tuple(range(len(dim_map))):
-        return m
-    return replace(m, shape=[m.shape[d] for d in dim_map], strides=[m.strides[d] for d in dim_map],
-                   static_strides=[m.static_strides[d] for d in dim_map])
-
-
 def view(op, rb):
-    """A tiled view over the memref permuted into tile order, so accesses never see its dim_map."""
-    tile, dim_map, pad = view_type_parts(op.results[0].type)
-    return [ViewV(permuted(rb.get(op.operands[0]), dim_map), tile, tuple(range(len(tile))), pad)]
+    m = rb.get(op.operands[0])
+    t = str(op.results[0].type)
+    pad = re.search(r'"(\w+)">$', t).group(1)
+    tile = tuple(int(x) for x in re.match(r"!nv_tileaa\.tiled_view<array<i64(?:: ([^>]*))?>", t).group(1).split(","))
+    return [ViewV(m, tile, tuple(range(len(tile))), pad)]
 
 
 class TiledAccess:
-    """Addresses and bounds of the elements of one tile accessed through a tiled view.
-
-    Coordinates are computed at the access's index width (:attr:`index`): i32, or i64 when the
-    memref's sizes or the tile indices are 64-bit (cuTile's int64 index type), so dimensions of
-    2^31 elements or more keep exact coordinates; element offsets are always i64.
-    """
+    """Addresses and bounds of the elements of one tile accessed through a tiled view."""
 
     def __init__(self, cg, v: ViewV, index: list, lay, op):
         self.cg, self.v, self.lay = cg, v, lay
         if len(index) != len(v.tile_shape):
             raise LoweringError("tiled access with a view rank different from its index count", op)
         self.steps = v.traversal_strides or v.tile_shape  # a strided view steps by its traversal strides
-        widths = [ir.IntegerType(x.type).width for x in [*index, *v.memref.shape]]
-        self.index = cg.i64 if max(widths, default=32) > 32 else cg.i32
-        index = [resize_int(i, self.index) for i in index]
-        self.origin = [cg.op("arith.muli", i, cg.const(self.index, t)) if t != 1 else i
-                       for i, t in zip(index, self.steps)]
+        self.origin = [cg.op("arith.muli", i, cg.c32(t)) if t != 1 else i for i, t in zip(index, self.steps)]
         self.element = v.memref.element
         self.sparse = None  # (dim, per-register coordinates) for gather / scatter views
         self.ordering, self.syncscope = memory_order(op)
@@ -127,10 +97,10 @@ class TiledAccess:
     def coords(self, f, k=None):
         """Global coordinates of the element with tile-local flat index ``f`` (held in register ``k``)."""
         cg = self.cg
-        local = [resize_int(c, self.index) for c in cg.coords(self.v.tile_shape, f)]
+        local = cg.coords(self.v.tile_shape, f)
         g = [cg.op("arith.addi", o, c) for o, c in zip(self.origin, local)]
         if self.sparse is not None:
-            g[self.sparse[0]] = resize_int(self.sparse[1][k], self.index)
+            g[self.sparse[0]] = self.sparse[1][k]
         return g
 
     def in_bounds(self, g, extra_last: int = 0):
@@ -138,8 +108,8 @@ class TiledAccess:
         conds = []
         for d, (c, n) in enumerate(zip(g, self.v.memref.shape)):
             if d == len(g) - 1 and extra_last:
-                c = cg.op("arith.addi", c, cg.const(self.index, extra_last))
-            conds.append(cg.cmpi(6, c, resize_int(n, self.index)))  # unsigned: a negative coordinate is out
+                c = cg.op("arith.addi", c, cg.c32(extra_last))
+            conds.append(cg.cmpi(6, c, n))  # unsigned: a negative coordinate is out of bounds
         return cg.and_(*conds)
 
     def offset(self, g):
@@ -147,7 +117,7 @@ class TiledAccess:
         cg = self.cg
         off = None
         for c, s in zip(g, self.v.memref.strides):
-            c64 = resize_int(c, cg.i64)
+            c64 = cg.op("arith.extsi", c, ty=cg.i64)
             if isinstance(s, int):
                 term = c64 if s == 1 else cg.op("arith.muli", c64, cg.const(cg.i64, s))
             else:
@@ -320,10 +290,10 @@ def _gather_access(cg, op, v, offsets, index, lay):
     """A TiledAccess whose coordinate along ``sparse_dim`` comes from the ``offsets`` tile."""
     _not_packed(v, op, "gathering / scattering")
     sd = ir.IntegerAttr(op.attributes["sparse_dim"]).value
+    full = index[:sd] + [cg.c32(0)] + index[sd:]
+    acc = TiledAccess(cg, v, full, lay, op)
     offs = as_tile(cg, offsets, (v.tile_shape[sd],))
     el = offs.regs[0].type
-    full = index[:sd] + [cg.const(el, 0)] + index[sd:]  # (of the offsets' type: i64 offsets widen the access)
-    acc = TiledAccess(cg, v, full, lay, op)
     per_elem = exchange(cg, [offs], lay.shape, lambda c, o: cg.smem_load(o[0], c[sd], el))
     acc.sparse = (sd, per_elem.regs)
     return acc
