@@ -60,3 +60,17 @@ def test_overlapping_windows_step_1_match_numpy(tmp_path, n):
     start = idx // TILE  # window k starts at element k (step 1); element i of tile k is x[k + i]
     ref = (xp[start + idx % TILE] + xp[start + 1 + idx % TILE] + xp[start + 2 + idx % TILE])[:n]
     np.testing.assert_allclose(y, ref, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+def test_grid_dependency_control_is_a_no_op_for_one_launch(tmp_path, arch):
+    # gdc_f32 waits for its prerequisite grid (griddepcontrol.wait) and lets its dependents launch
+    # (griddepcontrol.launch_dependents): one emulated launch has neither, so it just copies x to y.
+    path = ck.export("gdc_f32", str(tmp_path / "gdc_f32.tileirbc"))
+    module = compile_file(path, arch).module
+    assert "nvvm.griddepcontrol  wait" in str(module) and "nvvm.griddepcontrol  launch_dependents" in str(module)
+    n = 1000
+    x = np.random.default_rng(5).standard_normal(n).astype(np.float32)
+    y = np.zeros(n, np.float32)
+    launch(module, "gdc_f32", -(-n // TILE), BLOCK, _arr(x) + _arr(y))
+    np.testing.assert_array_equal(y, x)

@@ -285,6 +285,19 @@ def _fence(op, rw):
     return []
 
 
+# PTX ISA, "Parallel Synchronization and Communication Instructions: griddepcontrol" (programmatic
+# dependent launch): ``wait`` waits until the prerequisite grids have completed and their memory is
+# visible; ``launch_dependents`` lets the grids that depend on this one be scheduled early. A single
+# emulated launch has neither prerequisite nor dependent grids, so both do nothing.
+GRID_DEP_ACTIONS = ("wait", "launch_dependents")
+
+
+def _griddepcontrol(op, rw):
+    if _kind(op, "kind") not in GRID_DEP_ACTIONS:
+        rw.unknown(op)
+    return []
+
+
 NVVM_OPS: dict[str, OpRow] = {
     "nvvm.barrier0": OpRow(_barrier, collective=True),
     "nvvm.barrier": OpRow(_barrier, collective=True),
@@ -304,6 +317,7 @@ NVVM_OPS: dict[str, OpRow] = {
     "nvvm.memory.barrier": OpRow(_fence), "nvvm.fence.sc.cluster": OpRow(_fence),
     "nvvm.fence.proxy": OpRow(_fence), "nvvm.fence.proxy.acquire": OpRow(_fence),
     "nvvm.fence.proxy.release": OpRow(_fence),
+    "nvvm.griddepcontrol": OpRow(_griddepcontrol),
 }
 
 
