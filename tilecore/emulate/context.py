@@ -4,8 +4,11 @@ One ``Ctx`` per host thread: special registers the kernel reads (tid, ntid, ...)
 the abort flag the rewritten code tests after every call that can fail, and the
 range of CTAs / threads the native driver loops over. Fields are 32-bit slots so
 the MLIR helpers address them as ``ctx[i] : i32``; the dynamic shared memory
-pointer sits at byte ``SHARED_PTR_BYTE``, the table of global memory ranges (``[lo, hi)``
-pairs of i64, ``NRANGES`` of them) that bounds checks accept at ``RANGES_PTR_BYTE``.
+pointer sits at byte ``SHARED_PTR_BYTE``, then the pointers to the tables of memory the
+checked accesses may touch (:mod:`.memcheck`): global memory (``[lo, hi)`` pairs of i64,
+``NRANGES`` of them) at ``RANGES_PTR_BYTE``, shared memory (pairs, ``NSHARED``) at
+``SHARED_RANGES_PTR_BYTE`` and the thread's live local buffers (``[lo, hi, label]``
+triples, ``NLOCAL`` of at most ``LOCAL_CAP``) at ``LOCAL_PTR_BYTE``.
 """
 
 from __future__ import annotations
@@ -18,25 +21,42 @@ LANEID, WARPID, NWARPID, LINEAR_TID = 12, 13, 14, 15
 ABORT, CONCURRENT = 16, 17                       # abort flag; 1 when threads run concurrently
 CTA_BEGIN, CTA_END, T_BEGIN, T_END = 18, 19, 20, 21
 DYN_SMEM, TOTAL_SMEM, NRANGES = 22, 23, 24
+NSHARED, NLOCAL, LOCAL_CAP = 25, 26, 27
 SLOTS = 32
 SHARED_PTR_BYTE = SLOTS * 4
 RANGES_PTR_BYTE = SHARED_PTR_BYTE + 8
+SHARED_RANGES_PTR_BYTE = RANGES_PTR_BYTE + 8
+LOCAL_PTR_BYTE = SHARED_RANGES_PTR_BYTE + 8
+LOCAL_CAPACITY = 128  # local buffers (allocas) one thread may have live at once
 
 
 class Ctx(ctypes.Structure):
-    _fields_ = [("i", ctypes.c_int32 * SLOTS), ("shared", ctypes.c_void_p), ("ranges", ctypes.c_void_p)]
+    _fields_ = [("i", ctypes.c_int32 * SLOTS), ("shared", ctypes.c_void_p), ("ranges", ctypes.c_void_p),
+                ("shared_ranges", ctypes.c_void_p), ("local", ctypes.c_void_p)]
+
+
+def range_table(ranges) -> ctypes.Array:
+    """A ctypes i64 array of the ``[lo, hi)`` pairs of ``ranges`` (``(label, lo, hi)`` tuples)."""
+    return (ctypes.c_int64 * max(2 * len(ranges), 2))(*[v for _, lo, hi in ranges for v in (lo, hi)])
 
 
 def new_ctx(grid, block, shared_ptr: int, dyn_smem: int, total_smem: int, concurrent: bool,
-            ranges=None, nranges: int = 0) -> Ctx:
+            ranges=None, nranges: int = 0, shared_ranges=None, nshared: int = 0) -> Ctx:
     """A context with the launch-wide fields filled (the driver sets the per-thread ones).
 
-    ``ranges``: a ctypes array of ``nranges`` i64 ``[lo, hi)`` pairs (kept alive by the caller).
+    ``ranges`` / ``shared_ranges``: ctypes arrays of ``nranges`` / ``nshared`` i64 ``[lo, hi)``
+    pairs (kept alive by the caller); the context owns its table of local buffers.
     """
     c = Ctx()
     if ranges is not None:
         c.ranges = ctypes.addressof(ranges)
         c.i[NRANGES] = nranges
+    if shared_ranges is not None:
+        c.shared_ranges = ctypes.addressof(shared_ranges)
+        c.i[NSHARED] = nshared
+    c._local = (ctypes.c_int64 * (3 * LOCAL_CAPACITY))()
+    c.local = ctypes.addressof(c._local)
+    c.i[LOCAL_CAP] = LOCAL_CAPACITY
     for d in range(3):
         c.i[NTID + d] = block[d]
         c.i[NCTAID + d] = grid[d]

@@ -19,6 +19,7 @@ from ..mlir import execution_engine
 from . import context as C
 from .hostmodule import HostModule
 from .libcalls import make_libcalls
+from .memcheck import Memory
 from .runtime import DeviceRuntime, make_callbacks
 
 MAX_THREADS_PER_CTA = 1024
@@ -64,17 +65,20 @@ class EmulatedKernel:
         for sym, cb in {**self._callbacks, **self._libcalls}.items():
             self.engine.raw_register_runtime(sym, ctypes.cast(cb, ctypes.c_void_p))
         self._drive = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self.engine.raw_lookup("__emu_drive"))
-        self._global_ranges = self._module_globals()
+        self._global_vars, self._shared_vars = self._module_globals()
         self._lock = threading.Lock()
 
-    def _module_globals(self) -> list[tuple[str, int, int]]:
-        """(label, lo, hi) of the module's global-memory variables, as placed by the JIT."""
+    def _module_globals(self) -> tuple[list, list]:
+        """``(label, lo, hi)`` of the module's global-memory and of its shared-memory variables, as placed
+        by the JIT."""
         n = len(self.host.globals)
         table = (ctypes.c_int64 * max(2 * n, 2))()
         table_ref = ctypes.c_void_p(ctypes.addressof(table))
         argv = (ctypes.c_void_p * 1)(ctypes.addressof(table_ref))
         ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self.engine.raw_lookup("__emu_globals"))(argv)
-        return [(f"global @{g}", table[2 * k], table[2 * k + 1]) for k, g in enumerate(self.host.globals)]
+        placed = [(g, space, table[2 * k], table[2 * k + 1]) for k, (g, space) in enumerate(self.host.globals)]
+        return ([(f"global @{g}", lo, hi) for g, space, lo, hi in placed if space != 3],
+                [(f"shared @{g}", lo, hi) for g, space, lo, hi in placed if space == 3])
 
     @property
     def collective(self) -> bool:
@@ -115,18 +119,20 @@ class EmulatedKernel:
             raise TilecoreError(f"block of {nthreads} threads exceeds {MAX_THREADS_PER_CTA} threads per CTA")
         ncta = grid[0] * grid[1] * grid[2]
         storage, device, originals, arrays = self._marshal(list(args))
-        arrays += self._global_ranges
-        ranges = (ctypes.c_int64 * max(2 * len(arrays), 2))(*[v for _, lo, hi in arrays for v in (lo, hi)])
-        shared = np.zeros(int(shared_bytes) + 16, dtype=np.uint8)
+        dyn = int(shared_bytes)
+        shared = np.zeros(dyn + 16, dtype=np.uint8)
         shared_ptr = (shared.ctypes.data + 15) // 16 * 16
+        memory = Memory(arrays + self._global_vars,
+                        self._shared_vars + [("the dynamic shared memory", shared_ptr, shared_ptr + dyn)],
+                        self.host.local_labels, self.host.sites)
+        tables = (C.range_table(memory.global_), len(memory.global_), C.range_table(memory.shared),
+                  len(memory.shared))
         with self._lock:
-            self._rt = rt = DeviceRuntime(block, grid, arrays)
+            self._rt = rt = DeviceRuntime(block, grid, memory if self.host.check_bounds else None)
             if self.collective:
-                self._run_concurrent(rt, storage, grid, block, ncta, nthreads, shared_ptr, int(shared_bytes), ranges,
-                                     len(arrays))
+                self._run_concurrent(rt, storage, grid, block, ncta, nthreads, shared_ptr, dyn, tables)
             else:
-                ctx = C.new_ctx(grid, block, shared_ptr, int(shared_bytes), int(shared_bytes), False, ranges,
-                                len(arrays))
+                ctx = C.new_ctx(grid, block, shared_ptr, dyn, dyn, False, *tables)
                 ctx.i[C.CTA_BEGIN], ctx.i[C.CTA_END], ctx.i[C.T_BEGIN], ctx.i[C.T_END] = 0, ncta, 0, nthreads
                 self._call(ctx, storage)
             self._rt = None
@@ -143,10 +149,10 @@ class EmulatedKernel:
             ctypes.addressof(ctx_ref), *[ctypes.addressof(s) for s in storage])
         self._drive(argv)
 
-    def _run_concurrent(self, rt, storage, grid, block, ncta, nthreads, shared_ptr, dyn, ranges, nranges):
+    def _run_concurrent(self, rt, storage, grid, block, ncta, nthreads, shared_ptr, dyn, tables):
         ctxs = []
         for t in range(nthreads):
-            ctx = C.new_ctx(grid, block, shared_ptr, dyn, dyn, True, ranges, nranges)
+            ctx = C.new_ctx(grid, block, shared_ptr, dyn, dyn, True, *tables)
             ctx.i[C.CTA_BEGIN], ctx.i[C.CTA_END], ctx.i[C.T_BEGIN], ctx.i[C.T_END] = 0, ncta, t, t + 1
             ctxs.append(ctx)
         threads = [threading.Thread(target=self._call, args=(ctx, storage), daemon=True) for ctx in ctxs]

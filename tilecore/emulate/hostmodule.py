@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from ..errors import TilecoreError, format_location
 from ..mlir import ir
-from . import libdevice, optable, prelude
+from . import libdevice, memcheck, optable, prelude
 
 
 @dataclass
@@ -36,7 +36,11 @@ class HostModule:
     param_types: list[str]
     collective: bool
     location: str
-    globals: list[str] = field(default_factory=list)  # module globals __emu_globals reports, in order
+    globals: list[tuple[str, int]] = field(default_factory=list)  # (name, address space) of the module
+    # globals __emu_globals reports, in order
+    sites: list[str] = field(default_factory=list)          # source location of each checked access
+    local_labels: list[str] = field(default_factory=list)   # name of each registered alloca
+    check_bounds: bool = True  # accesses are checked (:mod:`.memcheck`)
 
 
 def _fail(msg: str, op=None) -> TilecoreError:
@@ -113,8 +117,12 @@ class Rewriter:
         self.host = host
         self.check_bounds = check_bounds
         self.texts: dict[str, str] = {}       # helper symbol -> MLIR definition
-        self.checks: dict[str, str] = {}      # accessed type -> its bounds-check helper
+        self.checks: dict[tuple, str] = {}    # (space, accessed type, alignment) -> its check helper
         self.decls: dict[str, str] = {}       # external symbol -> signature
+        self.sites: list[str] = []            # source location of every checked access, by id
+        self.local_labels: list[str] = []     # name of every registered alloca, by id
+        self.allocating: list = []            # functions that register allocas
+        self.local_helpers: dict[tuple, str] = {}  # (element type, count type) -> its registration helper
         self.ctx = None
         self.op = None
         self.func = None
@@ -127,12 +135,13 @@ class Rewriter:
             return ir.Operation.create("llvm.mlir.constant", results=[t],
                                        attributes={"value": ir.IntegerAttr.get(t, value)}).result
 
-    def call(self, callee: str, operands, result_type, can_abort: bool = False):
-        """``llvm.call @callee(ctx, operands...)`` before the op; returns its result (or None).
+    def call(self, callee: str, operands, result_type, can_abort: bool = False, after=None):
+        """``llvm.call @callee(ctx, operands...)`` before the op (or right after op ``after``); returns its
+        result (or None).
 
         ``can_abort``: the function returns right after the call when the abort flag is set.
         """
-        with ir.InsertionPoint(self.op):
+        with ir.InsertionPoint(self.op) if after is None else ir.InsertionPoint.after(after):
             c = _call(callee, [self.ctx, *operands], result_type)
         if can_abort:
             self._return_if_aborted(c)
@@ -184,18 +193,68 @@ class Rewriter:
                     f"{enc}\n{call}\n{body}", ret)
         return sym
 
-    def bounds_check(self, ptr, accessed_type: str, is_store: int) -> None:
-        """Before the op: return (abort) unless ``[ptr, ptr + sizeof(type))`` lies in an argument array."""
-        sym = self.checks.get(accessed_type)
+    def check_access(self, ptr, accessed_type: str, kind: int, align: int | None = None) -> None:
+        """Before the op: return (abort) unless ``[ptr, ptr + sizeof(type))`` is aligned to ``align`` (None:
+        the type's ABI alignment) and lies in a buffer its address space may touch (:mod:`.memcheck`).
+        ``kind``: :data:`.memcheck.LOAD`, ``STORE`` or ``ATOMIC`` (for the message)."""
+        space = memcheck.space_of(str(ptr.type))
+        key = (space, accessed_type, align)
+        sym = self.checks.get(key)
         if sym is None:
-            sym = self.checks[accessed_type] = f"__emu_check_{len(self.checks)}"
-            self.define(sym, "%ctx: !llvm.ptr, %p: !llvm.ptr<1>, %st: i32",
+            sym = self.checks[key] = f"__emu_chk_{len(self.checks)}"
+            self.texts.setdefault(f"__emu_check_as{space}", prelude.check(space))
+            if align is None:  # the offset of T in struct<(i8, T)>
+                align_ir = (f"%ga = llvm.getelementptr %z[0, 1] : (!llvm.ptr) -> !llvm.ptr, "
+                            f"!llvm.struct<(i8, {accessed_type})>\n%align = llvm.ptrtoint %ga : !llvm.ptr to i64")
+            else:
+                align_ir = f"%align = llvm.mlir.constant({align} : i64) : i64"
+            self.define(sym, f"%ctx: !llvm.ptr, %p: {ptr.type}, %st: i32, %site: i32",
                         "%z = llvm.mlir.zero : !llvm.ptr\n"
                         f"%g = llvm.getelementptr %z[1] : (!llvm.ptr) -> !llvm.ptr, {accessed_type}\n"
-                        "%size = llvm.ptrtoint %g : !llvm.ptr to i64\n"
-                        "llvm.call @__emu_check(%ctx, %p, %size, %st) : (!llvm.ptr, !llvm.ptr<1>, i64, i32) -> ()",
-                        "void")
-        self.call(sym, [ptr, self.const(is_store)], None, can_abort=True)
+                        f"%size = llvm.ptrtoint %g : !llvm.ptr to i64\n{align_ir}\n"
+                        f"llvm.call @__emu_check_as{space}(%ctx, %p, %size, %align, %st, %site) : "
+                        f"(!llvm.ptr, {ptr.type}, i64, i64, i32, i32) -> ()", "void")
+        self.call(sym, [ptr, self.const(kind), self.const(self._site())], None, can_abort=True)
+
+    def check_range(self, ptr, length, kind: int) -> None:
+        """Before the op: like :meth:`check_access` for ``length`` bytes (an integer value) at ``ptr``."""
+        space = memcheck.space_of(str(ptr.type))
+        lt = str(length.type)
+        sym = f"__emu_chk_range_as{space}_{lt}"
+        self.texts.setdefault(f"__emu_check_as{space}", prelude.check(space))
+        self.define(sym, f"%ctx: !llvm.ptr, %p: {ptr.type}, %n: {lt}, %st: i32, %site: i32",
+                    (f"%size = llvm.zext %n : {lt} to i64" if lt != "i64" else "%size = llvm.bitcast %n : i64 to i64")
+                    + "\n%one = llvm.mlir.constant(1 : i64) : i64\n"
+                    f"llvm.call @__emu_check_as{space}(%ctx, %p, %size, %one, %st, %site) : "
+                    f"(!llvm.ptr, {ptr.type}, i64, i64, i32, i32) -> ()", "void")
+        self.call(sym, [ptr, length, self.const(kind), self.const(self._site())], None, can_abort=True)
+
+    def register_local(self, alloca, where: str) -> None:
+        """After ``alloca`` (a host alloca: the op itself or its replacement) allocated at ``where``: add
+        its buffer to the thread's table of local buffers, dropped again when the function returns."""
+        elem = str(ir.TypeAttr(alloca.attributes["elem_type"]).value)
+        count = alloca.operands[0]
+        ct = str(count.type)
+        sym = self.local_helpers.setdefault((elem, ct), f"__emu_local_{len(self.local_helpers)}")
+        widen = f"%n64 = llvm.zext %n : {ct} to i64" if ct != "i64" else "%n64 = llvm.bitcast %n : i64 to i64"
+        self.define(sym, f"%ctx: !llvm.ptr, %p: !llvm.ptr, %n: {ct}, %label: i64",
+                    "%z = llvm.mlir.zero : !llvm.ptr\n"
+                    f"%g = llvm.getelementptr %z[1] : (!llvm.ptr) -> !llvm.ptr, {elem}\n"
+                    f"%es = llvm.ptrtoint %g : !llvm.ptr to i64\n{widen}\n%size = llvm.mul %es, %n64 : i64\n"
+                    "%lo = llvm.ptrtoint %p : !llvm.ptr to i64\n%hi = llvm.add %lo, %size : i64\n"
+                    "llvm.call @__emu_local_push(%ctx, %lo, %hi, %label) : (!llvm.ptr, i64, i64, i64) -> ()", "void")
+        self.local_labels.append(f"local buffer of {elem} (alloca at {where})")
+        with ir.InsertionPoint.after(alloca):
+            label = ir.Operation.create("llvm.mlir.constant", results=[ir.IntegerType.get_signless(64)],
+                                        attributes={"value": ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
+                                                                                len(self.local_labels) - 1)})
+        self.call(sym, [alloca.results[0], count, label.result], None, can_abort=True, after=label)
+        if not any(f == self.func for f in self.allocating):
+            self.allocating.append(self.func)
+
+    def _site(self) -> int:
+        self.sites.append(format_location(self.op.location))
+        return len(self.sites) - 1
 
     def fence(self) -> None:
         with ir.InsertionPoint(self.op):
@@ -264,8 +323,10 @@ def _walk(block, out):
 def build(module, kernel: str, check_bounds: bool = True) -> HostModule:
     """Rewrite the kernel's gpu.module of ``module`` (left unchanged) into a host JIT module.
 
-    ``check_bounds``: every global (``addrspace(1)``) load, store and atomic first checks that it
-    stays inside one of the launch's arrays; an access outside fails the launch with its address.
+    ``check_bounds``: every load, store, atomic and bulk copy (``llvm.intr.memcpy`` ...) in any
+    address space first checks that it is aligned and stays inside one buffer it may touch
+    (:mod:`.memcheck`); allocas register their buffers. A bad access fails the launch with its
+    thread, address and nearest buffer.
     """
     holder = find_kernel_module(module, kernel)
     with module.context, ir.Location.unknown():
@@ -304,6 +365,8 @@ def _rewrite(host, kernel: str, check_bounds: bool) -> HostModule:
         for op in ops:
             rw.op = op
             collective |= _rewrite_op(op, rw, funcs, dyn_shared)
+        if any(f == g for g in rw.allocating):
+            _drop_locals_on_return(f, rw.ctx)
     _give_libdevice_bodies(decls, rw)
     for g in list(body.operations):
         if g.operation.name == "llvm.mlir.global" and g.attributes["sym_name"].value in dyn_shared:
@@ -311,10 +374,10 @@ def _rewrite(host, kernel: str, check_bounds: bool) -> HostModule:
     memory_globals = [(g.attributes["sym_name"].value, str(g.attributes["global_type"].value),
                        g.attributes["addr_space"].value if "addr_space" in g.attributes else 0)
                       for g in body.operations if g.operation.name == "llvm.mlir.global"]
-    memory_globals = [g for g in memory_globals if g[2] != 3]  # shared memory is not global memory
     _append_support(host, rw, kernel, param_types, memory_globals)
     _pin_host_target(host)
-    return HostModule(host, kernel, param_types, collective, location, [g[0] for g in memory_globals])
+    return HostModule(host, kernel, param_types, collective, location, [(g[0], g[2]) for g in memory_globals],
+                      rw.sites, rw.local_labels, check_bounds)
 
 
 def _rewrite_op(op, rw: Rewriter, funcs: dict, dyn_shared: set) -> bool:
@@ -348,14 +411,22 @@ def _rewrite_op(op, rw: Rewriter, funcs: dict, dyn_shared: set) -> bool:
         raise _fail(f"the emulator does not support inline PTX assembly yet: '{asm}'", op)
     elif name == "llvm.mlir.addressof" and op.attributes["global_name"].value in dyn_shared:
         _replace(op, [rw.call("__emu_dyn_smem", [], str(op.results[0].type))])
-    elif name == "llvm.alloca" and str(op.results[0].type) != "!llvm.ptr":
-        _host_alloca(op)
+    elif name == "llvm.alloca":
+        where = format_location(op.location)
+        alloca = _host_alloca(op) if str(op.results[0].type) != "!llvm.ptr" else op
+        if rw.check_bounds:
+            rw.register_local(alloca, where)
     elif name in optable.MEMORY_OPS and rw.check_bounds:
-        ptr_i, type_i, is_store = optable.MEMORY_OPS[name]
-        ptr = op.operands[ptr_i]
-        if str(ptr.type) == "!llvm.ptr<1>":
-            accessed = op.results[0].type if type_i is None else op.operands[type_i].type
-            rw.bounds_check(ptr, str(accessed), is_store)
+        ptr_i, type_i, kind = optable.MEMORY_OPS[name]
+        accessed = op.results[0].type if type_i is None else op.operands[type_i].type
+        align = ir.IntegerAttr(op.attributes["alignment"]).value if "alignment" in op.attributes else None
+        rw.check_access(op.operands[ptr_i], str(accessed), kind, align or None)
+    elif name in optable.BULK_MEMORY_OPS and rw.check_bounds:
+        pointers, len_i = optable.BULK_MEMORY_OPS[name]
+        length = op.operands[len_i] if len_i is not None else rw.const(ir.IntegerAttr(op.attributes["len"]).value,
+                                                                        "i64")
+        for ptr_i, kind in pointers:
+            rw.check_range(op.operands[ptr_i], length, kind)
     return False
 
 
@@ -406,14 +477,29 @@ def _replace(op, new_values) -> None:
     op.operation.erase()
 
 
-def _host_alloca(op) -> None:
-    """Local memory (``alloca`` in addrspace 5) lives on the host thread's stack (addrspace 0)."""
+def _host_alloca(op):
+    """Local memory (``alloca`` in addrspace 5) lives on the host thread's stack (addrspace 0): returns
+    the host alloca (the kernel uses it through an addrspacecast)."""
     attrs = {n: op.attributes[n] for n in op.attributes}
     with ir.InsertionPoint(op):
         a = ir.Operation.create("llvm.alloca", results=[ir.Type.parse("!llvm.ptr")], operands=list(op.operands),
                                 attributes=attrs)
         c = ir.Operation.create("llvm.addrspacecast", results=[op.results[0].type], operands=[a.result])
     _replace(op, [c.result])
+    return a
+
+
+def _drop_locals_on_return(func, ctx) -> None:
+    """Take the thread's count of local buffers on entry of ``func`` and restore it before every return."""
+    entry = func.regions[0].blocks[0]
+    with ir.InsertionPoint.at_block_begin(entry):
+        mark = _call("__emu_local_mark", [ctx], "i32")
+    returns = []
+    for b in func.regions[0].blocks:
+        returns += [o for o in b.operations if o.operation.name == "llvm.return"]
+    for r in returns:
+        with ir.InsertionPoint(r):
+            _call("__emu_local_reset", [ctx, mark.result], None)
 
 
 def _pass_ctx(op, ctx) -> None:
@@ -426,7 +512,7 @@ def _pass_ctx(op, ctx) -> None:
 
 def _append_support(host, rw: Rewriter, kernel: str, param_types: list[str], memory_globals) -> None:
     defined = {op.attributes["sym_name"].value for op in host.body.operations if "sym_name" in op.attributes}
-    parts = [prelude.SET_THREAD, prelude.ABORTED, prelude.DYN_SMEM, prelude.CHECK,
+    parts = [prelude.SET_THREAD, prelude.ABORTED, prelude.DYN_SMEM, prelude.IN_TABLE, prelude.LOCAL,
              prelude.driver(kernel, param_types), prelude.globals_table(memory_globals)]
     parts += list(rw.texts.values())
     # the driver calls the kernel: declare it for parsing, the host's definition stays

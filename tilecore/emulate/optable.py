@@ -20,6 +20,7 @@ from typing import Callable
 from ..mlir import ir
 from . import context as C
 from .libcalls import F8_FORMATS
+from .memcheck import ATOMIC, LOAD, STORE
 from .warp import WARP_NAMES, opcode
 
 
@@ -344,11 +345,20 @@ RUNTIME_SYMBOLS: dict[str, str] = {
     "__emu_assertfail": "(!llvm.ptr, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr, i64) -> ()",
     "__emu_clock": "(!llvm.ptr) -> i64",
     "__emu_cta_done": "(!llvm.ptr) -> ()",
-    "__emu_oob": "(!llvm.ptr, i64, i64, i32) -> ()",
+    "__emu_fault": "(!llvm.ptr, i64, i64, i64, i32, i32, i32) -> ()",
 }
 
-# memory ops checked against the launch's arrays: op -> (pointer operand, operand whose type is accessed
-# or None for the result, 1 if it writes)
+# memory ops checked against the buffers their address space may touch (:mod:`.memcheck`):
+# op -> (pointer operand, operand whose type is accessed or None for the result, kind of access)
 MEMORY_OPS: dict[str, tuple[int, int | None, int]] = {
-    "llvm.load": (0, None, 0), "llvm.store": (1, 0, 1), "llvm.atomicrmw": (0, 1, 1), "llvm.cmpxchg": (0, 1, 1),
+    "llvm.load": (0, None, LOAD), "llvm.store": (1, 0, STORE), "llvm.atomicrmw": (0, 1, ATOMIC),
+    "llvm.cmpxchg": (0, 1, ATOMIC),
+}
+
+# bulk memory intrinsics, checked the same way: op -> (((pointer operand, kind of access), ...),
+# length operand in bytes or None for the op's ``len`` attribute)
+BULK_MEMORY_OPS: dict[str, tuple[tuple[tuple[int, int], ...], int | None]] = {
+    "llvm.intr.memcpy": (((0, STORE), (1, LOAD)), 2), "llvm.intr.memmove": (((0, STORE), (1, LOAD)), 2),
+    "llvm.intr.memset": (((0, STORE),), 2), "llvm.intr.memcpy.inline": (((0, STORE), (1, LOAD)), None),
+    "llvm.intr.memset.inline": (((0, STORE),), None),
 }

@@ -11,6 +11,7 @@ thread drives one GPU thread and ``__emu_cta_done`` joins them at CTA ends.
 from __future__ import annotations
 
 from . import context as C
+from . import memcheck
 
 
 def _ld(name: str, slot: int) -> str:
@@ -87,32 +88,90 @@ def _ld64(name: str, byte: int) -> str:
             f"  %{name} = llvm.load %{name}_p : !llvm.ptr -> !llvm.ptr\n")
 
 
-# __emu_check(ctx, addr, size, is_store): the access [addr, addr + size) must lie in one of the
-# launch's arrays; otherwise __emu_oob records the error and sets the abort flag.
-CHECK = (
-    "llvm.func internal @__emu_check(%ctx: !llvm.ptr, %p: !llvm.ptr<1>, %size: i64, %st: i32) {\n  "
-    + _ld64("tab", C.RANGES_PTR_BYTE) + "  " + _ld("n32", C.NRANGES)
-    + "  %n = llvm.sext %n32 : i32 to i64\n  %a = llvm.ptrtoint %p : !llvm.ptr<1> to i64\n"
-    "  %end = llvm.add %a, %size : i64\n  %z = llvm.mlir.constant(0 : i64) : i64\n"
-    "  %one = llvm.mlir.constant(1 : i64) : i64\n  llvm.br ^loop(%z : i64)\n"
-    "^loop(%i: i64):\n  %more = llvm.icmp \"slt\" %i, %n : i64\n  llvm.cond_br %more, ^body, ^bad\n"
-    "^body:\n  %i2 = llvm.shl %i, %one : i64\n  %i3 = llvm.add %i2, %one : i64\n"
-    "  %plo = llvm.getelementptr %tab[%i2] : (!llvm.ptr, i64) -> !llvm.ptr, i64\n"
-    "  %phi = llvm.getelementptr %tab[%i3] : (!llvm.ptr, i64) -> !llvm.ptr, i64\n"
+# __emu_in(tab, n, stride, a, end): some entry of the table (``n`` entries of ``stride`` i64 words,
+# ``[lo, hi)`` first) holds all of ``[a, end)``.
+IN_TABLE = (
+    "llvm.func internal @__emu_in(%tab: !llvm.ptr, %n: i64, %stride: i64, %a: i64, %end: i64) -> i1 {\n"
+    "  %z = llvm.mlir.constant(0 : i64) : i64\n  %one = llvm.mlir.constant(1 : i64) : i64\n"
+    "  %no = llvm.mlir.constant(false) : i1\n  %yes = llvm.mlir.constant(true) : i1\n"
+    "  llvm.br ^loop(%z : i64)\n"
+    "^loop(%i: i64):\n  %more = llvm.icmp \"slt\" %i, %n : i64\n  llvm.cond_br %more, ^body, ^out(%no : i1)\n"
+    "^body:\n  %w = llvm.mul %i, %stride : i64\n  %w1 = llvm.add %w, %one : i64\n"
+    "  %plo = llvm.getelementptr %tab[%w] : (!llvm.ptr, i64) -> !llvm.ptr, i64\n"
+    "  %phi = llvm.getelementptr %tab[%w1] : (!llvm.ptr, i64) -> !llvm.ptr, i64\n"
     "  %lo = llvm.load %plo : !llvm.ptr -> i64\n  %hi = llvm.load %phi : !llvm.ptr -> i64\n"
     "  %ge = llvm.icmp \"uge\" %a, %lo : i64\n  %le = llvm.icmp \"ule\" %end, %hi : i64\n"
     "  %in = llvm.and %ge, %le : i1\n  %inext = llvm.add %i, %one : i64\n"
-    "  llvm.cond_br %in, ^ok, ^loop(%inext : i64)\n"
-    "^bad:\n  llvm.call @__emu_oob(%ctx, %a, %size, %st) : (!llvm.ptr, i64, i64, i32) -> ()\n  llvm.return\n"
-    "^ok:\n  llvm.return\n}\n"
+    "  llvm.cond_br %in, ^out(%yes : i1), ^loop(%inext : i64)\n"
+    "^out(%r: i1):\n  llvm.return %r : i1\n}\n"
+)
+
+
+def check(space: int) -> str:
+    """``__emu_check_as<space>(ctx, p, size, align, what, site)``: the access ``[p, p + size)`` must be
+    aligned to ``align`` and lie in one buffer of the tables its address space may touch
+    (:data:`.memcheck.SPACES`); otherwise ``__emu_fault`` records the error and sets the abort flag.
+    ``what`` is 1 for a write, ``site`` the access's index in the launch's list of source locations."""
+    ptr = memcheck.pointer_type(space)
+    lines = [f"llvm.func internal @__emu_check_as{space}(%ctx: !llvm.ptr, %p: {ptr}, %size: i64, %align: i64, "
+             "%what: i32, %site: i32) {",
+             f"  %a = llvm.ptrtoint %p : {ptr} to i64\n  %end = llvm.add %a, %size : i64",
+             "  %z = llvm.mlir.constant(0 : i64) : i64\n  %one = llvm.mlir.constant(1 : i64) : i64",
+             "  %none = llvm.icmp \"eq\" %size, %z : i64\n  llvm.cond_br %none, ^ok, ^align",
+             "^align:\n  %am = llvm.sub %align, %one : i64\n  %mis = llvm.and %a, %am : i64",
+             "  %al = llvm.icmp \"eq\" %mis, %z : i64\n  llvm.cond_br %al, ^t0, ^misaligned"]
+    tables = memcheck.space_info(space)[1]
+    for k, t in enumerate(tables):
+        byte, slot, stride = memcheck.TABLES[t]
+        nxt = f"^t{k + 1}" if k + 1 < len(tables) else "^bad"
+        lines += [f"^t{k}:", "  " + _ld64(f"tab{k}", byte) + "  " + _ld(f"n{k}", slot).rstrip("\n"),
+                  f"  %n{k}w = llvm.sext %n{k} : i32 to i64",
+                  f"  %s{k} = llvm.mlir.constant({stride} : i64) : i64",
+                  f"  %in{k} = llvm.call @__emu_in(%tab{k}, %n{k}w, %s{k}, %a, %end) : "
+                  "(!llvm.ptr, i64, i64, i64, i64) -> i1",
+                  f"  llvm.cond_br %in{k}, ^ok, {nxt}"]
+    fault = ("  llvm.call @__emu_fault(%ctx, %a, %size, %align, %sp, {w}, %site) : "
+             "(!llvm.ptr, i64, i64, i64, i32, i32, i32) -> ()\n  llvm.return")
+    lines += [f"^bad:\n  %sp = llvm.mlir.constant({space} : i32) : i32", fault.format(w="%what"),
+              f"^misaligned:\n  %mk = llvm.mlir.constant({memcheck.MISALIGNED} : i32) : i32",
+              "  %wm = llvm.or %what, %mk : i32", f"  %sp2 = llvm.mlir.constant({space} : i32) : i32",
+              fault.format(w="%wm").replace("%sp,", "%sp2,"), "^ok:\n  llvm.return\n}\n"]
+    return "\n".join(lines)
+
+
+# Local buffers: __emu_local_push(ctx, lo, hi, label) registers an alloca in the thread's table;
+# a function that allocates takes __emu_local_mark(ctx) on entry and __emu_local_reset(ctx, mark)
+# before it returns (its buffers die with its frame).
+LOCAL = (
+    "llvm.func internal @__emu_local_push(%ctx: !llvm.ptr, %lo: i64, %hi: i64, %label: i64) {\n  "
+    + _ld("cnt", C.NLOCAL) + "  " + _ld("cap", C.LOCAL_CAP)
+    + "  %full = llvm.icmp \"sge\" %cnt, %cap : i32\n  llvm.cond_br %full, ^over, ^push\n"
+    "^push:\n  " + _ld64("tab", C.LOCAL_PTR_BYTE)
+    + "  %c64 = llvm.sext %cnt : i32 to i64\n  %k3 = llvm.mlir.constant(3 : i64) : i64\n"
+    "  %w = llvm.mul %c64, %k3 : i64\n  %p0 = llvm.getelementptr %tab[%w] : (!llvm.ptr, i64) -> !llvm.ptr, i64\n"
+    "  %p1 = llvm.getelementptr %p0[1] : (!llvm.ptr) -> !llvm.ptr, i64\n"
+    "  %p2 = llvm.getelementptr %p0[2] : (!llvm.ptr) -> !llvm.ptr, i64\n"
+    "  llvm.store %lo, %p0 : i64, !llvm.ptr\n  llvm.store %hi, %p1 : i64, !llvm.ptr\n"
+    "  llvm.store %label, %p2 : i64, !llvm.ptr\n  %one = llvm.mlir.constant(1 : i32) : i32\n"
+    "  %cn = llvm.add %cnt, %one : i32\n" + _st("%cn", C.NLOCAL, "0") + "  llvm.return\n"
+    "^over:\n  %size = llvm.sub %hi, %lo : i64\n  %z = llvm.mlir.constant(0 : i64) : i64\n"
+    f"  %sp = llvm.mlir.constant(5 : i32) : i32\n  %wf = llvm.mlir.constant({memcheck.LOCAL_FULL} : i32) : i32\n"
+    "  %m1 = llvm.mlir.constant(-1 : i32) : i32\n"
+    "  llvm.call @__emu_fault(%ctx, %lo, %size, %z, %sp, %wf, %m1) : "
+    "(!llvm.ptr, i64, i64, i64, i32, i32, i32) -> ()\n  llvm.return\n}\n"
+    "llvm.func internal @__emu_local_mark(%ctx: !llvm.ptr) -> i32 {\n  " + _ld("r", C.NLOCAL)
+    + "  llvm.return %r : i32\n}\n"
+    "llvm.func internal @__emu_local_reset(%ctx: !llvm.ptr, %mark: i32) {\n"
+    + _st("%mark", C.NLOCAL, "0") + "  llvm.return\n}\n"
 )
 
 
 def globals_table(memory_globals: list[tuple[str, str, int]]) -> str:
     """``__emu_globals(table)``: writes ``[lo, hi)`` of every module global (name, type, address space).
 
-    Module globals are global memory the bounds checks accept besides the argument arrays; the
-    globals are declared again here so the text parses alone (the host's definitions stay).
+    Module globals are the global (or, in ``addrspace(3)``, shared) memory the bounds checks accept
+    besides the argument arrays and the dynamic shared buffer; the globals are declared again here so
+    the text parses alone (the host's definitions stay).
     """
     decls, body = [], ["%z = llvm.mlir.zero : !llvm.ptr"]
     for k, (name, ty, space) in enumerate(memory_globals):

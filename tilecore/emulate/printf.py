@@ -29,20 +29,27 @@ def _strlen(addr: int, limit: int) -> int:
 
 
 class _Args:
-    def __init__(self, addr: int):
-        self.addr, self.off = addr, 0
+    def __init__(self, addr: int, size: int | None):
+        self.addr, self.off, self.size = addr, 0, size
 
     def take(self, fmt: str) -> int | float:
         size = struct.calcsize(fmt)
         self.off = (self.off + size - 1) // size * size
+        if self.size is not None and self.off + size > self.size:
+            raise IndexError("printf reads past its argument buffer")
         value = struct.unpack(fmt, ctypes.string_at(self.addr + self.off, size))[0]
         self.off += size
         return value
 
 
-def format_vprintf(fmt: str, args_addr: int) -> str:
-    """Format like the device ``printf``: ``fmt`` with the arguments packed at ``args_addr``."""
-    args = _Args(args_addr)
+def format_vprintf(fmt: str, args_addr: int, args_size: int | None = None, read_string=read_cstring) -> str:
+    """Format like the device ``printf``: ``fmt`` with the arguments packed at ``args_addr``.
+
+    ``args_size``: the bytes readable there (None: unknown; reading past it raises IndexError);
+    ``read_string(addr)``: how a ``%s`` argument is read.
+    """
+    args = _Args(args_addr, args_size)
+    read_string = read_string or read_cstring
     out, pos = [], 0
     for m in _SPEC.finditer(fmt):
         out.append(fmt[pos:m.start()])
@@ -70,7 +77,7 @@ def format_vprintf(fmt: str, args_addr: int) -> str:
         elif conv == "c":
             out.append((spec + "c") % chr(args.take("<i") & 0xFF))
         elif conv == "s":
-            out.append((spec + "s") % read_cstring(args.take("<Q")))
+            out.append((spec + "s") % read_string(args.take("<Q")))
         elif conv == "p":
             out.append((spec + "s") % hex(args.take("<Q")))
         else:  # %n writes nothing on the device

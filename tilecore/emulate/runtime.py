@@ -20,10 +20,15 @@ import time
 
 from ..errors import TilecoreError
 from . import context as C
+from .memcheck import Memory, describe_fault
 from .printf import format_vprintf, read_cstring
 from .warp import WARP_NAMES, WARP_OPS
 
 _ALL = 0xFFFFFFFF
+
+
+class _BadPointer(TilecoreError):
+    """A pointer printf / assert hands the emulator points outside every buffer."""
 
 
 class _Barrier:
@@ -48,9 +53,9 @@ class _WarpSlot:
 class DeviceRuntime:
     """State of one launch: captured printf text, the first error, CTA synchronisation."""
 
-    def __init__(self, block, grid, arrays=()):
+    def __init__(self, block, grid, memory: Memory | None = None):
         self.block, self.grid = block, grid
-        self.arrays = list(arrays)  # (label, lo, hi) of every argument array and module global
+        self.memory = memory  # the buffers checked accesses may touch; None: no checks
         self.nthreads = block[0] * block[1] * block[2]
         self.lock = threading.Lock()
         self.cta_cond = threading.Condition(self.lock)
@@ -210,28 +215,42 @@ class DeviceRuntime:
             self._aborted(ctx)
 
     # ---- printf, assert, clock
+    def _string(self, ctx, addr: int, what: str) -> str:
+        """The C string at ``addr``, read no further than the end of its buffer when checks are on."""
+        if self.memory is None or not addr:
+            return read_cstring(addr)
+        room = self.memory.readable(ctx, addr)
+        if not room:
+            raise _BadPointer(f"{what} {addr:#x} points into no buffer ({self._where(ctx)})")
+        return read_cstring(addr, room)
+
     def vprintf(self, ctx, fmt, args):
-        text = format_vprintf(read_cstring(fmt), args or 0)
+        fmt_text = self._string(ctx, fmt, "printf's format string")
+        room = None if self.memory is None or not args else self.memory.readable(ctx, args)
+        if room == 0:
+            raise _BadPointer(f"printf's argument buffer {args:#x} points into no buffer ({self._where(ctx)})")
+        try:
+            text = format_vprintf(fmt_text, args or 0, room, None if self.memory is None else
+                                  lambda a: self._string(ctx, a, "a printf %s argument"))
+        except IndexError:
+            raise _BadPointer(f"printf '{fmt_text}' reads past its argument buffer ({self._where(ctx)})") from None
         with self.lock:
             self.printf.append(text)
         return len(text)
 
     def assertfail(self, ctx, msg, file, line, func, _char_size):
-        err = TilecoreError(f"device-side assertion failed: {read_cstring(msg)} (in {read_cstring(func)}, "
-                            f"{self._where(ctx)})", f"{read_cstring(file)}:{line}")
+        err = TilecoreError(f"device-side assertion failed: {self._string(ctx, msg, 'the assert message')} (in "
+                            f"{self._string(ctx, func, 'the assert function name')}, {self._where(ctx)})",
+                            f"{self._string(ctx, file, 'the assert file name')}:{line}")
         with self.lock:
             self.fail(err)
             self._aborted(ctx)
 
-    def oob(self, ctx, addr, size, is_store):
-        what = "store to" if is_store else "load from"
-        near = ""
-        if self.arrays:
-            i, lo, hi = min(self.arrays, key=lambda r: 0 if r[1] <= addr < r[2] else min(abs(addr - r[1]),
-                                                                                         abs(addr - r[2])))
-            near = f"; {i} spans [{lo:#x}, {hi:#x}), the access starts {addr - lo:+d} bytes from it"
-        err = TilecoreError(f"out-of-bounds global memory access: {what} {size} bytes at {addr:#x} "
-                            f"({self._where(ctx)}){near}")
+    def fault(self, ctx, addr, size, align, space, what, site):
+        """A checked access was bad (or a thread's table of local buffers is full): fail the launch."""
+        memory = self.memory or Memory()
+        err = TilecoreError(describe_fault(memory, ctx, self._where(ctx), addr, size, align, space, what),
+                            memory.site(site))
         with self.lock:
             self.fail(err)
             self._aborted(ctx)
@@ -250,8 +269,9 @@ CALLBACKS = {
     "__emu_assertfail": (ctypes.CFUNCTYPE(None, _P, _P, _P, _I32, _P, _I64), "assertfail", None),
     "__emu_clock": (ctypes.CFUNCTYPE(_I64, _P), "clock", 0),
     "__emu_cta_done": (ctypes.CFUNCTYPE(None, _P), "cta_done", None),
-    "__emu_oob": (ctypes.CFUNCTYPE(None, _P, _I64, _I64, _I32), "oob", None),
+    "__emu_fault": (ctypes.CFUNCTYPE(None, _P, _I64, _I64, _I64, _I32, _I32, _I32), "fault", None),
 }
+
 
 
 def make_callbacks(current):
@@ -264,7 +284,8 @@ def make_callbacks(current):
                 return getattr(rt, _m)(ctx, *args)
             except Exception as e:  # noqa: BLE001 - never let a traceback escape a callback
                 with rt.lock:
-                    rt.fail(TilecoreError(f"internal error in the emulator ({_m}): {type(e).__name__}: {e}"))
+                    rt.fail(e if isinstance(e, _BadPointer) else
+                            TilecoreError(f"internal error in the emulator ({_m}): {type(e).__name__}: {e}"))
                 C.set_slot(ctx, C.ABORT, 1)
                 return _fb
         out[sym] = proto(tramp)

@@ -1,0 +1,178 @@
+"""Checked memory accesses of the CPU emulator: every bad global, shared, local or generic access is an
+error naming the thread, the address and the nearest buffer, and the process survives it."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from support import has_plugin
+
+from tilecore.emulate import launch
+from tilecore.errors import TilecoreError
+from tilecore.plugins import get_plugin_manager
+
+pytestmark = pytest.mark.skipif(not has_plugin("gpu_nvvm"), reason="needs the gpu_nvvm plugin")
+
+
+@pytest.fixture(scope="module")
+def pm():
+    return get_plugin_manager()
+
+
+def kernel(pm, body: str, params: str = "%x: !llvm.ptr<1>", globals_: str = ""):
+    """A one-kernel gpu.module @m whose kernel @k has ``params`` and ``body`` (%t: tid.x, %one: 1)."""
+    from tilecore.mlir import ir
+
+    with pm.make_context():
+        return ir.Module.parse(f"""
+        gpu.module @m {{
+          {globals_}
+          llvm.func @k({params}) attributes {{nvvm.kernel}} {{
+            %t = nvvm.read.ptx.sreg.tid.x : i32
+            %one = llvm.mlir.constant(1 : i32) : i32
+            {body}
+            llvm.return
+          }}
+        }}""")
+
+
+def failure(m, **kw) -> str:
+    with pytest.raises(TilecoreError) as e:
+        launch(m, "k", **kw)
+    return e.value.render()
+
+
+def test_out_of_bounds_atomic_on_a_static_shared_array(pm):
+    m = kernel(pm, """
+        %buf = llvm.mlir.addressof @buf : !llvm.ptr<3>
+        %p = llvm.getelementptr %buf[%t] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32
+        %old = llvm.atomicrmw add %p, %one monotonic : !llvm.ptr<3>, i32
+        """, globals_="llvm.mlir.global internal @buf() {addr_space = 3 : i32, alignment = 16 : i64} "
+                      ": !llvm.array<32 x i32>")
+    launch(m, "k", grid=2, block=32, args=[np.zeros(1, np.int32)])  # in bounds
+    text = failure(m, grid=2, block=33, args=[np.zeros(1, np.int32)])
+    assert re.search(r"out-of-bounds shared memory access: atomic on 4 bytes at 0x[0-9a-f]+ "
+                     r"\(block \(0, 0, 0\), thread \(32, 0, 0\)\); shared @buf spans \[0x[0-9a-f]+, 0x[0-9a-f]+\), "
+                     r"the access starts \+128 bytes from it", text), text
+
+
+def test_out_of_bounds_store_to_dynamic_shared_memory(pm):
+    m = kernel(pm, """
+        %buf = llvm.mlir.addressof @dyn : !llvm.ptr<3>
+        %p = llvm.getelementptr %buf[%t] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, f32
+        %v = llvm.sitofp %t : i32 to f32
+        llvm.store %v, %p : f32, !llvm.ptr<3>
+        """, globals_="llvm.mlir.global external @dyn() {addr_space = 3 : i32, alignment = 16 : i64} "
+                      ": !llvm.array<0 x f32>")
+    launch(m, "k", grid=1, block=16, args=[np.zeros(1, np.int32)], shared_bytes=64)
+    text = failure(m, grid=1, block=17, args=[np.zeros(1, np.int32)], shared_bytes=64)
+    assert "out-of-bounds shared memory access: store to 4 bytes at" in text
+    assert "thread (16, 0, 0)" in text and "the dynamic shared memory spans" in text
+    assert "+64 bytes from it" in text
+
+
+def test_out_of_bounds_local_memory_names_the_alloca(pm):
+    m = kernel(pm, """
+        %four = llvm.mlir.constant(4 : i32) : i32
+        %buf = llvm.alloca %four x i32 : (i32) -> !llvm.ptr<5>
+        %p = llvm.getelementptr %buf[%t] : (!llvm.ptr<5>, i32) -> !llvm.ptr<5>, i32
+        llvm.store %t, %p : i32, !llvm.ptr<5>
+        %v = llvm.load %p : !llvm.ptr<5> -> i32
+        %o = llvm.getelementptr %x[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+        llvm.store %v, %o : i32, !llvm.ptr<1>
+        """)
+    out = np.zeros(8, np.int32)
+    launch(m, "k", grid=1, block=4, args=[out])
+    assert out[:4].tolist() == [0, 1, 2, 3]
+    text = failure(m, grid=1, block=8, args=[out])
+    assert re.search(r"out-of-bounds local memory access: store to 4 bytes at 0x[0-9a-f]+ \(block \(0, 0, 0\), "
+                     r"thread \(4, 0, 0\)\); local buffer of i32 \(alloca at [^)]*\) spans .*\+16 bytes from it",
+                     text), text
+
+
+def test_local_buffers_die_with_their_function(pm):
+    # @f returns a pointer to its own alloca; the kernel's store through it is out of bounds.
+    from tilecore.mlir import ir
+
+    with pm.make_context():
+        m = ir.Module.parse("""
+        gpu.module @m {
+          llvm.func @f() -> !llvm.ptr<5> {
+            %one = llvm.mlir.constant(1 : i32) : i32
+            %a = llvm.alloca %one x i32 : (i32) -> !llvm.ptr<5>
+            llvm.return %a : !llvm.ptr<5>
+          }
+          llvm.func @k(%x: !llvm.ptr<1>) attributes {nvvm.kernel} {
+            %p = llvm.call @f() : () -> !llvm.ptr<5>
+            %z = llvm.mlir.constant(0 : i32) : i32
+            llvm.store %z, %p : i32, !llvm.ptr<5>
+            llvm.return
+          }
+        }""")
+    text = failure(m, grid=1, block=1, args=[np.zeros(1, np.int32)])
+    assert "out-of-bounds local memory access: store to 4 bytes" in text and "there is no buffer" in text
+
+
+def test_generic_pointers_reach_every_memory_and_are_checked(pm):
+    m = kernel(pm, """
+        %g = llvm.addrspacecast %x : !llvm.ptr<1> to !llvm.ptr
+        %gp = llvm.getelementptr %g[%t] : (!llvm.ptr, i32) -> !llvm.ptr, i32
+        %v = llvm.load %gp : !llvm.ptr -> i32
+        %s = llvm.mlir.addressof @buf : !llvm.ptr<3>
+        %sg = llvm.addrspacecast %s : !llvm.ptr<3> to !llvm.ptr
+        %sp = llvm.getelementptr %sg[%t] : (!llvm.ptr, i32) -> !llvm.ptr, i32
+        llvm.store %v, %sp : i32, !llvm.ptr
+        %w = llvm.load %sp : !llvm.ptr -> i32
+        %two = llvm.mlir.constant(2 : i32) : i32
+        %w2 = llvm.mul %w, %two : i32
+        llvm.store %w2, %gp : i32, !llvm.ptr
+        """, globals_="llvm.mlir.global internal @buf() {addr_space = 3 : i32, alignment = 16 : i64} "
+                      ": !llvm.array<8 x i32>")
+    x = np.arange(8, dtype=np.int32)
+    launch(m, "k", grid=1, block=8, args=[x])
+    assert x.tolist() == [2 * i for i in range(8)]
+    text = failure(m, grid=1, block=9, args=[np.arange(8, dtype=np.int32)])
+    assert "out-of-bounds generic memory access: load from 4 bytes at" in text
+    assert "thread (8, 0, 0)" in text and "argument 0 spans" in text and "+32 bytes from it" in text
+
+
+def test_misaligned_vector_load_is_an_error_not_a_crash(pm):
+    # A 16-byte aligned vector load from element 1 of the array: the host's aligned SSE load would
+    # kill the process (SIGSEGV); on the GPU it is a misaligned address.
+    m = kernel(pm, """
+        %p = llvm.getelementptr %x[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32
+        %v = llvm.load %p {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
+        %s = llvm.extractelement %v[%one : i32] : vector<4xf32>
+        llvm.store %s, %p : f32, !llvm.ptr<1>
+        """)
+    text = failure(m, grid=1, block=2, args=[np.zeros(8, np.float32)])
+    assert re.search(r"misaligned global memory access: load from 16 bytes at 0x[0-9a-f]+, which is not a "
+                     r"multiple of 16 bytes \(block \(0, 0, 0\), thread \(1, 0, 0\)\); argument 0 spans .* "
+                     r"\+4 bytes from it", text), text
+
+
+def test_bulk_copy_past_a_local_buffer(pm):
+    m = kernel(pm, """
+        %eight = llvm.mlir.constant(8 : i32) : i32
+        %buf = llvm.alloca %eight x i8 : (i32) -> !llvm.ptr<5>
+        %g = llvm.addrspacecast %buf : !llvm.ptr<5> to !llvm.ptr
+        %xg = llvm.addrspacecast %x : !llvm.ptr<1> to !llvm.ptr
+        %n = llvm.add %eight, %t : i32
+        "llvm.intr.memcpy"(%g, %xg, %n) <{isVolatile = false}> : (!llvm.ptr, !llvm.ptr, i32) -> ()
+        """)
+    launch(m, "k", grid=1, block=1, args=[np.zeros(16, np.uint8)])
+    text = failure(m, grid=1, block=2, args=[np.zeros(16, np.uint8)])
+    assert "out-of-bounds generic memory access: store to 9 bytes at" in text and "thread (1, 0, 0)" in text
+    assert "local buffer of i8" in text
+
+
+def test_unchecked_launch_skips_the_checks(pm):
+    m = kernel(pm, """
+        %p = llvm.getelementptr %x[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+        llvm.store %t, %p : i32, !llvm.ptr<1>
+        """)
+    x = np.zeros(64, np.int32)
+    launch(m, "k", grid=1, block=32, args=[x[:32]], check_bounds=False)  # in bounds: the same numbers
+    assert x[:32].tolist() == list(range(32))
