@@ -185,3 +185,22 @@ def test_irdl_structure_is_checked_too():
         with pytest.raises(TilecoreError) as e:
             verify_module(module)
     assert e.value.location == "k.py:7:3" and "sideways" in e.value.message
+
+
+@pytest.mark.parametrize("dim_map,tile_shape,message", [
+    ("0, 0", "4, 8", "dim_map [0, 0] is not a permutation of the 2 dimensions of tensor_view<"),
+    ("1, 2", "4, 8", "dim_map [1, 2] is not a permutation of the 2 dimensions of tensor_view<"),
+    ("0", "4", "has a rank-1 tile over a rank-2 tensor_view")])
+def test_make_partition_view_dim_map_permutes_the_tensor_view(dim_map, tile_shape, message):
+    """A dim_map (cuTile's order=) that is not a permutation used to index the memref's sizes blindly."""
+    pv = f'!cuda_tile.partition_view<array<i32: {tile_shape}>, {TV}, array<i32: {dim_map}>, "none">'
+    e = error(kernel([TV], [f'%0 = "cuda_tile.make_partition_view"(%a0) : ({TV}) -> {pv} {AT}']))
+    assert e.location == "k.py:7:3"
+    assert e.message.startswith("'cuda_tile.make_partition_view' ") and message in e.message
+    verify(kernel([TV], [f'%0 = "cuda_tile.make_partition_view"(%a0) : ({TV}) -> {PV.replace("0, 1>", "1, 0>")}']))
+
+
+def test_make_gather_scatter_view_sparse_dim_is_a_dimension():
+    gv = f'!cuda_tile.gather_scatter_view<array<i32: 4, 8>, {TV}, 2 : i64, "none">'
+    e = error(kernel([TV], [f'%0 = "cuda_tile.make_gather_scatter_view"(%a0) : ({TV}) -> {gv} {AT}']))
+    assert e.message.startswith("'cuda_tile.make_gather_scatter_view' sparse dimension 2 is not a dimension of")

@@ -72,9 +72,10 @@ def copy_request(op, threads: int) -> CopyRequest | None:
     vop = view.owner
     memref = vop.operands[0]
     mk = memref.owner
-    from ..stage4_tileas_to_llvm.memory import memref_type_parts
+    from ..stage4_tileas_to_llvm.memory import memref_type_parts, view_type_parts
 
     el, _shape, strides = memref_type_parts(memref.type)
+    strides = [strides[d] for d in view_type_parts(view.type)[1]]  # in tile order (cuTile's order=)
     tile_t = op.results[0].type if op.name == "nv_tileas.tiled_load" else op.operands[0].type
     shape = tuple(ir.RankedTensorType(tile_t).shape) if str(tile_t).startswith("tensor<") else ()
     from ..stage4_tileas_to_llvm.memory import memory_order

@@ -3,8 +3,10 @@
 IRDL checks operand / result counts, required attributes and enum spellings. The
 rules here check what IRDL cannot express: elementwise ops share one tile type;
 broadcast / reshape / permute / extract / insert / cat shapes agree; mmaf / mmai are
-M x K . K x N -> M x N with allowed element types; views are indexed with as many
-coordinates as they have dimensions. A failure is a TilecoreError at the op's location.
+M x K . K x N -> M x N with allowed element types; views have a tile of their tensor
+view's rank, a dim_map that permutes its dimensions, a sparse dimension among them, and are
+indexed with as many coordinates as they have dimensions. A failure is a TilecoreError at
+the op's location.
 """
 
 from __future__ import annotations
@@ -237,6 +239,14 @@ def _make_view(name, op) -> None:
         raise VerifyError(f"expected a tensor_view operand, got {short(src)}")
     if not isinstance(view, T.VIEWS) or view.tensor_view != src:
         raise VerifyError(f"result must be a view of {short(src)}, got {short(view)}")
+    rank = len(src.shape)
+    if len(view.tile_shape) != rank:
+        raise VerifyError(f"{short(view)} has a rank-{len(view.tile_shape)} tile over a rank-{rank} tensor_view")
+    dim_map = getattr(view, "dim_map", tuple(range(rank)))
+    if sorted(dim_map) != list(range(rank)):
+        raise VerifyError(f"dim_map {list(dim_map)} is not a permutation of the {rank} dimensions of {short(src)}")
+    if isinstance(view, T.GatherScatterView) and not 0 <= view.sparse_dim < rank:
+        raise VerifyError(f"sparse dimension {view.sparse_dim} is not a dimension of {short(src)}")
 
 
 def _index_space(name, op) -> None:

@@ -9,6 +9,7 @@ address ``base + sum(coord * stride)``; the copy atom chosen by ``tileas-select-
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from tilecore.errors import LoweringError
 from tilecore.mlir import dialects, ir
@@ -60,12 +61,31 @@ def make_memref(op, rb):
     return [MemrefV(base, storage(el), shp, st, strides, div, narrow)]
 
 
+def view_type_parts(t):
+    """(tile shape, dim_map, padding) of a ``!nv_tileaa.tiled_view`` type."""
+    t = str(t)
+    tile = re.match(r"!nv_tileaa\.tiled_view<array<i64(?:: ([^>]*))?>", t).group(1)
+    dim_map, pad = re.search(r'array<i64(?:: ([^>]*))?>, "(\w+)">$', t).groups()
+    return _int_list(tile), _int_list(dim_map), pad
+
+
+def _int_list(text) -> tuple:
+    return tuple(int(x) for x in text.split(",")) if text else ()
+
+
+def permuted(m: MemrefV, dim_map: tuple) -> MemrefV:
+    """The memref with its axes in tile order: axis ``k`` is axis ``dim_map[k]`` of ``m`` (cuTile's
+    ``order=``: the permutation is applied to the array's axes before the tile space is built)."""
+    if dim_map == tuple(range(len(dim_map))):
+        return m
+    return replace(m, shape=[m.shape[d] for d in dim_map], strides=[m.strides[d] for d in dim_map],
+                   static_strides=[m.static_strides[d] for d in dim_map])
+
+
 def view(op, rb):
-    m = rb.get(op.operands[0])
-    t = str(op.results[0].type)
-    pad = re.search(r'"(\w+)">$', t).group(1)
-    tile = tuple(int(x) for x in re.match(r"!nv_tileaa\.tiled_view<array<i64(?:: ([^>]*))?>", t).group(1).split(","))
-    return [ViewV(m, tile, tuple(range(len(tile))), pad)]
+    """A tiled view over the memref permuted into tile order, so accesses never see its dim_map."""
+    tile, dim_map, pad = view_type_parts(op.results[0].type)
+    return [ViewV(permuted(rb.get(op.operands[0]), dim_map), tile, tuple(range(len(tile))), pad)]
 
 
 class TiledAccess:
@@ -205,6 +225,8 @@ class TiledAccess:
         m, lay = self.v.memref, self.lay
         if self.ordering is not None:  # ordered accesses are scalar atomics
             return False
+        if self.sparse is not None:  # gathered rows / columns: run-time offsets, alignment unknown
+            return False
         if lay.vec <= 1 or self.v.tile_shape[-1] % lay.vec or m.static_strides[-1] != 1:
             return False
         if self.steps[-1] % lay.vec:  # a window starting between groups (traversal step 1) is misaligned
@@ -291,7 +313,8 @@ def _gather_access(cg, op, v, offsets, index, lay):
     _not_packed(v, op, "gathering / scattering")
     sd = ir.IntegerAttr(op.attributes["sparse_dim"]).value
     full = index[:sd] + [cg.c32(0)] + index[sd:]
-    acc = TiledAccess(cg, v, full, lay, op)
+    # the dense coordinates are element offsets (a cuTile Slice's start), not tile indices: unit steps
+    acc = TiledAccess(cg, replace(v, traversal_strides=(1,) * len(v.tile_shape)), full, lay, op)
     offs = as_tile(cg, offsets, (v.tile_shape[sd],))
     el = offs.regs[0].type
     per_elem = exchange(cg, [offs], lay.shape, lambda c, o: cg.smem_load(o[0], c[sd], el))
