@@ -76,7 +76,10 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--out-dir", default=".", help="where outputs (.npy) are written (default: current folder; "
                    "an output that would overwrite its input is written as NAME.out.npy)")
     r.add_argument("--no-bounds-check", action="store_true",
-                   help="do not check global loads / stores / atomics against the argument arrays (faster)")
+                   help="do not check loads / stores / atomics against the buffers they may touch (faster)")
+    r.add_argument("--no-isolate", action="store_true",
+                   help="run the kernel in this process, not in a child one (saves about a second; a native "
+                   "fault then kills tilecore instead of being reported as an error)")
     _target_args(r)
     return p
 

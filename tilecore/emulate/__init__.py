@@ -24,8 +24,9 @@ _CACHE: dict = {}
 def compile_kernel(module, kernel: str, opt_level: int = 2, check_bounds: bool = True) -> EmulatedKernel:
     """Rewrite and JIT-compile ``kernel`` of ``module`` (an ``ir.Module``, left unchanged, or MLIR text).
 
-    Compiled kernels are cached by module text. ``check_bounds``: global loads, stores and
-    atomics outside the argument arrays fail the launch (instead of corrupting host memory).
+    Compiled kernels are cached by module text. ``check_bounds``: every load, store, atomic and bulk
+    copy (global, shared, local or generic) that is misaligned or outside the buffers it may touch
+    fails the launch (instead of corrupting host memory or crashing); see :mod:`.memcheck`.
     """
     from .hostmodule import build
 
@@ -44,7 +45,8 @@ def compile_kernel(module, kernel: str, opt_level: int = 2, check_bounds: bool =
     return k
 
 
-def launch(module, kernel: str, grid, block, args, shared_bytes: int = 0, check_bounds: bool = True) -> LaunchResult:
+def launch(module, kernel: str, grid, block, args, shared_bytes: int = 0, check_bounds: bool = True,
+           isolate: bool = False, timeout: float | None = None) -> LaunchResult:
     """Run ``kernel`` of the lowered ``module`` on ``grid`` x ``block`` threads.
 
     ``grid`` / ``block``: an int or 1 to 3 sizes; ``args`` follow the kernel's LLVM
@@ -52,7 +54,18 @@ def launch(module, kernel: str, grid, block, args, shared_bytes: int = 0, check_
     dynamic shared memory per CTA. Returns a :class:`LaunchResult` (``outputs``: the
     device arrays after the run, also copied into the given arrays; ``printf``: the
     captured device printf text), which unpacks as ``outputs, printf``. A failing
-    device assert, a deadlock, an out-of-bounds global access (unless ``check_bounds`` is
-    False) or an op the emulator does not know raises :class:`~tilecore.errors.TilecoreError`.
+    device assert, a deadlock, a bad memory access (misaligned, or outside every buffer its
+    address space may touch: unless ``check_bounds`` is False) or an op the emulator does not
+    know raises :class:`~tilecore.errors.TilecoreError`.
+
+    ``isolate``: compile and run in a child process (:mod:`.isolate`; about a second more per
+    launch, no compile cache): a native fault there (an unchecked wild access, SIGSEGV / SIGBUS)
+    raises ``TilecoreError("the kernel 'k' crashed the emulator (SIGSEGV) ...")`` instead of
+    killing the caller. ``timeout``: with ``isolate``, seconds after which the child is killed
+    and the launch fails (None: no limit).
     """
+    if isolate:
+        from .isolate import launch_isolated
+
+        return launch_isolated(module, kernel, grid, block, args, shared_bytes, check_bounds, timeout)
     return compile_kernel(module, kernel, check_bounds=check_bounds).launch(grid, block, args, shared_bytes)

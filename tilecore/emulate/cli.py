@@ -4,7 +4,9 @@ FILE is a lowered ``.mlir`` module (llvm + nvvm in a gpu.module), a gpu-dialect
 module (compiled through the installed stages for ``--gpu-name``, stopping
 before serialize) or a TileIR bytecode file (compiled the same way). Outputs
 (every array argument after the run) are written as ``<name>.npy`` under
-``--out-dir``; device printf text goes to stdout.
+``--out-dir``; device printf text goes to stdout. The launch runs in a child process
+(:mod:`.isolate`) unless ``--no-isolate``: a kernel that crashes the emulator is an error with
+exit status 1, never a signal of ``tilecore`` itself.
 """
 
 from __future__ import annotations
@@ -75,13 +77,14 @@ def run_command(args, pm) -> int:
     import numpy as np
 
     from ..compiler import write_atomically
-    from . import compile_kernel
+    from . import launch
 
     grid, block = _dims(args.grid, "grid"), _dims(args.block, "block")
     values = [_arg(a, i) for i, a in enumerate(args.arg)]
     module = load_module(args.input, args.gpu_name, pm)
-    kernel = compile_kernel(module, args.kernel, check_bounds=not getattr(args, "no_bounds_check", False))
-    result = kernel.launch(grid, block, values, shared_bytes=args.shared)
+    result = launch(module, args.kernel, grid, block, values, shared_bytes=args.shared,
+                    check_bounds=not getattr(args, "no_bounds_check", False),
+                    isolate=not getattr(args, "no_isolate", False))
     sys.stdout.write(result.printf)
     os.makedirs(args.out_dir, exist_ok=True)
     arrays = iter(result.outputs)

@@ -43,6 +43,13 @@ class LaunchResult:
         return iter((self.outputs, self.printf))
 
 
+def copy_back(originals, outputs) -> None:
+    """Copy each launch output into the caller's array it came from (unless that one is read-only)."""
+    for orig, dev in zip(originals, outputs):
+        if orig.flags.writeable:
+            np.copyto(orig, dev.reshape(orig.shape))
+
+
 def _dims(v, what: str) -> tuple[int, int, int]:
     vals = [int(v)] if isinstance(v, (int, np.integer)) else [int(x) for x in v]
     if not 1 <= len(vals) <= 3 or any(x < 1 for x in vals):
@@ -84,6 +91,10 @@ class EmulatedKernel:
     def collective(self) -> bool:
         """True when the kernel uses barriers or warp collectives (threads then run concurrently)."""
         return self.host.collective
+
+    def pointer_indices(self) -> list[int]:
+        """Indices of the kernel's pointer parameters (whose arrays come back as ``outputs``)."""
+        return [i for i, t in enumerate(self.host.param_types) if t.startswith("!llvm.ptr")]
 
     def _marshal(self, args):
         types = self.host.param_types
@@ -138,9 +149,7 @@ class EmulatedKernel:
             self._rt = None
         if rt.error is not None:
             raise rt.error
-        for orig, dev in zip(originals, device):
-            if orig.flags.writeable:
-                np.copyto(orig, dev.reshape(orig.shape))
+        copy_back(originals, device)
         return LaunchResult(device, "".join(rt.printf))
 
     def _call(self, ctx, storage):
