@@ -176,3 +176,14 @@ def test_unchecked_launch_skips_the_checks(pm):
     x = np.zeros(64, np.int32)
     launch(m, "k", grid=1, block=32, args=[x[:32]], check_bounds=False)  # in bounds: the same numbers
     assert x[:32].tolist() == list(range(32))
+
+
+def test_printf_pointers_are_read_only_inside_their_buffer(pm):
+    m = kernel(pm, """
+        %c = llvm.mlir.constant(16 : i64) : i64
+        %f = llvm.inttoptr %c : i64 to !llvm.ptr
+        %z = llvm.mlir.zero : !llvm.ptr
+        %r = llvm.call @vprintf(%f, %z) : (!llvm.ptr, !llvm.ptr) -> i32
+        """, globals_="llvm.func @vprintf(!llvm.ptr, !llvm.ptr) -> i32")
+    text = failure(m, grid=1, block=1, args=[np.zeros(1, np.int32)])
+    assert "printf's format string 0x10 points into no buffer (block (0, 0, 0), thread (0, 0, 0))" in text

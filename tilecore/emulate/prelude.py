@@ -111,31 +111,31 @@ def check(space: int) -> str:
     """``__emu_check_as<space>(ctx, p, size, align, what, site)``: the access ``[p, p + size)`` must be
     aligned to ``align`` and lie in one buffer of the tables its address space may touch
     (:data:`.memcheck.SPACES`); otherwise ``__emu_fault`` records the error and sets the abort flag.
-    ``what`` is 1 for a write, ``site`` the access's index in the launch's list of source locations."""
+    ``what``: the kind of access (:data:`.memcheck.LOAD`, ``STORE``, ``ATOMIC``); ``site``: the access's
+    index in the list of source locations of the module's checked accesses. Zero bytes are always fine."""
     ptr = memcheck.pointer_type(space)
+    tables = memcheck.space_info(space)[1]
     lines = [f"llvm.func internal @__emu_check_as{space}(%ctx: !llvm.ptr, %p: {ptr}, %size: i64, %align: i64, "
              "%what: i32, %site: i32) {",
-             f"  %a = llvm.ptrtoint %p : {ptr} to i64\n  %end = llvm.add %a, %size : i64",
-             "  %z = llvm.mlir.constant(0 : i64) : i64\n  %one = llvm.mlir.constant(1 : i64) : i64",
-             "  %none = llvm.icmp \"eq\" %size, %z : i64\n  llvm.cond_br %none, ^ok, ^align",
-             "^align:\n  %am = llvm.sub %align, %one : i64\n  %mis = llvm.and %a, %am : i64",
-             "  %al = llvm.icmp \"eq\" %mis, %z : i64\n  llvm.cond_br %al, ^t0, ^misaligned"]
-    tables = memcheck.space_info(space)[1]
+             f"  %a = llvm.ptrtoint %p : {ptr} to i64", "  %end = llvm.add %a, %size : i64",
+             "  %z = llvm.mlir.constant(0 : i64) : i64", "  %one = llvm.mlir.constant(1 : i64) : i64",
+             f"  %space = llvm.mlir.constant({space} : i32) : i32",
+             f"  %misaligned = llvm.mlir.constant({memcheck.MISALIGNED} : i32) : i32",
+             "  %none = llvm.icmp \"eq\" %size, %z : i64", "  llvm.cond_br %none, ^ok, ^align",
+             "^align:", "  %am = llvm.sub %align, %one : i64", "  %mis = llvm.and %a, %am : i64",
+             "  %al = llvm.icmp \"eq\" %mis, %z : i64", "  %wm = llvm.or %what, %misaligned : i32",
+             "  llvm.cond_br %al, ^t0, ^bad(%wm : i32)"]
     for k, t in enumerate(tables):
         byte, slot, stride = memcheck.TABLES[t]
-        nxt = f"^t{k + 1}" if k + 1 < len(tables) else "^bad"
+        nxt = f"^t{k + 1}" if k + 1 < len(tables) else "^bad(%what : i32)"
         lines += [f"^t{k}:", "  " + _ld64(f"tab{k}", byte) + "  " + _ld(f"n{k}", slot).rstrip("\n"),
-                  f"  %n{k}w = llvm.sext %n{k} : i32 to i64",
-                  f"  %s{k} = llvm.mlir.constant({stride} : i64) : i64",
+                  f"  %n{k}w = llvm.sext %n{k} : i32 to i64", f"  %s{k} = llvm.mlir.constant({stride} : i64) : i64",
                   f"  %in{k} = llvm.call @__emu_in(%tab{k}, %n{k}w, %s{k}, %a, %end) : "
                   "(!llvm.ptr, i64, i64, i64, i64) -> i1",
                   f"  llvm.cond_br %in{k}, ^ok, {nxt}"]
-    fault = ("  llvm.call @__emu_fault(%ctx, %a, %size, %align, %sp, {w}, %site) : "
-             "(!llvm.ptr, i64, i64, i64, i32, i32, i32) -> ()\n  llvm.return")
-    lines += [f"^bad:\n  %sp = llvm.mlir.constant({space} : i32) : i32", fault.format(w="%what"),
-              f"^misaligned:\n  %mk = llvm.mlir.constant({memcheck.MISALIGNED} : i32) : i32",
-              "  %wm = llvm.or %what, %mk : i32", f"  %sp2 = llvm.mlir.constant({space} : i32) : i32",
-              fault.format(w="%wm").replace("%sp,", "%sp2,"), "^ok:\n  llvm.return\n}\n"]
+    lines += ["^bad(%w: i32):",
+              "  llvm.call @__emu_fault(%ctx, %a, %size, %align, %space, %w, %site) : "
+              "(!llvm.ptr, i64, i64, i64, i32, i32, i32) -> ()", "  llvm.return", "^ok:", "  llvm.return", "}", ""]
     return "\n".join(lines)
 
 

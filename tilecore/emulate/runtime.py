@@ -273,7 +273,6 @@ CALLBACKS = {
 }
 
 
-
 def make_callbacks(current):
     """ctypes callbacks for every runtime symbol, dispatching to ``current()`` (the running launch)."""
     out = {}
