@@ -187,3 +187,23 @@ def test_printf_pointers_are_read_only_inside_their_buffer(pm):
         """, globals_="llvm.func @vprintf(!llvm.ptr, !llvm.ptr) -> i32")
     text = failure(m, grid=1, block=1, args=[np.zeros(1, np.int32)])
     assert "printf's format string 0x10 points into no buffer (block (0, 0, 0), thread (0, 0, 0))" in text
+
+
+def test_too_many_live_local_buffers_is_an_error(pm):
+    m = kernel(pm, """
+        %z = llvm.mlir.constant(0 : i32) : i32
+        %n = llvm.mlir.constant(200 : i32) : i32
+        llvm.br ^loop(%z : i32)
+      ^loop(%i: i32):
+        %more = llvm.icmp "slt" %i, %n : i32
+        llvm.cond_br %more, ^body, ^exit
+      ^body:
+        %a = llvm.alloca %one x i32 : (i32) -> !llvm.ptr<5>
+        llvm.store %i, %a : i32, !llvm.ptr<5>
+        %next = llvm.add %i, %one : i32
+        llvm.br ^loop(%next : i32)
+      ^exit:
+        """)
+    text = failure(m, grid=1, block=1, args=[np.zeros(1, np.int32)])
+    assert "more than 128 local buffers (alloca) live at once in one thread (block (0, 0, 0), thread (0, 0, 0))" \
+        in text

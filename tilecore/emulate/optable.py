@@ -4,11 +4,15 @@
 - :data:`NVVM_OPS`: nvvm op name -> rewrite (a call of an emulator runtime symbol or a
   host fence) and whether it is *collective* (the CTA's threads then run concurrently);
 - :data:`CALLS`: external functions the kernel calls (``vprintf``, ``__assertfail``);
-  libdevice ``__nv_*`` functions are in :mod:`.libdevice`.
+  libdevice ``__nv_*`` functions are in :mod:`.libdevice`;
+- :data:`MEMORY_OPS` / :data:`BULK_MEMORY_OPS`: the llvm ops that touch memory, checked with
+  :mod:`.memcheck` when bounds checks are on.
 
 Adding an op is one row here plus its semantics (:mod:`.warp` for warp collectives,
 :mod:`.runtime` for the rest). An nvvm op, intrinsic or external call in no table
-fails with its name.
+fails with its name. A row for an op that touches memory itself (``ldmatrix``, ``stmatrix``,
+``cp.async``, ``mbarrier``: none is emulated yet) checks each address first with
+``rw.check_access`` / ``rw.check_range`` when ``rw.check_bounds``.
 """
 
 from __future__ import annotations
