@@ -1,0 +1,55 @@
+"""Kernel outputs against the numpy model, under dtype-aware tolerances.
+
+A check (``CHECKS`` of a generated program) is ``("exact", dtype)`` — integers, bools and float
+values the model reproduces bit for bit (``-0.0 == 0.0``, NaN equals NaN) — or
+``("approx", dtype, bound, nred, nops, rtol)``: every element must satisfy
+
+    |got - want| <= k * (|want| + max(1, bound) * sqrt(nred)),   k = 4 * rtol * (2 + nops)
+
+where ``rtol`` is the type's one-op relative error (``dtypes``; an explicit override for tf32
+inputs), ``bound`` the magnitude bound of the value, ``nred`` its accumulation length (reductions,
+scans, mma K, loop trips) and ``nops`` the inexact ops behind it. Non-finite values must agree
+exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import npsem
+from .dtypes import DTYPES
+
+
+def mismatches(outputs: dict, reference: dict, checks: dict) -> list[str]:
+    """One line per output that does not match (empty: all match). ``outputs`` are the arrays as
+    the kernel left them (storage types), ``reference`` the model's values."""
+    bad = []
+    for name, want in reference.items():
+        check = checks.get(name)
+        if check is None:
+            continue
+        dt = check[1]
+        got = npsem.decode(np.asarray(outputs[name]), dt)
+        want = np.asarray(want)
+        if got.shape != want.shape:
+            bad.append(f"{name}: shape {got.shape} != {want.shape}")
+            continue
+        if DTYPES[dt].is_float:
+            g, w = got.astype(np.float64), want.astype(np.float64)
+            both_nan = np.isnan(g) & np.isnan(w)
+            if check[0] == "exact":
+                ok = (g == w) | both_nan
+            else:
+                _, _, bound, nred, nops, rtol = check
+                k = 4 * (rtol or DTYPES[dt].rtol) * (2 + nops)
+                with np.errstate(invalid="ignore"):
+                    tol = k * (np.abs(w) + max(1.0, bound) * np.sqrt(nred))
+                    finite = np.isfinite(g) & np.isfinite(w)
+                    ok = np.where(finite, np.abs(g - w) <= tol, (g == w) | both_nan)
+        else:
+            ok = got == want
+        if not ok.all():
+            pos = tuple(int(i) for i in np.argwhere(~ok)[0])
+            bad.append(f"{name}: {int((~ok).sum())}/{ok.size} elements differ, first at {pos}: "
+                       f"got {got[pos]!r} want {want[pos]!r}")
+    return bad

@@ -1,0 +1,371 @@
+"""Numpy models of cuTile tile semantics, used by the generated reference functions.
+
+The generated reference runs the kernel block by block: it loads the same (padded) tiles, applies
+the same operations with these models and stores with the same clipping, so data movement inside a
+tile (transpose, cat, scans, reductions over padded elements) is modelled exactly. bf16 and 8-bit
+float values are held as float32 numbers that are exactly representable in the narrow type.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from .dtypes import DTYPES
+
+# ------------------------------------------------------------------------------ narrow floats
+
+
+def bf16_round(x) -> np.ndarray:
+    """float32 -> nearest bf16 value (ties to even), as float32; NaN stays NaN."""
+    x = np.asarray(x, dtype=np.float32)
+    u = x.view(np.uint32).astype(np.uint64)
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16
+    out = r.astype(np.uint32).view(np.float32)
+    return np.where(np.isnan(x), np.float32(np.nan), out).astype(np.float32)
+
+
+def bf16_encode(x) -> np.ndarray:
+    return (bf16_round(x).view(np.uint32) >> 16).astype(np.uint16)
+
+
+def bf16_decode(bits) -> np.ndarray:
+    return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
+
+
+def _f8_table(exp_bits: int, man_bits: int, fn: bool) -> np.ndarray:
+    """Value of each of the 256 codes (NaN where the code is NaN)."""
+    bias = 2 ** (exp_bits - 1) - 1
+    vals = np.empty(256, np.float64)
+    for code in range(256):
+        s, e, m = code >> 7, (code >> man_bits) & (2**exp_bits - 1), code & (2**man_bits - 1)
+        if fn and e == 2**exp_bits - 1 and m == 2**man_bits - 1:
+            v = np.nan  # e4m3fn: only S.1111.111 is NaN, no infinities
+        elif not fn and e == 2**exp_bits - 1:
+            v = np.inf if m == 0 else np.nan
+        elif e == 0:
+            v = m / 2**man_bits * 2.0 ** (1 - bias)
+        else:
+            v = (1 + m / 2**man_bits) * 2.0 ** (e - bias)
+        vals[code] = -v if s else v
+    return vals
+
+
+F8_TABLES = {"f8e4m3": _f8_table(4, 3, True), "f8e5m2": _f8_table(5, 2, False)}
+
+
+def f8_decode(bits, key: str) -> np.ndarray:
+    return F8_TABLES[key][np.asarray(bits, dtype=np.uint8)].astype(np.float32)
+
+
+def f8_encode(x, key: str) -> np.ndarray:
+    """Nearest code, ties to the even code, saturating to the largest finite value."""
+    table = F8_TABLES[key]
+    pos = np.arange(128)
+    fin = pos[np.isfinite(table[pos])]
+    vals = table[fin]
+    order = np.argsort(vals, kind="stable")
+    vals, codes = vals[order], fin[order]
+    x = np.asarray(x, dtype=np.float64)
+    a = np.minimum(np.abs(x), vals[-1])
+    hi = np.clip(np.searchsorted(vals, a), 0, len(vals) - 1)
+    lo = np.clip(hi - 1, 0, len(vals) - 1)
+    dlo, dhi = a - vals[lo], vals[hi] - a
+    pick_hi = (dhi < dlo) | ((dhi == dlo) & (codes[hi] % 2 == 0))
+    code = np.where(pick_hi, codes[hi], codes[lo]).astype(np.uint8)
+    return np.where(np.signbit(x) & (code != 0), code | 0x80, code).astype(np.uint8)
+
+
+def f8_round(x, key: str) -> np.ndarray:
+    return f8_decode(f8_encode(x, key), key)
+
+
+def r(x, key: str):
+    """Round a computed value to element type ``key`` (the model's dtype for it)."""
+    if key == "bf16":
+        return bf16_round(x)
+    if key in F8_TABLES:
+        return f8_round(x, key)
+    return np.asarray(x).astype(DTYPES[key].compute)
+
+
+def decode(a: np.ndarray, key: str) -> np.ndarray:
+    """An array as handed to the kernel -> the model's values."""
+    if key == "bf16":
+        return bf16_decode(a)
+    if key in F8_TABLES:
+        return f8_decode(a, key)
+    return a
+
+
+def encode(a: np.ndarray, key: str) -> np.ndarray:
+    """The model's values -> the kernel's storage."""
+    if key == "bf16":
+        return bf16_encode(a)
+    if key in F8_TABLES:
+        return f8_encode(a, key)
+    return np.asarray(a).astype(DTYPES[key].storage)
+
+
+# ------------------------------------------------------------------------------ blocks, tiles
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def blocks(grid):
+    """Block coordinates in launch order (x fastest is irrelevant: blocks are independent)."""
+    return itertools.product(*[range(g) for g in grid])
+
+
+def _window(arr: np.ndarray, origin, shape, pad, dtype):
+    out = np.full(shape, 0 if pad is None else pad, dtype=dtype)
+    src, dst = [], []
+    for o, s, n in zip(origin, shape, arr.shape):
+        lo, hi = max(o, 0), min(o + s, n)
+        if hi <= lo:
+            return out
+        src.append(slice(lo, hi))
+        dst.append(slice(lo - o, hi - o))
+    out[tuple(dst)] = arr[tuple(src)]
+    return out
+
+
+def load(arr: np.ndarray, index, shape, pad=None, order=None) -> np.ndarray:
+    """``ct.load(arr, index, shape, order=order, padding_mode=pad)``: ``pad`` None is undetermined
+    (the model fills zeros, which only positions never stored may see)."""
+    view = np.transpose(arr, order) if order is not None else arr
+    origin = [i * s for i, s in zip(index, shape)]
+    return _window(view, origin, tuple(shape), pad, arr.dtype)
+
+
+def store(arr: np.ndarray, index, tile, order=None) -> None:
+    """``ct.store(arr, index, tile, order=order)``: out-of-bounds elements are dropped."""
+    tile = np.asarray(tile)
+    view = np.transpose(arr, order) if order is not None else arr
+    shape = tile.shape
+    src, dst = [], []
+    for i, s, n in zip(index, shape, view.shape):
+        o = i * s
+        lo, hi = max(o, 0), min(o + s, n)
+        if hi <= lo:
+            return
+        dst.append(slice(lo, hi))
+        src.append(slice(lo - o, hi - o))
+    view[tuple(dst)] = tile[tuple(src)].astype(arr.dtype)
+
+
+def view_load(arr, index, shape, steps, pad=None) -> np.ndarray:
+    """``arr.tiled_view(shape, traversal_steps=steps, padding_mode=pad).load(index)``."""
+    origin = [i * st for i, st in zip(index, steps)]
+    return _window(arr, origin, tuple(shape), pad, arr.dtype)
+
+
+def view_atomic_add(arr, index, shape, steps, tile) -> None:
+    """``arr.tiled_view(shape, traversal_steps=steps).atomic_store_add(index, tile)``."""
+    origin = [i * st for i, st in zip(index, steps)]
+    src, dst = [], []
+    for o, s, n in zip(origin, shape, arr.shape):
+        lo, hi = max(o, 0), min(o + s, n)
+        if hi <= lo:
+            return
+        dst.append(slice(lo, hi))
+        src.append(slice(lo - o, hi - o))
+    arr[tuple(dst)] = (arr[tuple(dst)] + np.asarray(tile)[tuple(src)]).astype(arr.dtype)
+
+
+def adv_load(arr, sparse_axis: int, idx, starts, lengths, pad=None) -> np.ndarray:
+    """``ct.load_advanced_indexing``: axis ``sparse_axis`` indexed by the 1-D tile ``idx``, the other
+    axes by ``Slice(start, length)`` (in axis order, sparse axis skipped); out of bounds -> pad."""
+    idx = np.asarray(idx).astype(np.int64)
+    shape = list(lengths)
+    shape.insert(sparse_axis, len(idx))
+    out = np.full(shape, 0 if pad is None else pad, dtype=arr.dtype)
+    dense_axes = [a for a in range(arr.ndim) if a != sparse_axis]
+    for pos in np.ndindex(*shape):
+        src = []
+        for a in range(arr.ndim):
+            if a == sparse_axis:
+                src.append(int(idx[pos[a]]))
+            else:
+                k = dense_axes.index(a)
+                src.append(int(starts[k]) + pos[a])
+        if all(0 <= s < n for s, n in zip(src, arr.shape)):
+            out[pos] = arr[tuple(src)]
+    return out
+
+
+def adv_store(arr, sparse_axis: int, idx, starts, tile) -> None:
+    """``ct.store_advanced_indexing``: out-of-bounds elements are dropped."""
+    tile = np.asarray(tile)
+    idx = np.asarray(idx).astype(np.int64)
+    dense_axes = [a for a in range(arr.ndim) if a != sparse_axis]
+    for pos in np.ndindex(*tile.shape):
+        dst = []
+        for a in range(arr.ndim):
+            dst.append(int(idx[pos[a]]) if a == sparse_axis else int(starts[dense_axes.index(a)]) + pos[a])
+        if all(0 <= d < n for d, n in zip(dst, arr.shape)):
+            arr[tuple(dst)] = tile[pos]
+
+
+def gather(arr, idx, mask=None, pad=0):
+    """``ct.gather(arr, idx, mask=mask, padding_value=pad)`` (indices broadcast; negative = out of bounds)."""
+    idx = np.broadcast_arrays(*[np.asarray(i).astype(np.int64) for i in idx])
+    ok = np.ones(idx[0].shape, bool)
+    for i, n in zip(idx, arr.shape):
+        ok &= (i >= 0) & (i < n)
+    if mask is not None:
+        ok &= np.broadcast_to(mask, ok.shape)
+    out = np.full(ok.shape, pad, dtype=arr.dtype)
+    out[ok] = arr[tuple(i[ok] for i in idx)]
+    return out
+
+
+def scatter(arr, idx, value, mask=None) -> None:
+    """``ct.scatter(arr, idx, value, mask=mask)``."""
+    idx = np.broadcast_arrays(*[np.asarray(i).astype(np.int64) for i in idx])
+    ok = np.ones(idx[0].shape, bool)
+    for i, n in zip(idx, arr.shape):
+        ok &= (i >= 0) & (i < n)
+    if mask is not None:
+        ok &= np.broadcast_to(mask, ok.shape)
+    value = np.broadcast_to(np.asarray(value), ok.shape)
+    arr[tuple(i[ok] for i in idx)] = value[ok].astype(arr.dtype)
+
+
+def atomic_rmw(kind: str, arr, idx, update) -> np.ndarray:
+    """``ct.atomic_<kind>(arr, idx, update)`` applied element by element in index order; returns
+    the old values (only meaningful where indices are distinct). Out-of-bounds indices: no-op."""
+    idx = np.asarray(idx).astype(np.int64).reshape(-1)
+    update = np.broadcast_to(np.asarray(update, dtype=arr.dtype), idx.shape)
+    old = np.zeros(idx.shape, arr.dtype)
+    fn = {"add": np.add, "max": np.maximum, "min": np.minimum, "and": np.bitwise_and, "or": np.bitwise_or,
+          "xor": np.bitwise_xor, "xchg": lambda a, b: b}[kind]
+    for n, i in enumerate(idx):
+        if 0 <= i < arr.shape[0]:
+            old[n] = arr[i]
+            arr[i:i + 1] = fn(arr[i:i + 1], update[n:n + 1]).astype(arr.dtype)
+    return old
+
+
+def atomic_cas(arr, idx, expected, desired) -> np.ndarray:
+    idx = np.asarray(idx).astype(np.int64)
+    expected = np.broadcast_to(np.asarray(expected, dtype=arr.dtype), idx.shape)
+    desired = np.broadcast_to(np.asarray(desired, dtype=arr.dtype), idx.shape)
+    old = expected.copy()
+    for pos in np.ndindex(*idx.shape):
+        i = idx[pos]
+        if 0 <= i < arr.shape[0]:
+            old[pos] = arr[i]
+            if arr[i] == expected[pos]:
+                arr[i] = desired[pos]
+    return old
+
+
+# ------------------------------------------------------------------------------ arithmetic
+
+
+def floordiv_f(x, y, key):
+    """cuTile float ``//``: floor(x / y) (the quotient rounded first)."""
+    return r(np.floor(r(x / y, key)), key)
+
+
+def mod_f(x, y, key):
+    """cuTile float ``%``: C fmod, then + y where its sign differs from y's (and it is not 0)."""
+    m = r(np.fmod(x, y), key)
+    fix = ((m < 0) != (y < 0)) & (m != 0)
+    return np.where(fix, r(m + y, key), m)
+
+
+def red(kind: str, x, axis: int, keepdims: bool, key: str):
+    """sum / prod / max / min of a tile along ``axis`` in element type ``key`` (integers wrap;
+    floats are summed in float64 and rounded once: the kernel's order differs, compared with a
+    tolerance)."""
+    x = np.asarray(x)
+    if kind in ("max", "min"):
+        f = np.max if kind == "max" else np.min
+        return f(x, axis=axis, keepdims=keepdims)
+    f = np.sum if kind == "sum" else np.prod
+    if DTYPES[key].is_int:
+        return f(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
+    return r(f(x.astype(np.float64), axis=axis, keepdims=keepdims), key)
+
+
+def arg(kind: str, x, axis: int, keepdims: bool):
+    """argmax / argmin: first index of the extreme value, int32."""
+    f = np.argmax if kind == "argmax" else np.argmin
+    return f(np.asarray(x), axis=axis, keepdims=keepdims).astype(np.int32)
+
+
+def scan(kind: str, x, axis: int, reverse: bool, key: str):
+    """cumsum / cumprod along ``axis`` (optionally from the end)."""
+    x = np.asarray(x)
+    if reverse:
+        x = np.flip(x, axis)
+    f = np.cumsum if kind == "sum" else np.cumprod
+    if DTYPES[key].is_int:
+        out = f(x, axis=axis, dtype=x.dtype)
+    else:
+        out = r(f(x.astype(np.float64), axis=axis), key)
+    return np.flip(out, axis) if reverse else out
+
+
+def mma(a, b, acc, acc_key: str):
+    """``ct.mma(a, b, acc)``: exact products summed in float64 (integers: int64, wrapped to int32)."""
+    if DTYPES[acc_key].is_int:
+        p = np.matmul(np.asarray(a).astype(np.int64), np.asarray(b).astype(np.int64)) + acc
+        return p.astype(np.int32)
+    p = np.matmul(np.asarray(a).astype(np.float64), np.asarray(b).astype(np.float64)) + np.asarray(acc, np.float64)
+    return r(p, acc_key)
+
+
+def cast(x, src: str, dst: str):
+    """``ct.astype(x, dst)`` of a value of element type ``src``: float -> float rounds to nearest
+    even, float -> int truncates (the generator clamps into range first), int -> int wraps,
+    -> bool is ``!= 0``."""
+    x = np.asarray(x)
+    if dst == "bool":
+        return x != 0
+    d = DTYPES[dst]
+    if d.is_float:
+        if DTYPES[src].kind in "iub" and not d.encoded:
+            return x.astype(d.compute)  # one rounding, as the device's int -> float conversion
+        return r(x.astype(np.float64) if DTYPES[src].kind in "iub" else x, dst)
+    if DTYPES[src].is_float:
+        return np.trunc(x.astype(np.float64)).astype(d.compute)
+    return x.astype(d.compute)
+
+
+# ------------------------------------------------------------------------------ inputs
+
+
+def make_array(init: str, shape, key: str, rng: np.random.Generator, n: int = 0) -> np.ndarray:
+    """An argument array in the kernel's storage type.
+
+    ``init``: ``rand`` (the type's input range: floats uniform in [-2, 2], integers over their
+    whole range), ``small`` (small integers / floats), ``zeros``, ``index`` (int32 indices in
+    [-2, n + 2): some out of bounds), ``perm`` (a permutation of range(n)), ``target`` (int32 in
+    [0, n))."""
+    d = DTYPES[key]
+    shape = tuple(int(s) for s in shape)
+    kind = init
+    if kind == "zeros":
+        return np.zeros(shape, d.storage)
+    if kind == "index":
+        return rng.integers(-2, n + 2, shape).astype(np.int32)
+    if kind == "perm":
+        return rng.permutation(n).astype(np.int32).reshape(shape)
+    if kind == "target":
+        return rng.integers(0, n, shape).astype(np.int32)
+    if d.kind == "b":
+        return rng.integers(0, 2, shape).astype(np.bool_)
+    if d.is_float:
+        lo, hi = (-1.0, 1.0) if kind == "small" else (d.lo, d.hi)
+        return encode(r(rng.uniform(lo, hi, shape), key), key)
+    if kind == "small":
+        lo, hi = (0, 16) if d.kind == "u" else (-8, 8)
+    else:
+        lo, hi = int(d.lo), int(d.hi)
+    return rng.integers(lo, hi, shape, dtype=d.storage, endpoint=True)
