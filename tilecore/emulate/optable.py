@@ -175,7 +175,8 @@ def _warp_sync(op, rw):
 
 
 def _mma_sync(op, rw):
-    """``nvvm.mma.sync`` row.col m16n8k16 (f16 / bf16 -> f32) and m16n8k32 (s8 / u8 -> s32): a warp
+    """``nvvm.mma.sync`` row.col m16n8k16 (f16 / bf16 -> f32), m16n8k8 (tf32 -> f32) and m16n8k32 (s8 / u8 ->
+    s32): a warp
     collective over the lanes' register files (each lane's A, B, C go to a stack buffer whose address
     the collective reads; D comes back in it)."""
     shape = str(op.attributes["shape"]) if "shape" in op.attributes else ""
@@ -185,6 +186,8 @@ def _mma_sync(op, rw):
     a_type = str(operands[0].type) if operands else ""
     if "k = 32" in shape:
         name, acc = f"mma.m16n8k32.{ptx[0]}.{ptx[1]}", "i32"
+    elif "k = 8" in shape:
+        name, acc = f"mma.m16n8k8.{ptx[0] if ptx[0] == ptx[1] == 'tf32' else '?'}", "f32"
     else:
         name, acc = f"mma.m16n8k16.{'bf16' if ptx[0] == 'bf16' else 'f16' if a_type == 'vector<2xf16>' else '?'}", "f32"
     result = f"!llvm.struct<({acc}, {acc}, {acc}, {acc})>"
@@ -285,6 +288,22 @@ def _cvt_f32x2_to_f4x2(op, rw):
                          "%r = llvm.trunc %y : i32 to i8"], "i8")
 
 
+def _cvt_float_to_tf32(op, rw):
+    """``nvvm.convert.float.to.tf32`` with rna (``cvt.rna.tf32.f32``, no satfinite / relu): the nearest
+    tf32 value, ties away from zero, as f32 bits (low 13 bits zero); NaN and infinities unchanged."""
+    attrs = {k: str(op.attributes[k]) for k in ("rnd", "sat") if k in op.attributes}
+    if "<rna>" not in attrs.get("rnd", "") or "satfinite" in attrs.get("sat", ""):
+        rw.unknown(op)
+    _no_relu(op, rw)
+    rw.define("__emu_cvt_rna_tf32_f32", "%ctx: !llvm.ptr, %v: f32", "\n".join([
+        "%b = llvm.bitcast %v : f32 to i32", "%inf = llvm.mlir.constant(2139095040 : i32) : i32",
+        "%half = llvm.mlir.constant(4096 : i32) : i32", "%keep = llvm.mlir.constant(-8192 : i32) : i32",
+        "%e = llvm.and %b, %inf : i32", "%special = llvm.icmp \"eq\" %e, %inf : i32",
+        "%up = llvm.add %b, %half : i32", "%t = llvm.and %up, %keep : i32",
+        "%r = llvm.select %special, %b, %t : i1, i32"]), "i32")
+    return [rw.call("__emu_cvt_rna_tf32_f32", list(op.operands), "i32")]
+
+
 def _fence(op, rw):
     rw.fence()
     return []
@@ -318,6 +337,7 @@ NVVM_OPS: dict[str, OpRow] = {
     "nvvm.convert.f32x2.to.f8x2": OpRow(_cvt_f32x2_to_f8x2),
     "nvvm.convert.f32x2.to.f4x2": OpRow(_cvt_f32x2_to_f4x2),
     "nvvm.convert.f4x2.to.f16x2": OpRow(_cvt_f4x2_to_f16x2),
+    "nvvm.convert.float.to.tf32": OpRow(_cvt_float_to_tf32),
     # Fences order memory between real host threads: a host seq_cst fence.
     "nvvm.memory.barrier": OpRow(_fence), "nvvm.fence.sc.cluster": OpRow(_fence),
     "nvvm.fence.proxy": OpRow(_fence), "nvvm.fence.proxy.acquire": OpRow(_fence),

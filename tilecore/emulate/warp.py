@@ -131,24 +131,28 @@ def _warp_sync(mask, lanes):
 
 
 def _mma(k: int, a_elem: str, b_elem: str):
-    """``mma.sync.aligned.m16n8k{k}.row.col`` with f32 (16-bit float operands) or s32 (8-bit integer
-    operands, wrapping) accumulators (PTX ISA fragment layouts).
+    """``mma.sync.aligned.m16n8k{k}.row.col`` with f32 (16-bit float or tf32 operands) or s32 (8-bit
+    integer operands, wrapping) accumulators (fragment layouts of m16n8k16 / m16n8k8 / m16n8k32 from the
+    PTX ISA, "Matrix multiply-accumulate operation using mma instruction").
 
     Each lane passes ``a`` = the address of its 10-word register file: A0..A3 and B0..B1 (``p`` =
-    32 / width consecutive K elements each, the lowest index in the low bits), C0..C3; D is written
-    over C. Lane l has group g = l >> 2 and thread-in-group t = l & 3. A (16 x k, row-major): A0 holds
+    32 / width consecutive K elements each, the lowest index in the low bits; tf32: p = 1, f32 bits of
+    which the hardware ignores the low 13), C0..C3; D is written over C. Lane l has group g = l >> 2
+    and thread-in-group t = l & 3. A (16 x k, row-major): A0 holds
     row g, K elements p*t ..; A1 row g+8; A2 / A3 those rows k/2 further. B (k x 8): B0 holds rows
     p*t .. of column g; B1 k/2 further. C / D (16 x 8): C0, C1 row g, columns 2t, 2t+1; C2, C3 row g+8.
     """
     import ctypes
     import struct
 
-    per = 2 if a_elem in ("f16", "bf16") else 4
+    per = 2 if a_elem in ("f16", "bf16") else 1 if a_elem == "tf32" else 4
     bits = 32 // per
-    integer = per == 4
+    integer = a_elem in ("s8", "u8")
 
     def value(elem: str, word: int) -> float | int:
         word &= (1 << bits) - 1
+        if elem == "tf32":  # 1 sign, 8 exponent, 10 mantissa bits: the f32 bits without the low 13
+            return struct.unpack("<f", struct.pack("<I", word & 0xFFFFE000))[0]
         if elem == "bf16":
             return struct.unpack("<f", struct.pack("<I", word << 16))[0]
         if elem == "f16":
@@ -187,6 +191,7 @@ def _mma(k: int, a_elem: str, b_elem: str):
 
 
 MMA_ROWS = {"mma.m16n8k16.f16": _mma(16, "f16", "f16"), "mma.m16n8k16.bf16": _mma(16, "bf16", "bf16"),
+            "mma.m16n8k8.tf32": _mma(8, "tf32", "tf32"),
             **{f"mma.m16n8k32.{a}.{b}": _mma(32, a, b) for a in ("s8", "u8") for b in ("s8", "u8")}}
 
 

@@ -7,8 +7,9 @@ Array parameters follow the visible corpus conventions (int32 index type, unit
 last stride, 16-byte aligned base, non-negative strides, no aliasing).
 
 Each entry of :data:`KERNELS` is ``name -> (kernel, parameters)`` where a
-parameter is ``"f32[2]"`` (array dtype[rank]), ``"f32"`` (runtime scalar) or a
-Python value (a ``ct.Constant``).
+parameter is ``"f32[2]"`` (array dtype[rank], int32 shapes / strides), ``"f32[2]i64"``
+(the same with the int64 index type: 64-bit shapes / strides in the kernel ABI),
+``"f32"`` (runtime scalar) or a Python value (a ``ct.Constant``).
 """
 
 from __future__ import annotations
@@ -29,9 +30,11 @@ BYTECODE_VERSION = "13.4"
 
 def _param(p):
     if isinstance(p, str) and "[" in p:
-        dt, rank = p[:-1].split("[")
+        dt, rest = p.split("[")
+        rank, index = rest.split("]")
         nd = int(rank)
-        return ArrayConstraint(DTYPES[dt], nd, index_dtype=ct.int32, stride_lower_bound_incl=0, alias_groups=(),
+        index_dtype = ct.int64 if index == "i64" else ct.int32
+        return ArrayConstraint(DTYPES[dt], nd, index_dtype=index_dtype, stride_lower_bound_incl=0, alias_groups=(),
                                may_alias_internally=False, stride_constant=[None] * (nd - 1) + [1],
                                base_addr_divisible_by=16)
     if isinstance(p, str):

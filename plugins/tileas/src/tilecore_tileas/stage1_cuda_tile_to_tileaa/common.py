@@ -46,7 +46,20 @@ def i64(v: int):
 
 
 def const_i32(v: int):
-    return create("arith.constant", [ir.IntegerType.get_signless(32)], [], {"value": i32(v)}).results[0]
+    return const_int(ir.IntegerType.get_signless(32), v)
+
+
+def const_int(ty: ir.Type, v: int):
+    """An ``arith.constant`` of integer type ``ty``."""
+    return create("arith.constant", [ty], [], {"value": ir.IntegerAttr.get(ty, v)}).results[0]
+
+
+def resize_int(v, ty: ir.Type):
+    """Integer ``v`` at the width of ``ty`` (sign-extended or truncated; unchanged when it already is)."""
+    have, want = ir.IntegerType(v.type).width, ir.IntegerType(ty).width
+    if have == want:
+        return v
+    return create("arith.extsi" if have < want else "arith.trunci", [ty], [v]).results[0]
 
 
 def element_type(t: ir.Type) -> ir.Type:

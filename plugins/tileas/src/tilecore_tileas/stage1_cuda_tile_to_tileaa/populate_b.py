@@ -18,7 +18,7 @@ from tilecore.mlir import ir
 
 from ..cuda_tile import types as T
 from ..nv_tileaa import DYNAMIC, MEM_SCOPE, MEM_SEMANTIC, builder
-from .common import const_i32, create, has, i64, operands, result_types, s
+from .common import const_int, create, has, i64, operands, resize_int, result_types, s
 
 TOKEN = "!nv_tileaa.mem_token"
 
@@ -209,28 +209,22 @@ def tile_block_id(kind):
     return h
 
 
-def _shape_values(rb, memref, desc: T.TensorView):
-    """i32 values of a memref's sizes (static ones as constants)."""
-    mk = memref.owner
-    dyn = list(mk.operands)[1:]
-    vals, k = [], 0
-    for d in desc.shape:
-        if d == DYNAMIC:
-            vals.append(dyn[k])
-            k += 1
-        else:
-            vals.append(const_i32(d))
-    return vals
+def _shape_values(memref, desc: T.TensorView, ty: ir.Type) -> list:
+    """A memref's sizes as values of integer type ``ty`` (the index type the op asks for; the
+    kernel's sizes arrive as i32 or i64): static ones as constants, dynamic ones resized."""
+    dyn = iter(list(memref.owner.operands)[1:])
+    return [resize_int(next(dyn), ty) if d == DYNAMIC else const_int(ty, d) for d in desc.shape]
 
 
 def index_space_shape(op, rb):
     view = _view(rb, op.operands[0], op)
     d = view.desc
-    shapes = _shape_values(rb, view.memref, d.tensor_view)
+    types = result_types(op, rb)
+    shapes = _shape_values(view.memref, d.tensor_view, types[0])
     out = []
-    for k, tile in enumerate(d.tile_shape):
-        dim = shapes[d.dim_map[k]] if d.dim_map else shapes[k]
-        out.append(create("arith.ceildivsi", [dim.type], [dim, const_i32(tile)]).results[0])
+    for k, (tile, ty) in enumerate(zip(d.tile_shape, types)):
+        dim = resize_int(shapes[d.dim_map[k]] if d.dim_map else shapes[k], ty)
+        out.append(create("arith.ceildivsi", [ty], [dim, const_int(ty, tile)]).results[0])
     return out
 
 
@@ -242,7 +236,8 @@ def tensor_shape(op, rb):
         memref = _view(rb, src, op).memref
     else:
         memref = rb.get(src)
-    return _shape_values(rb, memref, desc)
+    types = result_types(op, rb)
+    return [resize_int(v, ty) for v, ty in zip(_shape_values(memref, desc, types[0]), types)]
 
 
 def global_op(op, rb):

@@ -8,7 +8,8 @@ changes through shared memory (:mod:`.exchange`, :mod:`.shape_ops`), reductions 
 scans through the reduce atoms, and ``scf`` carries flattened registers
 (:mod:`.control`); ``scf`` is then lowered to ``cf``. Output: llvm + arith + math + cf
 + gpu ops inside the gpu.module, which stage 6 finishes. Registers of 8-bit float tiles hold
-their codes as i8 (:mod:`.narrow_float`); dot and block-scaled MMA are in :mod:`.dot`.
+their codes as i8 (:mod:`.narrow_float`), of tf32 tiles f32 values (:mod:`.tf32`); dot and
+block-scaled MMA are in :mod:`.dot`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from tilecore.stages import Stage
 
 from ..nv_tileaa.abi import nv_tileaa_rule
 from ..rebuild import Rebuilder, attrs_of, run_stage
-from . import control, dot, elementwise, memory, misc, narrow_float, shape_ops
+from . import control, dot, elementwise, memory, misc, narrow_float, shape_ops, tf32
 from .codegen import SMEM_SYMBOL, CodeGen
 
 NAME = "convert-tileas-to-llvm"
@@ -31,8 +32,9 @@ def legality(target, options) -> ConversionTarget:
 
 
 def convert_type(t):
-    """Scalar element types keep their type (8-bit floats: i8 codes); pointers take the converter's nv_tileaa row."""
-    return nv_tileaa_rule(t, None) if str(t).startswith("!nv_tileaa.ptr") else narrow_float.storage(t)
+    """Scalar element types keep their type (8-bit floats: i8 codes, tf32: f32 values); pointers take the
+    converter's nv_tileaa row."""
+    return nv_tileaa_rule(t, None) if str(t).startswith("!nv_tileaa.ptr") else tf32.storage(narrow_float.storage(t))
 
 
 def populator() -> dict:

@@ -3,10 +3,11 @@
 Both operands are written row-major to the shared scratch buffer (``exchange.write``, which
 synchronises). Then one of two paths:
 
-- **tensor cores** (:func:`_dot_mma`; f16 / bf16 operands with an f32 accumulator, or i8 (signed or
-  unsigned) with i32, sm_80 or newer, M, N, K multiples of 16, 8 and the instruction's K, and a layout /
-  shared-memory budget that fits, see :func:`_mma_plan`): ``mma.sync`` m16n8k16 (floats) / m16n8k32
-  (integers, wrapping like mmai) per 16x8 block of the result. The accumulator stays in the tile's blocked
+- **tensor cores** (:func:`_dot_mma`; f16 / bf16 / tf32 operands with an f32 accumulator, or i8 (signed
+  or unsigned) with i32, sm_80 or newer, M, N, K multiples of 16, 8 and the instruction's K, and a layout /
+  shared-memory budget that fits, see :func:`_mma_plan`): ``mma.sync`` m16n8k16 (16-bit floats) /
+  m16n8k8 (tf32, one element per fragment register) / m16n8k32 (integers, wrapping like mmai) per 16x8
+  block of the result. The accumulator stays in the tile's blocked
   layout between dot ops; per slab of rows it goes through shared memory into MMA fragments and
   back: the threads store their slab registers, each warp runs its blocks' K loops (an A fragment
   register is one 32-bit load from a row, a B register is gathered from 2 / 4 rows), stores D over C,
@@ -27,7 +28,7 @@ from __future__ import annotations
 from tilecore.errors import LoweringError
 from tilecore.mlir import dialects, ir
 
-from . import narrow_float
+from . import narrow_float, tf32
 from .codegen import create
 from .exchange import padded_bytes, write
 from .memory import as_tile
@@ -167,8 +168,8 @@ def _dot_fma(cg, op, elems, lhs, rhs, acc, offs, m, n, k_dim, scales: _Scales | 
 # -- tensor cores: mma.sync ------------------------------------------------------------------------
 MMA_M, MMA_N = 16, 8
 # (operand element, accumulator) -> (K of one mma.sync, operand elements per 32-bit fragment register):
-# m16n8k16 for 16-bit floats, m16n8k32 for 8-bit integers
-MMA_KINDS = {("f16", "f32"): (16, 2), ("bf16", "f32"): (16, 2), ("i8", "i32"): (32, 4)}
+# m16n8k16 for 16-bit floats, m16n8k8 for tf32 (f32 registers, :mod:`.tf32`), m16n8k32 for 8-bit integers
+MMA_KINDS = {("f16", "f32"): (16, 2), ("bf16", "f32"): (16, 2), ("tf32", "f32"): (8, 1), ("i8", "i32"): (32, 4)}
 MMA_MIN_CC = 80
 SMEM_LIMIT = 48 * 1024  # static shared memory of a CTA
 # Shared-memory rows are padded so the lanes of a fragment load fall in different banks (32 banks of
@@ -289,7 +290,7 @@ def _mma_block(cg, plan: _MmaPlan, block, row0: int, slab_off: int, offs, n: int
     C2, C3 row g + 8.
     """
     llvm = dialects.llvm
-    el = ir.Type.parse(plan.elem)
+    el = tf32.storage(ir.Type.parse(plan.elem))
     reg_vec = ir.VectorType.get([plan.per_reg], el)
     block_col = cg.op("arith.muli", cg.op("arith.remui", block, cg.c32(n // MMA_N)), cg.c32(MMA_N))
     block_row = cg.op("arith.muli", cg.op("arith.divui", block, cg.c32(n // MMA_N)), cg.c32(MMA_M))

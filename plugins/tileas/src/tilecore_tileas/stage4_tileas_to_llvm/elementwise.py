@@ -6,14 +6,14 @@ from tilecore.errors import LoweringError
 from tilecore.mlir import dialects, ir
 
 from ..rebuild import attrs_of
-from . import narrow_float
+from . import narrow_float, tf32
 from .codegen import create
 from .values import TileV
 
 # Attributes the layout / atom stages attach for stage 4 only: not copied onto scalar ops.
 ANNOTATIONS = ("layouts", "exchange", "atom")
-# What element-wise ops may do with 8-bit float codes (i8 registers): convert them, pick them, or
-# reinterpret them (``arith.bitcast`` between same-width types: i8 -> i8 here, the codes unchanged).
+# What element-wise ops may do with 8-bit float codes (i8 registers) and tf32 values (f32 registers):
+# convert them, pick them, or reinterpret them (``arith.bitcast`` between same-width types, unchanged).
 NARROW_CONVERSIONS = ("arith.extf", "arith.truncf")
 NARROW_MOVES = ("arith.select", "arith.bitcast")
 
@@ -34,11 +34,16 @@ def elementwise(op, rb):
     narrow = [narrow_float.element_name(v.type) for v in [*op.operands, *op.results] if narrow_float.is_narrow(v.type)]
     if narrow and op.name not in NARROW_CONVERSIONS + NARROW_MOVES:
         raise LoweringError(f"'{op.name}' on {narrow[0]} is not supported (8-bit floats must be converted first)", op)
+    tf = any(tf32.is_tf32(v.type) for v in [*op.operands, *op.results])
+    if tf and op.name not in NARROW_CONVERSIONS + NARROW_MOVES:
+        raise LoweringError(f"'{op.name}' on tf32 is not supported (tf32 tiles must be converted first)", op)
     if not tiles:
         if any(not isinstance(v, ir.Value) for v in ins):
             raise LoweringError(f"'{op.name}' on a non-value operand is not supported", op)
         if narrow and op.name in NARROW_CONVERSIONS:
             return narrow_float.convert(cg, op, ins)
+        if tf and op.name in NARROW_CONVERSIONS:
+            return tf32.convert(cg, op, ins)
         new = create(op.name, rtypes, ins, attrs)
         return list(new.results)
     lay = tiles[0].layout
@@ -46,6 +51,8 @@ def elementwise(op, rb):
         raise LoweringError(f"internal error: operands of '{op.name}' disagree on their layout", op)
     if narrow and op.name in NARROW_CONVERSIONS:
         return [TileV(lay, narrow_float.convert(cg, op, tiles[0].regs))]
+    if tf and op.name in NARROW_CONVERSIONS:
+        return [TileV(lay, tf32.convert(cg, op, tiles[0].regs))]
     regs = [[] for _ in op.results]
     for k in range(lay.regs):
         args = [v.regs[k] if isinstance(v, TileV) else v for v in ins]
@@ -64,7 +71,9 @@ def constant(op, rb):
     t = op.results[0].type
     attr = op.attributes["value"]
     if not str(t).startswith("tensor<"):
-        return [create("arith.constant", [t], [], {"value": attr}).results[0]]
+        if tf32.is_tf32(t):  # the register value: f32
+            attr = tf32.constant_attr(attr)
+        return [create("arith.constant", [attr.type], [], {"value": attr}).results[0]]
     dense = ir.DenseElementsAttr(attr)
     rt = ir.RankedTensorType(t)
     lay = cg.layout(rt.shape)
@@ -72,9 +81,11 @@ def constant(op, rb):
         value = dense.get_splat_value()
         if narrow_float.is_narrow(rt.element_type):  # the code, as i8
             value = ir.IntegerAttr.get(cg.i8, narrow_float.constant_code(value, str(rt.element_type)))
+        elif tf32.is_tf32(rt.element_type):
+            value = tf32.constant_attr(value)
         c = create("arith.constant", [value.type], [], {"value": value}).results[0]
         return [TileV(lay, [c] * lay.regs)]
-    if narrow_float.is_narrow(rt.element_type):
+    if narrow_float.is_narrow(rt.element_type) or tf32.is_tf32(rt.element_type):
         raise LoweringError(f"a non-uniform {rt.element_type} constant tile is not supported yet", op)
     # A non-splat tile: a constant table in global memory, one load per register.
     table = cg.constant_table(dense, rt)

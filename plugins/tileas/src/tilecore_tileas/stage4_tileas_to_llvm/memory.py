@@ -19,7 +19,7 @@ from ..atoms import default_atom
 from ..irdl_text import group_values
 from ..nv_tileaa import DYNAMIC
 from ..nv_tileas import OPS
-from ..stage1_cuda_tile_to_tileaa.common import element_type
+from ..stage1_cuda_tile_to_tileaa.common import element_type, resize_int
 from .codegen import elem_bytes
 from .exchange import exchange, replicate
 from .narrow_float import PACKED, is_narrow, storage
@@ -49,13 +49,14 @@ def make_memref(op, rb):
     base, dyn = ins[0], ins[1:]
     nshape = sum(1 for d in shape if d == DYNAMIC)
     dshape, dstrides = dyn[:nshape], dyn[nshape:]
+    index = dyn[0].type if dyn else cg.i32  # the array's index type: i32, or i64 (int64 shapes / strides)
     shp, st = [], []
     it = iter(dshape)
     for d in shape:
-        shp.append(next(it) if d == DYNAMIC else cg.c32(d))
+        shp.append(next(it) if d == DYNAMIC else cg.const(index, d))
     it = iter(dstrides)
     for s in strides:
-        st.append(cg.op("arith.extsi", next(it), ty=cg.i64) if s == DYNAMIC else s)
+        st.append(resize_int(next(it), cg.i64) if s == DYNAMIC else s)
     div = rb.data["div_by"].get(op.operands[0], 1)
     narrow = str(el) if is_narrow(el) else ""
     return [MemrefV(base, storage(el), shp, st, strides, div, narrow)]
@@ -89,14 +90,23 @@ def view(op, rb):
 
 
 class TiledAccess:
-    """Addresses and bounds of the elements of one tile accessed through a tiled view."""
+    """Addresses and bounds of the elements of one tile accessed through a tiled view.
+
+    Coordinates are computed at the access's index width (:attr:`index`): i32, or i64 when the
+    memref's sizes or the tile indices are 64-bit (cuTile's int64 index type), so dimensions of
+    2^31 elements or more keep exact coordinates; element offsets are always i64.
+    """
 
     def __init__(self, cg, v: ViewV, index: list, lay, op):
         self.cg, self.v, self.lay = cg, v, lay
         if len(index) != len(v.tile_shape):
             raise LoweringError("tiled access with a view rank different from its index count", op)
         self.steps = v.traversal_strides or v.tile_shape  # a strided view steps by its traversal strides
-        self.origin = [cg.op("arith.muli", i, cg.c32(t)) if t != 1 else i for i, t in zip(index, self.steps)]
+        widths = [ir.IntegerType(x.type).width for x in [*index, *v.memref.shape]]
+        self.index = cg.i64 if max(widths, default=32) > 32 else cg.i32
+        index = [resize_int(i, self.index) for i in index]
+        self.origin = [cg.op("arith.muli", i, cg.const(self.index, t)) if t != 1 else i
+                       for i, t in zip(index, self.steps)]
         self.element = v.memref.element
         self.sparse = None  # (dim, per-register coordinates) for gather / scatter views
         self.ordering, self.syncscope = memory_order(op)
@@ -117,10 +127,10 @@ class TiledAccess:
     def coords(self, f, k=None):
         """Global coordinates of the element with tile-local flat index ``f`` (held in register ``k``)."""
         cg = self.cg
-        local = cg.coords(self.v.tile_shape, f)
+        local = [resize_int(c, self.index) for c in cg.coords(self.v.tile_shape, f)]
         g = [cg.op("arith.addi", o, c) for o, c in zip(self.origin, local)]
         if self.sparse is not None:
-            g[self.sparse[0]] = self.sparse[1][k]
+            g[self.sparse[0]] = resize_int(self.sparse[1][k], self.index)
         return g
 
     def in_bounds(self, g, extra_last: int = 0):
@@ -128,8 +138,8 @@ class TiledAccess:
         conds = []
         for d, (c, n) in enumerate(zip(g, self.v.memref.shape)):
             if d == len(g) - 1 and extra_last:
-                c = cg.op("arith.addi", c, cg.c32(extra_last))
-            conds.append(cg.cmpi(6, c, n))  # unsigned: a negative coordinate is out of bounds
+                c = cg.op("arith.addi", c, cg.const(self.index, extra_last))
+            conds.append(cg.cmpi(6, c, resize_int(n, self.index)))  # unsigned: a negative coordinate is out
         return cg.and_(*conds)
 
     def offset(self, g):
@@ -137,7 +147,7 @@ class TiledAccess:
         cg = self.cg
         off = None
         for c, s in zip(g, self.v.memref.strides):
-            c64 = cg.op("arith.extsi", c, ty=cg.i64)
+            c64 = resize_int(c, cg.i64)
             if isinstance(s, int):
                 term = c64 if s == 1 else cg.op("arith.muli", c64, cg.const(cg.i64, s))
             else:
@@ -312,11 +322,11 @@ def _gather_access(cg, op, v, offsets, index, lay):
     """A TiledAccess whose coordinate along ``sparse_dim`` comes from the ``offsets`` tile."""
     _not_packed(v, op, "gathering / scattering")
     sd = ir.IntegerAttr(op.attributes["sparse_dim"]).value
-    full = index[:sd] + [cg.c32(0)] + index[sd:]
-    # the dense coordinates are element offsets (a cuTile Slice's start), not tile indices: unit steps
-    acc = TiledAccess(cg, replace(v, traversal_strides=(1,) * len(v.tile_shape)), full, lay, op)
     offs = as_tile(cg, offsets, (v.tile_shape[sd],))
     el = offs.regs[0].type
+    full = index[:sd] + [cg.const(el, 0)] + index[sd:]  # (of the offsets' type: i64 offsets widen the access)
+    # the dense coordinates are element offsets (a cuTile Slice's start), not tile indices: unit steps
+    acc = TiledAccess(cg, replace(v, traversal_strides=(1,) * len(v.tile_shape)), full, lay, op)
     per_elem = exchange(cg, [offs], lay.shape, lambda c, o: cg.smem_load(o[0], c[sd], el))
     acc.sparse = (sd, per_elem.regs)
     return acc
