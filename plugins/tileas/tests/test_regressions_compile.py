@@ -154,6 +154,15 @@ def test_int64_mma_integer_exact(dt):
     np.testing.assert_array_equal(out[2], a.astype(np.int64) @ b.astype(np.int64))
 
 
+def test_mixed_index_widths():
+    """An int64-indexed array next to an int32-indexed one in the same kernel (the tile index is i64
+    for the first, i32 for the second)."""
+    a, b, c = tn.rand(1000), tn.rand(1000), np.zeros(1000, f32)
+    out = _run(ck.vadd_f32, ["f32[1]i64", "f32[1]", "f32[1]i64", 128], "vadd_f32", (tn.cdiv(1000, 128), 1, 1),
+               arr64(a) + tn.arr(b) + arr64(c))
+    tn.close(out[2], a + b, 0, 0)
+
+
 def test_int64_num_tiles_loop_and_shape_query():
     """``ct.num_tiles`` (get_index_space_shape) and ``x.shape[0]`` (get_tensor_shape) answer in i64."""
     x, o = tn.rand((10, 300)), np.zeros(10, f32)
@@ -219,6 +228,17 @@ def mma_tf32(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constan
 
 
 @ct.kernel
+def mma_tf32_from_f16(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(a, axis=1, shape=(TM, TK))):
+        x = ct.astype(ct.load(a, index=(i, k), shape=(TM, TK), padding_mode=ct.PaddingMode.ZERO), ct.tfloat32)
+        y = ct.astype(ct.load(b, index=(k, j), shape=(TK, TN), padding_mode=ct.PaddingMode.ZERO), ct.tfloat32)
+        acc = ct.mma(x, y, acc)
+    ct.store(c, index=(i, j), tile=acc)
+
+
+@ct.kernel
 def round_tf32(x, y, TILE: ct.Constant[int]):
     bid = ct.bid(0)
     t = ct.load(x, index=(bid,), shape=(TILE,))
@@ -253,6 +273,40 @@ def test_tf32_mma_numbers(tiles, index):
                pack(a) + pack(b) + pack(c))
     tn.close(out[2], tf32_rna(a).astype(np.float64) @ tf32_rna(b).astype(np.float64), 1e-5, 1e-5)
     tn.close(out[2], a.astype(np.float64) @ b.astype(np.float64), 0, 2e-3 * np.sqrt(k))
+
+
+def test_tf32_mma_from_f16_is_exact_widening():
+    """f16 -> tf32 widens exactly (no cvt); the dot equals numpy on the f16 values."""
+    m, n, k = 40, 20, 36
+    a, b, c = tn.rand((m, k), f16), tn.rand((k, n), f16), np.zeros((m, n), f32)
+    path = _export(mma_tf32_from_f16, ["f16[2]", "f16[2]", "f32[2]", 32, 16, 16], "mma_tf32_from_f16")
+    assert "cvt.rna" not in _compiles_without(path, "sm_80", OLD_TF32)
+    out = tn.run("mma_tf32_from_f16", (tn.cdiv(m, 32), tn.cdiv(n, 16), 1), tn.arr(a) + tn.arr(b) + tn.arr(c),
+                 path=path)
+    tn.close(out[2], a.astype(np.float64) @ b.astype(np.float64), 1e-5, 1e-5)
+
+
+TF32_ADD = """module attributes {cuda_tile.bytecode_version = "13.4"} {
+  "cuda_tile.entry"() ({
+    %c = "cuda_tile.constant"() {value = dense<1.5> : tensor<8xf32>} : () -> !cuda_tile.tile<array<i64: 8>, f32>
+    %t = "cuda_tile.ftof"(%c) {rounding_mode = "nearest_even"} : (!cuda_tile.tile<array<i64: 8>, f32>)
+        -> !cuda_tile.tile<array<i64: 8>, tf32> loc("k.py":3:4)
+    %s = "cuda_tile.addf"(%t, %t) {rounding_mode = "nearest_even"} : (!cuda_tile.tile<array<i64: 8>, tf32>,
+        !cuda_tile.tile<array<i64: 8>, tf32>) -> !cuda_tile.tile<array<i64: 8>, tf32> loc("k.py":5:6)
+    "cuda_tile_term.return"() : () -> ()
+  }) {function_type = () -> (), kernel, optimization_hints = #cuda_tile.optimization_hints<{}>, sym_name = "k"}
+    : () -> ()
+}
+"""
+
+
+def test_tf32_arithmetic_is_a_diagnostic(tmp_path):
+    """cuTile converts tf32 before any arithmetic; hand-written IR that adds tf32 tiles gets an error at the
+    op's location, not a crash."""
+    src = tmp_path / "tf32_add.cuda_tile.mlir"
+    src.write_text(TF32_ADD)
+    with pytest.raises(TilecoreError, match=r"k\.py:5:6: 'arith\.addf' on tf32 is not supported"):
+        compile_file(str(src), "sm_80")
 
 
 def test_tf32_conversion_rounds_to_nearest_ties_away():
