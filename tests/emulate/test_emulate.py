@@ -609,6 +609,59 @@ def test_mma_sync_m16n8k16_is_a_warp_collective(pm, elem):
     np.testing.assert_array_equal(d, want)
 
 
+def test_mma_sync_m16n8k8_tf32_ignores_the_low_13_bits(pm):
+    """m16n8k8 .tf32 (one element per 32-bit register; PTX ISA fragments for mma.m16n8k8 .tf32: A0 (g, t),
+    A1 (g+8, t), A2 (g, t+4), A3 (g+8, t+4); B0 (t, g), B1 (t+4, g)): operands carrying bits below tf32
+    precision multiply as if those 13 bits were zero."""
+    tf32 = ", multiplicandAPtxType = #nvvm.mma_type<tf32>, multiplicandBPtxType = #nvvm.mma_type<tf32>"
+    m = _mma_kernel(pm, "i32", "f32", "shape = #nvvm.shape<m = 16, n = 8, k = 8>" + tf32)
+    rng = np.random.default_rng(5)
+    a = (rng.integers(-64, 65, (16, 8)) / 16).astype(np.float32)  # exact in tf32
+    b = (rng.integers(-64, 65, (8, 8)) / 16).astype(np.float32)
+    c = rng.integers(-8, 9, (16, 8)).astype(np.float32)
+    noise_a = rng.integers(0, 1 << 13, a.shape).astype(np.uint32)  # below tf32 precision
+    noise_b = rng.integers(0, 1 << 13, b.shape).astype(np.uint32)
+    a_bits, b_bits = a.view(np.uint32) | noise_a, b.view(np.uint32) | noise_b
+    a_regs, b_regs, c_regs = np.zeros((32, 4), np.uint32), np.zeros((32, 2), np.uint32), np.zeros((32, 4), np.float32)
+    for lane in range(32):
+        g, t = lane >> 2, lane & 3
+        a_regs[lane] = [a_bits[g, t], a_bits[g + 8, t], a_bits[g, t + 4], a_bits[g + 8, t + 4]]
+        b_regs[lane] = [b_bits[t, g], b_bits[t + 4, g]]
+        c_regs[lane] = [c[g, 2 * t], c[g, 2 * t + 1], c[g + 8, 2 * t], c[g + 8, 2 * t + 1]]
+    d = np.zeros((32, 4), np.float32)
+    launch(m, "k", grid=1, block=32, args=[a_regs, b_regs, c_regs, d])
+    want = a @ b + c  # small integers / 256: exact in f32
+    for lane in range(32):
+        g, t = lane >> 2, lane & 3
+        assert d[lane].tolist() == [want[g, 2 * t], want[g, 2 * t + 1], want[g + 8, 2 * t], want[g + 8, 2 * t + 1]]
+
+
+def test_cvt_rna_tf32_f32_rounds_ties_away(pm):
+    """nvvm.convert.float.to.tf32 (rna): nearest tf32, ties away from zero, low 13 bits cleared;
+    infinities and NaN pass; the largest finite f32 rounds up to infinity."""
+    from tilecore.mlir import ir
+
+    with pm.make_context():
+        m = ir.Module.parse("""
+        gpu.module @m {
+          llvm.func @k(%x: !llvm.ptr<1>, %y: !llvm.ptr<1>) attributes {nvvm.kernel} {
+            %t = nvvm.read.ptx.sreg.tid.x : i32
+            %p = llvm.getelementptr %x[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32
+            %v = llvm.load %p : !llvm.ptr<1> -> f32
+            %r = nvvm.convert.float.to.tf32 %v {rnd = #nvvm.fp_rnd_mode<rna>}
+            %q = llvm.getelementptr %y[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+            llvm.store %r, %q : i32, !llvm.ptr<1>
+            llvm.return
+          }
+        }""")
+    x = np.array([0x3F801000, 0xBF801000, 0x3F800FFF, 0x3F803000, 0x7F7FFFFF, 0x7F800000, 0xFF800000, 0x00001000],
+                 np.uint32)
+    y = np.zeros(8, np.uint32)
+    launch(m, "k", grid=1, block=8, args=[x.view(np.float32), y])
+    assert [hex(v) for v in y] == [hex(v) for v in (0x3F802000, 0xBF802000, 0x3F800000, 0x3F804000, 0x7F800000,
+                                                     0x7F800000, 0xFF800000, 0x00002000)]
+
+
 def test_float_conversions_the_jit_lacks_are_bound_and_round_to_nearest_even(pm):
     """fptrunc f64 -> f16 / bf16 and f32 -> bf16 are compiler-rt calls on the host (no instruction);
     the emulator binds them. f64 -> bf16 rounds once, from the double (1 + 2^-8 + 2^-40 is just
