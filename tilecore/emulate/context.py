@@ -8,7 +8,8 @@ pointer sits at byte ``SHARED_PTR_BYTE``, then the pointers to the tables of mem
 checked accesses may touch (:mod:`.memcheck`): global memory (``[lo, hi)`` pairs of i64,
 ``NRANGES`` of them) at ``RANGES_PTR_BYTE``, shared memory (pairs, ``NSHARED``) at
 ``SHARED_RANGES_PTR_BYTE`` and the thread's live local buffers (``[lo, hi, label]``
-triples, ``NLOCAL`` of at most ``LOCAL_CAP``) at ``LOCAL_PTR_BYTE``.
+triples, ``NLOCAL`` of at most ``LOCAL_CAP``) at ``LOCAL_PTR_BYTE``; the launch's sink
+(``SINK_BYTES`` of scratch memory that bad accesses touch instead) at ``SINK_PTR_BYTE``.
 """
 
 from __future__ import annotations
@@ -27,12 +28,14 @@ SHARED_PTR_BYTE = SLOTS * 4
 RANGES_PTR_BYTE = SHARED_PTR_BYTE + 8
 SHARED_RANGES_PTR_BYTE = RANGES_PTR_BYTE + 8
 LOCAL_PTR_BYTE = SHARED_RANGES_PTR_BYTE + 8
+SINK_PTR_BYTE = LOCAL_PTR_BYTE + 8
 LOCAL_CAPACITY = 128  # local buffers (allocas) one thread may have live at once
+SINK_BYTES = 1 << 16  # the scratch memory a bad access is sent to (no GPU access is larger)
 
 
 class Ctx(ctypes.Structure):
     _fields_ = [("i", ctypes.c_int32 * SLOTS), ("shared", ctypes.c_void_p), ("ranges", ctypes.c_void_p),
-                ("shared_ranges", ctypes.c_void_p), ("local", ctypes.c_void_p)]
+                ("shared_ranges", ctypes.c_void_p), ("local", ctypes.c_void_p), ("sink", ctypes.c_void_p)]
 
 
 def range_table(ranges) -> ctypes.Array:
@@ -41,13 +44,15 @@ def range_table(ranges) -> ctypes.Array:
 
 
 def new_ctx(grid, block, shared_ptr: int, dyn_smem: int, total_smem: int, concurrent: bool,
-            ranges=None, nranges: int = 0, shared_ranges=None, nshared: int = 0) -> Ctx:
+            ranges=None, nranges: int = 0, shared_ranges=None, nshared: int = 0, sink: int = 0) -> Ctx:
     """A context with the launch-wide fields filled (the driver sets the per-thread ones).
 
     ``ranges`` / ``shared_ranges``: ctypes arrays of ``nranges`` / ``nshared`` i64 ``[lo, hi)``
-    pairs (kept alive by the caller); the context owns its table of local buffers.
+    pairs; ``sink``: the address of ``SINK_BYTES`` of scratch memory (both kept alive by the
+    caller); the context owns its table of local buffers.
     """
     c = Ctx()
+    c.sink = sink
     if ranges is not None:
         c.ranges = ctypes.addressof(ranges)
         c.i[NRANGES] = nranges

@@ -136,14 +136,15 @@ class EmulatedKernel:
         memory = Memory(arrays + self._global_vars,
                         self._shared_vars + [("the dynamic shared memory", shared_ptr, shared_ptr + dyn)],
                         self.host.local_labels, self.host.sites)
-        tables = (C.range_table(memory.global_), len(memory.global_), C.range_table(memory.shared),
-                  len(memory.shared))
+        sink = np.zeros(C.SINK_BYTES + 4096, dtype=np.uint8)  # scratch memory for bad accesses, page aligned
+        checks = (C.range_table(memory.global_), len(memory.global_), C.range_table(memory.shared),
+                  len(memory.shared), (sink.ctypes.data + 4095) // 4096 * 4096)  # what every context gets
         with self._lock:
             self._rt = rt = DeviceRuntime(block, grid, memory if self.host.check_bounds else None)
             if self.collective:
-                self._run_concurrent(rt, storage, grid, block, ncta, nthreads, shared_ptr, dyn, tables)
+                self._run_concurrent(rt, storage, grid, block, ncta, nthreads, shared_ptr, dyn, checks)
             else:
-                ctx = C.new_ctx(grid, block, shared_ptr, dyn, dyn, False, *tables)
+                ctx = C.new_ctx(grid, block, shared_ptr, dyn, dyn, False, *checks)
                 ctx.i[C.CTA_BEGIN], ctx.i[C.CTA_END], ctx.i[C.T_BEGIN], ctx.i[C.T_END] = 0, ncta, 0, nthreads
                 self._call(ctx, storage)
             self._rt = None
@@ -158,10 +159,10 @@ class EmulatedKernel:
             ctypes.addressof(ctx_ref), *[ctypes.addressof(s) for s in storage])
         self._drive(argv)
 
-    def _run_concurrent(self, rt, storage, grid, block, ncta, nthreads, shared_ptr, dyn, tables):
+    def _run_concurrent(self, rt, storage, grid, block, ncta, nthreads, shared_ptr, dyn, checks):
         ctxs = []
         for t in range(nthreads):
-            ctx = C.new_ctx(grid, block, shared_ptr, dyn, dyn, True, *tables)
+            ctx = C.new_ctx(grid, block, shared_ptr, dyn, dyn, True, *checks)
             ctx.i[C.CTA_BEGIN], ctx.i[C.CTA_END], ctx.i[C.T_BEGIN], ctx.i[C.T_END] = 0, ncta, t, t + 1
             ctxs.append(ctx)
         threads = [threading.Thread(target=self._call, args=(ctx, storage), daemon=True) for ctx in ctxs]

@@ -7,7 +7,9 @@ Steps (each GPU-specific piece is looked up in :mod:`.optable` / :mod:`.libdevic
    pass it along at every call between them;
 3. rewrite nvvm ops, ``vprintf`` / ``__assertfail`` calls and dynamic shared memory
    into calls of emulator helpers; after a call that can fail (assert, a collective
-   the CTA aborted) the function returns when the context's abort flag is set;
+   the CTA aborted) the function returns when the context's abort flag is set; with
+   bounds checks, every memory access goes through the pointer a check returns and
+   allocas register their buffers (:mod:`.memcheck`);
 4. give libdevice ``__nv_*`` declarations host bodies; drop GPU-only attributes
    (``nvvm.kernel`` would make the function a PTX entry);
 5. add the helpers (:mod:`.prelude`) and the grid driver ``__emu_drive``.
@@ -127,6 +129,7 @@ class Rewriter:
         self.op = None
         self.func = None
         self.abort_block = None
+        self.aborting: list = []              # calls of the current function that can abort
 
     # ---- API for table rows
     def const(self, value: int, ty: str = "i32"):
@@ -139,12 +142,13 @@ class Rewriter:
         """``llvm.call @callee(ctx, operands...)`` before the op (or right after op ``after``); returns its
         result (or None).
 
-        ``can_abort``: the function returns right after the call when the abort flag is set.
+        ``can_abort``: the function returns right after the call when the abort flag is set (the block
+        is split there by :meth:`split_after_aborting_calls`, once the whole function is rewritten).
         """
         with ir.InsertionPoint(self.op) if after is None else ir.InsertionPoint.after(after):
             c = _call(callee, [self.ctx, *operands], result_type)
         if can_abort:
-            self._return_if_aborted(c)
+            self.aborting.append(c)
         return c.results[0] if result_type else None
 
     def define(self, sym: str, params: str, body: str, ret: str) -> None:
@@ -193,11 +197,13 @@ class Rewriter:
                     f"{enc}\n{call}\n{body}", ret)
         return sym
 
-    def check_access(self, ptr, accessed_type: str, kind: int, align: int | None = None) -> None:
-        """Before the op: return (abort) unless ``[ptr, ptr + sizeof(type))`` is aligned to ``align`` (None:
-        the type's ABI alignment) and lies in a buffer its address space may touch (:mod:`.memcheck`).
+    def check_access(self, ptr, accessed_type: str, kind: int, align: int | None = None):
+        """Before the op: the pointer it must access instead of ``ptr``: ``ptr`` itself when
+        ``[ptr, ptr + sizeof(type))`` is aligned to ``align`` (None: the type's ABI alignment) and lies in a
+        buffer its address space may touch, else (the launch fails) the sink (:mod:`.memcheck`).
         ``kind``: :data:`.memcheck.LOAD`, ``STORE`` or ``ATOMIC`` (for the message)."""
-        space = memcheck.space_of(str(ptr.type))
+        pt = str(ptr.type)
+        space = memcheck.space_of(pt)
         key = (space, accessed_type, align)
         sym = self.checks.get(key)
         if sym is None:
@@ -208,25 +214,27 @@ class Rewriter:
                             f"!llvm.struct<(i8, {accessed_type})>\n%align = llvm.ptrtoint %ga : !llvm.ptr to i64")
             else:
                 align_ir = f"%align = llvm.mlir.constant({align} : i64) : i64"
-            self.define(sym, f"%ctx: !llvm.ptr, %p: {ptr.type}, %st: i32, %site: i32",
+            self.define(sym, f"%ctx: !llvm.ptr, %p: {pt}, %st: i32, %site: i32",
                         "%z = llvm.mlir.zero : !llvm.ptr\n"
                         f"%g = llvm.getelementptr %z[1] : (!llvm.ptr) -> !llvm.ptr, {accessed_type}\n"
                         f"%size = llvm.ptrtoint %g : !llvm.ptr to i64\n{align_ir}\n"
-                        f"llvm.call @__emu_check_as{space}(%ctx, %p, %size, %align, %st, %site) : "
-                        f"(!llvm.ptr, {ptr.type}, i64, i64, i32, i32) -> ()", "void")
-        self.call(sym, [ptr, self.const(kind), self.const(self._site())], None, can_abort=True)
+                        f"%r = llvm.call @__emu_check_as{space}(%ctx, %p, %size, %align, %st, %site) : "
+                        f"(!llvm.ptr, {pt}, i64, i64, i32, i32) -> {pt}", pt)
+        return self.call(sym, [ptr, self.const(kind), self.const(self._site())], pt)
 
     def check_range(self, ptr, length, kind: int) -> None:
-        """Before the op: like :meth:`check_access` for ``length`` bytes (an integer value) at ``ptr``."""
-        space = memcheck.space_of(str(ptr.type))
+        """Before the op: return (abort) unless the ``length`` bytes (an integer value) at ``ptr`` lie in a
+        buffer its address space may touch (a bulk copy may be longer than the sink)."""
+        pt = str(ptr.type)
+        space = memcheck.space_of(pt)
         lt = str(length.type)
         sym = f"__emu_chk_range_as{space}_{lt}"
         self.texts.setdefault(f"__emu_check_as{space}", prelude.check(space))
-        self.define(sym, f"%ctx: !llvm.ptr, %p: {ptr.type}, %n: {lt}, %st: i32, %site: i32",
+        self.define(sym, f"%ctx: !llvm.ptr, %p: {pt}, %n: {lt}, %st: i32, %site: i32",
                     (f"%size = llvm.zext %n : {lt} to i64" if lt != "i64" else "%size = llvm.bitcast %n : i64 to i64")
                     + "\n%one = llvm.mlir.constant(1 : i64) : i64\n"
-                    f"llvm.call @__emu_check_as{space}(%ctx, %p, %size, %one, %st, %site) : "
-                    f"(!llvm.ptr, {ptr.type}, i64, i64, i32, i32) -> ()", "void")
+                    f"%q = llvm.call @__emu_check_as{space}(%ctx, %p, %size, %one, %st, %site) : "
+                    f"(!llvm.ptr, {pt}, i64, i64, i32, i32) -> {pt}", "void")
         self.call(sym, [ptr, length, self.const(kind), self.const(self._site())], None, can_abort=True)
 
     def register_local(self, alloca, where: str) -> None:
@@ -248,7 +256,7 @@ class Rewriter:
             label = ir.Operation.create("llvm.mlir.constant", results=[ir.IntegerType.get_signless(64)],
                                         attributes={"value": ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
                                                                                 len(self.local_labels) - 1)})
-        self.call(sym, [alloca.results[0], count, label.result], None, can_abort=True, after=label)
+        self.call(sym, [alloca.results[0], count, label.result], None, after=label)
         if not any(f == self.func for f in self.allocating):
             self.allocating.append(self.func)
 
@@ -265,23 +273,26 @@ class Rewriter:
         raise _fail(f"the emulator does not support '{op.operation.name}' yet", op)
 
     # ---- internals
-    def _return_if_aborted(self, call_op) -> None:
-        """Split the block after ``call_op``; return from the function when the abort flag is set."""
-        block = call_op.operation.block if hasattr(call_op, "operation") else call_op.block
-        rest = []
-        seen = False
-        for o in block.operations:
-            if seen:
-                rest.append(o)
-            elif o == call_op:
-                seen = True
-        cont = block.create_after()
-        for o in rest:
-            cont.append(o)
-        with ir.InsertionPoint(block):
-            flag = _call("__emu_aborted", [self.ctx], "i1")
-            ir.Operation.create("llvm.cond_br", operands=[flag.result], successors=[self._abort(), cont],
-                                attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 0, 0])})
+    def split_after_aborting_calls(self) -> None:
+        """Split the blocks of the current function after every call that can abort: the function
+        returns there when the abort flag is set. One pass over each block, from its last such call
+        back to its first, so every op moves once (splitting as the calls are made moved the rest of
+        the block each time: quadratic in big kernels)."""
+        pending = {getattr(c, "operation", c) for c in self.aborting}
+        self.aborting = []
+        for block in list(self.func.regions[0].blocks):
+            ops = list(block.operations)
+            cuts = [i for i, o in enumerate(ops) if o.operation in pending]
+            end, tail = len(ops), []
+            for i in reversed(cuts):
+                cont = block.create_after()
+                for o in ops[i + 1:end] + tail:
+                    cont.append(o)
+                with ir.InsertionPoint(block):
+                    flag = _call("__emu_aborted", [self.ctx], "i1")
+                    br = ir.Operation.create("llvm.cond_br", operands=[flag.result], successors=[self._abort(), cont],
+                                             attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 0, 0])})
+                end, tail = i + 1, [flag, br]
 
     def _abort(self):
         if self.abort_block is None:
@@ -365,6 +376,7 @@ def _rewrite(host, kernel: str, check_bounds: bool) -> HostModule:
         for op in ops:
             rw.op = op
             collective |= _rewrite_op(op, rw, funcs, dyn_shared)
+        rw.split_after_aborting_calls()
         if any(f == g for g in rw.allocating):
             _drop_locals_on_return(f, rw.ctx)
     _give_libdevice_bodies(decls, rw)
@@ -420,7 +432,7 @@ def _rewrite_op(op, rw: Rewriter, funcs: dict, dyn_shared: set) -> bool:
         ptr_i, type_i, kind = optable.MEMORY_OPS[name]
         accessed = op.results[0].type if type_i is None else op.operands[type_i].type
         align = ir.IntegerAttr(op.attributes["alignment"]).value if "alignment" in op.attributes else None
-        rw.check_access(op.operands[ptr_i], str(accessed), kind, align or None)
+        op.operands[ptr_i] = rw.check_access(op.operands[ptr_i], str(accessed), kind, align or None)
     elif name in optable.BULK_MEMORY_OPS and rw.check_bounds:
         pointers, len_i = optable.BULK_MEMORY_OPS[name]
         length = op.operands[len_i] if len_i is not None else rw.const(ir.IntegerAttr(op.attributes["len"]).value,

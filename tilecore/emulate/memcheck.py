@@ -1,7 +1,8 @@
 """Checked memory accesses: which memory an address space may touch, and what a bad access says.
 
 With bounds checks on, every load, store, atomic and bulk copy of the kernel first calls a
-check helper (text in :mod:`.prelude`) with its address, size, alignment and address space.
+check helper (text in :mod:`.prelude`) with its address, size, alignment and address space, and
+accesses the pointer the helper returns: its own when the access is fine.
 The access must be aligned and lie inside one buffer of the tables :data:`SPACES` names for its
 address space:
 
@@ -12,7 +13,11 @@ address space:
 
 A generic (``addrspace(0)``) pointer may point into any of them. A bad access calls
 ``__emu_fault``, whose message (:func:`describe_fault`) names the thread, the address and the
-nearest buffer with the access's offset from it.
+nearest buffer with the access's offset from it, and which sets the thread's abort flag; the
+access itself (and every later bad one of the thread, without a message) goes to the launch's
+sink, scratch memory nobody reads, and the thread ends at its next abort test (the next call
+that can abort, or its end). So no access costs a branch in the kernel's code: big kernels
+compile about as fast as without checks.
 """
 
 from __future__ import annotations

@@ -108,20 +108,22 @@ IN_TABLE = (
 
 
 def check(space: int) -> str:
-    """``__emu_check_as<space>(ctx, p, size, align, what, site)``: the access ``[p, p + size)`` must be
-    aligned to ``align`` and lie in one buffer of the tables its address space may touch
-    (:data:`.memcheck.SPACES`); otherwise ``__emu_fault`` records the error and sets the abort flag.
-    ``what``: the kind of access (:data:`.memcheck.LOAD`, ``STORE``, ``ATOMIC``); ``site``: the access's
-    index in the list of source locations of the module's checked accesses. Zero bytes are always fine."""
+    """``__emu_check_as<space>(ctx, p, size, align, what, site) -> ptr``: ``p`` when the access
+    ``[p, p + size)`` is aligned to ``align`` and lies in one buffer of the tables its address space
+    may touch (:data:`.memcheck.SPACES`); otherwise ``__emu_fault`` records the error and sets the
+    abort flag (unless the thread already aborted), and the result is the launch's sink.
+    ``what``: the kind of access (:data:`.memcheck.LOAD`, ``STORE``, ``ATOMIC``); ``site``: the
+    access's index in the list of source locations of the module's checked accesses. Zero bytes are
+    always fine. Never inlined: the kernel's code gets one call per access and no branch."""
     ptr = memcheck.pointer_type(space)
     tables = memcheck.space_info(space)[1]
     lines = [f"llvm.func internal @__emu_check_as{space}(%ctx: !llvm.ptr, %p: {ptr}, %size: i64, %align: i64, "
-             "%what: i32, %site: i32) {",
+             f"%what: i32, %site: i32) -> {ptr} attributes {{no_inline}} {{",
              f"  %a = llvm.ptrtoint %p : {ptr} to i64", "  %end = llvm.add %a, %size : i64",
              "  %z = llvm.mlir.constant(0 : i64) : i64", "  %one = llvm.mlir.constant(1 : i64) : i64",
              f"  %space = llvm.mlir.constant({space} : i32) : i32",
              f"  %misaligned = llvm.mlir.constant({memcheck.MISALIGNED} : i32) : i32",
-             "  %none = llvm.icmp \"eq\" %size, %z : i64", "  llvm.cond_br %none, ^ok, ^align",
+             "  %empty = llvm.icmp \"eq\" %size, %z : i64", "  llvm.cond_br %empty, ^ok, ^align",
              "^align:", "  %am = llvm.sub %align, %one : i64", "  %mis = llvm.and %a, %am : i64",
              "  %al = llvm.icmp \"eq\" %mis, %z : i64", "  %wm = llvm.or %what, %misaligned : i32",
              "  llvm.cond_br %al, ^t0, ^bad(%wm : i32)"]
@@ -133,9 +135,16 @@ def check(space: int) -> str:
                   f"  %in{k} = llvm.call @__emu_in(%tab{k}, %n{k}w, %s{k}, %a, %end) : "
                   "(!llvm.ptr, i64, i64, i64, i64) -> i1",
                   f"  llvm.cond_br %in{k}, ^ok, {nxt}"]
-    lines += ["^bad(%w: i32):",
-              "  llvm.call @__emu_fault(%ctx, %a, %size, %align, %space, %w, %site) : "
-              "(!llvm.ptr, i64, i64, i64, i32, i32, i32) -> ()", "  llvm.return", "^ok:", "  llvm.return", "}", ""]
+    sink = "%sc" if space else "%s"
+    lines += ["^bad(%w: i32):", "  " + _ld("ab", C.ABORT).rstrip("\n"), "  %z32 = llvm.mlir.constant(0 : i32) : i32",
+              "  %first = llvm.icmp \"eq\" %ab, %z32 : i32", "  llvm.cond_br %first, ^report(%w : i32), ^sink",
+              "^report(%rw: i32):",
+              "  llvm.call @__emu_fault(%ctx, %a, %size, %align, %space, %rw, %site) : "
+              "(!llvm.ptr, i64, i64, i64, i32, i32, i32) -> ()", "  llvm.br ^sink",
+              "^sink:", "  " + _ld64("s", C.SINK_PTR_BYTE).rstrip("\n")]
+    if space:
+        lines.append(f"  %sc = llvm.addrspacecast %s : !llvm.ptr to {ptr}")
+    lines += [f"  llvm.return {sink} : {ptr}", "^ok:", f"  llvm.return %p : {ptr}", "}", ""]
     return "\n".join(lines)
 
 
