@@ -426,3 +426,20 @@ def test_advanced_indexing_3d_middle_axis(sm):
     ref = np.zeros((2, 8, 16), f32)
     ref[:1, :, :11] = x[r0:r0 + 1][:, idx, c0:c0 + 11]
     close(y, ref)
+
+
+@pytest.mark.parametrize("sm", ARCHS)
+def test_advanced_indexing_indices_outside_the_array(sm):
+    """Index values past either end of the sparse axis read the padding / store nothing."""
+    x = rand((30, 50))
+    idx = np.array([3, 35, 29, 30, -1, 0, 7, 100, 1, 2, 13, 4, 5, 6, 17, 8, 9, 10, 11, 12], i32)
+    valid = np.where((idx >= 0) & (idx < 30), idx, 30)  # row 30: a row of zeros (the padding)
+    y = np.full((32, 32), 7.0, f32)
+    run("adv_load_cols", sm, (2, 1, 1), arr(x) + arr(idx) + arr(y) + [i32(5)])
+    rows = np.concatenate([valid, np.zeros(12, i32)])
+    close(y, slice_cols(np.vstack([x, np.zeros((1, 50), f32)])[rows], 5, 32))
+    src, z = rand((16, 32)), np.zeros((30, 50), f32)
+    run("adv_store_cols", sm, (1, 1, 1), arr(src) + arr(idx[:16].copy()) + arr(z) + [i32(-3)])
+    ref = np.zeros((31, 50), f32)
+    ref[valid[:16], :29] = src[:, 3:]
+    close(z, ref[:30])
