@@ -207,3 +207,40 @@ def test_too_many_live_local_buffers_is_an_error(pm):
     text = failure(m, grid=1, block=1, args=[np.zeros(1, np.int32)])
     assert "more than 128 local buffers (alloca) live at once in one thread (block (0, 0, 0), thread (0, 0, 0))" \
         in text
+
+
+@pytest.mark.parametrize("ty,vec", [("i32", 1), ("i64", 1), ("i32", 4)])
+def test_integer_division_by_zero_does_not_trap(pm, ty, vec):
+    # On the host x / 0 and MIN / -1 raise SIGFPE; PTX leaves them unspecified: all ones for a
+    # quotient by zero, the dividend for a remainder by zero, MIN / -1 wraps to MIN (remainder 0).
+    vt = ty if vec == 1 else f"vector<{vec}x{ty}>"
+    ops = "\n".join(f"""
+        %r{k} = llvm.{op} %x, %y : {vt}
+        %po{k} = llvm.getelementptr %o{k}[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, {vt}
+        llvm.store %r{k}, %po{k} : {vt}, !llvm.ptr<1>""" for k, op in enumerate(("sdiv", "udiv", "srem", "urem")))
+    m = kernel(pm, f"""
+        %pa = llvm.getelementptr %a[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, {vt}
+        %pb = llvm.getelementptr %b[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, {vt}
+        %x = llvm.load %pa : !llvm.ptr<1> -> {vt}
+        %y = llvm.load %pb : !llvm.ptr<1> -> {vt}
+        {ops}
+        """, params=", ".join(f"%{n}: !llvm.ptr<1>" for n in ("a", "b", "o0", "o1", "o2", "o3")))
+    dt = np.int32 if ty == "i32" else np.int64
+    low = np.iinfo(dt).min
+    a = np.array([7, -7, 5, low, low, 9, 0, 12] * vec, dt)
+    b = np.array([2, 2, 0, -1, 0, -4, 0, 5] * vec, dt)
+    outs = [np.zeros_like(a) for _ in range(4)]
+    for check in (True, False):
+        launch(m, "k", grid=1, block=8, args=[a, b, *outs], check_bounds=check)
+        sdiv, udiv, srem, urem = outs
+        u = np.uint32 if dt is np.int32 else np.uint64
+        au, bu = a.view(u), b.view(u)
+        nz = b != 0
+        assert (sdiv[~nz] == -1).all() and (udiv[~nz] == -1).all()
+        assert (srem[~nz] == a[~nz]).all() and (urem[~nz] == a[~nz]).all()
+        ovf = (a == low) & (b == -1)
+        assert (sdiv[ovf] == low).all() and (srem[ovf] == 0).all()
+        ok = nz & ~ovf
+        assert (sdiv[ok] == np.trunc(a[ok] / b[ok]).astype(dt)).all()
+        assert (srem[ok] == np.fmod(a[ok], b[ok])).all()
+        assert (udiv.view(u)[nz] == au[nz] // bu[nz]).all() and (urem.view(u)[nz] == au[nz] % bu[nz]).all()

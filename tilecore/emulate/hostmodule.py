@@ -423,6 +423,8 @@ def _rewrite_op(op, rw: Rewriter, funcs: dict, dyn_shared: set) -> bool:
         raise _fail(f"the emulator does not support inline PTX assembly yet: '{asm}'", op)
     elif name == "llvm.mlir.addressof" and op.attributes["global_name"].value in dyn_shared:
         _replace(op, [rw.call("__emu_dyn_smem", [], str(op.results[0].type))])
+    elif name in optable.INT_DIVISIONS:
+        _replace(op, optable.guarded_division(op, rw))
     elif name == "llvm.alloca":
         where = format_location(op.location)
         alloca = _host_alloca(op) if str(op.results[0].type) != "!llvm.ptr" else op

@@ -6,7 +6,8 @@
 - :data:`CALLS`: external functions the kernel calls (``vprintf``, ``__assertfail``);
   libdevice ``__nv_*`` functions are in :mod:`.libdevice`;
 - :data:`MEMORY_OPS` / :data:`BULK_MEMORY_OPS`: the llvm ops that touch memory, checked with
-  :mod:`.memcheck` when bounds checks are on.
+  :mod:`.memcheck` when bounds checks are on;
+- :data:`INT_DIVISIONS`: llvm integer divisions, which must not trap on the host.
 
 Adding an op is one row here plus its semantics (:mod:`.warp` for warp collectives,
 :mod:`.runtime` for the rest). An nvvm op, intrinsic or external call in no table
@@ -351,6 +352,46 @@ def row(op_name: str) -> OpRow | None:
     if op_name.startswith("nvvm.read.ptx.sreg."):
         return OpRow(_sreg)
     return NVVM_OPS.get(op_name)
+
+
+# ---------------------------------------------------------------- integer division
+# On the host an integer division by zero (and the signed MIN / -1) traps: SIGFPE would kill the
+# process. On the GPU they do not trap (PTX ISA, "Integer Arithmetic Instructions: div": "division
+# by zero yields an unspecified, machine-specific value"; rem likewise); the emulator gives all ones
+# for a quotient by zero and the dividend for a remainder by zero, and wraps MIN / -1 to MIN
+# (MIN % -1 is 0), as two's complement arithmetic does.
+INT_DIVISIONS: dict[str, tuple[bool, bool]] = {  # llvm op -> (signed, remainder)
+    "llvm.sdiv": (True, False), "llvm.udiv": (False, False), "llvm.srem": (True, True), "llvm.urem": (False, True),
+}
+
+
+def guarded_division(op, rw):
+    """Replace an integer division / remainder (scalar or vector) by a helper that never traps."""
+    name = op.operation.name
+    signed, remainder = INT_DIVISIONS[name]
+    ty = str(op.results[0].type)
+    width = int(re.search(r"i(\d+)>?$", ty).group(1))
+
+    def const(v: int) -> str:
+        return f"llvm.mlir.constant(dense<{v}> : {ty}) : {ty}" if ty.startswith("vector") else \
+            f"llvm.mlir.constant({v} : {ty}) : {ty}"
+
+    pred = re.sub(r"i\d+>$", "i1>", ty) if ty.startswith("vector") else "i1"
+    body = [f"%z = {const(0)}", f"%one = {const(1)}", f'%bad = llvm.icmp "eq" %d, %z : {ty}']
+    fix = "%bad"  # divide by 1 instead where the division would trap
+    if signed:
+        body += [f"%min = {const(-(1 << (width - 1)))}", f"%m1 = {const(-1)}", f'%amin = llvm.icmp "eq" %a, %min : {ty}',
+                 f'%dm1 = llvm.icmp "eq" %d, %m1 : {ty}', f"%ovf = llvm.and %amin, %dm1 : {pred}",
+                 f"%fix = llvm.or %bad, %ovf : {pred}"]
+        fix = "%fix"
+    body += [f"%d1 = llvm.select {fix}, %one, %d : {pred}, {ty}", f"%q = {name} %a, %d1 : {ty}"]
+    if remainder:
+        body.append(f"%r = llvm.select %bad, %a, %q : {pred}, {ty}")
+    else:
+        body += [f"%all = {const(-1)}", f"%r = llvm.select %bad, %all, %q : {pred}, {ty}"]
+    sym = f"__emu_{name.split('.')[1]}_{re.sub(r'[^a-z0-9]', '', ty)}"
+    rw.define(sym, f"%ctx: !llvm.ptr, %a: {ty}, %d: {ty}", "\n".join(body), ty)
+    return [rw.call(sym, list(op.operands), ty)]
 
 
 # ---------------------------------------------------------------- external calls
