@@ -7,7 +7,8 @@ sm_100a (the three copy / MMA paths). Launch contract: grid = tile blocks, block
 1. ``order=`` loads / stores (a partition view's ``dim_map``) were accessed as if the view
    were not permuted: a transposed K tile in online-softmax attention read K untransposed.
    The minimal kernels (a transposed load, store, 3-D permutations, a tiled view) are here
-   besides the attention kernel itself.
+   besides the attention kernel itself; a transposed store of 4-bit codes also wrote register
+   pairs as whole bytes though they are not adjacent in memory.
 2. ``load_advanced_indexing`` / ``store_advanced_indexing`` with a ``ct.Slice(start, n)``:
    the start is an element offset, but it was scaled by the tile size as if it were a tile
    index (a run-time start other than 0 read zeros, or past the array's edge).
@@ -25,6 +26,7 @@ import numpy as np
 import pytest
 
 from tilecore.compiler import compile_file
+from tilecore.narrow_floats import decode, encode
 
 emulate = pytest.importorskip("tilecore.emulate")
 
@@ -106,6 +108,21 @@ def store_order_t(x, y, TM: ct.Constant[int], TN: ct.Constant[int]):
     """y = x^T through a transposed store."""
     i, j = ct.bid(0), ct.bid(1)
     ct.store(y, index=(i, j), tile=ct.load(x, index=(i, j), shape=(TM, TN)), order=(1, 0))
+
+
+@ct.kernel
+def store_order_t_e2m1(x, y, TM: ct.Constant[int], TN: ct.Constant[int]):
+    """y = x^T quantised to E2M1 (two codes per byte) through a transposed store."""
+    i, j = ct.bid(0), ct.bid(1)
+    t = ct.astype(ct.load(x, index=(i, j), shape=(TM, TN)), ct.float4_e2m1fn)
+    ct.store(y, index=(i, j), tile=t, order=(1, 0))
+
+
+@ct.kernel
+def load_order_t_e2m1(x, y, TM: ct.Constant[int], TN: ct.Constant[int]):
+    """y = x^T widened from E2M1 through a transposed load."""
+    i, j = ct.bid(0), ct.bid(1)
+    ct.store(y, index=(i, j), tile=ct.astype(ct.load(x, index=(i, j), shape=(TM, TN), order=(1, 0)), ct.float32))
 
 
 @ct.kernel
@@ -210,6 +227,8 @@ KERNELS = {
     "load_order_t": (load_order_t, ["f32[2]", "f32[2]", 16, 32]),
     "load_order_f": (load_order_f, ["f16[2]", "f16[2]", 16, 32]),
     "store_order_t": (store_order_t, ["f32[2]", "f32[2]", 16, 32]),
+    "store_order_t_e2m1": (store_order_t_e2m1, ["f32[2]", "f4[2]", 4, 16]),
+    "load_order_t_e2m1": (load_order_t_e2m1, ["f4[2]", "f32[2]", 4, 16]),
     "load_order_3d": (load_order_3d, ["f32[3]", "f32[3]", 2, 4, 8]),
     "store_order_3d": (store_order_3d, ["f32[3]", "f32[3]", 2, 4, 8]),
     "mma_order_loop_f16": (mma_order_loop, ["f16[2]", "f16[2]", "f32[2]", 16, 16, 32]),
@@ -306,6 +325,20 @@ def test_transposed_store(sm):
     y = np.full((45, 20), 7.0, f32)  # out-of-bounds rows / columns of the tiles are not stored
     run("store_order_t", sm, (cdiv(20, 16), cdiv(45, 32), 1), arr(x) + arr(y))
     close(y, x.T)
+
+
+def test_transposed_e2m1_store_and_load():
+    """4-bit codes packed two per byte (sm_100a only): a transposed store's register pairs are not
+    adjacent in memory, so each code updates its own half byte (the pair used to be one byte)."""
+    x = rand((7, 33)) * 3
+    packed = np.zeros((33 * 7 + 1) // 2, np.uint8)
+    y_abi = [packed, i32(33), i32(7), i32(7), i32(1)]  # y = x^T: 33 x 7 codes, row-major
+    run("store_order_t_e2m1", "sm_100a", (cdiv(7, 4), cdiv(33, 16), 1), arr(x) + y_abi)
+    codes = [encode(float(v), "f4E2M1FN") for v in x.T.reshape(-1)]
+    assert [int(packed[i // 2] >> (4 * (i % 2)) & 15) for i in range(33 * 7)] == codes
+    back = np.zeros((7, 33), f32)  # and back: back = (x^T)^T, decoded
+    run("load_order_t_e2m1", "sm_100a", (cdiv(7, 4), cdiv(33, 16), 1), y_abi + arr(back))
+    close(back, np.array([decode(c, "f4E2M1FN") for c in codes]).reshape(33, 7).T)
 
 
 @pytest.mark.parametrize("sm", ARCHS)

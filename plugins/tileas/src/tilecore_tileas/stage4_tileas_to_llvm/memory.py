@@ -178,12 +178,13 @@ class TiledAccess:
 
     def store_packed(self, tile) -> None:
         """Store a tile of 4-bit codes two per byte. A register pair that fills one byte (consecutive
-        elements of one thread, both in bounds, the first at an even offset) is one byte store;
-        every other element updates its half byte with two atomics (and: clear, or: set), so
-        neighbouring elements stored by other threads or CTAs survive."""
+        elements of one thread, adjacent in memory: the tile's last axis has unit stride, both in
+        bounds, the first at an even offset) is one byte store; every other element updates its
+        half byte with two atomics (and: clear, or: set), so neighbouring elements stored by other
+        threads or CTAs survive (a transposed store, order=(1, 0), takes this path)."""
         cg, lay = self.cg, self.lay
         owner = cg.owner_mask(lay)
-        paired = lay.vec % 2 == 0
+        paired = lay.vec % 2 == 0 and self.v.memref.static_strides[-1] == 1
         for k0 in range(0, lay.regs, 2 if paired else 1):
             ks = [k0, k0 + 1] if paired else [k0]
             gs = [self.coords(cg.flat(lay, k), k) for k in ks]
