@@ -16,8 +16,9 @@ A generic (``addrspace(0)``) pointer may point into any of them. A bad access ca
 nearest buffer with the access's offset from it, and which sets the thread's abort flag; the
 access itself (and every later bad one of the thread, without a message) goes to the launch's
 sink, scratch memory nobody reads, and the thread ends at its next abort test (the next call
-that can abort, or its end). So no access costs a branch in the kernel's code: big kernels
-compile about as fast as without checks.
+that can abort, or its end); a bulk copy, which may be longer than the sink, returns at once
+instead. So a load or store costs a call but no branch in the kernel's code, which keeps the JIT
+time of big kernels near that without checks (matmul_f16: 1.3 s, 1.0 s unchecked).
 """
 
 from __future__ import annotations
