@@ -62,7 +62,7 @@ def run(n: int, seed: int, sms: list[str], jobs: int, use_tileiras: bool = True,
     t0 = time.monotonic()
     results: list[runner.ProgramResult] = []
     try:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+        with ProcessPoolExecutor(max_workers=jobs, initializer=runner.warm_up, initargs=(sms,)) as pool:
             futs = [pool.submit(_check, seed + i, sms, work, use_tileiras) for i in range(n)]
             for f in as_completed(futs):
                 results.append(f.result())

@@ -6,8 +6,8 @@ values the model reproduces bit for bit (``-0.0 == 0.0``, NaN equals NaN) — or
 
     |got - want| <= k * (|want| + max(1, bound) * sqrt(nred)),   k = 4 * rtol * (2 + nops)
 
-where ``rtol`` is the type's one-op relative error (``dtypes``; an explicit override for tf32
-inputs), ``bound`` the magnitude bound of the value, ``nred`` its accumulation length (reductions,
+where ``rtol`` is the type's one-op relative error (``dtypes``), or more where the value went
+through a less precise type (tf32 inputs, a cast from f16), ``bound`` the magnitude bound of the value, ``nred`` its accumulation length (reductions,
 scans, mma K, loop trips) and ``nops`` the inexact ops behind it. Non-finite values must agree
 exactly.
 """
@@ -41,7 +41,7 @@ def mismatches(outputs: dict, reference: dict, checks: dict) -> list[str]:
                 ok = (g == w) | both_nan
             else:
                 _, _, bound, nred, nops, rtol = check
-                k = 4 * (rtol or DTYPES[dt].rtol) * (2 + nops)
+                k = 4 * max(rtol, DTYPES[dt].rtol) * (2 + nops)
                 with np.errstate(invalid="ignore"):
                     tol = k * (np.abs(w) + max(1.0, bound) * np.sqrt(nred))
                     finite = np.isfinite(g) & np.isfinite(w)

@@ -10,7 +10,8 @@ result could overflow the type are not drawn).
 Left out on purpose (semantics not pinned down well enough to model, see README "Random program
 testing"): NaN inputs (float comparison of NaN, min / max NaN propagation), ``pow`` of negative
 bases, shifts by the bit width or more, float -> int conversion out of range, ``isnan`` on
-non-NaN-free data is drawn but trivially false.
+non-NaN-free data is drawn but trivially false, ``//`` on unsigned tiles (cuTile 1.7.0 writes
+``divi`` with rounding ``negative_inf`` and unsigned operands, which tileiras rejects too).
 """
 
 from __future__ import annotations
@@ -85,11 +86,15 @@ UNARY = [
           bound=lambda b: b / 0.75 + 1, cuda_tile="divf+floor"),
     Unary("isnan", "f", "ct.where(ct.isnan({x}), {x}, -{x})", "np.where(np.isnan({x}), {x}, -{x})",
           cuda_tile="cmpf"),
+    Unary("powi", "f", "{x} ** 3", "ns.r(ns.r({x} * {x}, '{d}') * {x}, '{d}')", keeps_exact=False,
+          bound=lambda b: b**3, max_bound=8, cuda_tile="fpowi"),
+    Unary("divmod", "i", "divmod({x}, {c})[0] + divmod({x}, {c})[1]", "{x} // {c} + {x} % {c}",
+          cuda_tile="divi+remi"),
     Unary("addc", "iu", "{x} + 3", "{x} + 3", cuda_tile="addi"),
     Unary("mulc", "iu", "{x} * 5", "{x} * 5", cuda_tile="muli"),
     Unary("shl", "iu", "{x} << {s}", "{x} << {s}", cuda_tile="shli"),
     Unary("shr", "iu", "{x} >> {s}", "{x} >> {s}", cuda_tile="shri"),
-    Unary("fdiv_i", "iu", "{x} // {c}", "{x} // {c}", cuda_tile="divi"),
+    Unary("fdiv_i", "i", "{x} // {c}", "{x} // {c}", cuda_tile="divi"),
     Unary("mod_i", "iu", "{x} % {c}", "{x} % {c}", cuda_tile="remi"),
 ]
 
@@ -124,7 +129,6 @@ BINARY = [
     Binary("shr_t", "iu", "{x} >> ({y} & {m})", "{x} >> ({y} & {m})", cuda_tile="shri"),
     Binary("fdiv_t", "i", "{x} // (ct.abs({y}) | 1)", "{x} // (np.abs({y}) | 1)", cuda_tile="divi"),
     Binary("mod_t", "i", "{x} % (ct.abs({y}) | 1)", "{x} % (np.abs({y}) | 1)", cuda_tile="remi"),
-    Binary("fdiv_tu", "u", "{x} // ({y} | 1)", "{x} // ({y} | 1)", cuda_tile="divi"),
     Binary("mod_tu", "u", "{x} % ({y} | 1)", "{x} % ({y} | 1)", cuda_tile="remi"),
 ]
 

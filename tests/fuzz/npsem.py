@@ -321,6 +321,12 @@ def mma(a, b, acc, acc_key: str):
     return r(p, acc_key)
 
 
+def bitcast(x, src: str, dst: str):
+    """``ct.bitcast(x, dst)``: the same bits read as ``dst`` (same width)."""
+    bits = encode(np.asarray(x), src)
+    return decode(bits.view(DTYPES[dst].storage), dst)
+
+
 def cast(x, src: str, dst: str):
     """``ct.astype(x, dst)`` of a value of element type ``src``: float -> float rounds to nearest
     even, float -> int truncates (the generator clamps into range first), int -> int wraps,
@@ -334,7 +340,8 @@ def cast(x, src: str, dst: str):
             return x.astype(d.compute)  # one rounding, as the device's int -> float conversion
         return r(x.astype(np.float64) if DTYPES[src].kind in "iub" else x, dst)
     if DTYPES[src].is_float:
-        return np.trunc(x.astype(np.float64)).astype(d.compute)
+        with np.errstate(invalid="ignore"):  # NaN padding in positions never stored
+            return np.trunc(x.astype(np.float64)).astype(d.compute)
     return x.astype(d.compute)
 
 

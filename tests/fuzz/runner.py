@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import compare
-from .generator import Program, generate
+from .generator import Edits, Program, generate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BLOCK = (128, 1, 1)
@@ -209,6 +209,9 @@ def isolated(fn, *args, timeout: float = CHILD_TIMEOUT) -> Outcome:
     pid = os.fork()
     if pid == 0:  # child
         os.close(rfd)
+        import faulthandler
+
+        faulthandler.disable()  # a crash is reported by the parent, not dumped here
         code = 0
         try:
             out = fn(*args)
@@ -250,6 +253,23 @@ def isolated(fn, *args, timeout: float = CHILD_TIMEOUT) -> Outcome:
                        time.monotonic() - t0)
 
 
+def warm_up(sms: list[str]) -> None:
+    """Load the plugins and compile + JIT the bundled example once, so that forked children start
+    warm (neither leaves a thread behind: forking afterwards is safe)."""
+    from tilecore import emulate
+    from tilecore.compiler import compile_file
+
+    ensure_path()
+    example = os.path.join(ROOT, "examples", "vadd_f32.tileirbc")
+    if not os.path.exists(example):
+        return
+    res = None
+    for sm in sms:
+        res = compile_file(example, sm)
+    if res is not None:
+        emulate.compile_kernel(res.module, "vadd_f32")
+
+
 # ------------------------------------------------------------------------------ tileiras
 
 
@@ -272,12 +292,13 @@ def tileiras_compiles(bytecode: str, sm: str, workdir: str) -> bool | None:
 # ------------------------------------------------------------------------------ one program
 
 
-def prepare(p: Program, workdir: str, dropped=frozenset(), extents=None, tag="prog") -> tuple[str, str, str | None]:
+def prepare(p: Program, workdir: str, edits: Edits | None = None, extents=None,
+            tag="prog") -> tuple[str, str, str | None]:
     """Write the module and export it; returns (source path, bytecode path, export error or None)."""
     os.makedirs(workdir, exist_ok=True)
     src = os.path.join(workdir, f"{tag}.py")
     with open(src, "w") as fh:
-        fh.write(p.render(dropped, extents))
+        fh.write(p.render(edits, extents))
     bc = os.path.join(workdir, f"{tag}.tileirbc")
     try:
         export(load_module(src), bc)
@@ -316,40 +337,40 @@ def _same(a: Outcome, b: Outcome) -> bool:
 
 
 def minimise(seed: int, sm: str, failure: Outcome, workdir: str, budget_s: float = 120.0):
-    """Drop statements (each replaced by its bypass, or removed when it is one store among several)
-    and shrink the extents while the program still fails the same way on ``sm``; returns
-    (program, dropped, extents)."""
+    """Remove statements (outright, else replaced by their bypass ``v3 = v2``) and shrink the
+    extents while the program still fails the same way on ``sm``; returns (program, edits, extents)."""
     p = generate(seed)
-    dropped: frozenset[int] = frozenset()
+    edits = Edits()
     extents = list(p.extents)
     t0 = time.monotonic()
     n = 0
 
-    def fails(d, s) -> bool:
+    def fails(e: Edits, s) -> bool:
         nonlocal n
         n += 1
-        src, bc, err = prepare(p, workdir, d, s, tag=f"min{n}")
-        if err is not None:
+        src, bc, err = prepare(p, workdir, e, s, tag=f"min{n}")
+        if err is not None:  # e.g. a removed statement's value is still used
             return False
         return _same(isolated(run_sm, src, bc, sm, s), failure)
 
-    stores = [i for i, s in enumerate(p.stmts) if s.droppable]
+    stores = {i for i, s in enumerate(p.stmts) if s.droppable}
     for i in reversed(range(len(p.stmts))):
         if time.monotonic() - t0 > budget_s:
             break
-        s = p.stmts[i]
-        if s.bypass is None and not (s.droppable and len(set(stores) - dropped - {i}) >= 1):
-            continue
-        if fails(dropped | {i}, extents):
-            dropped = dropped | {i}
+        if i in stores and not stores - edits.removed - {i}:
+            continue  # the last store stays
+        if fails(edits.remove(i), extents):
+            edits = edits.remove(i)
+        elif p.stmts[i].bypass is not None and fails(edits.bypass(i), extents):
+            edits = edits.bypass(i)
     for ax in range(len(extents)):
         while extents[ax] > 1 and time.monotonic() - t0 <= budget_s:
             trial = list(extents)
             trial[ax] = max(1, extents[ax] // 2)
-            if not fails(dropped, trial):
+            if not fails(edits, trial):
                 break
             extents = trial
-    return p, dropped, extents
+    return p, edits, extents
 
 
 def write_reproducer(seed: int, sm: str, outcome: Outcome, outdir: str, run_seed: int, index: int,
@@ -357,12 +378,12 @@ def write_reproducer(seed: int, sm: str, outcome: Outcome, outdir: str, run_seed
     """Minimise and write ``<outdir>/<sm>-<run_seed>-<index>/``: kernel.py (the minimised program),
     original.py, kernel.tileirbc, inputs.npz (first signature) and README (how to rerun)."""
     if do_minimise:
-        p, dropped, extents = minimise(seed, sm, outcome, os.path.join(workdir, "min"))
+        p, edits, extents = minimise(seed, sm, outcome, os.path.join(workdir, "min"))
     else:
-        p, dropped, extents = generate(seed), frozenset(), None
+        p, edits, extents = generate(seed), Edits(), None
     d = os.path.join(outdir, f"{sm}-{run_seed}-{index}")
     os.makedirs(d, exist_ok=True)
-    src, bc, _ = prepare(p, d, dropped, extents, tag="kernel")
+    src, bc, _ = prepare(p, d, edits, extents, tag="kernel")
     with open(os.path.join(d, "original.py"), "w") as fh:
         fh.write(p.render())
     final = isolated(run_sm, src, bc, sm, extents)
@@ -372,7 +393,7 @@ def write_reproducer(seed: int, sm: str, outcome: Outcome, outdir: str, run_seed
     np.savez(os.path.join(d, "inputs.npz"), **{k: np.asarray(v) for k, v in inp.items()})
     rel = os.path.relpath(d, ROOT)
     with open(os.path.join(d, "README"), "w") as fh:
-        fh.write(f"{final.key} (program seed {seed}, {sm}; {len(dropped)} statements dropped, extents {S})\n"
+        fh.write(f"{final.key} (program seed {seed}, {sm}; {len(edits.removed)} statements removed, {len(edits.bypassed)} bypassed, extents {S})\n"
                  f"rerun: .venv/bin/python bench/fuzz_programs.py --replay {rel}/kernel.py --gpu-name {sm}\n"
                  f"message: {final.message.strip().splitlines()[0] if final.message.strip() else ''}\n")
     for f in os.listdir(d):

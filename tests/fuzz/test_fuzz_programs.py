@@ -1,0 +1,144 @@
+"""Random cuTile programs (issue 13): a fixed seed, 100 programs, each exported once and compiled
+for sm_80, sm_90a and sm_100a, run in the CPU emulator and compared with its numpy model.
+
+No program may mismatch, crash or be refused by the emulator, and tilecore may only reject what
+``ALLOWED_REJECTIONS`` lists, except programs that use a feature of ``KNOWN_FAILURES`` (bugs being
+fixed; each entry says which; empty the list as they are fixed). ``bench/fuzz_programs.py`` runs the
+same check on any seeds and writes minimised reproducers.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+import pytest
+
+pytest.importorskip("cuda.tile")
+pytest.importorskip("tilecore_tileas")
+pytest.importorskip("tilecore_sm100")
+
+from fuzz import compare, runner  # noqa: E402
+from fuzz.generator import generate  # noqa: E402
+
+SEED = 20260
+N_PROGRAMS = 100
+SMS = ["sm_80", "sm_90a", "sm_100a"]
+
+# Failures excused for programs that use a feature (a program's FEATURES), with the bug behind it,
+# optionally only when the failure text contains a marker. Empty it as the bugs get fixed.
+#   feature                      marker in the failure (None: any)       bug
+KNOWN_FAILURES = [
+    ("index_i64", None, "int64 index type fails to compile (being fixed)"),
+    ("mma:tf32->f32", None, "mma on tf32 fails (being fixed)"),
+    ("mma_batched", None, "batched rank-3 mma fails (being fixed)"),
+    ("load_order", None, "order= transposed loads wrong (being fixed)"),
+    ("adv_slice_runtime", None, "load_advanced_indexing with a runtime ct.Slice offset returns zeros (being fixed)"),
+    ("traversal_step_1", None, "tiled_view traversal_steps=1 segfaults the emulator (being fixed)"),
+    # found by this generator (issue 13), reproducers under bench/results/fuzz/ when the bench runs:
+    ("loop", "'cuda_tile.continue' outside a 'for' or 'loop' body",
+     "break / continue in a for loop: cuTile's continue inside an if inside the for is rejected by "
+     "tilecore's verifier; tileiras compiles it"),
+    ("store_bool", "np.True_", "a bool tile store packs 4 elements into one byte (vector<4xi1> store) "
+     "instead of one byte per element"),
+]
+
+# Rejections by both compilers that are not tilecore bugs: message (normalised) -> reason.
+ALLOWED_REJECTIONS: dict[str, str] = {}
+
+
+def _excused(features: list[str], outcome: runner.Outcome) -> str | None:
+    for feature, marker, bug in KNOWN_FAILURES:
+        if feature in features and (marker is None or marker in outcome.message):
+            return bug
+    return None
+
+
+def _check(seed: int, work: str) -> runner.ProgramResult:
+    d = os.path.join(work, str(seed))
+    try:
+        r = runner.check_program(seed, SMS, d, use_tileiras=False)
+        r.source = ""
+        return r
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_same_seed_same_program():
+    assert generate(1234).render() == generate(1234).render()
+    assert generate(1234).render() != generate(1235).render()
+    sources = {generate(s).render() for s in range(30)}
+    assert len(sources) == 30
+
+
+def test_a_wrong_model_is_a_mismatch(tmp_path):
+    """The comparison can fail: the same kernel against a model that is off by one."""
+    p = generate(7, template="tiles")
+    src, bc, err = runner.prepare(p, str(tmp_path))
+    assert err is None
+    assert runner.isolated(runner.run_sm, src, bc, "sm_80").status == "ok"
+    with open(src, "a") as fh:
+        fh.write("\n_reference = reference\n\n\ndef reference(inp, S, T):\n"
+                 "    out = _reference(inp, S, T)\n"
+                 "    return {k: (~v if v.dtype == bool else v + 1) for k, v in out.items()}\n")
+    o = runner.isolated(runner.run_sm, src, bc, "sm_80")
+    assert o.status == "mismatched", o.message
+    assert "elements differ" in o.message
+
+
+def test_compare_tolerances():
+    checks = {"a": ("exact", "i32"), "b": ("approx", "f16", 2.0, 1, 1, 0.0), "c": ("exact", "f32")}
+    want = {"a": np.array([1, 2], np.int32), "b": np.array([1.0, 2.0], np.float16),
+            "c": np.array([0.0, np.nan], np.float32)}
+    got = {"a": np.array([1, 2], np.int32), "b": np.array([1.001, 2.0], np.float16),
+           "c": np.array([-0.0, np.nan], np.float32)}
+    assert compare.mismatches(got, want, checks) == []
+    got["b"] = np.array([1.25, 2.0], np.float16)
+    got["a"] = np.array([1, 3], np.int32)
+    bad = compare.mismatches(got, want, checks)
+    assert len(bad) == 2 and bad[0].startswith("a: 1/2") and bad[1].startswith("b: 1/2")
+
+
+def test_crash_is_caught():
+    """A child killed by a signal is classified as a crash, the parent goes on."""
+    import signal
+
+    def die():
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+    o = runner.isolated(die)
+    assert o.status == "crashed" and "SIGSEGV" in o.message
+
+
+def test_random_programs():
+    work = tempfile.mkdtemp(prefix="fuzz-ci-")
+    try:
+        with ProcessPoolExecutor(max_workers=os.cpu_count() or 1, initializer=runner.warm_up,
+                                 initargs=(SMS,)) as pool:
+            results = list(pool.map(_check, range(SEED, SEED + N_PROGRAMS), [work] * N_PROGRAMS))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    problems, excused = [], []
+    for r in results:
+        for sm, o in r.outcomes.items():
+            if o.status in ("ok", "skipped"):
+                continue
+            if o.status == "rejected" and runner.normalize(o.message) in ALLOWED_REJECTIONS:
+                continue
+            bug = _excused(r.features, o)
+            line = f"seed {r.seed} {sm} {o.key[:300]}"
+            if bug is not None:
+                excused.append(f"{line}  [known: {bug}]")
+            else:
+                problems.append(line)
+    slow = sorted(results, key=lambda r: -r.seconds)[:5]
+    print(f"{len(results)} programs x {len(SMS)} SMs; slowest: "
+          + ", ".join(f"{r.seed} {r.template} {r.seconds:.1f} s" for r in slow))
+    print(f"{len(excused)} known failures:")
+    print("\n".join(excused))
+    compiled = sum(o.status == "ok" for r in results for o in r.outcomes.values())
+    assert compiled >= len(results), "most programs should compile and match"
+    assert not problems, "\n".join(problems)
