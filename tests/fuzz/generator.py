@@ -29,7 +29,11 @@ from dataclasses import dataclass, field
 from . import menu
 from .dtypes import DTYPES, F8, FLOATS, INTS, SCALAR_TYPES
 
-OOB = "1048576"  # an index past the end of every array: the lanes past an array's end go there
+OOB = "1048576"
+# exact conversions: element type -> narrower types whose every value it represents
+WIDENINGS = {"f32": ["f16", "bf16", "i8", "u8", "i16"], "f64": ["f32", "f16", "i32", "u32"], "f16": ["i8", "u8"],
+             "i16": ["i8", "u8"], "i32": ["i8", "i16", "u8", "bool"], "i64": ["i32", "u32", "i16"],
+             "u32": ["u8"], "bf16": ["i8", "u8"]}  # an index past the end of every array: the lanes past an array's end go there
 
 
 @dataclass
@@ -200,6 +204,11 @@ def _render(p: Program, edits: Edits, extents: list[int]) -> str:
 
 
 # ------------------------------------------------------------------------------ generation
+
+
+def _power(b: float, n: int) -> float:
+    """b ** n, saturating at 1e300 (bounds of integer-derived floats are huge)."""
+    return math.inf if n * math.log10(max(b, 1e-300)) > 300 else b**n
 
 
 class Gen:
@@ -475,14 +484,14 @@ class Gen:
         else:
             name, _, fn, model = self.pick(menu.REDUCTIONS)
             if name == "prod":
-                if kind == "f" and (v.bound ** n > 1e3 or n > 16):
+                if kind == "f" and (n > 16 or _power(v.bound, n) > 1e3):
                     return None
             if name == "sum" and kind == "f" and v.bound * n > 5e3 / max(1, 2 ** (DTYPES[v.dt].bits < 32)):
                 return None
             mk, mm = f"{fn}({v.name}, axis={ax}, keepdims={keep})", f"ns.red({model!r}, {v.name}, {ax}, {keep}, {v.dt!r})"
             dt = v.dt
             exact = v.exact if name in ("max", "min") or kind != "f" else False
-            bound = v.bound * n if name == "sum" else v.bound ** n if name == "prod" else v.bound
+            bound = v.bound * n if name == "sum" else _power(v.bound, n) if name == "prod" else v.bound
             nred = v.nred * n if name in ("sum", "prod") else v.nred
         axes = list(v.axes)
         a = axes[ax]
@@ -514,13 +523,13 @@ class Gen:
         name, _, fn, model = self.pick(menu.SCANS)
         ax = self.rng.randrange(len(v.axes))
         n = v.axes[ax].size
-        if kind == "f" and name == "cumprod" and (n > 16 or v.bound ** n > 1e3):
+        if kind == "f" and name == "cumprod" and (n > 16 or _power(v.bound, n) > 1e3):
             return None
         if kind == "f" and name == "cumsum" and v.bound * n > 2e3:
             return None
         rev = self.chance(0.4)
         exact = kind != "f" and v.exact
-        bound = v.bound * n if name == "cumsum" else v.bound ** n
+        bound = v.bound * n if name == "cumsum" else _power(v.bound, n)
         res = self.new_val(v, exact=exact, bound=bound if kind == "f" else v.bound, nred=v.nred * n,
                            nops=v.nops + (0 if exact else 1))
         self.emit(f"{res.name} = {fn}({v.name}, axis={ax}, reverse={rev})",
@@ -674,6 +683,14 @@ def t_tiles(g: Gen, p: Program):
     xshape = [f"S[{i}]" for i in range(rank)]
 
     def load(like_dt: str, depth: int, finite_only: bool) -> Val:
+        narrow = [n for n in WIDENINGS.get(like_dt, []) if DTYPES[n].min_sm <= 80]
+        if narrow and depth >= 0 and g.chance(0.3):  # a narrower array, converted exactly
+            w = load(g.pick(narrow), -1, finite_only)
+            res = g.new_val(w, dt=like_dt)
+            g.emit(f"{res.name} = ct.astype({w.name}, ct.{DTYPES[like_dt].ct})",
+                   f"{res.name} = ns.cast({w.name}, {w.dt!r}, {like_dt!r})", 0, feature=f"cast:{w.dt}->{like_dt}")
+            return res
+        depth = max(depth, 0)
         if like_dt in F8 or like_dt == "bool":
             finite_only = True
         mode, pad, finite = g.padding(like_dt, finite_only)
@@ -703,7 +720,7 @@ def t_tiles(g: Gen, p: Program):
     g.load_like = lambda w, depth: load(w.dt, depth, not pointwise) if w.axes == load_axes else None
     if dt in F8:  # 8-bit floats: widen, compute, narrow
         v = _widen_f8(g, v)
-    v = g.chain(v, g.rng.randint(1, 5), 0, pointwise_only=pointwise)
+    v = g.chain(v, g.rng.randint(2, 7), 0, pointwise_only=pointwise)
     if dt in F8 and DTYPES[v.dt].is_float and v.bound < 200:
         v = _narrow_f8(g, v, dt)
     g.store(v, 0)
@@ -876,7 +893,7 @@ def t_mma(g: Gen, p: Program):
     if acc_dt == "f16":
         v.nops = 4  # one rounding per K tile
     if DTYPES[acc_dt].is_float:
-        v = g.chain(v, g.rng.randint(0, 2), 0, pointwise_only=True, allow_cast=True, scalars_ok=True)
+        v = g.chain(v, g.rng.randint(0, 3), 0, pointwise_only=True, allow_cast=True, scalars_ok=True)
     g.store(v, 0)
 
 
@@ -1022,7 +1039,7 @@ def t_view(g: Gen, p: Program):
     pm = "" if mode == "UNDETERMINED" else f", padding_mode=ct.PaddingMode.{mode}"
     g.emit(f"{v.name} = {qx.name}.tiled_view({tsh}{pm}, traversal_steps={tuple(steps)}).load({idx})",
            f"{v.name} = ns.view_load({qx.name}, {idx}, {tsh}, {tuple(steps)}, {pad})", feature=f"pad:{mode}")
-    v = g.chain(v, g.rng.randint(0, 3), 0)
+    v = g.chain(v, g.rng.randint(1, 4), 0)
     if v.shape == tuple(T) and all(a.extent.endswith(f"* T{i}") for i, a in enumerate(v.axes)):
         qy = g.array(v.dt, rank, [a.extent for a in v.axes], role="out", init="zeros")
         g.emit(f"{qy.name}.tiled_view({tsh}).store({idx}, {v.name})", f"ns.store({qy.name}, {idx}, {v.name})",
