@@ -5,8 +5,10 @@ rules here check what IRDL cannot express: elementwise ops share one tile type;
 broadcast / reshape / permute / extract / insert / cat shapes agree; mmaf / mmai are
 M x K . K x N -> M x N with allowed element types; views have a tile of their tensor
 view's rank, a dim_map that permutes its dimensions, a sparse dimension among them, and are
-indexed with as many coordinates as they have dimensions. A failure is a TilecoreError at
-the op's location.
+indexed with as many coordinates as they have dimensions; terminators (the ``cuda_tile_term``
+ops) end their block, a ``continue`` / ``break`` ends the iteration of the nearest enclosing
+``for`` / ``loop`` through any depth of ``if`` regions with that loop's value types, and a ``yield``
+gives its ``if`` the if's result types. A failure is a TilecoreError at the op's location.
 """
 
 from __future__ import annotations
@@ -269,12 +271,92 @@ RULES = {
 }
 
 
+def _op_name(op) -> str:
+    """The op's name without its namespace: ``for`` for ``cuda_tile.for``."""
+    return op.name.split(".", 1)[1]
+
+
+def _parent(op):
+    parent = op.parent
+    return parent.operation if parent is not None else None
+
+
+def _enclosing_loop(op):
+    """The ``for`` / ``loop`` op whose iteration the terminator ``op`` ends: its nearest ancestor that is
+    not an ``if`` (None when that is something else, e.g. the entry or a reduce body)."""
+    parent = _parent(op)
+    while parent is not None and parent.name == "cuda_tile.if":
+        parent = _parent(parent)
+    return parent if parent is not None and parent.name in ("cuda_tile.for", "cuda_tile.loop") else None
+
+
+def _carried(loop) -> list:
+    """Types a ``continue`` passes to the next iteration of ``loop``: its body arguments (for a ``for``,
+    less the induction variable)."""
+    args = list(loop.regions[0].blocks[0].arguments)
+    return _types(args[1:] if loop.name == "cuda_tile.for" else args)
+
+
+def _agree(what: str, got: list, want: list, owner: str) -> None:
+    if got != want:
+        fmt = ", ".join
+        raise VerifyError(f"{what} ({fmt(short(t) for t in got) or 'nothing'}) must match the {owner} "
+                          f"({fmt(short(t) for t in want) or 'nothing'})")
+
+
+def _last_in_block(op) -> None:
+    block = op.block
+    ops = list(block.operations)
+    if ops[-1].operation != op:
+        raise VerifyError("must be the last op of its block")
+
+
+def _continue(name, op) -> None:
+    _last_in_block(op)
+    loop = _enclosing_loop(op)
+    if loop is None:
+        raise VerifyError("outside a 'for' or 'loop' body")
+    _agree("values", _types(op.operands), _carried(loop), f"values carried by the enclosing '{_op_name(loop)}'")
+
+
+def _break(name, op) -> None:
+    _last_in_block(op)
+    loop = _enclosing_loop(op)
+    if loop is None or loop.name != "cuda_tile.loop":
+        raise VerifyError("outside a 'loop' body (a 'for' ends its iterations only in 'continue')")
+    _agree("values", _types(op.operands), _types(loop.results), "results of the enclosing 'loop'")
+
+
+def _yield(name, op) -> None:
+    _last_in_block(op)
+    parent = _parent(op)
+    if parent is not None and parent.name == "cuda_tile.if":
+        _agree("values", _types(op.operands), _types(parent.results), "results of the enclosing 'if'")
+
+
+def _loop_body(name, op) -> None:
+    """A ``for`` body ends in ``continue``, a ``loop`` body in ``continue`` or ``break``."""
+    ends = ("cuda_tile_term.continue",) if name == "for" else ("cuda_tile_term.continue", "cuda_tile_term.break")
+    for block in op.regions[0].blocks:
+        ops = list(block.operations)
+        if not ops or ops[-1].operation.name not in ends:
+            raise VerifyError(f"body must end in {' or '.join(repr(e.split('.')[1]) for e in ends)}")
+
+
+TERMINATOR_RULES = {"continue": _continue, "break": _break, "yield": _yield}
+RULES.update({"for": _loop_body, "loop": _loop_body})
+
+
 def check_op(op) -> None:
     """Apply the rule of ``op`` (an ``ir.Operation``); raise a located TilecoreError."""
     name = op.name
-    if not name.startswith("cuda_tile."):
+    if name.startswith("cuda_tile."):
+        rule = RULES.get(name[len("cuda_tile."):])
+    elif name.startswith("cuda_tile_term."):
+        rule = TERMINATOR_RULES.get(name[len("cuda_tile_term."):])
+        name = "cuda_tile." + name[len("cuda_tile_term."):]
+    else:
         return
-    rule = RULES.get(name[len("cuda_tile."):])
     if rule is None:
         return
     try:

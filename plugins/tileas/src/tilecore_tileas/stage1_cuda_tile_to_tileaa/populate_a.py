@@ -157,12 +157,21 @@ def constant(op, rb):
 
 
 def for_op(op, rb):
+    """``for`` -> ``scf.for``; a ``continue`` in ifs of the body (cuTile's ``continue``, and ``break`` as a
+    flag it carries) ends the iteration with its values on that path (see :func:`_iteration`)."""
     g = operands(op, rb)
     lb, ub, step = g["lower_bound"][0], g["upper_bound"][0], g["step"][0]
     inits = g["init_values"]
+    types = [v.type for v in inits]
     attrs = {"unsignedCmp": ir.UnitAttr.get()} if has(op, "unsigned_cmp") else {}
-    new = create("scf.for", [v.type for v in inits], [lb, ub, step, *inits], attrs, regions=1)
-    rb.region_into(op.regions[0], new.regions[0])
+    new = create("scf.for", types, [lb, ub, step, *inits], attrs, regions=1)
+    body = op.regions[0].blocks[0]
+    blk = new.regions[0].blocks.append(*[rb.convert_type(a.type) for a in body.arguments],
+                                       arg_locs=[a.location for a in body.arguments])
+    rb.bind(body.arguments, list(blk.arguments))
+    with ir.InsertionPoint(blk):
+        _, vals = _iteration(list(body.operations), rb, types, flagged=False)
+        create("scf.yield", [], vals)
     return list(new.results)
 
 
@@ -204,34 +213,40 @@ def _has_exit(if_op) -> bool:
     return False
 
 
-def _iteration(ops, rb, types):
+def _iteration(ops, rb, types, flagged=True):
     """Lower one loop iteration's op sequence; returns (continue?, values) as SSA values.
 
-    An ``if`` that breaks or continues in a branch becomes an ``scf.if`` yielding the
-    outcome; the ops after it are lowered inside each branch that falls through.
+    An ``if`` that breaks or continues in a branch (at any depth of nested ifs) becomes an ``scf.if``
+    yielding the outcome; the ops after it are lowered inside each branch that falls through, so every
+    path yields the loop-carried values of its own exit. With ``flagged`` (a ``loop``) the outcome
+    starts with an i1 (true: continue, false: break); without it (a ``for``, which only continues) the
+    flag is None and only the values are yielded.
     """
     i1 = ir.IntegerType.get_signless(1)
     for idx, o in enumerate(ops):
         o = o.operation
         if o.name in EXITS:
+            if not flagged and o.name == "cuda_tile_term.break":
+                raise LoweringError("'cuda_tile.break' outside a 'loop' body", o)
             flag = create("arith.constant", [i1], [], {"value": ir.IntegerAttr.get(i1, int(o.name.endswith(
-                "continue")))}).results[0]
+                "continue")))}).results[0] if flagged else None
             return flag, rb.gets(o.operands)
         if o.name == "cuda_tile_term.yield":  # a branch falling through: bind the if's results
             rb.bind(o.parent.results, rb.gets(o.operands))
             continue
         if o.name == "cuda_tile.if" and _has_exit(o):
             rest = list(ops[idx + 1:])
+            outcome = [i1, *types] if flagged else list(types)
             with o.location:
-                node = create("scf.if", [i1, *types], rb.gets(o.operands), {}, regions=2)
+                node = create("scf.if", outcome, rb.gets(o.operands), {}, regions=2)
                 for region, new in zip(o.regions, node.regions):
                     blk = new.blocks.append()
                     body = list(region.blocks[0].operations) if len(region.blocks) else []
                     with ir.InsertionPoint(blk):
-                        flag, vals = _iteration(body + rest, rb, types)
-                        create("scf.yield", [], [flag, *vals])
+                        flag, vals = _iteration(body + rest, rb, types, flagged)
+                        create("scf.yield", [], [flag, *vals] if flagged else vals)
             res = list(node.results)
-            return res[0], res[1:]
+            return (res[0], res[1:]) if flagged else (None, res)
         rb.op(o)
     raise LoweringError("a loop body must end with 'continue' or 'break'", ops[-1] if ops else None)
 
@@ -257,14 +272,13 @@ def loop(op, rb):
 
 
 def break_op(op, rb):
+    """Loop bodies consume their exits (:func:`_iteration`); one reached here is outside any loop."""
     raise LoweringError("'cuda_tile.break' outside a 'loop' body", op)
 
 
 def continue_op(op, rb):
-    parent = op.parent.name if op.parent is not None else ""
-    if parent != "cuda_tile.for":
-        raise LoweringError("'cuda_tile.continue' outside a 'for' or 'loop' body", op)
-    create("scf.yield", [], _flat_term(op, rb))
+    """See :func:`break_op`."""
+    raise LoweringError("'cuda_tile.continue' outside a 'for' or 'loop' body", op)
 
 
 def shape_op(name, attrs_fn=None):
