@@ -1,0 +1,182 @@
+"""The launch contract of a compiled cuTile kernel, and marshalling of arguments by it.
+
+tilecore's kernel ABI (stage 3, ``convert-tile-func-to-llvm``): one kernel parameter per entry
+argument of the cuTile function, in order; with calling convention ``cutile_python_v1`` an array
+parameter of rank n is its base pointer, its n extents and its n strides (in elements, of the
+array's index type), a scalar is itself, a ``ct.Constant`` is no parameter. Threads per CTA come
+from the kernel's ``nvvm.reqntid``, the cluster shape from ``nvvm.cluster_dim``, and tilecore's
+kernels use no dynamic shared memory. The grid is the tile-block grid (one CTA per tile block).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import TilecoreError
+from .dtypes import BY_SPELLING
+from .specialize import INT_RANGE
+
+MAX_GRID = (2**31 - 1, 65535, 65535)  # CUDA's grid limits (x, y, z)
+MAX_THREADS_PER_CTA = 1024
+
+
+@dataclass(frozen=True)
+class ParamEntry:
+    """One kernel parameter: ``kind`` (``pointer`` / ``shape`` / ``stride`` / ``scalar``), the Python
+    argument it comes from (``arg``: position, ``name``), ``axis`` (shape / stride), ``type`` (its
+    LLVM type: ``!llvm.ptr<1>``, ``i32`` ...) and ``dtype`` (element / scalar type spelling)."""
+
+    kind: str
+    arg: int
+    name: str
+    axis: int | None
+    type: str
+    dtype: str = ""
+
+    def __str__(self) -> str:
+        what = {"pointer": f"{self.name} (pointer to {self.dtype})", "scalar": f"{self.name} ({self.dtype})",
+                "shape": f"{self.name}.shape[{self.axis}]", "stride": f"{self.name}.strides[{self.axis}]"}
+        return f"{what[self.kind]}: {self.type}"
+
+
+@dataclass(frozen=True)
+class LaunchContract:
+    """How to launch a compiled kernel: ``kernel`` (its symbol), ``threads`` per CTA (x, y, z),
+    ``cluster`` shape (CTAs, (1, 1, 1): none), ``shared_bytes`` of dynamic shared memory and the
+    ``params`` in order."""
+
+    kernel: str
+    threads: tuple[int, int, int]
+    cluster: tuple[int, int, int]
+    shared_bytes: int
+    params: tuple[ParamEntry, ...]
+
+    @property
+    def threads_per_cta(self) -> int:
+        """The number of threads of one CTA."""
+        return self.threads[0] * self.threads[1] * self.threads[2]
+
+    def describe(self) -> str:
+        """Multi-line text: the kernel, its block, cluster, shared memory and every parameter."""
+        lines = [f"kernel {self.kernel}: block {self.threads} ({self.threads_per_cta} threads per CTA), cluster "
+                 f"{self.cluster}, {self.shared_bytes} bytes of dynamic shared memory, {len(self.params)} parameters"]
+        lines += [f"  {i}: {p}" for i, p in enumerate(self.params)]
+        return "\n".join(lines)
+
+
+def _dense(attr) -> tuple[int, ...]:
+    from ..mlir import ir
+
+    return tuple(int(v) for v in ir.DenseI32ArrayAttr(attr))
+
+
+def build_contract(module, symbol: str, specs, names) -> LaunchContract:
+    """The contract of kernel ``symbol`` in the lowered ``module`` compiled for ``specs`` (parameter
+    ``names``); the parameter list is checked against the kernel's LLVM signature."""
+    from ..emulate.hostmodule import find_kernel_module
+
+    holder = find_kernel_module(module, symbol)
+    func = next(op for op in holder.regions[0].blocks[0].operations
+                if op.operation.name == "llvm.func" and op.attributes["sym_name"].value == symbol)
+    types = [str(a.type) for a in func.regions[0].blocks[0].arguments]
+    attrs = func.attributes
+    threads = _dense(attrs["nvvm.reqntid"]) if "nvvm.reqntid" in attrs else (1, 1, 1)
+    cluster = _dense(attrs["nvvm.cluster_dim"]) if "nvvm.cluster_dim" in attrs else (1, 1, 1)
+    entries = []
+    for i, (spec, name) in enumerate(zip(specs, names)):
+        if spec.kind == "array":
+            entries.append(("pointer", i, name, None, spec.dtype))
+            entries += [("shape", i, name, k, spec.index) for k in range(spec.ndim)]
+            entries += [("stride", i, name, k, spec.index) for k in range(spec.ndim)]
+        elif spec.kind == "scalar":
+            entries.append(("scalar", i, name, None, spec.dtype))
+    if len(entries) != len(types):
+        raise TilecoreError(f"kernel '{symbol}' has {len(types)} parameters ({', '.join(types)}) but its cuTile "
+                            f"signature gives {len(entries)}: the calling convention is not the one expected")
+    params = []
+    for (kind, i, name, axis, dtype), t in zip(entries, types):
+        if (kind == "pointer") != t.startswith("!llvm.ptr"):
+            raise TilecoreError(f"kernel '{symbol}': parameter {len(params)} ({name}, {kind}) has LLVM type {t}")
+        params.append(ParamEntry(kind, i, name, axis, t, dtype))
+    return LaunchContract(symbol, tuple(threads) + (1,) * (3 - len(threads)),
+                          tuple(cluster) + (1,) * (3 - len(cluster)), 0, tuple(params))
+
+
+def check_grid(grid, contract: LaunchContract) -> tuple[int, int, int]:
+    """``grid`` (an int or 1 to 3 sizes) as (x, y, z); too large a grid, a non-positive size or one that
+    is not a whole number of clusters is a :class:`TilecoreError`."""
+    import numpy as np
+
+    vals = [grid] if isinstance(grid, (int, np.integer)) else list(grid)
+    if not 1 <= len(vals) <= 3 or any(not isinstance(v, (int, np.integer)) for v in vals):
+        raise TilecoreError(f"grid must be an int or 1 to 3 ints, got {grid!r}")
+    g = tuple(int(v) for v in vals) + (1,) * (3 - len(vals))
+    if any(v < 1 for v in g):
+        raise TilecoreError(f"grid {g} has a size below 1")
+    for axis, (v, most) in enumerate(zip(g, MAX_GRID)):
+        if v > most:
+            raise TilecoreError(f"grid {g} is too large: axis {'xyz'[axis]} has {v} tile blocks, at most {most} "
+                                "can be launched")
+    for axis, (v, c) in enumerate(zip(g, contract.cluster)):
+        if v % c:
+            raise TilecoreError(f"grid {g} is not a whole number of clusters {contract.cluster} "
+                                f"(axis {'xyz'[axis]})")
+    return g
+
+
+def scalar_value(value, dtype: str, name: str):
+    """``value`` as the numpy scalar of spelling ``dtype`` (a Python value of the right kind is converted,
+    a numpy scalar must have that exact type)."""
+    import numpy as np
+
+    et = BY_SPELLING[dtype]
+    if et.numpy is None or et.spelling in ("bf16", "f8e4m3", "f8e5m2", "f8e8m0"):
+        raise TilecoreError(f"scalar parameter '{name}' of type {et.cutile} cannot be passed yet")
+    np_type = np.dtype(et.numpy).type
+    if isinstance(value, np.generic):
+        if value.dtype != np.dtype(et.numpy):
+            raise TilecoreError(f"scalar argument '{name}' is a {value.dtype.name}, the kernel was compiled for "
+                                f"{et.cutile}")
+        return value
+    kind = "b" if dtype == "bool" else "f" if dtype.startswith("f") else "i"
+    got = "b" if isinstance(value, bool) else "i" if isinstance(value, int) else "f" if isinstance(value, float) \
+        else "?"
+    if got != kind:
+        raise TilecoreError(f"scalar argument '{name}' is a {type(value).__name__}, the kernel was compiled for "
+                            f"{et.cutile}")
+    if kind == "i":
+        lo, hi = INT_RANGE[dtype]
+        if not lo <= value <= hi:
+            raise TilecoreError(f"scalar argument '{name}' = {value} does not fit {et.cutile}")
+    return np_type(value)
+
+
+def index_value(v: int, type_: str, entry: ParamEntry):
+    """An extent or stride as the numpy integer of the parameter's LLVM type (i32 / i64)."""
+    import numpy as np
+
+    key = {"i32": "i32", "i64": "i64"}.get(type_)
+    if key is None:
+        raise TilecoreError(f"parameter {entry} has an index type the launcher does not know")
+    lo, hi = INT_RANGE[key]
+    if not lo <= v <= hi:
+        raise TilecoreError(f"{entry.name}: {entry.kind} {v} does not fit the kernel's {key} index type")
+    return np.int32(v) if key == "i32" else np.int64(v)
+
+
+def marshal(contract: LaunchContract, values, pointer) -> list:
+    """The kernel parameters for bound ``values`` (:class:`~.arrays.ArrayArg` / scalars, one per Python
+    parameter), in the contract's order: ``pointer(array_arg)`` for each base pointer, numpy integers of
+    the index width for extents and strides, numpy scalars for scalars."""
+    out = []
+    for e in contract.params:
+        v = values[e.arg]
+        if e.kind == "pointer":
+            out.append(pointer(v))
+        elif e.kind == "shape":
+            out.append(index_value(v.shape[e.axis], e.type, e))
+        elif e.kind == "stride":
+            out.append(index_value(v.strides[e.axis], e.type, e))
+        else:
+            out.append(scalar_value(v, e.dtype, e.name))
+    return out

@@ -1,0 +1,70 @@
+"""The CPU path: a compiled cuTile kernel runs in :mod:`tilecore.emulate` on host arrays.
+
+Arrays are updated in place, as on a GPU: a C-contiguous array is handed to the emulator as it is
+(the emulator copies its results back); a strided one (a view with gaps, e.g. ``x[:, ::2]``) as a
+copy of the memory it spans, and afterwards only its own elements are written back. Device printf
+text goes to stdout; a device assert, a bad memory access or a deadlock is a
+:class:`~tilecore.errors.TilecoreError` at the kernel's source location.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..errors import TilecoreError
+from .contract import marshal
+
+
+def _span_copy(a):
+    """A read-only copy (uint8) of the bytes array ``a`` spans (strides >= 0)."""
+    import ctypes
+
+    import numpy as np
+
+    extent = sum((n - 1) * s for n, s in zip(a.shape, a.strides)) + a.itemsize
+    buf = np.ctypeslib.as_array((ctypes.c_uint8 * extent).from_address(a.ctypes.data)).copy()
+    buf.flags.writeable = False
+    return buf
+
+
+def _write_back(a, span) -> None:
+    """Copy the elements of strided host array ``a`` out of ``span`` (its bytes after the launch)."""
+    import numpy as np
+
+    if a.flags.writeable:
+        flat = np.ascontiguousarray(span).view(a.dtype)
+        np.copyto(a, np.lib.stride_tricks.as_strided(flat, shape=a.shape, strides=a.strides))
+
+
+def run(compiled, grid, values, isolate: bool = False, timeout: float | None = None,
+        check_bounds: bool = True) -> str:
+    """Run ``compiled`` (a :class:`~.kernel.CompiledKernel`) on ``grid`` in the emulator with bound
+    ``values``; writes printf text to stdout and returns it."""
+    passed, strided = [], {}  # arrays handed to the emulator (pointer order); position -> strided host array
+
+    def pointer(a):
+        if a.host is None:
+            raise TilecoreError(f"an argument of kernel '{compiled.symbol}' is in CUDA device memory ({a.layout()}); "
+                                "the CPU emulator needs host arrays (numpy), or launch with device='cuda'")
+        h = a.host
+        if not (h.flags.c_contiguous or h.size == 0):
+            strided[len(passed)] = h
+            h = _span_copy(h)
+        passed.append(h)
+        return h
+
+    c = compiled.contract
+    args = marshal(c, values, pointer)
+    if isolate:
+        from ..emulate import launch
+
+        result = launch(compiled.module, c.kernel, grid, c.threads, args, shared_bytes=c.shared_bytes,
+                        check_bounds=check_bounds, isolate=True, timeout=timeout)
+    else:
+        result = compiled.emulated(check_bounds).launch(grid, c.threads, args, c.shared_bytes)
+    for k, host in strided.items():
+        _write_back(host, result.outputs[k])
+    if result.printf:
+        sys.stdout.write(result.printf)
+        sys.stdout.flush()
+    return result.printf

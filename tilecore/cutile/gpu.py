@@ -1,0 +1,126 @@
+"""The GPU path: load a compiled kernel's cubin and launch it through NVIDIA's ``cuda-core``.
+
+``cuda-core`` (``pip install tilecore[cuda]``) loads the cubin (``ObjectCode.from_cubin``), and
+``cuda.core.launch`` launches it on the caller's stream with tilecore's launch contract: grid = the
+tile blocks, block = the kernel's threads per CTA, its cluster shape and dynamic shared memory.
+Parameters are marshalled by the contract (:func:`.contract.marshal`): device pointers as Python
+ints, extents and strides as numpy integers of the kernel's index width, scalars as numpy scalars.
+Nothing here needs ``tileiras``.
+"""
+
+from __future__ import annotations
+
+from ..errors import TilecoreError
+
+INSTALL_HINT = "pip install tilecore[cuda]"
+
+
+def cuda_core():
+    """The ``cuda.core`` module; a :class:`TilecoreError` with the install hint when it is missing."""
+    try:
+        import cuda.core as cc
+
+        cc.LaunchConfig  # noqa: B018 - a namespace package without cuda-core has no such name
+    except (ImportError, AttributeError):
+        raise TilecoreError("running cuTile kernels on a GPU needs NVIDIA's cuda-core package, which is not "
+                            f"installed (install it with: {INSTALL_HINT})") from None
+    return cc
+
+
+def device(device_id: int = 0):
+    """``cuda.core.Device(device_id)``, made current; no driver or no GPU is a :class:`TilecoreError`."""
+    cc = cuda_core()
+    try:
+        dev = cc.Device(device_id)
+        dev.set_current()
+    except Exception as e:  # noqa: BLE001 - driver missing, no device, bad ordinal: all "no GPU"
+        raise TilecoreError(f"device='cuda' but no CUDA GPU can be used ({type(e).__name__}: "
+                            f"{str(e).splitlines()[0] if str(e) else 'no detail'}); run on the CPU emulator with "
+                            "numpy arrays or device='cpu'") from None
+    return dev
+
+
+def arch_of(dev, targets=None) -> str:
+    """The tilecore target for device ``dev``: ``sm_<major><minor>``, with the ``a`` suffix where tilecore has
+    that arch-specific target (its features run only on that exact SM, which this device is)."""
+    major, minor = tuple(dev.compute_capability)
+    name = f"sm_{major}{minor}"
+    if targets is None:
+        from ..plugins import get_plugin_manager
+
+        targets = get_plugin_manager().targets()
+    return name + "a" if name + "a" in targets else name
+
+
+def device_id_of(values) -> int:
+    """The CUDA device of the array arguments (0 when there is none); arrays on several devices or in host
+    memory are a :class:`TilecoreError`."""
+    from .arrays import ArrayArg
+
+    arrays = [v for v in values if isinstance(v, ArrayArg)]
+    host = [a for a in arrays if not a.on_device]
+    if host:
+        raise TilecoreError(f"device='cuda' needs CUDA arrays (CuPy, PyTorch CUDA tensors ...), got a host array "
+                            f"({host[0].layout()}); use numpy arrays with the CPU emulator (device='cpu')")
+    ids = sorted({a.device_id for a in arrays})
+    if len(ids) > 1:
+        raise TilecoreError(f"array arguments are on several CUDA devices {ids}")
+    return ids[0] if ids else 0
+
+
+def check_runs_on(target_name: str, dev) -> None:
+    """A cubin for ``target_name`` must match the device's SM (same major version, minor at most the
+    device's; an arch-specific ``a`` target exactly that SM)."""
+    from ..targets import Target
+
+    t = Target.make(target_name, 0)
+    major, minor = tuple(dev.compute_capability)
+    cc = 10 * major + minor
+    if t.cc // 10 != major or t.cc > cc or (t.arch_specific and t.cc != cc):
+        raise TilecoreError(f"the kernel was compiled for {target_name}, which does not run on this GPU "
+                            f"(sm_{major}{minor}); compile it with gpu_name=None or 'sm_{major}{minor}'")
+
+
+def stream_of(cc, dev, stream):
+    """A ``cuda.core`` stream from ``stream``: None (the device's default stream), a ``cuda.core`` Stream, an
+    object with ``__cuda_stream__``, a PyTorch stream (``.cuda_stream``), a CuPy stream (``.ptr``) or a raw
+    ``CUstream`` handle (int)."""
+    if stream is None:
+        return dev.default_stream
+    if isinstance(stream, cc.Stream) or hasattr(stream, "__cuda_stream__"):
+        return stream
+    for attr in ("cuda_stream", "ptr"):
+        if isinstance(getattr(stream, attr, None), int):
+            return cc.Stream.from_handle(getattr(stream, attr))
+    if isinstance(stream, int):
+        return cc.Stream.from_handle(stream)
+    raise TilecoreError(f"cannot use a {type(stream).__name__} as a CUDA stream")
+
+
+def launch_config(contract, grid):
+    """The ``cuda.core.LaunchConfig`` of a launch: ``grid`` tile blocks (given as clusters when the kernel has a
+    cluster shape), the kernel's threads per CTA and dynamic shared memory."""
+    cc = cuda_core()
+    cluster = contract.cluster
+    if cluster == (1, 1, 1):
+        return cc.LaunchConfig(grid=grid, block=contract.threads, shmem_size=contract.shared_bytes)
+    return cc.LaunchConfig(grid=tuple(g // c for g, c in zip(grid, cluster)), cluster=cluster,
+                           block=contract.threads, shmem_size=contract.shared_bytes)
+
+
+def parameters(contract, values) -> list:
+    """The kernel parameters, marshalled by ``contract``: what ``cuda.core.launch`` receives."""
+    from .contract import marshal
+
+    return marshal(contract, values, lambda a: int(a.ptr))
+
+
+def run(compiled, stream, grid, values) -> None:
+    """Launch ``compiled`` (a :class:`~.kernel.CompiledKernel`) on ``grid`` with bound ``values`` on ``stream``."""
+    cc = cuda_core()
+    did = device_id_of(values)
+    dev = device(did)
+    check_runs_on(compiled.gpu_name, dev)
+    kernel = compiled.gpu_kernel(did)
+    cc.launch(stream_of(cc, dev, stream), launch_config(compiled.contract, grid), kernel,
+              *parameters(compiled.contract, values))
