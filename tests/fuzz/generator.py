@@ -229,6 +229,7 @@ class Gen:
         self.index_dt = "i32"
         self.symbolic = False  # a second signature changes T: no op may spell a tile shape out
         self.load_like = None  # template hook: a fresh load shaped like a value (second operands)
+        self.keep_shape = False  # ops must keep the tile shape (a loop body feeding an accumulator)
 
     # --- helpers
     def chance(self, p: float) -> bool:
@@ -322,6 +323,8 @@ class Gen:
             choices.append("scalar")
         if not pointwise_only and not v.tainted and d.kind != "b":
             choices += ["reduce", "scan", "move", "move"]
+        if self.keep_shape:
+            choices = [c for c in choices if c != "reduce"]
         if self.symbolic and "move" in choices:
             choices = [c for c in choices if c != "move"] + (["move"] if len(v.axes) >= 2 else [])
         for _ in range(8):
@@ -542,7 +545,7 @@ class Gen:
         trip, broadcast of a reduced value."""
         r = len(v.axes)
         opts = ["cat", "insert", "reshape", "broadcast"] + (["bytes"] if DTYPES[v.dt].kind in "fiu" else [])
-        if r >= 2:
+        if r >= 2 and not (self.keep_shape and len(set(v.shape)) > 1):
             opts += ["transpose", "transpose"]
         if self.symbolic:
             opts = [o for o in opts if o == "transpose"]
@@ -604,7 +607,7 @@ class Gen:
         k = [f"{lo} = ct.max({v.name}, axis={ax}, keepdims=True)",
              f"{hi} = ct.broadcast_to({lo}, {v.shape})",
              f"{res.name} = {v.name} - {hi}"]
-        m = [f"{lo} = np.max({v.name}, axis={ax}, keepdims=True)",
+        m = [f"{lo} = np.fmax.reduce({v.name}, axis={ax}, keepdims=True)",
              f"{hi} = np.broadcast_to({lo}, {v.shape})",
              f"{res.name} = ns.r({v.name} - {hi}, '{v.dt}')"]
         kind = DTYPES[v.dt].kind
@@ -686,7 +689,8 @@ def t_tiles(g: Gen, p: Program):
         narrow = [n for n in WIDENINGS.get(like_dt, []) if DTYPES[n].min_sm <= 80]
         if narrow and depth >= 0 and g.chance(0.3):  # a narrower array, converted exactly
             w = load(g.pick(narrow), -1, finite_only)
-            res = g.new_val(w, dt=like_dt)
+            src = DTYPES[w.dt]
+            res = g.new_val(w, dt=like_dt, bound=2.0 ** src.bits if src.kind in "iu" else w.bound)
             g.emit(f"{res.name} = ct.astype({w.name}, ct.{DTYPES[like_dt].ct})",
                    f"{res.name} = ns.cast({w.name}, {w.dt!r}, {like_dt!r})", 0, feature=f"cast:{w.dt}->{like_dt}")
             return res
@@ -785,7 +789,8 @@ def t_loop(g: Gen, p: Program):
         step = ["j += 1"] if use_while and ctl == "continue" else []
         g.emit([f"if j == {lim.name}:"] + ["    " + s for s in step] + [f"    {ctl}"],
                [f"if j == {lim.name}:"] + ["    " + s for s in step] + [f"    {ctl}"], d1, feature=ctl)
-    v = g.chain(v, g.rng.randint(0, 2), d1, pointwise_only=True, scalars_ok=False, allow_cast=False)
+    g.keep_shape = True  # scans, data movement, broadcasts of reductions: the accumulator's shape stays
+    v = g.chain(v, g.rng.randint(0, 3), d1, pointwise_only=False, scalars_ok=False, allow_cast=False)
     if g.chance(0.5):
         # if / else on a runtime scalar, both branches keep the type
         flag = g.scalar("i32", f"np.int32({g.rng.randint(0, 3)})")
@@ -812,6 +817,7 @@ def t_loop(g: Gen, p: Program):
         g.emit(f"{v2.name} = ct.tanh({v.name})", f"{v2.name} = ns.r(np.tanh({v.name}), '{dt}')", d1)
         v = v2
     # accumulate into acc (the loop-carried value)
+    g.keep_shape = False
     add = "ns.r({a} + {b}, '{d}')" if DTYPES[dt].is_float else "{a} + {b}"
     g.emit(f"{acc.name} = {acc.name} + {v.name}", f"{acc.name} = " + add.format(a=acc.name, b=v.name, d=dt), d1)
     if use_while:
@@ -886,15 +892,73 @@ def t_mma(g: Gen, p: Program):
             f"{b} = ns.load({qb.name}, {ib}, {shp_b}, 0{', order=(1, 0)' if transposed_b else ''})",
             f"{acc.name} = ns.mma({a}, {b}, {acc.name}, {acc_dt!r})"], 1)
     kmax = 3 * (TK if not batched else p.tile[3])
-    v = g.new_val(acc, exact=DTYPES[acc_dt].is_int, bound=4.0 * kmax, nred=kmax, nops=1)
+    v = g.new_val(acc, exact=DTYPES[acc_dt].is_int, bound=4.0 * math.sqrt(kmax), nred=kmax, nops=1)
     v.name = acc.name
     if a_dt == "tf32":
         v.rtol = 1e-3  # inputs rounded to 10 mantissa bits
     if acc_dt == "f16":
-        v.nops = 4  # one rounding per K tile
+        v.nops = 3  # one rounding per K tile
     if DTYPES[acc_dt].is_float:
         v = g.chain(v, g.rng.randint(0, 3), 0, pointwise_only=True, allow_cast=True, scalars_ok=True)
     g.store(v, 0)
+
+
+def t_attn(g: Gen, p: Program):
+    """An attention loop: per block of query rows, walk the key / value tiles; scores by mma against
+    K loaded transposed (``order=(1, 0)``, or loaded and ``ct.transpose``-d), online softmax (running
+    max, rescaling), probabilities converted to the input type for the second mma."""
+    dt = g.pick(["f16", "bf16", "f32"])
+    g.features.add(f"attn:{dt}")
+    TM, TN, D = g.pick([16, 32]), g.pick([16, 32]), g.pick([16, 32])
+    p.tile = [TM, TN, D]
+    p.extents = [_extent(g.rng, TM, 1), _extent(g.rng, TN, 2), D]
+    p.grid = ["ns.cdiv(S[0], T0)"]
+    qq = g.array(dt, 2, ["S[0]", "S[2]"], init="small")
+    qk = g.array(dt, 2, ["S[1]", "S[2]"], init="small")
+    qv = g.array(dt, 2, ["S[1]", "S[2]"], init="small")
+    qo = g.array("f32", 2, ["S[0]", "S[2]"], role="out", init="zeros")
+    ordered = g.chance(0.6)
+    g.features.add("load_order" if ordered else "transpose")
+    z = "ct.PaddingMode.ZERO"
+    if ordered:
+        kload = f"ct.load({qk.name}, index=(0, j), shape=(T2, T1), order=(1, 0), padding_mode={z})"
+        kmodel = f"ns.load({qk.name}, (0, j), (T2, T1), 0, order=(1, 0))"
+    else:
+        kload = f"ct.transpose(ct.load({qk.name}, index=(j, 0), shape=(T1, T2), padding_mode={z}))"
+        kmodel = f"np.transpose(ns.load({qk.name}, (j, 0), (T1, T2), 0))"
+    ct_dt = DTYPES[dt].ct
+    g.emit([f"q = ct.load({qq.name}, index=(b0, 0), shape=(T0, T2), padding_mode={z})",
+            "m = ct.full((T0, 1), -1e30, dtype=ct.float32)",
+            "den = ct.full((T0, 1), 0.0, dtype=ct.float32)",
+            "acc = ct.full((T0, T2), 0.0, dtype=ct.float32)",
+            f"for j in range(ct.num_tiles({qk.name}, axis=0, shape=(T1, T2))):",
+            f"    kt = {kload}",
+            f"    v = ct.load({qv.name}, index=(j, 0), shape=(T1, T2), padding_mode={z})",
+            "    s = ct.mma(q, kt, ct.full((T0, T1), 0.0, dtype=ct.float32))",
+            "    m2 = ct.maximum(m, ct.max(s, axis=1, keepdims=True))",
+            "    alpha = ct.exp(m - m2)",
+            "    pr = ct.exp(s - m2)",
+            "    den = den * alpha + ct.sum(pr, axis=1, keepdims=True)",
+            f"    acc = ct.mma(ct.astype(pr, ct.{ct_dt}), v, acc * alpha)",
+            "    m = m2",
+            f"ct.store({qo.name}, index=(b0, 0), tile=acc / den)"],
+           [f"q = ns.load({qq.name}, (b0, 0), (T0, T2), 0)",
+            "m = np.full((T0, 1), -1e30, np.float32)",
+            "den = np.zeros((T0, 1), np.float32)",
+            "acc = np.zeros((T0, T2), np.float32)",
+            "for j in range(ns.cdiv(S[1], T1)):",
+            f"    kt = {kmodel}",
+            f"    v = ns.load({qv.name}, (j, 0), (T1, T2), 0)",
+            "    s = ns.mma(q, kt, np.zeros((T0, T1), np.float32), 'f32')",
+            "    m2 = np.fmax(m, np.fmax.reduce(s, axis=1, keepdims=True))",
+            "    alpha = ns.r(np.exp(m - m2), 'f32')",
+            "    pr = ns.r(np.exp(s - m2), 'f32')",
+            "    den = ns.r(den * alpha + ns.red('sum', pr, 1, True, 'f32'), 'f32')",
+            f"    acc = ns.mma(ns.cast(pr, 'f32', {dt!r}), v, ns.r(acc * alpha, 'f32'), 'f32')",
+            "    m = m2",
+            f"ns.store({qo.name}, (b0, 0), ns.r(acc / den, 'f32'))"], feature="attention")
+    out = g.new_val(dt="f32", axes=[], exact=False, bound=1.0, nred=4, nops=1, rtol=max(DTYPES[dt].rtol, 1e-5))
+    g.check(qo.name, out)
 
 
 def t_gather(g: Gen, p: Program):
@@ -1105,7 +1169,7 @@ def t_advidx(g: Gen, p: Program):
     g.check(qy.name, v)
 
 
-TEMPLATES = [("tiles", t_tiles, 10), ("loop", t_loop, 3), ("mma", t_mma, 3), ("gather", t_gather, 2),
+TEMPLATES = [("tiles", t_tiles, 10), ("loop", t_loop, 3), ("mma", t_mma, 3), ("attn", t_attn, 1), ("gather", t_gather, 2),
              ("atomic", t_atomic, 2), ("view", t_view, 2), ("advidx", t_advidx, 1)]
 
 

@@ -8,7 +8,8 @@ input gives an exact output, and how it changes the magnitude bound of float val
 result could overflow the type are not drawn).
 
 Left out on purpose (semantics not pinned down well enough to model, see README "Random program
-testing"): NaN inputs (float comparison of NaN, min / max NaN propagation), ``pow`` of negative
+testing"): NaN inputs (float comparison of NaN; NaNs made inside a chain meet min / max, modelled as
+fmin / fmax, cuTile's default), ``pow`` of negative
 bases, shifts by the bit width or more, float -> int conversion out of range, ``isnan`` on
 non-NaN-free data is drawn but trivially false, ``//`` on unsigned tiles (cuTile 1.7.0 writes
 ``divi`` with rounding ``negative_inf`` and unsigned operands, which tileiras rejects too).
@@ -113,8 +114,9 @@ BINARY = [
     Binary("pow", "f", "ct.pow(ct.abs({x}) + 0.5, {y})",
            "ns.r(np.power(np.float64(1.0) * ns.r(np.abs({x}) + 0.5, '{d}'), {y}), '{d}')", keeps_exact=False,
            bound=lambda a, b: (a + 0.5) ** b + 1, max_bound=2.5, cuda_tile="pow"),
-    Binary("maximum", "fiu", "ct.maximum({x}, {y})", "np.maximum({x}, {y})", cuda_tile="maxf/maxi"),
-    Binary("minimum", "fiu", "ct.minimum({x}, {y})", "np.minimum({x}, {y})", cuda_tile="minf/mini"),
+    # cuTile's maximum / minimum (propagate_nan=False) return the non-NaN operand: fmax / fmin
+    Binary("maximum", "fiu", "ct.maximum({x}, {y})", "np.fmax({x}, {y})", cuda_tile="maxf/maxi"),
+    Binary("minimum", "fiu", "ct.minimum({x}, {y})", "np.fmin({x}, {y})", cuda_tile="minf/mini"),
     Binary("where_gt", "fiu", "ct.where({x} > {y}, {x}, {y} * 2)", "np.where({x} > {y}, {x}, ns.r({y} * 2, '{d}'))",
            exact_in=True, keeps_exact=False, bound=lambda a, b: max(a, 2 * b), max_bound=1e3,
            cuda_tile="cmp+select"),

@@ -284,9 +284,9 @@ def red(kind: str, x, axis: int, keepdims: bool, key: str):
     floats are summed in float64 and rounded once: the kernel's order differs, compared with a
     tolerance)."""
     x = np.asarray(x)
-    if kind in ("max", "min"):
-        f = np.max if kind == "max" else np.min
-        return f(x, axis=axis, keepdims=keepdims)
+    if kind in ("max", "min"):  # NaN loses, as in cuTile's max / min reductions
+        f = np.fmax if kind == "max" else np.fmin
+        return f.reduce(x, axis=axis, keepdims=keepdims)
     f = np.sum if kind == "sum" else np.prod
     if DTYPES[key].is_int:
         return f(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
