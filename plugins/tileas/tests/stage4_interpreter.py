@@ -161,6 +161,10 @@ class Interpreter:
                     break
                 if name == "llvm.return":
                     return
+                if name == "cf.assert":  # the device assert of cuda_tile.assert
+                    if not env[op.operands[0]]:
+                        raise RuntimeError(f"assertion failed: {ir.StringAttr(op.attributes['msg']).value}")
+                    continue
                 if name == "gpu.barrier":
                     yield ("barrier",)
                     continue

@@ -70,19 +70,13 @@ def print_op(op, rb):
 
 
 def assert_op(op, rb):
-    cg = rb.data["cg"]
+    """cuda_tile.assert: a ``cf.assert`` per condition register, at the op's location (stage 6 lowers it to
+    ``__assertfail`` with the message, file, line and function: CUDA's device assert, which the driver
+    reports and the emulator raises at that source location)."""
     cond = rb.get(op.operands[0])
     msg = ir.StringAttr(op.attributes["message"]).value
-    regs = cond.regs if isinstance(cond, TileV) else [cond]
-    true = cg.const(cg.i1, 1)
-    for c in regs:
-        bad = cg.op("arith.xori", c, true)
-
-        def fail():
-            dialects.gpu.printf(ir.StringAttr.get(f"assertion failed: {msg}\n"))
-            create("llvm.intr.trap", [], [])
-
-        cg.masked(bad, fail)
+    for c in cond.regs if isinstance(cond, TileV) else [cond]:
+        dialects.cf.assert_(c, msg, loc=op.location)
     return None
 
 
