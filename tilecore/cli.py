@@ -7,6 +7,7 @@
     tilecore plugins [--json]
     tilecore pipeline --gpu-name sm_90a [--json]
     tilecore run FILE --kernel K --grid X[,Y,Z] --block X[,Y,Z] --arg a.npy --arg 3 ...
+    tilecore run FILE.py::KERNEL --grid X[,Y,Z] --arg a.npy --const TILE=128 [--device cuda]
 
 Errors are printed as ``error: <location>: <message>`` with exit status 1.
 Heavy modules (MLIR) are imported only by the commands that need them.
@@ -65,14 +66,19 @@ def _parser() -> argparse.ArgumentParser:
     _target_args(pp)
     pp.add_argument("--json", action="store_true")
 
-    r = sub.add_parser("run", help="run a kernel in the CPU emulator")
+    r = sub.add_parser("run", help="run a kernel in the CPU emulator (or a cuTile kernel on a GPU)")
     r.add_argument("input", help="lowered .mlir (llvm + nvvm), gpu-dialect .mlir or TileIR bytecode "
-                   "(compiled for --gpu-name up to serialize)")
-    r.add_argument("--kernel", required=True, help="kernel (llvm.func) name")
+                   "(compiled for --gpu-name up to serialize), or FILE.py::KERNEL (a @ct.kernel: cuTile export, "
+                   "tilecore.cutile.launch)")
+    r.add_argument("--kernel", help="kernel (llvm.func) name (required unless the input is FILE.py::KERNEL)")
     r.add_argument("--grid", default="1", help="CTAs: X[,Y[,Z]] (default 1)")
     r.add_argument("--block", default="1", help="threads per CTA: X[,Y[,Z]] (default 1)")
     r.add_argument("--shared", type=int, default=0, help="dynamic shared memory bytes")
     r.add_argument("--arg", action="append", default=[], help="a .npy file or a scalar; repeatable, in order")
+    r.add_argument("--const", action="append", default=[], metavar="NAME=VALUE",
+                   help="FILE.py::KERNEL: the value of a ct.Constant parameter; repeatable")
+    r.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                   help="FILE.py::KERNEL: run in the CPU emulator (default) or on a GPU (cuda-core, CuPy / PyTorch)")
     r.add_argument("--out-dir", default=".", help="where outputs (.npy) are written (default: current folder; "
                    "an output that would overwrite its input is written as NAME.out.npy)")
     r.add_argument("--no-bounds-check", action="store_true",
@@ -81,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="run the kernel in this process, not in a child one (saves about a second; a native "
                    "fault then kills tilecore instead of being reported as an error)")
     _target_args(r)
+    r.set_defaults(gpu_name=None)  # sm_80, or the GPU's for a cuTile kernel with --device cuda
     return p
 
 
@@ -319,10 +326,23 @@ def cmd_pipeline(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from .emulate.cli import run_command
+    from .cutile.cli import is_cutile_input
 
     pm = _plugins(args)
     _warn(pm)
+    if is_cutile_input(args.input):
+        from .cutile.cli import run_command
+
+        if args.device == "cpu" and args.gpu_name is None:
+            args.gpu_name = "sm_80"
+        return run_command(args)
+    from .emulate.cli import run_command
+
+    if not args.kernel:
+        from .errors import TilecoreError
+
+        raise TilecoreError("--kernel is required (the llvm.func to run)", args.input)
+    args.gpu_name = args.gpu_name or "sm_80"
     return run_command(args, pm)
 
 

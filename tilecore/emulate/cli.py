@@ -17,7 +17,8 @@ import sys
 from ..errors import TilecoreError
 
 
-def _dims(text: str, what: str) -> tuple[int, ...]:
+def parse_dims(text: str, what: str) -> tuple[int, ...]:
+    """``"8,2"`` -> (8, 2): 1 to 3 positive sizes (``what`` names the option in the error)."""
     try:
         vals = tuple(int(v) for v in text.split(","))
     except ValueError:
@@ -27,7 +28,8 @@ def _dims(text: str, what: str) -> tuple[int, ...]:
     return vals
 
 
-def _arg(text: str, i: int):
+def parse_arg(text: str, i: int):
+    """Argument ``i`` of the command line: a ``.npy`` file (an array), an int or a float."""
     import numpy as np
 
     if text.endswith(".npy"):
@@ -72,36 +74,47 @@ def load_module(path: str, gpu_name: str, pm):
     return module
 
 
+def write_outputs(texts: list[str], arrays: dict, out_dir: str) -> list[str]:
+    """Write ``arrays`` (argument position -> array after the launch) as ``.npy`` files under ``out_dir``,
+    named after the argument's file (``NAME.out.npy`` where that would overwrite it; ``arg<i>.npy`` for an
+    array that was not a file); returns the paths written."""
+    import io
+
+    import numpy as np
+
+    from ..compiler import write_atomically
+
+    os.makedirs(out_dir, exist_ok=True)
+    written = []
+    for i, array in sorted(arrays.items()):
+        text = texts[i]
+        name = os.path.basename(text) if text.endswith(".npy") else f"arg{i}.npy"
+        out = os.path.join(out_dir, name)
+        if os.path.abspath(out) == os.path.abspath(text):
+            out = out[:-4] + ".out.npy"
+        buf = io.BytesIO()
+        np.save(buf, array)
+        write_atomically(out, buf.getvalue())
+        written.append(out)
+    return written
+
+
 def run_command(args, pm) -> int:
     """Body of ``tilecore run`` (see the module docstring)."""
     import numpy as np
 
-    from ..compiler import write_atomically
     from . import launch
 
-    grid, block = _dims(args.grid, "grid"), _dims(args.block, "block")
-    values = [_arg(a, i) for i, a in enumerate(args.arg)]
+    grid, block = parse_dims(args.grid, "grid"), parse_dims(args.block, "block")
+    values = [parse_arg(a, i) for i, a in enumerate(args.arg)]
     module = load_module(args.input, args.gpu_name, pm)
     result = launch(module, args.kernel, grid, block, values, shared_bytes=args.shared,
                     check_bounds=not getattr(args, "no_bounds_check", False),
                     isolate=not getattr(args, "no_isolate", False))
     sys.stdout.write(result.printf)
-    os.makedirs(args.out_dir, exist_ok=True)
-    arrays = iter(result.outputs)
-    written = []
-    for i, text in enumerate(args.arg):
-        if not isinstance(values[i], np.ndarray):
-            continue
-        name = os.path.basename(text) if text.endswith(".npy") else f"arg{i}.npy"
-        out = os.path.join(args.out_dir, name)
-        if os.path.abspath(out) == os.path.abspath(text):
-            out = out[:-4] + ".out.npy"
-        import io
-
-        buf = io.BytesIO()
-        np.save(buf, next(arrays))
-        write_atomically(out, buf.getvalue())
-        written.append(out)
+    outputs = iter(result.outputs)
+    written = write_outputs(args.arg, {i: next(outputs) for i, v in enumerate(values) if isinstance(v, np.ndarray)},
+                            args.out_dir)
     print(f"tilecore: ran {args.kernel} on grid {grid} x block {block}; wrote {', '.join(written) or 'nothing'}",
           file=sys.stderr)
     return 0
