@@ -20,26 +20,17 @@ import shutil
 import tempfile
 
 import cuda.tile as ct
-from cuda.tile.compilation import ArrayConstraint, CallingConvention, KernelSignature, ScalarConstraint, export_kernel
+from cuda.tile.compilation import CallingConvention, KernelSignature, export_kernel
 
-DTYPES = {"f16": ct.float16, "bf16": ct.bfloat16, "f32": ct.float32, "f64": ct.float64, "i8": ct.int8,
-          "i16": ct.int16, "i32": ct.int32, "i64": ct.int64, "u8": ct.uint8, "u32": ct.uint32,
-          "f8e4m3": ct.float8_e4m3fn, "f8e5m2": ct.float8_e5m2, "f4": ct.float4_e2m1fn, "f8e8m0": ct.float8_e8m0fnu, "bool": ct.bool_}
+from tilecore.cutile.specialize import from_spelling
+
 BYTECODE_VERSION = "13.4"
 
 
 def _param(p):
-    if isinstance(p, str) and "[" in p:
-        dt, rest = p.split("[")
-        rank, index = rest.split("]")
-        nd = int(rank)
-        index_dtype = ct.int64 if index == "i64" else ct.int32
-        return ArrayConstraint(DTYPES[dt], nd, index_dtype=index_dtype, stride_lower_bound_incl=0, alias_groups=(),
-                               may_alias_internally=False, stride_constant=[None] * (nd - 1) + [1],
-                               base_addr_divisible_by=16)
-    if isinstance(p, str):
-        return ScalarConstraint(DTYPES[p])
-    return p
+    """A parameter of :data:`KERNELS` as cuTile takes it: a spelling (``"f32[2]"``, ``"f32[2]i64"``,
+    ``"f32"``) is read by :func:`tilecore.cutile.specialize.from_spelling`, a value is a constant."""
+    return from_spelling(p).constraint() if isinstance(p, str) else p
 
 
 # ----------------------------------------------------------------------------------- kernels
