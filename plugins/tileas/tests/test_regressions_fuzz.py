@@ -10,6 +10,12 @@ block = (128, 1, 1).
    ``cuda_tile.loop``) with ``break`` / ``continue`` in ifs. The ``for`` body was rebuilt
    region by region, so a ``continue`` in an ``if`` was rejected ("outside a 'for' or 'loop'
    body"); each path must yield the loop-carried values of its own exit.
+2. Bool arrays: a tile of ``ct.bool_`` (i1 registers) was stored with ``vector<4 x i1>`` stores,
+   which pack four elements into one byte; numpy (and cuTile) hold a bool in one byte, 0 or 1.
+   Memory now holds bools as bytes on every path: tiled views (vector and scalar copies), gather /
+   scatter, advanced indexing, pointer tiles; loads read a byte as true when it is nonzero.
+   A float -> bool cast (cuTile writes ``ftoi`` to i1) was an ``fptoui`` to i1, poison for
+   every value but 0 and 1; it is ``x != 0`` now, as cuTile's int -> bool.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ BLOCK = (128, 1, 1)
 ARCHS = ("sm_80", "sm_90a", "sm_100a")
 RNG = np.random.default_rng(20261123)
 f32, i32 = np.float32, np.int32
+ZERO = ct.PaddingMode.ZERO
 TILE = 128
 N = 300  # three tiles, the last partial
 
@@ -262,10 +269,77 @@ LOOPS = {  # name -> (kernel, numpy model of one tile)
     "while_cond_nested": (while_cond_nested, _while_cond_nested),
 }
 
+# ------------------------------------------------------------------------------ 2. bool arrays
+@ct.kernel
+def bool_store_compare(x, b, TM: ct.Constant[int], TN: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    ct.store(b, index=(i, j), tile=ct.load(x, index=(i, j), shape=(TM, TN)) > 0)
+
+
+@ct.kernel
+def bool_casts(x, bi, bo, yi, yf, TM: ct.Constant[int], TN: ct.Constant[int]):
+    """bool -> int / float, bool as a where condition, float -> bool, a bool xor."""
+    i, j = ct.bid(0), ct.bid(1)
+    b = ct.load(bi, index=(i, j), shape=(TM, TN), padding_mode=ZERO)
+    t = ct.load(x, index=(i, j), shape=(TM, TN), padding_mode=ZERO)
+    ct.store(yi, index=(i, j), tile=ct.astype(b, ct.int32) + ct.astype(t, ct.int32))
+    ct.store(yf, index=(i, j), tile=ct.where(b, t, -t) + ct.astype(b, ct.float32))
+    ct.store(bo, index=(i, j), tile=ct.astype(t, ct.bool_) ^ b)
+
+
+@ct.kernel
+def bool_from_int(x, b, TILE: ct.Constant[int]):
+    bid = ct.bid(0)
+    ct.store(b, index=(bid,), tile=ct.astype(ct.load(x, index=(bid,), shape=(TILE,)), ct.bool_))
+
+
+@ct.kernel
+def bool_gather_scatter(b, idx, out, got, TILE: ct.Constant[int]):
+    """out[idx[k]] = not b[idx[k]]; got[k] = b[idx[k]]; indices past the end gather the padding value
+    (true) and are not scattered."""
+    bid = ct.bid(0)
+    i = ct.load(idx, index=(bid,), shape=(TILE,))
+    g = ct.gather(b, i, padding_value=True)
+    ct.scatter(out, i, ~g)
+    ct.store(got, index=(bid,), tile=g)
+
+
+@ct.kernel
+def bool_tiled_view(b, out, TM: ct.Constant[int], TN: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    t = b.tiled_view((TM, TN), padding_mode=ZERO).load((i, j))
+    out.tiled_view((TM, TN)).store((i, j), ~t)
+
+
+@ct.kernel
+def bool_advanced_indexing(b, idx, out, TM: ct.Constant[int], TN: ct.Constant[int]):
+    """out[idx[r], :] = not b[idx[r], :] through load / store_advanced_indexing."""
+    bid = ct.bid(0)
+    rows = ct.load(idx, index=(bid,), shape=(TM,), padding_mode=ZERO)
+    t = ct.load_advanced_indexing(b, (rows, ct.Slice(0, TN)), padding_mode=ZERO)
+    ct.store_advanced_indexing(out, (rows, ct.Slice(0, TN)), ~t)
+
+
+@ct.kernel
+def bool_any_all(b, any_out, all_out, TM: ct.Constant[int], TN: ct.Constant[int]):
+    """Row-wise any / all as reductions with | and &."""
+    bid = ct.bid(0)
+    t = ct.load(b, index=(bid, 0), shape=(TM, TN), padding_mode=ZERO)
+    ct.store(any_out, index=(bid,), tile=ct.reduce(t, 1, lambda p, q: p | q, False))
+    ct.store(all_out, index=(bid,), tile=ct.reduce(t, 1, lambda p, q: p & q, True))
+
+
 KERNELS = {
     **{name: (k, ["f32[1]", "f32[1]", "i32", TILE]) for name, (k, _) in LOOPS.items()},
     "carried_on_some_paths": (carried_on_some_paths, ["f32[1]", "f32[1]", "f32[1]", "i32[1]", "i32", TILE]),
     "nested_loops_exits": (nested_loops_exits, ["f32[1]", "f32[1]", "i32", "i32", TILE]),
+    "bool_store_compare": (bool_store_compare, ["f32[2]", "bool[2]", 16, 32]),
+    "bool_casts": (bool_casts, ["f32[2]", "bool[2]", "bool[2]", "i32[2]", "f32[2]", 16, 32]),
+    "bool_from_int": (bool_from_int, ["i32[1]", "bool[1]", TILE]),
+    "bool_gather_scatter": (bool_gather_scatter, ["bool[1]", "i32[1]", "bool[1]", "bool[1]", TILE]),
+    "bool_tiled_view": (bool_tiled_view, ["bool[2]", "bool[2]", 16, 32]),
+    "bool_advanced_indexing": (bool_advanced_indexing, ["bool[2]", "i32[1]", "bool[2]", 16, 32]),
+    "bool_any_all": (bool_any_all, ["bool[2]", "bool[1]", "bool[1]", 16, 64]),
 }
 _DIR = tempfile.mkdtemp(prefix="tileas-regressions-fuzz-")
 _COMPILED: dict = {}
@@ -329,6 +403,83 @@ def test_nested_loops_break_continue(sm, n, m):
     run("nested_loops_exits", sm, (cdiv(N, TILE), 1, 1), arr(x) + arr(y) + [i32(n), i32(m)])
     np.testing.assert_array_equal(y, _nested_loops_exits(x, n, m))
 
+
+
+def as_bytes(b: np.ndarray) -> np.ndarray:
+    """The bytes of a bool array: each must be 0 or 1."""
+    return b.view(np.uint8)
+
+
+def bools(shape) -> np.ndarray:
+    return RNG.integers(0, 2, size=shape).astype(np.bool_)
+
+
+M2, N2 = 37, 45  # 2-D arrays: partial 16 x 32 tiles on both axes
+
+
+@pytest.mark.parametrize("sm", ARCHS)
+def test_bool_store_of_a_comparison_is_one_byte_per_element(sm):
+    x, b = RNG.standard_normal((M2, N2)).astype(f32), np.zeros((M2, N2), np.bool_)
+    run("bool_store_compare", sm, (cdiv(M2, 16), cdiv(N2, 32), 1), arr(x) + arr(b))
+    np.testing.assert_array_equal(as_bytes(b), (x > 0).astype(np.uint8))
+
+
+@pytest.mark.parametrize("sm", ARCHS)
+def test_bool_loads_and_casts(sm):
+    x = small_ints((M2, N2)) * f32(0.75)  # zeros (false), fractions (truncated by the int cast)
+    bi, bo = bools((M2, N2)), np.zeros((M2, N2), np.bool_)
+    yi, yf = np.full((M2, N2), 99, i32), np.full((M2, N2), 99, f32)
+    run("bool_casts", sm, (cdiv(M2, 16), cdiv(N2, 32), 1), arr(x) + arr(bi) + arr(bo) + arr(yi) + arr(yf))
+    np.testing.assert_array_equal(yi, bi.astype(i32) + x.astype(i32))
+    np.testing.assert_array_equal(yf, np.where(bi, x, -x) + bi.astype(f32))
+    np.testing.assert_array_equal(as_bytes(bo), ((x != 0) ^ bi).astype(np.uint8))
+
+
+@pytest.mark.parametrize("sm", ARCHS)
+def test_bool_from_int(sm):
+    x, b = RNG.integers(-2, 3, size=N).astype(i32), np.zeros(N, np.bool_)
+    run("bool_from_int", sm, (cdiv(N, TILE), 1, 1), arr(x) + arr(b))
+    np.testing.assert_array_equal(as_bytes(b), (x != 0).astype(np.uint8))
+
+
+@pytest.mark.parametrize("sm", ARCHS)
+def test_bool_gather_scatter(sm):
+    b, out = bools(N), np.zeros(N, np.bool_)
+    idx = RNG.permutation(np.concatenate([np.arange(N), np.arange(N, 3 * TILE)])).astype(i32)
+    got = np.zeros(idx.size, np.bool_)
+    run("bool_gather_scatter", sm, (cdiv(idx.size, TILE), 1, 1), arr(b) + arr(idx) + arr(out) + arr(got))
+    np.testing.assert_array_equal(as_bytes(out), (~b).astype(np.uint8))
+    np.testing.assert_array_equal(as_bytes(got), np.where(idx < N, b[np.minimum(idx, N - 1)], True).astype(np.uint8))
+
+
+@pytest.mark.parametrize("sm", ARCHS)
+def test_bool_tiled_view(sm):
+    b, out = bools((M2, N2)), np.zeros((M2, N2), np.bool_)
+    run("bool_tiled_view", sm, (cdiv(M2, 16), cdiv(N2, 32), 1), arr(b) + arr(out))
+    np.testing.assert_array_equal(as_bytes(out), (~b).astype(np.uint8))
+
+
+@pytest.mark.parametrize("sm", ARCHS)
+def test_bool_advanced_indexing(sm):
+    rows, cols = 40, 32
+    b, out = bools((rows, cols)), np.zeros((rows, cols), np.bool_)
+    idx = RNG.permutation(rows)[:37].astype(i32)  # 37 rows in tiles of 16: the last tile partial
+    run("bool_advanced_indexing", sm, (cdiv(idx.size, 16), 1, 1), arr(b) + arr(idx) + arr(out))
+    want = np.zeros_like(out)
+    want[idx] = ~b[idx]
+    np.testing.assert_array_equal(as_bytes(out), want.astype(np.uint8))
+
+
+@pytest.mark.parametrize("sm", ARCHS)
+def test_bool_any_all_reductions(sm):
+    rows = 37
+    b = bools((rows, 64))
+    b[::5] = True
+    b[1::7] = False
+    any_out, all_out = np.zeros(rows, np.bool_), np.zeros(rows, np.bool_)
+    run("bool_any_all", sm, (cdiv(rows, 16), 1, 1), arr(b) + arr(any_out) + arr(all_out))
+    np.testing.assert_array_equal(as_bytes(any_out), b.any(1).astype(np.uint8))
+    np.testing.assert_array_equal(as_bytes(all_out), b.all(1).astype(np.uint8))
 
 # The verifier: a continue / break ends the nearest for / loop through any depth of ifs, with its values.
 I32, I1, F4 = tile([]), tile([], "i1"), tile([4])

@@ -85,6 +85,22 @@ def ftof(op, rb):
     return list(create(name, [rt], [src]).results)
 
 
+def ftoi(op, rb):
+    """Float -> integer truncates toward zero; float -> bool (cuTile's ``astype(x, bool_)`` is an
+    ``ftoi`` to i1) is ``x != 0`` as for integers (cuTile compares those with zero), NaN true as in
+    numpy; an ``fptoui`` to i1 would be poison for every value but 0 and 1."""
+    (src,) = _flat(op, rb)
+    rt = result_types(op, rb)[0]
+    if str(element_type(rt)) != "i1":
+        return by_sign(BY_SIGN["ftoi"])(op, rb)
+    zero_t = src.type
+    zero = ir.FloatAttr.get(element_type(zero_t), 0.0)
+    if str(zero_t).startswith("tensor<"):
+        zero = ir.DenseElementsAttr.get_splat(zero_t, zero)
+    z = create("arith.constant", [zero_t], [], {"value": zero}).results[0]
+    return list(create("arith.cmpf", [rt], [src, z], {"predicate": i64(CMPF[("not_equal", "unordered")])}).results)
+
+
 def maxmin(kind):
     def h(op, rb):
         nan = has(op, "propagate_nan")
@@ -324,7 +340,7 @@ def print_op(op, rb):
 POPULATOR = {
     **{f"cuda_tile.{k}": same_operands(v) for k, v in SAME_OPERANDS.items()},
     **{f"cuda_tile.{k}": by_sign(v) for k, v in BY_SIGN.items()},
-    "cuda_tile.ftof": ftof, "cuda_tile.maxf": maxmin("max"), "cuda_tile.minf": maxmin("min"),
+    "cuda_tile.ftof": ftof, "cuda_tile.ftoi": ftoi, "cuda_tile.maxf": maxmin("max"), "cuda_tile.minf": maxmin("min"),
     "cuda_tile.divi": divi, "cuda_tile.negi": negi, "cuda_tile.absi": absi, "cuda_tile.mulhii": mulhii, "cuda_tile.cmpf": cmpf, "cuda_tile.cmpi": cmpi,
     "cuda_tile.constant": constant, "cuda_tile.for": for_op, "cuda_tile.if": if_op, "cuda_tile.loop": loop,
     "cuda_tile_term.yield": scf_yield, "cuda_tile_term.continue": continue_op,

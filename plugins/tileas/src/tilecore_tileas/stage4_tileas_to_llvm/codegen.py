@@ -202,7 +202,17 @@ class CodeGen:
 
     # -- shared memory ----------------------------------------------------------------------
     def storage_type(self, ty):
+        """The type memory (global or shared) holds element type ``ty`` in: a bool (i1) is one byte."""
         return self.i8 if str(ty) == "i1" else ty
+
+    def to_storage(self, value):
+        """``value`` as memory holds it: a bool becomes the byte 0 or 1 (other types are unchanged)."""
+        return self.op("arith.extui", value, ty=self.i8) if str(value.type) == "i1" else value
+
+    def from_storage(self, value, elem):
+        """A value read from memory as ``storage_type(elem)`` in registers: a bool is true when its byte
+        is nonzero."""
+        return self.cmpi(1, value, self.const(self.i8, 0)) if str(elem) == "i1" else value
 
     def smem_ptr(self, byte_offset: int, index, elem):
         llvm = dialects.llvm
@@ -213,13 +223,12 @@ class CodeGen:
         return llvm.getelementptr(p3, base, [index], [-2147483648], self.storage_type(elem), 0)
 
     def smem_store(self, byte_offset, index, value):
-        if str(value.type) == "i1":
-            value = self.op("arith.extui", value, ty=self.i8)
+        value = self.to_storage(value)
         dialects.llvm.store(value, self.smem_ptr(byte_offset, index, value.type))
 
     def smem_load(self, byte_offset, index, elem):
         v = dialects.llvm.load(self.storage_type(elem), self.smem_ptr(byte_offset, index, elem))
-        return self.op("arith.trunci", v, ty=self.i1) if str(elem) == "i1" else v
+        return self.from_storage(v, elem)
 
     def reserve(self, nbytes: int) -> None:
         self.smem_bytes = max(self.smem_bytes, (nbytes + 15) // 16 * 16)

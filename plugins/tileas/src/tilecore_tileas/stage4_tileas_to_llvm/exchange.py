@@ -122,6 +122,6 @@ def scatter_gather_vector(cg, src: TileV, out_shape, dest_index):
         v = dialects.llvm.load(vt, cg.smem_ptr(0, f, el), alignment=out.vec * elem_bytes(st))
         for j in range(out.vec):
             x = dialects.llvm.extractelement(v, cg.c32(j))
-            regs.append(cg.op("arith.trunci", x, ty=cg.i1) if str(el) == "i1" else x)
+            regs.append(cg.from_storage(x, el))
     cg.barrier()
     return TileV(out, regs)

@@ -4,6 +4,10 @@ A tiled access computes, per register, the global coordinates of its element
 (``index * tile + coord``), the bounds predicate against the memref sizes and the
 address ``base + sum(coord * stride)``; the copy atom chosen by ``tileas-select-atoms``
 (attribute ``atom``) emits the actual loads / stores (:mod:`tilecore_tileas.atoms`).
+
+Memory holds every element in its storage type (``cg.storage_type``): a bool (i1 register)
+is one byte, 0 or 1, as in a numpy bool array. Accesses and copy atoms work on storage-typed
+values; the ops convert registers at the edge (:func:`to_memory`, :func:`from_memory`).
 """
 
 from __future__ import annotations
@@ -107,7 +111,7 @@ class TiledAccess:
         index = [resize_int(i, self.index) for i in index]
         self.origin = [cg.op("arith.muli", i, cg.const(self.index, t)) if t != 1 else i
                        for i, t in zip(index, self.steps)]
-        self.element = v.memref.element
+        self.element = cg.storage_type(v.memref.element)  # as memory holds it (a bool: a byte)
         self.sparse = None  # (dim, per-register coordinates) for gather / scatter views
         self.ordering, self.syncscope = memory_order(op)
 
@@ -277,6 +281,18 @@ def _with_op_view(v: ViewV, op) -> ViewV:
     return v
 
 
+def to_memory(cg, tile: TileV) -> TileV:
+    """``tile`` with its registers as memory holds them (bools as the bytes 0 / 1)."""
+    if str(tile.regs[0].type) != "i1":
+        return tile
+    return TileV(tile.layout, [cg.to_storage(r) for r in tile.regs])
+
+
+def from_memory(cg, regs: list, elem) -> list:
+    """Registers read from memory as ``cg.storage_type(elem)`` as ``elem`` values (a byte -> a bool)."""
+    return [cg.from_storage(r, elem) for r in regs]
+
+
 def tiled_load(op, rb):
     cg = rb.data["cg"]
     ins = rb.gets(op.operands)
@@ -289,7 +305,7 @@ def tiled_load(op, rb):
         return [TileV(lay, acc.load_packed(padding_value(cg, acc.element, v.padding, v.memref.narrow))), TOKEN]
     atom = _atom(rb, op, "copy", acc)
     regs = atom.lower(cg, "load", acc, None)
-    return [TileV(lay, regs), TOKEN]
+    return [TileV(lay, from_memory(cg, regs, v.memref.element)), TOKEN]
 
 
 def tiled_store(op, rb):
@@ -303,7 +319,7 @@ def tiled_store(op, rb):
         acc.store_packed(tile)
         return [TOKEN]
     atom = _atom(rb, op, "copy", acc)
-    atom.lower(cg, "store", acc, tile)
+    atom.lower(cg, "store", acc, to_memory(cg, tile))
     return [TOKEN]
 
 
@@ -341,7 +357,7 @@ def gather_load(op, rb):
     lay = cg.layout(ir.RankedTensorType(op.results[0].type).shape)
     acc = _gather_access(cg, op, v, offsets, index, lay)
     regs = _atom(rb, op, "copy", acc).lower(cg, "load", acc, None)
-    return [TileV(lay, regs), TOKEN]
+    return [TileV(lay, from_memory(cg, regs, v.memref.element)), TOKEN]
 
 
 def scatter_store(op, rb):
@@ -351,7 +367,7 @@ def scatter_store(op, rb):
     tile = as_tile(cg, ins[0], v.tile_shape)
     index = [x for x in ins[3:] if x is not TOKEN]
     acc = _gather_access(cg, op, v, offsets, index, tile.layout)
-    _atom(rb, op, "copy", acc).lower(cg, "store", acc, tile)
+    _atom(rb, op, "copy", acc).lower(cg, "store", acc, to_memory(cg, tile))
     return [TOKEN]
 
 
@@ -454,13 +470,15 @@ def load(op, rb):
     ptrs, mask, pad = rb.get(g["ptrs"]), rb.get(g["mask"]) if g["mask"] is not None else None, \
         rb.get(g["padding"]) if g["padding"] is not None else None
     el = _pointee(_elem_of(op.operands[0].type))
+    mem = cg.storage_type(el)
     shape = _shape_of(op.results[0].type)
     lay, (ps, ms, pds) = _per_element(cg, [ptrs, mask, pad], shape)
     out = []
     for k in range(lay.regs):
         cond = cg.and_(ms[k], cg.valid(lay, k))
-        default = pds[k] if pds[k] is not None else padding_value(cg, el, "zero")
-        out.append(cg.masked(cond, lambda k=k: dialects.llvm.load(el, ps[k]), default, el))
+        default = cg.to_storage(pds[k]) if pds[k] is not None else padding_value(cg, mem, "zero")
+        out.append(cg.masked(cond, lambda k=k: dialects.llvm.load(mem, ps[k]), default, mem))
+    out = from_memory(cg, out, el)
     return [TileV(lay, out) if shape else out[0], TOKEN]
 
 
@@ -473,7 +491,7 @@ def store(op, rb):
     lay, (ps, vs, ms) = _per_element(cg, [ptrs, val, mask], shape)
     for k in range(lay.regs):
         cond = cg.and_(ms[k], cg.valid(lay, k), cg.owner_mask(lay))
-        cg.masked(cond, lambda k=k: dialects.llvm.store(vs[k], ps[k]))
+        cg.masked(cond, lambda k=k: dialects.llvm.store(cg.to_storage(vs[k]), ps[k]))
     return [TOKEN]
 
 
