@@ -25,6 +25,15 @@ def test_zigzag(value):
     assert cur.svarint() == value
 
 
+def test_zigzag_of_a_64_bit_pattern_takes_65_bits():
+    """cuTile zig-zags float bit patterns as if signed: -inf (f64) is a 65-bit varint."""
+    bits = 0xFFF0000000000000
+    with pytest.raises(BytecodeError) as e:
+        Cursor(leb(bits << 1)).svarint("float bits")
+    assert e.value.message == "float bits: varint exceeds 64 bits"
+    assert Cursor(leb(bits << 1)).svarint("float bits", 65) == bits
+
+
 def test_varint_errors_carry_the_start_offset():
     with pytest.raises(BytecodeError) as e:
         Cursor(b"\x00\x00\x80\x80", 2).varint("count")

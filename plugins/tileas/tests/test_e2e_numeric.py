@@ -100,6 +100,14 @@ def axpy_f64_i64(a, x, y, n, TILE: ct.Constant[int]):
 
 
 @ct.kernel
+def max_min_rows_f64(x, out, TM: ct.Constant[int], TN: ct.Constant[int]):
+    """f64 max / min reductions: their identities (-inf / +inf) are 65-bit varints in the bytecode."""
+    bid = ct.bid(0)
+    t = ct.load(x, index=(bid, 0), shape=(TM, TN))
+    ct.store(out, index=(bid,), tile=ct.max(t, axis=1) * 1000.0 + ct.min(t, axis=1))
+
+
+@ct.kernel
 def mma_f32(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
     i, j = ct.bid(0), ct.bid(1)
     acc = ct.full((TM, TN), 0, dtype=ct.float32)
@@ -133,6 +141,7 @@ OWN = {
     "mma_i8": (mma_i8, ["i8[2]", "i8[2]", "i32[2]", 16, 32, 32]),
     "cumsum_cols_f32": (cumsum_cols_f32, ["f32[2]", "f32[2]", 16, 32]),
     "permute3d_f32": (permute3d_f32, ["f32[3]", "f32[3]", 4, 8, 16]),
+    "max_min_rows_f64": (max_min_rows_f64, ["f64[2]", "f64[1]", 4, 64]),
     "axpy_f64_i64": (axpy_f64_i64, ["f64", "f64[1]", "f64[1]", "i64[1]", 128]),
     "layernorm_f32": (layernorm_f32, ["f32[2]", "f32[1]", "f32[1]", "f32[2]", 2, 256]),
     "colsum_f32": (colsum_f32, ["f32[2]", "f32[1]", 16, 32]),
@@ -590,6 +599,16 @@ def test_permute3d_f32():
     x, y = rand((4, 8, 16)), np.zeros((16, 4, 8), f32)
     out = run("permute3d_f32", (1, 1, 1), arr(x) + arr(y))
     close(out[1], np.transpose(x, (2, 0, 1)), 0, 0)
+
+
+def test_max_min_rows_f64():
+    """4-row tiles over 10 rows (the last tile partial); all-positive and all-negative rows."""
+    x = rand((10, 64), np.float64)
+    x[3] = np.abs(x[3]) + 1.0
+    x[4] = -np.abs(x[4]) - 1.0
+    out = np.zeros(10)
+    run("max_min_rows_f64", (cdiv(10, 4), 1, 1), arr(x) + arr(out))
+    close(out, x.max(axis=1) * 1000.0 + x.min(axis=1), 1e-15, 0)
 
 
 def test_axpy_f64_i64():

@@ -66,8 +66,8 @@ class Cursor:
         self.pos += n
         return bytes(b)
 
-    def varint(self, what: str = "varint") -> int:
-        """Unsigned LEB128 (at most 64 bits)."""
+    def varint(self, what: str = "varint", bits: int = 64) -> int:
+        """Unsigned LEB128 (at most ``bits`` bits, 64 unless a caller knows better)."""
         start, result, shift = self.pos, 0, 0
         data, end = self.data, self.end
         while True:
@@ -79,15 +79,15 @@ class Cursor:
             if not b & 0x80:
                 break
             shift += 7
-            if shift > 63:
-                self.fail(f"{what}: varint longer than 10 bytes", start)
-        if result >> 64:
-            self.fail(f"{what}: varint exceeds 64 bits", start)
+            if shift >= bits:
+                self.fail(f"{what}: varint longer than {(bits + 6) // 7} bytes", start)
+        if result >> bits:
+            self.fail(f"{what}: varint exceeds {bits} bits", start)
         return result
 
-    def svarint(self, what: str = "signed varint") -> int:
-        """Zig-zag encoded signed LEB128."""
-        v = self.varint(what)
+    def svarint(self, what: str = "signed varint", bits: int = 64) -> int:
+        """Zig-zag encoded signed LEB128 (the zig-zag form of at most ``bits`` bits)."""
+        v = self.varint(what, bits)
         return (v >> 1) ^ -(v & 1)
 
     def count(self, what: str, min_size: int = 1) -> int:

@@ -216,7 +216,9 @@ class AttrReader:
             if not (isinstance(ty, T.Scalar) and ty.name in T.FLOAT_WIDTHS):
                 cur.fail(f"float attribute of non-float type {ty.text}", at)
             w = T.FLOAT_WIDTHS[ty.name]
-            bits = cur.u8("float bits") if w <= 8 else cur.svarint("float bits")
+            # cuTile zig-zags the unsigned bit pattern: a 64-bit pattern with its top bit set (-inf,
+            # negative f64 constants) takes 65 bits in the varint
+            bits = cur.u8("float bits") if w <= 8 else cur.svarint("float bits", w + 1)
             if bits < 0 or bits >> w:
                 cur.fail(f"float value {bits:#x} does not fit in {w} bits", at)
             return ("float", ty, bits)
