@@ -1014,6 +1014,57 @@ def t_gather(g: Gen, p: Program):
         g.store(v, 0)
 
 
+def t_raw(g: Gen, p: Program):
+    """Pointer loads / stores by element offset (``Array.get_raw_memory()``: ``load_offset`` /
+    ``store_offset`` / ``atomic_add_offset`` with masks), 1-D or 2-D offsets from the array strides."""
+    dt = g.pick(FLOATS + INTS)
+    g.features.add(f"dtype:{dt}")
+    two_d = g.chance(0.5)
+    T0, T1 = p.tile[0], p.tile[1]
+    pad = g.pick(["0", "3"]) if DTYPES[dt].is_int else g.pick(["0.0", "-1.5"])
+    extra = g.chance(0.5)
+    if two_d:
+        p.grid = ["ns.cdiv(S[0], T0)", "ns.cdiv(S[1], T1)"]
+        qx = g.array(dt, 2, ["S[0]", "S[1]"])
+        qy = g.array(dt, 2, ["S[0]", "S[1]"], role="out", init="zeros")
+        axes = [Axis("S[0]", "b0", T0, "T0"), Axis("S[1]", "b1", T1, "T1")]
+        k = ["r = ct.reshape(ct.arange(T0, dtype=ct.int32) + b0 * T0, (T0, 1))",
+             "c = ct.reshape(ct.arange(T1, dtype=ct.int32) + b1 * T1, (1, T1))",
+             f"off = r * {qx.name}.strides[0] + c",
+             f"msk = (r < {qx.name}.shape[0]) & (c < {qx.name}.shape[1])" + (" & ((r + c) % 3 != 0)" if extra else "")]
+        m = ["r = np.reshape(np.arange(T0, dtype=np.int32) + b0 * T0, (T0, 1))",
+             "c = np.reshape(np.arange(T1, dtype=np.int32) + b1 * T1, (1, T1))",
+             f"off = r * {qx.name}.shape[1] + c",
+             f"msk = (r < {qx.name}.shape[0]) & (c < {qx.name}.shape[1])" + (" & ((r + c) % 3 != 0)" if extra else "")]
+        flat = f"{qx.name}.reshape(-1)"
+        yflat = f"{qy.name}.reshape(-1)"
+    else:
+        p.grid = ["ns.cdiv(S[0], T0)"]
+        qx = g.array(dt, 1, ["S[0]"])
+        qy = g.array(dt, 1, ["S[0]"], role="out", init="zeros")
+        axes = [Axis("S[0]", "b0", T0, "T0")]
+        k = ["off = ct.arange(T0, dtype=ct.int32) + b0 * T0",
+             f"msk = (off < {qx.name}.shape[0])" + (" & (off % 3 != 0)" if extra else "")]
+        m = ["off = np.arange(T0, dtype=np.int32) + b0 * T0",
+             f"msk = (off < {qx.name}.shape[0])" + (" & (off % 3 != 0)" if extra else "")]
+        flat, yflat = qx.name, qy.name
+    v = g.new_val(dt=dt, axes=axes)
+    k.append(f"{v.name} = {qx.name}.get_raw_memory().load_offset(off, mask=msk, padding_value={pad})")
+    m.append(f"{v.name} = ns.gather({flat}, (off,), mask=msk, pad={pad})")
+    g.emit(k, m, feature="raw_load_offset")
+    v = g.chain(v, g.rng.randint(1, 4), 0, pointwise_only=True, allow_cast=False)
+    g.emit(f"{qy.name}.get_raw_memory().store_offset(off, {v.name}, mask=msk)",
+           f"ns.scatter({yflat}, (off,), {v.name}, mask=msk)", feature="raw_store_offset")
+    g.check(qy.name, v)
+    if DTYPES[dt].kind in "iu" and DTYPES[dt].bits >= 32 and g.chance(0.5):
+        n = g.rng.randint(2, 9)
+        qc = g.array(dt, 1, [str(n)], role="out", init="small")
+        g.emit(f"{qc.name}.get_raw_memory().atomic_add_offset(off % {n}, {v.name}, mask=msk)",
+               f"ns.atomic_rmw('add', {qc.name}, np.where(msk, off % {n}, {OOB}), {v.name})",
+               feature="raw_atomic_add_offset")
+        g.check(qc.name, v)
+
+
 def t_atomic(g: Gen, p: Program):
     """Atomics: read-modify-write with colliding indices (order-independent results only), exchange /
     compare-and-swap on distinct indices (old values stored), tiled-view atomic add."""
@@ -1169,7 +1220,7 @@ def t_advidx(g: Gen, p: Program):
     g.check(qy.name, v)
 
 
-TEMPLATES = [("tiles", t_tiles, 10), ("loop", t_loop, 3), ("mma", t_mma, 3), ("attn", t_attn, 1), ("gather", t_gather, 2),
+TEMPLATES = [("tiles", t_tiles, 10), ("loop", t_loop, 3), ("mma", t_mma, 3), ("attn", t_attn, 1), ("gather", t_gather, 2), ("raw", t_raw, 2),
              ("atomic", t_atomic, 2), ("view", t_view, 2), ("advidx", t_advidx, 1)]
 
 
@@ -1199,10 +1250,10 @@ def generate(seed: int, template: str | None = None) -> Program:
     fns = {t[0]: t[1] for t in TEMPLATES}
     name = template or g.rng.choices(names, [t[2] for t in TEMPLATES])[0]
     rank = g.pick([1, 1, 2, 2, 2, 3]) if name in ("tiles", "view", "loop") else 1 if name in ("atomic",) else 2
-    if name == "gather":
+    if name in ("gather", "raw"):
         rank = 2
     tile = _tile_shape(g.rng, rank, 2048 if name != "loop" else 1024)
-    if name in ("atomic", "gather"):
+    if name in ("atomic", "gather", "raw"):
         tile = [g.pick([16, 32, 64, 128]), g.pick([4, 8, 16])][:rank]
     if g.chance(0.15):
         g.index_dt = "i64"

@@ -238,8 +238,9 @@ def scatter(arr, idx, value, mask=None) -> None:
 def atomic_rmw(kind: str, arr, idx, update) -> np.ndarray:
     """``ct.atomic_<kind>(arr, idx, update)`` applied element by element in index order; returns
     the old values (only meaningful where indices are distinct). Out-of-bounds indices: no-op."""
-    idx = np.asarray(idx).astype(np.int64).reshape(-1)
-    update = np.broadcast_to(np.asarray(update, dtype=arr.dtype), idx.shape)
+    idx, update = np.broadcast_arrays(np.asarray(idx).astype(np.int64), np.asarray(update, dtype=arr.dtype))
+    shape = idx.shape
+    idx, update = idx.reshape(-1), update.reshape(-1)
     old = np.zeros(idx.shape, arr.dtype)
     fn = {"add": np.add, "max": np.maximum, "min": np.minimum, "and": np.bitwise_and, "or": np.bitwise_or,
           "xor": np.bitwise_xor, "xchg": lambda a, b: b}[kind]
@@ -247,7 +248,7 @@ def atomic_rmw(kind: str, arr, idx, update) -> np.ndarray:
         if 0 <= i < arr.shape[0]:
             old[n] = arr[i]
             arr[i:i + 1] = fn(arr[i:i + 1], update[n:n + 1]).astype(arr.dtype)
-    return old
+    return old.reshape(shape)
 
 
 def atomic_cas(arr, idx, expected, desired) -> np.ndarray:

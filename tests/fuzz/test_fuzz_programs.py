@@ -40,11 +40,6 @@ KNOWN_FAILURES = [
     ("adv_slice_runtime", None, "load_advanced_indexing with a runtime ct.Slice offset returns zeros (being fixed)"),
     ("traversal_step_1", None, "tiled_view traversal_steps=1 segfaults the emulator (being fixed)"),
     # found by this generator (issue 13), reproducers under bench/results/fuzz/ when the bench runs:
-    ("loop", "'cuda_tile.continue' outside a 'for' or 'loop' body",
-     "break / continue in a for loop: cuTile's continue inside an if inside the for is rejected by "
-     "tilecore's verifier; tileiras compiles it"),
-    ("store_bool", "np.True_", "bool tiles are stored bit-packed (4 elements into one byte, a vector<4xi1> "
-     "store) instead of one byte per element"),
     ("dtype:bool", "elements differ", "bool tiles are loaded bit-packed (4 elements from one byte)"),
     ("cast:bool->i32", "elements differ", "bool tiles are loaded bit-packed (4 elements from one byte)"),
     (None, "float bits: varint exceeds 64 bits", "the bytecode reader cannot read an f64 max / min reduction "
