@@ -43,9 +43,12 @@ class ArrayArg:
 
 
 def is_array(obj) -> bool:
-    """True for what :func:`describe` accepts (numpy arrays, DLPack and CUDA-array-interface objects)."""
+    """True for what :func:`describe` accepts (numpy arrays, DLPack and CUDA-array-interface objects; not
+    numpy scalars, which have the interfaces too)."""
     import numpy as np
 
+    if isinstance(obj, np.generic):
+        return False
     return isinstance(obj, np.ndarray) or any(hasattr(obj, a) for a in (
         "__dlpack__", "__cuda_array_interface__", "__array_interface__"))
 

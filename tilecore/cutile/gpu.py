@@ -53,19 +53,24 @@ def arch_of(dev, targets=None) -> str:
 
 
 def device_id_of(values) -> int:
-    """The CUDA device of the array arguments (0 when there is none); arrays on several devices or in host
-    memory are a :class:`TilecoreError`."""
+    """The CUDA device of the device-array arguments (0 when there is none); arrays on several devices are a
+    :class:`TilecoreError`."""
     from .arrays import ArrayArg
 
-    arrays = [v for v in values if isinstance(v, ArrayArg)]
-    host = [a for a in arrays if not a.on_device]
-    if host:
-        raise TilecoreError(f"device='cuda' needs CUDA arrays (CuPy, PyTorch CUDA tensors ...), got a host array "
-                            f"({host[0].layout()}); use numpy arrays with the CPU emulator (device='cpu')")
-    ids = sorted({a.device_id for a in arrays})
+    ids = sorted({v.device_id for v in values if isinstance(v, ArrayArg) and v.on_device})
     if len(ids) > 1:
         raise TilecoreError(f"array arguments are on several CUDA devices {ids}")
     return ids[0] if ids else 0
+
+
+def check_device_arrays(values) -> None:
+    """Every array argument must be in CUDA device memory."""
+    from .arrays import ArrayArg
+
+    host = [v for v in values if isinstance(v, ArrayArg) and not v.on_device]
+    if host:
+        raise TilecoreError(f"device='cuda' needs CUDA arrays (CuPy, PyTorch CUDA tensors ...), got a host array "
+                            f"({host[0].layout()}); use numpy arrays with the CPU emulator (device='cpu')")
 
 
 def check_runs_on(target_name: str, dev) -> None:
@@ -97,15 +102,18 @@ def stream_of(cc, dev, stream):
     raise TilecoreError(f"cannot use a {type(stream).__name__} as a CUDA stream")
 
 
+def launch_dims(contract, grid) -> dict:
+    """The ``cuda.core.LaunchConfig`` fields of a launch: ``grid`` tile blocks (counted in clusters when the
+    kernel has a cluster shape, as cuda.core wants), the kernel's threads per CTA and dynamic shared memory."""
+    dims = {"grid": tuple(grid), "block": contract.threads, "shmem_size": contract.shared_bytes}
+    if contract.cluster != (1, 1, 1):
+        dims.update(grid=tuple(g // c for g, c in zip(grid, contract.cluster)), cluster=contract.cluster)
+    return dims
+
+
 def launch_config(contract, grid):
-    """The ``cuda.core.LaunchConfig`` of a launch: ``grid`` tile blocks (given as clusters when the kernel has a
-    cluster shape), the kernel's threads per CTA and dynamic shared memory."""
-    cc = cuda_core()
-    cluster = contract.cluster
-    if cluster == (1, 1, 1):
-        return cc.LaunchConfig(grid=grid, block=contract.threads, shmem_size=contract.shared_bytes)
-    return cc.LaunchConfig(grid=tuple(g // c for g, c in zip(grid, cluster)), cluster=cluster,
-                           block=contract.threads, shmem_size=contract.shared_bytes)
+    """The ``cuda.core.LaunchConfig`` of a launch (:func:`launch_dims`)."""
+    return cuda_core().LaunchConfig(**launch_dims(contract, grid))
 
 
 def parameters(contract, values) -> list:
@@ -120,6 +128,7 @@ def run(compiled, stream, grid, values) -> None:
     cc = cuda_core()
     did = device_id_of(values)
     dev = device(did)
+    check_device_arrays(values)
     check_runs_on(compiled.gpu_name, dev)
     kernel = compiled.gpu_kernel(did)
     cc.launch(stream_of(cc, dev, stream), launch_config(compiled.contract, grid), kernel,

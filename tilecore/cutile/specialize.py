@@ -229,8 +229,8 @@ def scalar_spec(value, name: str, int_dtype: str = "i32") -> ScalarSpec:
     if isinstance(value, int):
         lo, hi = INT_RANGE[int_dtype]
         if not lo <= value <= hi:
-            raise TilecoreError(f"scalar parameter '{name}' = {value} does not fit {int_dtype} (annotate it "
-                                "with ct.ScalarAnnotation(dtype=ct.int64) or pass a numpy scalar)")
+            raise TilecoreError(f"scalar parameter '{name}' = {value} does not fit {BY_SPELLING[int_dtype].cutile} "
+                                "(annotate it with ct.ScalarAnnotation(dtype=ct.int64) or pass a numpy scalar)")
         return ScalarSpec(int_dtype)
     if isinstance(value, float):
         return ScalarSpec("f32")
