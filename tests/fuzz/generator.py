@@ -92,6 +92,7 @@ class Param:
     shape: list[str] = field(default_factory=list)  # extent expressions (arrays)
     init: str = ""  # how make_inputs fills it: "rand" | "zeros" | an expression
     value: str = ""  # scalar literal
+    row_pad: int = 0  # rows this much longer than the extent (a strided, non-contiguous array)
 
 
 @dataclass(frozen=True)
@@ -180,6 +181,8 @@ def _render(p: Program, edits: Edits, extents: list[int]) -> str:
             shape = "(" + "".join(f"{e}, " for e in q.shape) + ")"
             kind, _, arg = q.init.partition(":")
             extra = f", {arg}" if arg else ""
+            if q.row_pad:
+                extra += f", row_pad={q.row_pad}"
             out.append(f"    inp[{q.name!r}] = ns.make_array({kind!r}, {shape}, {q.dt!r}, rng{extra})")
     out += ["    return inp", "", ""]
     out += ["def grid(S, T):", f"    {', '.join(tnames)}, = T",
@@ -271,6 +274,9 @@ class Gen:
             name = f"y{self.nout}"
             self.nout += 1
         q = Param(name, "array", dt, rank, self.index_dt, role, shape, init)
+        if rank >= 2 and self.chance(0.3):
+            q.row_pad = self.rng.randint(1, 9)
+            self.features.add("strided_array")
         self.params.append(q)
         self.min_sm = max(self.min_sm, DTYPES[dt].min_sm if dt in DTYPES else 80)
         return q
@@ -391,7 +397,27 @@ class Gen:
             w = self.load_like(v, depth)
             if w is not None:
                 return w
+        if self.chance(0.3):
+            w = self.vector_like(v, depth)
+            if w is not None:
+                return w
         return self.op_unary(v, depth)
+
+    def vector_like(self, v: Val, depth: int) -> Val | None:
+        """A 1-D array along ``v``'s last axis, loaded and reshaped to (1, ..., T) (broadcast by the
+        binary op that uses it, like a bias row)."""
+        a = v.axes[-1]
+        if len(v.axes) < 2 or not a.index.startswith(("b", "r")) or not a.extent.startswith("S[") or v.tainted \
+                or DTYPES[v.dt].kind == "b" or v.dt in F8:
+            return None
+        q = self.array(v.dt, 1, [a.extent])
+        w = self.new_val(v, axes=list(v.axes), exact=True, bound=2.0, nred=1, nops=0)
+        shape = "(" + "1, " * (len(v.axes) - 1) + f"{a.sym})"
+        self.emit(f"{w.name} = ct.reshape(ct.load({q.name}, index=({a.index},), shape=({a.sym},), "
+                  f"padding_mode=ct.PaddingMode.ZERO), {shape})",
+                  f"{w.name} = np.reshape(ns.load({q.name}, ({a.index},), ({a.sym},), 0), {shape})", depth,
+                  feature="broadcast_row")
+        return w
 
     def op_scalar(self, v: Val, depth: int):
         d = DTYPES[v.dt]
@@ -619,7 +645,7 @@ class Gen:
 
     # --- stores
     def store(self, v: Val, depth: int, order=None):
-        if v.tainted and any(not a.index.startswith(("b", "j")) or "cdiv" in a.extent for a in v.axes):
+        if v.tainted and any(not a.index.startswith(("b", "r", "j")) or "cdiv" in a.extent for a in v.axes):
             return
         q = self.array(v.dt, len(v.axes), [a.extent for a in v.axes], role="out", init="zeros")
         idx = "(" + "".join(f"{a.index}, " for a in v.axes) + ")"
@@ -682,6 +708,10 @@ def t_tiles(g: Gen, p: Program):
         g.features.add("load_order")
     # the logical (permuted) tile space: tile axis i walks array axis order[i]
     perm = order or tuple(range(rank))
+    bv = [f"b{i}" for i in range(rank)]
+    if g.chance(0.2):  # blocks walk axis 0 backwards: computed tile indices
+        bv[0] = "r0"
+        g.emit("r0 = ct.num_blocks(0) - 1 - b0", "r0 = grid(S, T)[0] - 1 - b0", feature="reversed_blocks")
     loaded_shape = [f"S[{perm[i]}]" for i in range(rank)]
     xshape = [f"S[{i}]" for i in range(rank)]
 
@@ -700,11 +730,11 @@ def t_tiles(g: Gen, p: Program):
         mode, pad, finite = g.padding(like_dt, finite_only)
         q = g.array(like_dt, rank, xshape)
         tshape = tuple(f"T{perm_axis}" for perm_axis in perm)
-        idx = "(" + "".join(f"b{perm[i]}, " for i in range(rank)) + ")"
+        idx = "(" + "".join(f"{bv[perm[i]]}, " for i in range(rank)) + ")"
         tsh = "(" + "".join(f"{t}, " for t in tshape) + ")"
         o = f", order={order}" if order else ""
         pm = "" if mode == "UNDETERMINED" else f", padding_mode=ct.PaddingMode.{mode}"
-        v = g.new_val(dt=like_dt, axes=[Axis(loaded_shape[i], f"b{perm[i]}", T[perm[i]], f"T{perm[i]}")
+        v = g.new_val(dt=like_dt, axes=[Axis(loaded_shape[i], bv[perm[i]], T[perm[i]], f"T{perm[i]}")
                                         for i in range(rank)],
                       tainted=not finite, exact=True, bound=2.0)
         g.emit(f"{v.name} = ct.load({q.name}, index={idx}, shape={tsh}{o}{pm})",
@@ -736,6 +766,36 @@ def t_tiles(g: Gen, p: Program):
     if rank >= 2 and not v.tainted and g.chance(0.15):
         so = tuple(reversed(range(rank)))
         g.store(v, 0, order=so)
+    if not v.tainted and g.chance(0.2) and not g.symbolic:
+        _store_halves(g, v)
+
+
+def _store_halves(g: Gen, v: Val) -> None:
+    """Store the tile as two halves along one axis (tile-space indices 2b and 2b + 1 of half-size
+    tiles) into one array."""
+    cands = [i for i, a in enumerate(v.axes) if a.size >= 2 and a.index.startswith(("b", "r"))]
+    if not cands:
+        return
+    ax = g.pick(cands)
+    a = v.axes[ax]
+    half = list(v.shape)
+    half[ax] //= 2
+    q = g.array(v.dt, len(v.axes), [x.extent for x in v.axes], role="out", init="zeros")
+    lo, hi = g.tmp(), g.tmp()
+    idx = [x.index for x in v.axes]
+    i_lo = "(" + ", ".join(f"{x} * 2" if i == ax else x for i, x in enumerate(idx)) + ",)"
+    i_hi = "(" + ", ".join(f"{x} * 2 + 1" if i == ax else x for i, x in enumerate(idx)) + ",)"
+    z = tuple(0 for _ in v.axes)
+    o = tuple(1 if i == ax else 0 for i in range(len(v.axes)))
+    sl_lo = ", ".join(f":{a.size // 2}" if i == ax else ":" for i in range(len(v.axes)))
+    sl_hi = ", ".join(f"{a.size // 2}:" if i == ax else ":" for i in range(len(v.axes)))
+    g.emit([f"{lo} = ct.extract({v.name}, index={z}, shape={tuple(half)})",
+            f"{hi} = ct.extract({v.name}, index={o}, shape={tuple(half)})",
+            f"ct.store({q.name}, index={i_lo}, tile={lo})", f"ct.store({q.name}, index={i_hi}, tile={hi})"],
+           [f"{lo} = {v.name}[{sl_lo}]", f"{hi} = {v.name}[{sl_hi}]",
+            f"ns.store({q.name}, {i_lo}, {lo})", f"ns.store({q.name}, {i_hi}, {hi})"], droppable=True,
+           feature="store_halves")
+    g.check(q.name, v)
 
 
 def _widen_f8(g: Gen, v: Val) -> Val:

@@ -349,7 +349,19 @@ def cast(x, src: str, dst: str):
 # ------------------------------------------------------------------------------ inputs
 
 
-def make_array(init: str, shape, key: str, rng: np.random.Generator, n: int = 0) -> np.ndarray:
+def make_array(init: str, shape, key: str, rng: np.random.Generator, n: int = 0, row_pad: int = 0) -> np.ndarray:
+    """:func:`fill_array`, as a view of a buffer whose rows are ``row_pad`` elements longer when
+    ``row_pad`` (a non-contiguous array: the kernel gets the buffer, the view's shape and strides)."""
+    a = fill_array(init, shape, key, rng, n)
+    if not row_pad or a.ndim < 2:
+        return a
+    buf = np.zeros(a.shape[:-1] + (a.shape[-1] + row_pad,), a.dtype)
+    view = buf[..., :a.shape[-1]]
+    view[...] = a
+    return view
+
+
+def fill_array(init: str, shape, key: str, rng: np.random.Generator, n: int = 0) -> np.ndarray:
     """An argument array in the kernel's storage type.
 
     ``init``: ``rand`` (the type's input range: floats uniform in [-2, 2], integers over their

@@ -141,7 +141,8 @@ def kernel_args(mod, inp: dict) -> list:
         a = inp[name]
         if kind == "array":
             it = np.int64 if index_dt == "i64" else np.int32
-            args += [a, *[it(d) for d in a.shape], *[it(s // a.itemsize) for s in a.strides]]
+            buf = a if a.base is None or a.flags.c_contiguous else a.base  # a row-padded view: its buffer
+            args += [buf, *[it(d) for d in a.shape], *[it(s // a.itemsize) for s in a.strides]]
         else:
             args.append(a)
     return args
