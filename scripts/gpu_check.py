@@ -4,10 +4,16 @@ Two halves, so the GPU machine needs neither MLIR nor tilecore:
 
     python scripts/gpu_check.py build DIR [--gpu-name sm_90a]   # here: compile the kernels to DIR/*.cubin
     python scripts/gpu_check.py run DIR                         # there: CuPy launches, numpy references
+    python scripts/gpu_check.py cutile                          # there: tilecore.cutile.launch on CuPy arrays
 
 ``run`` also runs the generated cuTile kernels of plugins/tileas/tests/cutile_kernels.py differentially:
 ours and tileiras' cubins on the same random inputs (each kernel in its own process, so a fault stays
 contained), every array compared after the launch.
+
+``cutile`` (on the GPU machine, with tilecore and cuda-core installed there: ``pip install tilecore[cuda]``)
+launches cuTile kernels through ``tilecore.cutile.launch`` on CuPy arrays (PyTorch tensors when CuPy is
+missing): compiled there for the device, cubin loaded and launched by cuda-core with tilecore's launch
+contract, results compared with numpy; then the first call and the cached call are timed.
 
 ``run`` prints one line per kernel (max error, verdict, median kernel time over 50 launches) and exits 1
 if any kernel is wrong. Where ``build`` finds NVIDIA's ``tileiras`` it also compiles the corpus kernels with
@@ -522,10 +528,81 @@ def run_all_generated(out_dir: str) -> int:
     return failures
 
 
+def _device_module():
+    """(module name, to_device, to_host, a non-default stream, stream synchronize) for CuPy, else PyTorch."""
+    try:
+        import cupy as cp
+
+        return "cupy", cp.asarray, cp.asnumpy, cp.cuda.Stream(non_blocking=True), lambda s: s.synchronize()
+    except ImportError:
+        import torch
+
+        return ("torch", lambda a: torch.from_numpy(a).cuda(), lambda t: t.cpu().numpy(), torch.cuda.Stream(),
+                lambda s: s.synchronize())
+
+
+def run_cutile() -> int:
+    """cuTile kernels through tilecore.cutile.launch on device arrays (the GPU path of issue 17)."""
+    import time
+
+    sys.path.insert(0, os.path.dirname(HERE))
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "plugins", "tileas", "tests"))
+    import cutile_kernels as ck
+
+    import tilecore.cutile as tc
+
+    try:
+        lib, dev, host, stream, sync = _device_module()
+    except ImportError:
+        print("error: gpu_check.py cutile needs CuPy or PyTorch (with CUDA) for the device arrays", file=sys.stderr)
+        return 1
+    rng = np.random.default_rng(3)
+
+    def r(shape, dt=f32):
+        return rng.standard_normal(shape).astype(dt)
+
+    a, b = r(100_000), r(100_000)
+    x2, x16 = r((40, 70)), r((5, 512), f16)
+    ma, mb = r((200, 100), f16), r((100, 150), f16)
+    e = np.exp(x16.astype(f32) - x16.astype(f32).max(1, keepdims=True))
+    # name, kernel, grid, host inputs, args builder (device arrays in, by position), output position, want, tol
+    cases = [
+        ("vadd_f32", ck.vadd_f32, cdiv(100_000, 128), [a, b, np.zeros_like(a)], lambda d: (*d, 128), 2, a + b, 0),
+        ("saxpy_f32", ck.saxpy_f32, cdiv(100_000, 256), [a, b, np.zeros_like(a)],
+         lambda d: (f32(2.5), *d, 256), 2, f32(2.5) * a + b, 1e-6),
+        ("transpose_f32", ck.transpose_f32, (cdiv(40, 32), cdiv(70, 64)), [x2, np.zeros((70, 40), f32)],
+         lambda d: (*d, 32, 64), 1, x2.T, 0),
+        ("row_softmax_f16", ck.row_softmax_f16, cdiv(5, 2), [x16, np.zeros_like(x16)], lambda d: (*d, 2, 512), 1,
+         (e / e.sum(1, keepdims=True)).astype(f16), 1e-2),
+        ("matmul_f16", ck.matmul_f16, (2, 2), [ma, mb, np.zeros((200, 150), f16)], lambda d: (*d, 128, 128, 64), 2,
+         (ma.astype(f32) @ mb.astype(f32)).astype(f16), 1e-2),
+    ]
+    failures = 0
+    print(f"tilecore.cutile.launch with {lib} arrays")
+    print(f"{'kernel':20s} {'max rel err':>11s} {'verdict':7s} {'first call s':>12s} {'cached call ms':>14s}")
+    for name, kernel, grid, inputs, build_args, out, want, tol in cases:
+        d = [dev(h) for h in inputs]
+        args = build_args(d)
+        t = time.perf_counter()
+        tc.launch(stream, grid, kernel, args)
+        sync(stream)
+        first = time.perf_counter() - t
+        t = time.perf_counter()
+        tc.launch(stream, grid, kernel, args)
+        sync(stream)
+        cached = time.perf_counter() - t
+        got = host(d[out]).astype(np.float64)
+        err = float(np.max(np.abs(got - np.asarray(want, np.float64)) / (np.abs(np.asarray(want, np.float64)) + 1)))
+        ok = err <= tol
+        failures += not ok
+        print(f"{name:20s} {err:11.2e} {'ok' if ok else 'WRONG':7s} {first:12.3f} {cached * 1e3:14.3f}")
+    return 1 if failures else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("mode", choices=["build", "run", "rungen"])
-    ap.add_argument("dir")
+    ap.add_argument("mode", choices=["build", "run", "rungen", "cutile"])
+    ap.add_argument("dir", nargs="?", default=".")
     ap.add_argument("--gpu-name", default="sm_90a")
     ap.add_argument("--kernel", help="rungen: the generated kernel to run")
     a = ap.parse_args()
@@ -534,6 +611,8 @@ def main() -> int:
         return 0
     if a.mode == "rungen":
         return run_generated(a.dir, a.kernel)
+    if a.mode == "cutile":
+        return run_cutile()
     bad = run(a.dir)
     bad += run_all_generated(a.dir)
     return 1 if bad else 0
