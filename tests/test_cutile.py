@@ -410,3 +410,11 @@ def test_cli_runs_a_kernel_from_a_python_file(tmp_path):
     assert r.returncode == 1 and r.stderr.strip() == "error: kernel 'vadd' needs --const TILE=VALUE"
     r = run_cli("run", "my_kernels.py::nope", "--grid", "8", cwd=tmp_path)
     assert r.stderr.strip() == "error: my_kernels.py: 'nope' is not defined (kernels in the file: positive, vadd)"
+
+
+def test_example_prints_its_error_against_numpy():
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "cutile_softmax.py")], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    err = float(r.stdout.rsplit(" ", 1)[1])
+    assert "softmax 100x256 on the CPU emulator (sm_80, 128 threads/CTA)" in r.stdout and err < 1e-6
