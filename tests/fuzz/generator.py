@@ -233,6 +233,7 @@ class Gen:
         self.symbolic = False  # a second signature changes T: no op may spell a tile shape out
         self.load_like = None  # template hook: a fresh load shaped like a value (second operands)
         self.keep_shape = False  # ops must keep the tile shape (a loop body feeding an accumulator)
+        self.strided_ok = True  # arrays may be row-padded views (not for raw element offsets)
 
     # --- helpers
     def chance(self, p: float) -> bool:
@@ -274,7 +275,7 @@ class Gen:
             name = f"y{self.nout}"
             self.nout += 1
         q = Param(name, "array", dt, rank, self.index_dt, role, shape, init)
-        if rank >= 2 and self.chance(0.3):
+        if rank >= 2 and self.strided_ok and self.chance(0.3):
             q.row_pad = self.rng.randint(1, 9)
             self.features.add("strided_array")
         self.params.append(q)
@@ -837,13 +838,27 @@ def t_loop(g: Gen, p: Program):
     if use_while:
         g.emit(["j = 0", f"while j < ct.num_tiles({q.name}, axis={last}, shape={tsh}):"],
                ["j = 0", f"while j < {ntiles}:"], feature="while")
-    else:
+    elif g.chance(0.5):
         g.emit(f"for j in range(ct.num_tiles({q.name}, axis={last}, shape={tsh})):",
                f"for j in range({ntiles}):", feature="for")
+    else:
+        g.emit(f"for j in range(ct.cdiv({q.name}.shape[{last}], T{last})):", f"for j in range({ntiles}):",
+               feature="for")
     d1 = 1
     v = g.new_val(dt=dt, axes=axes)
     g.emit(f"{v.name} = ct.load({q.name}, index={idx}, shape={tsh}, padding_mode=ct.PaddingMode.ZERO)",
            f"{v.name} = ns.load({q.name}, {idx}, {tsh}, 0)", d1)
+    if g.chance(0.35):  # a per-iteration weight: a 0-d tile loaded with shape ()
+        qw = g.array(dt, 1, [ntiles], init="small")
+        w = g.new_val(v, exact=False if DTYPES[dt].is_float else v.exact, bound=2.0 * (2 if DTYPES[dt].is_int else 1),
+                      nops=1)
+        if DTYPES[dt].is_float:
+            g.emit(f"{w.name} = {v.name} * ct.load({qw.name}, index=(j,), shape=())",
+                   f"{w.name} = ns.r({v.name} * {qw.name}[j], '{dt}')", d1, feature="load_0d")
+        else:
+            g.emit(f"{w.name} = {v.name} + ct.load({qw.name}, index=(j,), shape=())",
+                   f"{w.name} = {v.name} + {qw.name}[j]", d1, feature="load_0d")
+        v = w
     ctl = g.pick(["none", "continue", "break"])
     if ctl != "none":
         step = ["j += 1"] if use_while and ctl == "continue" else []
@@ -936,8 +951,14 @@ def t_mma(g: Gen, p: Program):
         ob = ""
     zero = "0" if DTYPES[acc_dt].is_int else "0.0"
     acc = g.new_val(dt=acc_dt, axes=axes, exact=DTYPES[acc_dt].is_int)
-    g.emit(f"{acc.name} = ct.full({acc_shape}, {zero}, dtype=ct.{DTYPES[acc_dt].ct})",
-           f"{acc.name} = np.zeros({acc_shape}, dtype=np.{DTYPES[acc_dt].compute.__name__})")
+    if g.chance(0.3):  # accumulate onto C
+        qc = g.array(acc_dt, len(axes), [a.extent for a in axes], init="small")
+        cidx = "(" + "".join(f"{a.index}, " for a in axes) + ")"
+        g.emit(f"{acc.name} = ct.load({qc.name}, index={cidx}, shape={acc_shape}, padding_mode=ct.PaddingMode.ZERO)",
+               f"{acc.name} = ns.load({qc.name}, {cidx}, {acc_shape}, 0)", feature="mma_acc_loaded")
+    else:
+        g.emit(f"{acc.name} = ct.full({acc_shape}, {zero}, dtype=ct.{DTYPES[acc_dt].ct})",
+               f"{acc.name} = np.zeros({acc_shape}, dtype=np.{DTYPES[acc_dt].compute.__name__})")
     kk = "S[3]" if batched else "S[2]"
     kt = "T3" if batched else "T2"
     g.emit(f"for k in range(ct.num_tiles({qa.name}, axis={kax}, shape={shp_a})):", f"for k in range(ns.cdiv({kk}, {kt})):",
@@ -1079,6 +1100,7 @@ def t_raw(g: Gen, p: Program):
     ``store_offset`` / ``atomic_add_offset`` with masks), 1-D or 2-D offsets from the array strides."""
     dt = g.pick(FLOATS + INTS)
     g.features.add(f"dtype:{dt}")
+    g.strided_ok = False  # offsets assume the arrays' rows are contiguous (x and y share them)
     two_d = g.chance(0.5)
     T0, T1 = p.tile[0], p.tile[1]
     pad = g.pick(["0", "3"]) if DTYPES[dt].is_int else g.pick(["0.0", "-1.5"])
