@@ -169,15 +169,16 @@ def test_fuzz_programs_through_launch_match_their_models(tmp_path):
     from fuzz import compare, runner
     from fuzz.dtypes import DTYPES
     from fuzz.generator import generate
+    from fuzz.test_fuzz_programs import KNOWN_FAILURES
 
+    known = {feature for feature, _marker, _bug in KNOWN_FAILURES}
     ok = 0
     for seed in range(1000, 1100):
         p = generate(seed)
         dts = {q.dt for q in p.params}
         if (p.min_sm > 80 or p.second_tile is not None or any(DTYPES[d].encoded or d == "bool" for d in dts)
-                or p.features & {"index_i64", "load_order", "adv_slice_runtime", "traversal_step_1", "mma_batched"}
-                or any(f.startswith(("mma:", "loop", "cast:bool")) for f in p.features)):
-            continue
+                or "index_i64" in p.features or p.features & known or any(f.startswith("cast:bool") for f in p.features)):
+            continue  # numpy holds no bf16 / f8 arrays; programs of the fuzz test's known failures are left out
         path = tmp_path / f"fz_{seed}.py"
         path.write_text(p.render())
         mod = runner.load_module(str(path))
