@@ -6,7 +6,7 @@ from tilecore.mlir import dialects, ir
 
 from ..atoms import default_atom
 from ..atoms.reduce import ReduceRequest
-from .codegen import create, elem_bytes
+from .codegen import elem_bytes
 from .memory import as_tile
 from .values import TOKEN, TileV
 
