@@ -47,6 +47,9 @@ def run(compiled, grid, values, isolate: bool = False, timeout: float | None = N
             raise TilecoreError(f"an argument of kernel '{compiled.symbol}' is in CUDA device memory ({a.layout()}); "
                                 "the CPU emulator needs host arrays (numpy), or launch with device='cuda'")
         h = a.host
+        if any(st < 0 for st in h.strides):
+            raise TilecoreError(f"an array argument of kernel '{compiled.symbol}' has negative strides ({a.layout()}); "
+                                "the CPU path needs strides >= 0")
         if not (h.flags.c_contiguous or h.size == 0):
             strided[len(passed)] = h
             h = _span_copy(h)

@@ -81,11 +81,9 @@ class ArraySpec:
         for i, s in enumerate(a.strides):
             c = self.stride_constant[i]
             if c is not None and s != c:
-                what = "unit stride" if c == 1 else f"stride {c}"
                 axis = "its last axis" if i == self.ndim - 1 else f"axis {i}"
-                out.append(f"has stride {s} on {axis}, but the kernel was compiled assuming {what} there "
-                           "(a contiguous last axis)" if c == 1 and i == self.ndim - 1 else
-                           f"has stride {s} on {axis}, but the kernel was compiled assuming {what}")
+                what = "unit stride" if c == 1 else f"stride {c}"
+                out.append(f"has stride {s} on {axis}, but the kernel was compiled assuming {what} there")
             d = self.stride_divisible_by[i]
             if d > 1 and s % d:
                 out.append(f"has stride {s} on axis {i} ({s * bits // 8} bytes), the kernel assumes a multiple "
