@@ -2,13 +2,13 @@
 
 A check (``CHECKS`` of a generated program) is ``("exact", dtype)`` — integers, bools and float
 values the model reproduces bit for bit (``-0.0 == 0.0``, NaN equals NaN) — or
-``("approx", dtype, bound, nred, nops, rtol)``: every element must satisfy
+``("approx", dtype, floor, nred, nops, rtol)``: every element must satisfy
 
-    |got - want| <= k * (|want| + max(1, bound)) * (1 + log2(nred)),   k = 4 * rtol * (2 + nops)
+    |got - want| <= k * (|want| + max(1, floor)) * (1 + log2(nred)),   k = 3 * rtol * (2 + nops)
 
 where ``rtol`` is the type's one-op relative error (``dtypes``), or more where the value went
-through a less precise type (tf32 inputs, a cast from f16); ``bound`` the magnitude bound of the
-value (of its partial sums for a reduction); ``nred`` its accumulation length (reductions, scans,
+through a less precise type (tf32 inputs, a cast from f16); ``floor`` the magnitude bound of the
+value's operands where sums may cancel (adds / subtracts of inexact values, reductions), else 1; ``nred`` its accumulation length (reductions, scans,
 mma K, loop trips: a tree or chunked sum in another order is off by about log2(n) roundings of its
 partial sums); ``nops`` the inexact ops behind it. Non-finite values must agree exactly.
 """
@@ -41,10 +41,10 @@ def mismatches(outputs: dict, reference: dict, checks: dict) -> list[str]:
             if check[0] == "exact":
                 ok = (g == w) | both_nan
             else:
-                _, _, bound, nred, nops, rtol = check
-                k = 4 * max(rtol, DTYPES[dt].rtol) * (2 + nops)
+                _, _, floor, nred, nops, rtol = check
+                k = 3 * max(rtol, DTYPES[dt].rtol) * (2 + nops)
                 with np.errstate(invalid="ignore"):
-                    tol = k * (np.abs(w) + max(1.0, bound)) * (1 + np.log2(max(1, nred)))
+                    tol = k * (np.abs(w) + max(1.0, floor)) * (1 + np.log2(max(1, nred)))
                     finite = np.isfinite(g) & np.isfinite(w)
                     ok = np.where(finite, np.abs(g - w) <= tol, (g == w) | both_nan)
         else:

@@ -63,6 +63,7 @@ class Val:
     nops: int = 0  # inexact float ops behind it
     tainted: bool = False  # holds undetermined / non-finite padding somewhere: position-preserving use only
     rtol: float = 0.0  # per-op relative tolerance override (tf32 inputs)
+    cancel: bool = False  # went through an add / sub of inexact values: absolute errors of the operands' size
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -247,7 +248,7 @@ class Gen:
         self.nval += 1
         if like is not None:
             base = dict(dt=like.dt, axes=list(like.axes), exact=like.exact, bound=like.bound, nred=like.nred,
-                        nops=like.nops, tainted=like.tainted, rtol=like.rtol)
+                        nops=like.nops, tainted=like.tainted, rtol=like.rtol, cancel=like.cancel)
             base.update(kw)
             return Val(name, **base)
         return Val(name, **kw)
@@ -387,7 +388,8 @@ class Gen:
         exact = v.exact and other.exact and (b.keeps_exact or kind in "iub")
         res = self.new_val(v, exact=exact, bound=b.bound(v.bound, other.bound) if kind == "f" else v.bound,
                            nred=max(v.nred, other.nred), nops=v.nops + other.nops + (0 if exact else 1),
-                           tainted=v.tainted or other.tainted)
+                           tainted=v.tainted or other.tainted,
+                           cancel=v.cancel or other.cancel or (b.name in ("add", "sub") and not exact))
         self.emit(f"{res.name} = {k}", f"{res.name} = {m}", depth, self._bypass(res, v), feature=f"op:{b.name}")
         return res
 
@@ -430,7 +432,7 @@ class Gen:
             k, m = f"{v.name} * {s.name} + {s.name}", f"ns.r(ns.r({v.name} * {s.name}, '{v.dt}') + {s.name}, '{v.dt}')"
             if v.bound > 100:
                 return None
-            res = self.new_val(v, exact=False, bound=v.bound * 2 + 2, nops=v.nops + 2)
+            res = self.new_val(v, exact=False, bound=v.bound * 2 + 2, nops=v.nops + 2, cancel=True)
         else:
             k, m = f"ct.maximum({v.name}, {s.name}) - {s.name}", f"np.maximum({v.name}, {s.name}) - {s.name}"
             res = self.new_val(v)
@@ -639,6 +641,7 @@ class Gen:
              f"{res.name} = ns.r({v.name} - {hi}, '{v.dt}')"]
         kind = DTYPES[v.dt].kind
         res.exact = v.exact and kind != "f"
+        res.cancel = res.cancel or not res.exact
         res.bound = 2 * v.bound
         res.nops = v.nops + (0 if res.exact else 1)
         self.emit(k, m, depth, self._bypass(res, v), feature="broadcast")
@@ -668,7 +671,10 @@ class Gen:
         if v.exact or d.kind != "f":
             self.checks[name] = ("exact", v.dt)
         else:
-            self.checks[name] = ("approx", v.dt, round(v.bound, 3), v.nred * extra_nred, v.nops, v.rtol)
+            nred = v.nred * extra_nred
+            # the absolute floor of the tolerance: the operands' size where sums may cancel, else 1
+            floor = round(v.bound, 3) if (v.cancel or nred > 1) else 1.0
+            self.checks[name] = ("approx", v.dt, floor, nred, v.nops, v.rtol)
 
 
 # ------------------------------------------------------------------------------ templates
