@@ -27,7 +27,6 @@ import cuda.tile as ct
 import cutile_kernels as ck
 import numpy as np
 import pytest
-
 from test_cuda_tile_verifier import AT, error, kernel, tile, verify
 
 from tilecore.compiler import compile_file
@@ -165,6 +164,19 @@ def nested_loops_exits(x, y, n, m, TILE: ct.Constant[int]):
             continue
         acc = acc - t
     ct.store(y, index=(bid,), tile=acc)
+
+
+@ct.kernel
+def stores_in_loop(x, y, n, TILE: ct.Constant[int]):
+    """Only side effects after the exits: row k of y is written for the iterations that get there."""
+    bid = ct.bid(0)
+    t = ct.load(x, index=(0, bid), shape=(1, TILE))
+    for k in range(n):
+        if k % 2 == 1:
+            continue
+        if k > 6:
+            break
+        ct.store(y, index=(k, bid), tile=t * k)
 
 
 def _for_continue(t, n):
@@ -333,6 +345,7 @@ KERNELS = {
     **{name: (k, ["f32[1]", "f32[1]", "i32", TILE]) for name, (k, _) in LOOPS.items()},
     "carried_on_some_paths": (carried_on_some_paths, ["f32[1]", "f32[1]", "f32[1]", "i32[1]", "i32", TILE]),
     "nested_loops_exits": (nested_loops_exits, ["f32[1]", "f32[1]", "i32", "i32", TILE]),
+    "stores_in_loop": (stores_in_loop, ["f32[2]", "f32[2]", "i32", TILE]),
     "bool_store_compare": (bool_store_compare, ["f32[2]", "bool[2]", 16, 32]),
     "bool_casts": (bool_casts, ["f32[2]", "bool[2]", "bool[2]", "i32[2]", "f32[2]", 16, 32]),
     "bool_from_int": (bool_from_int, ["i32[1]", "bool[1]", TILE]),
@@ -403,6 +416,18 @@ def test_nested_loops_break_continue(sm, n, m):
     run("nested_loops_exits", sm, (cdiv(N, TILE), 1, 1), arr(x) + arr(y) + [i32(n), i32(m)])
     np.testing.assert_array_equal(y, _nested_loops_exits(x, n, m))
 
+
+
+
+@pytest.mark.parametrize("sm", ARCHS)
+def test_stores_after_continue_and_break(sm):
+    n = 10
+    x, y = small_ints((1, N)), np.full((n, N), 99, f32)
+    run("stores_in_loop", sm, (cdiv(N, TILE), 1, 1), arr(x) + arr(y) + [i32(n)])
+    want = np.full((n, N), 99, f32)
+    for k in range(0, 7, 2):
+        want[k] = x[0] * k
+    np.testing.assert_array_equal(y, want)
 
 
 def as_bytes(b: np.ndarray) -> np.ndarray:
@@ -488,7 +513,7 @@ I32, I1, F4 = tile([]), tile([], "i1"), tile([4])
 def _for(body, carried=F4):
     """A for over 0..%a0 carrying %a1 (of type ``carried``) whose body is ``body`` (lines)."""
     return ([f'%c0 = "cuda_tile.constant"() {{value = dense<0> : tensor<i32>}} : () -> {I32}',
-             f'%r = "cuda_tile.for"(%c0, %a0, %a0, %a1) ({{',
+             '%r = "cuda_tile.for"(%c0, %a0, %a0, %a1) ({',
              f'^bb0(%k: {I32}, %acc: {carried}):', *body,
              f'}}) {{operandSegmentSizes = array<i32: 1, 1, 1, 1{", 0" * 63}>, '
              f'resultSegmentSizes = array<i32: 1{", 0" * 63}>}} : ({I32}, {I32}, {I32}, {carried}) -> {carried}'])
