@@ -32,18 +32,13 @@ SMS = ["sm_80", "sm_90a", "sm_100a"]
 # the bug behind it, optionally only when the failure text contains a marker. Empty it as the bugs
 # get fixed.
 #   feature                      marker in the failure (None: any)       bug
-KNOWN_FAILURES = [
-    ("index_i64", None, "int64 index type fails to compile (being fixed)"),
-    ("mma:tf32->f32", None, "mma on tf32 fails (being fixed)"),
-    ("mma_batched", None, "batched rank-3 mma fails (being fixed)"),
-    ("load_order", None, "order= transposed loads wrong (being fixed)"),
-    ("adv_slice_runtime", None, "load_advanced_indexing with a runtime ct.Slice offset returns zeros (being fixed)"),
-    ("traversal_step_1", None, "tiled_view traversal_steps=1 segfaults the emulator (being fixed)"),
-    # found by this generator (issue 13), reproducers under bench/results/fuzz/ when the bench runs:
-    ("dtype:bool", "elements differ", "bool tiles are loaded bit-packed (4 elements from one byte)"),
-    ("cast:bool->i32", "elements differ", "bool tiles are loaded bit-packed (4 elements from one byte)"),
-    (None, "float bits: varint exceeds 64 bits", "the bytecode reader cannot read an f64 max / min reduction "
-     "(its -inf / +inf identity); tileiras compiles it"),
+KNOWN_FAILURES: list[tuple[str | None, str | None, str]] = [
+    # Fixed since they were listed (keep the shape of an entry for the next one):
+    #   ("index_i64", None, "int64 index type fails to compile"), and likewise mma:tf32->f32, mma_batched,
+    #   load_order, adv_slice_runtime, traversal_step_1 (the known bugs of issue 13's brief);
+    #   found by this generator: ("loop", "'cuda_tile.continue' outside a 'for' or 'loop' body", "break /
+    #   continue in a for"), ("store_bool" / "dtype:bool", "elements differ", "bool tiles bit-packed in
+    #   memory"), (None, "float bits: varint exceeds 64 bits", "f64 max / min reduction identity unreadable").
 ]
 
 # Rejections by both compilers that are not tilecore bugs: message (normalised) -> reason.
