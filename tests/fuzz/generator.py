@@ -932,6 +932,9 @@ def t_mma(g: Gen, p: Program):
         shp_a, shp_b = "(T0, T1, T3)", "(T0, T3, T2)"
         a_shape, b_shape = ["S[0]", "S[1]", "S[3]"], ["S[0]", "S[3]", "S[2]"]
         ia, ib = "(b0, b1, k)", "(b0, k, b2)"
+        if g.chance(0.4):  # one B for every batch: 3-D x 2-D, broadcast
+            shp_b, b_shape, ib = "(T3, T2)", ["S[3]", "S[2]"], "(k, b2)"
+            g.features.add("mma_broadcast_b")
         acc_shape = "(T0, T1, T2)"
         axes = [Axis("S[0]", "b0", TB), Axis("S[1]", "b1", TM), Axis("S[2]", "b2", TN)]
         kax = 2
@@ -949,11 +952,11 @@ def t_mma(g: Gen, p: Program):
     qa = g.array(arr_dt, rank, a_shape)
     transposed_b = not batched and g.chance(0.3)
     if transposed_b:
-        qb = g.array(arr_dt, rank, [b_shape[1], b_shape[0]])
+        qb = g.array(arr_dt, len(b_shape), [b_shape[1], b_shape[0]])
         ob = ", order=(1, 0)"
         g.features.add("load_order")
     else:
-        qb = g.array(arr_dt, rank, b_shape)
+        qb = g.array(arr_dt, len(b_shape), b_shape)
         ob = ""
     zero = "0" if DTYPES[acc_dt].is_int else "0.0"
     acc = g.new_val(dt=acc_dt, axes=axes, exact=DTYPES[acc_dt].is_int)
@@ -974,7 +977,11 @@ def t_mma(g: Gen, p: Program):
     kb = f"ct.load({qb.name}, index={ib}, shape={shp_b}{ob}, padding_mode=ct.PaddingMode.ZERO)"
     if a_dt == "tf32":
         ka, kb = f"ct.astype({ka}, ct.tfloat32)", f"ct.astype({kb}, ct.tfloat32)"
-    g.emit([f"{a} = {ka}", f"{b} = {kb}", f"{acc.name} = ct.mma({a}, {b}, {acc.name})"],
+    kmm = f"{acc.name} = ct.mma({a}, {b}, {acc.name})"
+    if a_dt == acc_dt and a_dt in ("f16", "f32", "f64") and g.chance(0.35):  # matmul: result in the input type
+        kmm = f"{acc.name} = {acc.name} + {a} @ {b}"
+        g.features.add("matmul")
+    g.emit([f"{a} = {ka}", f"{b} = {kb}", kmm],
            [f"{a} = ns.load({qa.name}, {ia}, {shp_a}, 0)",
             f"{b} = ns.load({qb.name}, {ib}, {shp_b}, 0{', order=(1, 0)' if transposed_b else ''})",
             f"{acc.name} = ns.mma({a}, {b}, {acc.name}, {acc_dt!r})"], 1)
