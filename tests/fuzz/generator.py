@@ -276,6 +276,9 @@ class Gen:
             name = f"y{self.nout}"
             self.nout += 1
         q = Param(name, "array", dt, rank, self.index_dt, role, shape, init)
+        if self.index_dt == "i32" and self.chance(0.05):  # one array indexed with int64 among int32 ones
+            q.index_dt = "i64"
+            self.features.add("index_mixed")
         if rank >= 2 and self.strided_ok and self.chance(0.3):
             q.row_pad = self.rng.randint(1, 9)
             self.features.add("strided_array")
@@ -302,6 +305,35 @@ class Gen:
         return f"np.{d.storage.__name__}({v})"
 
     # --- padding
+    def load_hints(self) -> str:
+        """Keyword arguments of a load that do not change its values: latency, no TMA, an ordered
+        (relaxed / acquire) load with a scope."""
+        if not self.chance(0.3):
+            return ""
+        what = self.pick(["latency", "tma", "order"])
+        self.features.add(f"load_hint:{what}")
+        if what == "latency":
+            return f", latency={self.rng.randint(1, 10)}"
+        if what == "tma":
+            return ", allow_tma=False"
+        order = self.pick(["RELAXED", "ACQUIRE"])
+        scope = self.pick(["BLOCK", "DEVICE", "SYS"])
+        return f", memory_order=ct.MemoryOrder.{order}, memory_scope=ct.MemoryScope.{scope}"
+
+    def store_hints(self) -> str:
+        """The same for stores (relaxed / release)."""
+        if not self.chance(0.3):
+            return ""
+        what = self.pick(["latency", "tma", "order"])
+        self.features.add(f"store_hint:{what}")
+        if what == "latency":
+            return f", latency={self.rng.randint(1, 10)}"
+        if what == "tma":
+            return ", allow_tma=False"
+        order = self.pick(["RELAXED", "RELEASE"])
+        scope = self.pick(["BLOCK", "DEVICE", "SYS"])
+        return f", memory_order=ct.MemoryOrder.{order}, memory_scope=ct.MemoryScope.{scope}"
+
     def padding(self, dt: str, finite_only: bool) -> tuple[str, str, bool]:
         rows = menu.FLOAT_PADDINGS if DTYPES[dt].is_float else menu.INT_PADDINGS
         if finite_only:
@@ -661,7 +693,7 @@ class Gen:
             m = f"ns.store({q.name}, {idx}, {v.name}, order={tuple(order)})"
             self.features.add("store_order")
         else:
-            k = f"ct.store({q.name}, index={idx}, tile={v.name})"
+            k = f"ct.store({q.name}, index={idx}, tile={v.name}{self.store_hints()})"
             m = f"ns.store({q.name}, {idx}, {v.name})"
         self.emit(k, m, depth, droppable=True, feature="store")
         self.check(q.name, v)
@@ -722,16 +754,15 @@ def t_tiles(g: Gen, p: Program):
     loaded_shape = [f"S[{perm[i]}]" for i in range(rank)]
     xshape = [f"S[{i}]" for i in range(rank)]
 
-    def load(like_dt: str, depth: int, finite_only: bool) -> Val:
+    def load(like_dt: str, depth: int, finite_only: bool, may_convert: bool = True) -> Val:
         narrow = [n for n in WIDENINGS.get(like_dt, []) if DTYPES[n].min_sm <= 80]
-        if narrow and depth >= 0 and g.chance(0.3):  # a narrower array, converted exactly
-            w = load(g.pick(narrow), -1, finite_only)
+        if narrow and may_convert and g.chance(0.3):  # a narrower array, converted exactly
+            w = load(g.pick(narrow), depth, finite_only, may_convert=False)
             src = DTYPES[w.dt]
             res = g.new_val(w, dt=like_dt, bound=2.0 ** src.bits if src.kind in "iu" else w.bound)
             g.emit(f"{res.name} = ct.astype({w.name}, ct.{DTYPES[like_dt].ct})",
-                   f"{res.name} = ns.cast({w.name}, {w.dt!r}, {like_dt!r})", 0, feature=f"cast:{w.dt}->{like_dt}")
+                   f"{res.name} = ns.cast({w.name}, {w.dt!r}, {like_dt!r})", depth, feature=f"cast:{w.dt}->{like_dt}")
             return res
-        depth = max(depth, 0)
         if like_dt in F8 or like_dt == "bool":
             finite_only = True
         mode, pad, finite = g.padding(like_dt, finite_only)
@@ -741,6 +772,7 @@ def t_tiles(g: Gen, p: Program):
         tsh = "(" + "".join(f"{t}, " for t in tshape) + ")"
         o = f", order={order}" if order else ""
         pm = "" if mode == "UNDETERMINED" else f", padding_mode=ct.PaddingMode.{mode}"
+        pm += g.load_hints()
         v = g.new_val(dt=like_dt, axes=[Axis(loaded_shape[i], bv[perm[i]], T[perm[i]], f"T{perm[i]}")
                                         for i in range(rank)],
                       tainted=not finite, exact=True, bound=2.0)

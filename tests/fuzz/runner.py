@@ -113,8 +113,7 @@ def signatures(mod) -> list:
     sigs = []
     for symbol, tile in mod.SIGNATURES:
         params = []
-        for name, kind, dt, rank, index_dt in mod.PARAMS:
-            del name
+        for _name, kind, dt, rank, index_dt in mod.PARAMS:
             ctdt = getattr(ct, DTYPES[dt].ct)
             if kind == "array":
                 params.append(ArrayConstraint(ctdt, rank, index_dtype=ct.int64 if index_dt == "i64" else ct.int32,
