@@ -538,6 +538,10 @@ class Gen:
 
     def op_reduce(self, v: Val, depth: int):
         kind = DTYPES[v.dt].kind
+        if self.chance(0.2):
+            res = self.op_custom(v, depth, scan=False)
+            if res is not None:
+                return res
         ax = self.rng.randrange(len(v.axes))
         n = v.axes[ax].size
         keep = self.chance(0.6)
@@ -582,8 +586,38 @@ class Gen:
         self.features.add(feat)
         return res
 
+    def op_custom(self, v: Val, depth: int, scan: bool):
+        """``ct.reduce`` / ``ct.scan`` with a lambda combiner (associative, commutative), keepdims."""
+        d = DTYPES[v.dt]
+        rows = [c for c in menu.CUSTOM if d.kind in c[1] and (v.exact or d.kind != "f")]
+        if not rows:
+            return None
+        name, _, fn, ident, uf = self.pick(rows)
+        ident = ident.format(imax=int(d.hi))
+        ax = self.rng.randrange(len(v.axes))
+        if scan:
+            rev = self.chance(0.4)
+            res = self.new_val(v)
+            flip = (lambda e: f"np.flip({e}, {ax})") if rev else (lambda e: e)
+            self.emit(f"{res.name} = ct.scan({v.name}, axis={ax}, func={fn}, identity={ident}, reverse={rev})",
+                      f"{res.name} = {flip(f'{uf}.accumulate({flip(v.name)}, axis={ax})')}", depth,
+                      self._bypass(res, v), feature=f"custom_scan:{name}")
+            return res
+        axes = list(v.axes)
+        a = axes[ax]
+        axes[ax] = Axis(f"ns.cdiv({a.extent}, {a.sym})", a.index, 1)
+        res = self.new_val(v, axes=axes)
+        self.emit(f"{res.name} = ct.reduce({v.name}, axis={ax}, func={fn}, identity={ident}, keepdims=True)",
+                  f"{res.name} = {uf}.reduce({v.name}, axis={ax}, keepdims=True)", depth,
+                  feature=f"custom_reduce:{name}")
+        return res
+
     def op_scan(self, v: Val, depth: int):
         kind = DTYPES[v.dt].kind
+        if self.chance(0.25):
+            res = self.op_custom(v, depth, scan=True)
+            if res is not None:
+                return res
         name, _, fn, model = self.pick(menu.SCANS)
         ax = self.rng.randrange(len(v.axes))
         n = v.axes[ax].size

@@ -140,6 +140,12 @@ REDUCTIONS = [("sum", "fiu", "ct.sum", "sum"), ("max", "fiu", "ct.max", "max"), 
               ("prod", "fiu", "ct.prod", "prod")]
 ARGREDUCTIONS = [("argmax", "fiu", "ct.argmax"), ("argmin", "fiu", "ct.argmin")]
 SCANS = [("cumsum", "fiu", "ct.cumsum", "sum"), ("cumprod", "fiu", "ct.cumprod", "prod")]
+# ct.reduce / ct.scan with a lambda (associative and commutative: any order gives the same result)
+#          name    kinds  combiner (kernel)           identity          numpy ufunc
+CUSTOM = [("xor", "iu", "lambda a, b: a ^ b", "0", "np.bitwise_xor"),
+          ("or", "iu", "lambda a, b: a | b", "0", "np.bitwise_or"),
+          ("max", "f", "lambda a, b: ct.maximum(a, b)", "-float('inf')", "np.fmax"),
+          ("min", "i", "lambda a, b: ct.minimum(a, b)", "{imax}", "np.fmin")]
 
 # Float padding modes a load may use, with the model's pad value; "finite" ones may feed
 # reductions / data movement (the others only position-preserving chains).
