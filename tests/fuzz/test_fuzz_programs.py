@@ -70,8 +70,10 @@ def test_same_seed_same_program():
 
 
 def test_a_wrong_model_is_a_mismatch(tmp_path):
-    """The comparison can fail: the same kernel against a model that is off by one."""
-    p = generate(7, template="tiles")
+    """The comparison can fail: the same kernel against a model that is off by one (a program whose
+    outputs are all compared exactly, so the test does not depend on tolerances)."""
+    p = next(q for q in (generate(s, template="tiles") for s in range(1, 500))
+             if q.min_sm == 80 and q.second_tile is None and all(c[0] == "exact" for c in q.checks.values()))
     src, bc, err = runner.prepare(p, str(tmp_path))
     assert err is None
     assert runner.isolated(runner.run_sm, src, bc, "sm_80").status == "ok"
