@@ -1296,7 +1296,7 @@ def t_view(g: Gen, p: Program):
     """``x.tiled_view(T, padding_mode=..., traversal_steps=...)``: overlapping (step < tile, incl. 1)
     or gapped windows; the loaded tile goes through a chain and a view store."""
     rank, T = p.rank, p.tile
-    dt = g.pick(FLOATS + INTS)
+    dt = g.pick(FLOATS + INTS + F8)
     g.features.add(f"dtype:{dt}")
     steps = []
     for t in T:
@@ -1315,7 +1315,11 @@ def t_view(g: Gen, p: Program):
     pm = "" if mode == "UNDETERMINED" else f", padding_mode=ct.PaddingMode.{mode}"
     g.emit(f"{v.name} = {qx.name}.tiled_view({tsh}{pm}, traversal_steps={tuple(steps)}).load({idx})",
            f"{v.name} = ns.view_load({qx.name}, {idx}, {tsh}, {tuple(steps)}, {pad})", feature=f"pad:{mode}")
+    if dt in F8:  # 8-bit floats: widen, compute, narrow
+        v = _widen_f8(g, v)
     v = g.chain(v, g.rng.randint(1, 4), 0)
+    if dt in F8 and DTYPES[v.dt].is_float and v.bound < 200:
+        v = _narrow_f8(g, v, dt)
     if v.shape == tuple(T) and all(a.extent.endswith(f"* T{i}") for i, a in enumerate(v.axes)):
         qy = g.array(v.dt, rank, [a.extent for a in v.axes], role="out", init="zeros")
         g.emit(f"{qy.name}.tiled_view({tsh}).store({idx}, {v.name})", f"ns.store({qy.name}, {idx}, {v.name})",

@@ -9,7 +9,7 @@ A signal, a hang or a Python exception escaping tilecore is a crash; the parent 
 Outcomes (``STATUSES``): ``ok``; ``rejected`` (a located ``TilecoreError`` from the compiler);
 ``mismatched``; ``emu_error`` (the emulator refused the compiled kernel: unknown op, out-of-bounds
 access, deadlock); ``crashed`` (signal, timeout, internal exception); ``skipped`` (SM below the
-program's element types); ``export_failed`` / ``model_error`` are the generator's own faults.
+program's element types: compiled all the same, a crash counts, the run is skipped); ``export_failed`` / ``model_error`` are the generator's own faults.
 A rejection is a *gap* when ``tileiras`` compiles the same bytecode.
 """
 
@@ -158,17 +158,20 @@ def run_sm(src: str, bytecode: str, sm: str, extents: list[int] | None = None, w
     t0 = time.perf_counter()
     mod = load_module(src)
     ops = _ops(bytecode) if want_ops else []
-    if int(sm[3:].rstrip("af")) < mod.MIN_SM:
-        return Outcome("skipped", f"needs sm_{mod.MIN_SM}", 0.0, ops)
+    below = int(sm[3:].rstrip("af")) < mod.MIN_SM  # an element type the SM lacks: expect a clean rejection
     try:
         res = compile_file(bytecode, sm)
     except TilecoreError as e:
+        if below:
+            return Outcome("skipped", f"needs sm_{mod.MIN_SM}, rejected: {e}", time.perf_counter() - t0, ops)
         return Outcome("rejected", str(e), time.perf_counter() - t0, ops)
     except Exception as e:  # noqa: BLE001 - an internal error of the compiler is a crash
         return Outcome("crashed", f"compiler raised {type(e).__name__}: {e}\n{traceback.format_exc()}",
                        time.perf_counter() - t0, ops)
     from tilecore import emulate
 
+    if below:
+        return Outcome("skipped", f"needs sm_{mod.MIN_SM}, yet compiled", time.perf_counter() - t0, ops)
     S = list(extents or mod.EXTENTS)
     for symbol, tile in mod.SIGNATURES:
         try:
