@@ -20,20 +20,12 @@ block = (128, 1, 1).
 
 from __future__ import annotations
 
-import os
-import tempfile
-
 import cuda.tile as ct
-import cutile_kernels as ck
 import numpy as np
 import pytest
+from emulated_kernels import KernelSet, arr, cdiv
 from test_cuda_tile_verifier import AT, error, kernel, tile, verify
 
-from tilecore.compiler import compile_file
-
-emulate = pytest.importorskip("tilecore.emulate")
-
-BLOCK = (128, 1, 1)
 ARCHS = ("sm_80", "sm_90a", "sm_100a")
 RNG = np.random.default_rng(20261123)
 f32, i32 = np.float32, np.int32
@@ -354,33 +346,8 @@ KERNELS = {
     "bool_advanced_indexing": (bool_advanced_indexing, ["bool[2]", "i32[1]", "bool[2]", 16, 32]),
     "bool_any_all": (bool_any_all, ["bool[2]", "bool[1]", "bool[1]", 16, 64]),
 }
-_DIR = tempfile.mkdtemp(prefix="tileas-regressions-fuzz-")
-_COMPILED: dict = {}
-
-
-def compiled(name: str, sm: str):
-    """Kernel ``name`` exported once and compiled once per architecture."""
-    if (name, sm) not in _COMPILED:
-        path = os.path.join(_DIR, f"{name}.tileirbc")
-        if not os.path.exists(path):
-            kernel, params = KERNELS[name]
-            ck.export_spec(kernel, params, name, path)
-        _COMPILED[name, sm] = compile_file(path, sm).module
-    return _COMPILED[name, sm]
-
-
-def run(name: str, sm: str, grid, args) -> None:
-    """Launch ``name`` compiled for ``sm``; the array arguments are updated in place."""
-    emulate.launch(compiled(name, sm), name, grid, BLOCK, args)
-
-
-def arr(a: np.ndarray) -> list:
-    """An array parameter in the kernel ABI: pointer, shape, strides (in elements)."""
-    return [a, *[i32(d) for d in a.shape], *[i32(s // a.itemsize) for s in a.strides]]
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
+_KERNELS = KernelSet(KERNELS, "tileas-regressions-")
+compiled, run = _KERNELS.compiled, _KERNELS.run
 
 
 def small_ints(shape, dtype=f32):
