@@ -165,6 +165,19 @@ def test_printf_goes_to_stdout_and_a_failing_assert_names_the_source_line(capfd)
     assert e.value.location == f"{ck.__file__}:{line}"
 
 
+@pytest.mark.parametrize("dt", [np.int8, np.uint8, np.int16, np.uint16])
+def test_printf_promotes_narrow_integers(capfd, dt):
+    """8- / 16-bit integers reach vprintf as 32-bit values. cuda_tile integers are signless, so the
+    conversion decides: %d sign-extends the element's bits, %u / %x zero-extend them (a uint8 above 127
+    needs %u to print as itself, an int8 below 0 needs %d)."""
+    x = np.array([-3, 5], np.int64).astype(dt)
+    tc.launch(None, 1, ck.print_narrow_ints, (x, 2))
+    bits = 8 * x.itemsize
+    unsigned = [int(v) % 2**bits for v in x]
+    want = [f"{u - 2**bits if u >= 2 ** (bits - 1) else u} {u} {u:x}" for u in unsigned]
+    assert capfd.readouterr().out.splitlines() == want
+
+
 def test_fuzz_programs_through_launch_match_their_models(tmp_path):
     from fuzz import compare, runner
     from fuzz.dtypes import DTYPES

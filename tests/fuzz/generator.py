@@ -164,7 +164,8 @@ def _render(p: Program, edits: Edits, extents: list[int]) -> str:
             out.append(f"    ({q.name!r}, 'array', {q.dt!r}, {q.rank}, {q.index_dt!r}),")
         else:
             out.append(f"    ({q.name!r}, 'scalar', {q.dt!r}, 0, ''),")
-    out += ["]", f"CHECKS = {p.checks!r}", "", ""]
+    out += ["]", f"CHECKS = {p.checks!r}",
+            "PRINTS = []  # the printf lines the model expects of the last launch (reference fills it)", "", ""]
     # kernel
     args = ", ".join([q.name for q in p.params] + [f"{t}: ct.Constant[int]" for t in tnames])
     out += ["@ct.kernel", f"def KERNEL({args}):"]
@@ -189,7 +190,7 @@ def _render(p: Program, edits: Edits, extents: list[int]) -> str:
     out += ["def grid(S, T):", f"    {', '.join(tnames)}, = T",
             "    return (" + "".join(f"{g}, " for g in p.grid) + ")", "", ""]
     # reference
-    out += ["def reference(inp, S, T):", f"    {', '.join(tnames)}, = T"]
+    out += ["def reference(inp, S, T):", f"    {', '.join(tnames)}, = T", "    PRINTS.clear()"]
     outs = []
     for q in p.params:
         if q.kind == "scalar":
@@ -815,6 +816,9 @@ def t_tiles(g: Gen, p: Program):
                depth, feature=f"pad:{mode}")
         return v
 
+    gdc = g.chance(0.1)
+    if gdc:  # programmatic dependent launch: a no-op in a single launch
+        g.emit("ct.grid_dependency_control_wait()", "pass", feature="gdc_wait")
     pointwise = g.chance(0.35)
     if g.chance(0.2) and max(T) >= 4:
         p.second_tile = list(T)
@@ -830,7 +834,11 @@ def t_tiles(g: Gen, p: Program):
     v = g.chain(v, g.rng.randint(2, 7), 0, pointwise_only=pointwise)
     if dt in F8 and DTYPES[v.dt].is_float and v.bound < 200:
         v = _narrow_f8(g, v, dt)
+    if g.chance(0.2):
+        _debug_ops(g, v)
     g.store(v, 0)
+    if gdc:
+        g.emit("ct.grid_dependency_control_launch_dependents()", "pass", feature="gdc_launch_dependents")
     if g.chance(0.25) and DTYPES[v.dt].kind != "b" and not v.tainted and v.exact:
         m = g.new_val(v, dt="bool")
         g.emit(f"{m.name} = {v.name} >= {v.name} * 0", f"{m.name} = {v.name} >= {v.name} * 0",
@@ -841,6 +849,29 @@ def t_tiles(g: Gen, p: Program):
         g.store(v, 0, order=so)
     if not v.tainted and g.chance(0.2) and not g.symbolic:
         _store_halves(g, v)
+
+
+# element types a tile printf prints exactly (C and the model format the same numbers), and how
+PRINTF_FORMATS = {"i8": "%d", "i16": "%d", "i32": "%d", "f16": "%.4f", "bf16": "%.4f", "f32": "%.4f", "f64": "%.4f"}
+
+
+def _debug_ops(g: Gen, v: Val) -> None:
+    """Debug ops that leave the outputs alone: ``ct.assert_`` on conditions that hold (a scalar one
+    with a message, a tile one without), ``ct.printf`` of the block id and a runtime scalar and, for
+    a small exact tile, of its elements (the runner compares the printed lines with the model's)."""
+    if g.chance(0.5):
+        g.emit('ct.assert_(b0 < ct.num_blocks(0), "fz: block index in range")', "assert b0 < grid(S, T)[0]",
+               feature="assert")
+        if DTYPES[v.dt].kind != "b" and not v.tainted:
+            g.emit(f"ct.assert_({v.name} == {v.name})", f"assert np.all({v.name} == {v.name})", feature="assert_tile")
+        return
+    s = g.scalar("i32", str(g.rng.randint(-1000, 1000)))
+    g.emit(f'ct.printf("fz b=%d s=%d\\n", b0, {s.name})', f'ns.printf(PRINTS, "fz b=%d s=%d\\n", b0, {s.name})',
+           feature="printf")
+    fmt = PRINTF_FORMATS.get(v.dt)
+    if fmt and v.exact and not v.tainted and math.prod(v.shape) <= 64:
+        g.emit(f'ct.printf("fz v={fmt}\\n", {v.name})', f'ns.printf(PRINTS, "fz v={fmt}\\n", {v.name})',
+               feature="printf_tile")
 
 
 def _store_halves(g: Gen, v: Val) -> None:
@@ -1253,12 +1284,17 @@ def t_atomic(g: Gen, p: Program):
     i = g.tmp()
     g.emit(f"{i} = ct.arange(T0, dtype=ct.int32) + b0 * T0", f"{i} = np.arange(T0, dtype=np.int32) + b0 * T0")
     n_targets = g.rng.randint(3, 40)
+    mo = ""
+    if kind != "view_add" and g.chance(0.4):  # an explicit ordering and scope (the results do not depend on it)
+        order = g.pick(["RELAXED", "ACQUIRE", "RELEASE", "ACQ_REL"])
+        mo = f", memory_order=ct.MemoryOrder.{order}, memory_scope=ct.MemoryScope.{g.pick(['BLOCK', 'DEVICE', 'SYS'])}"
+        g.features.add(f"atomic_order:{order}")
     if kind == "rmw":
         qt = g.array(dt, 1, [str(n_targets)], role="out", init="small")
         qi = g.array("i32", 1, ["S[0]"], init=f"target:{n_targets}")
         idx = g.tmp()
         g.emit([f"{idx} = ct.load({qi.name}, index=(b0,), shape=(T0,), padding_mode=ct.PaddingMode.ZERO)",
-                f"ct.atomic_{op}({qt.name}, ct.where({i} < {qx.name}.shape[0], {idx}, {OOB}), {v.name})"],
+                f"ct.atomic_{op}({qt.name}, ct.where({i} < {qx.name}.shape[0], {idx}, {OOB}), {v.name}{mo})"],
                [f"{idx} = ns.load({qi.name}, (b0,), (T0,), 0)",
                 f"ns.atomic_rmw({op!r}, {qt.name}, np.where({i} < {qx.name}.shape[0], {idx}, {OOB}), {v.name})"],
                feature=f"atomic_{op}")
@@ -1280,9 +1316,9 @@ def t_atomic(g: Gen, p: Program):
     tgt = f"ct.where({i} < {qx.name}.shape[0], {pidx}, {OOB})"
     mtgt = f"np.where({i} < {qx.name}.shape[0], {pidx}, {OOB})"
     if kind == "xchg":
-        k, m = f"ct.atomic_xchg({qt.name}, {tgt}, {v.name})", f"ns.atomic_rmw('xchg', {qt.name}, {mtgt}, {v.name})"
+        k, m = f"ct.atomic_xchg({qt.name}, {tgt}, {v.name}{mo})", f"ns.atomic_rmw('xchg', {qt.name}, {mtgt}, {v.name})"
     else:
-        k = f"ct.atomic_cas({qt.name}, {tgt}, {v.name} & 1, {v.name})"
+        k = f"ct.atomic_cas({qt.name}, {tgt}, {v.name} & 1, {v.name}{mo})"
         m = f"ns.atomic_cas({qt.name}, {mtgt}, {v.name} & 1, {v.name})"
     g.emit([f"{pidx} = ct.load({qp.name}, index=(b0,), shape=(T0,), padding_mode=ct.PaddingMode.ZERO)",
             f"{old.name} = {k}", f"ct.store({qo.name}, index=(b0,), tile={old.name})"],

@@ -65,6 +65,12 @@ UNARY = [
           max_bound=100, cuda_tile="cos"),
     Unary("tanh", "f", "ct.tanh({x})", "ns.r(np.tanh({x}), '{d}')", keeps_exact=False, bound=lambda b: 1.0,
           cuda_tile="tanh"),
+    Unary("tan", "f", "ct.tan(ct.tanh({x}))", "ns.r(np.tan(ns.r(np.tanh({x}), '{d}')), '{d}')", keeps_exact=False,
+          bound=lambda b: 1.6, cuda_tile="tan"),  # |tanh| < 1 keeps tan away from its poles
+    Unary("sinh", "f", "ct.sinh({x})", "ns.r(np.sinh({x}), '{d}')", keeps_exact=False,
+          bound=lambda b: math.exp(b), max_bound=4, cuda_tile="sinh"),
+    Unary("cosh", "f", "ct.cosh({x})", "ns.r(np.cosh({x}), '{d}')", keeps_exact=False,
+          bound=lambda b: math.exp(b), max_bound=4, cuda_tile="cosh"),
     Unary("sqrt", "f", "ct.sqrt(ct.abs({x}))", "ns.r(np.sqrt(np.abs({x})), '{d}')", keeps_exact=False,
           bound=lambda b: math.sqrt(b), cuda_tile="sqrt"),
     Unary("log1p", "f", "ct.log(ct.abs({x}) + 1.0)", "ns.r(np.log(ns.r(np.abs({x}) + 1.0, '{d}')), '{d}')",

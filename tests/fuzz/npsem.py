@@ -389,3 +389,18 @@ def fill_array(init: str, shape, key: str, rng: np.random.Generator, n: int = 0)
     else:
         lo, hi = int(d.lo), int(d.hi)
     return rng.integers(lo, hi, shape, dtype=d.storage, endpoint=True)
+
+
+# ------------------------------------------------------------------------------ debug output
+
+
+def printf(lines: list, fmt: str, *args) -> None:
+    """``ct.printf(fmt, *args)`` of one block: the arguments (0-d values or tiles) broadcast to one
+    shape and one line is formatted per element, in row-major order (cuTile prints a tile element by
+    element). ``lines`` collects the text, split at newlines."""
+    vals = np.broadcast_arrays(*[np.asarray(a) for a in args])
+    n = vals[0].size if vals else 1
+    flat = [v.reshape(-1) for v in vals]
+    for k in range(n):
+        items = tuple(float(v[k]) if v.dtype.kind == "f" else int(v[k]) for v in flat)
+        lines.extend((fmt % items).splitlines())

@@ -182,17 +182,28 @@ def run_sm(src: str, bytecode: str, sm: str, extents: list[int] | None = None, w
             grid = tuple(mod.grid(S, tile)) + (1,) * (3 - len(mod.grid(S, tile)))
         except Exception as e:  # noqa: BLE001
             return Outcome("model_error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}", 0.0, ops)
+        want_prints = sorted(getattr(mod, "PRINTS", []))
         try:
-            emulate.launch(res.module, symbol, grid, BLOCK, kernel_args(mod, inp))
+            launched = emulate.launch(res.module, symbol, grid, BLOCK, kernel_args(mod, inp))
         except TilecoreError as e:
             return Outcome("emu_error", f"{symbol}: {e}", time.perf_counter() - t0, ops)
         except Exception as e:  # noqa: BLE001
             return Outcome("crashed", f"emulator raised {type(e).__name__}: {e}\n{traceback.format_exc()}",
                            time.perf_counter() - t0, ops)
-        bad = compare.mismatches(inp, want, mod.CHECKS)
+        bad = compare.mismatches(inp, want, mod.CHECKS) + _printf_mismatch(launched.printf, want_prints)
         if bad:
             return Outcome("mismatched", f"{symbol} T={tile} S={S}: " + "; ".join(bad), time.perf_counter() - t0, ops)
     return Outcome("ok", "", time.perf_counter() - t0, ops)
+
+
+def _printf_mismatch(text: str, want: list[str]) -> list[str]:
+    """The device printf text against the model's lines (as multisets: blocks print in any order)."""
+    got = sorted(text.splitlines())
+    if got == want:
+        return []
+    extra = sorted(set(got) - set(want))[:3]
+    missing = sorted(set(want) - set(got))[:3]
+    return [f"printf: {len(got)} lines printed, {len(want)} expected; unexpected {extra!r}, missing {missing!r}"]
 
 
 def _ops(bytecode: str) -> list[str]:
@@ -205,7 +216,9 @@ def _ops(bytecode: str) -> list[str]:
         module, _ = read_input(bytecode, get_plugin_manager())
     except TilecoreError:
         return []  # the compile that follows reports it
-    return sorted(set(re.findall(r'"?(cuda_tile\.[a-z_0-9]+)"?\(', module.operation.get_asm(print_generic_op_form=True))))
+    # terminators (yield, return, break, continue) are read into a sibling dialect, cuda_tile_term
+    asm = module.operation.get_asm(print_generic_op_form=True)
+    return sorted({f"cuda_tile.{op}" for op in re.findall(r'"?cuda_tile(?:_term)?\.([a-z_0-9]+)"?\(', asm)})
 
 
 def isolated(fn, *args, timeout: float = CHILD_TIMEOUT) -> Outcome:

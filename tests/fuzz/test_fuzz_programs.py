@@ -99,6 +99,13 @@ def test_compare_tolerances():
     assert len(bad) == 2 and bad[0].startswith("a: 1/2") and bad[1].startswith("b: 1/2")
 
 
+def test_printf_lines_are_compared_as_a_multiset():
+    """Blocks print in any order; a missing, extra or different line is a mismatch."""
+    assert runner._printf_mismatch("fz b=1\nfz b=0\n", ["fz b=0", "fz b=1"]) == []
+    assert runner._printf_mismatch("fz b=1\n", ["fz b=0", "fz b=1"])
+    assert runner._printf_mismatch("fz b=1\nfz b=2\n", ["fz b=0", "fz b=1"])
+
+
 def test_crash_is_caught():
     """A child killed by a signal is classified as a crash, the parent goes on."""
     import signal

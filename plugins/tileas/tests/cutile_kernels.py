@@ -493,3 +493,11 @@ def writer_ops_kernel() -> bytes:
             bc.encode_AllocaOp(cb, pf, 64, 16, False)
             bc.encode_ReturnOp(cb, [])
     return bytes(buf)
+
+
+@ct.kernel
+def print_narrow_ints(x, TILE: ct.Constant[int]):
+    """printf of 8- / 16-bit integer tiles: vprintf reads them promoted to 32 bits (found by the random
+    programs: they were passed 1 or 2 bytes wide)."""
+    t = ct.load(x, index=(0,), shape=(TILE,))
+    ct.printf("%d %u %x\n", t, t, t)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from tilecore.mlir import dialects, ir
 
 from ..atoms import default_atom
@@ -42,12 +44,25 @@ def assume(op, rb):
     return [v]
 
 
-def _printable(cg, v):
+_CONVERSION = re.compile(r"%%|%[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|j|z|t|L)?([a-zA-Z])")
+
+
+def _conversions(fmt: str) -> list[str]:
+    """The conversion character of each argument of a printf format (``%%`` takes none)."""
+    return [m.group(1) for m in _CONVERSION.finditer(fmt) if m.group(0) != "%%"]
+
+
+def _printable(cg, v, conv: str):
+    """``v`` as vprintf reads it: C's default argument promotions (f16 / bf16 -> f32 here, stage 6
+    widens f32 to f64; integers narrower than 32 bits -> i32, sign-extended for ``%d`` / ``%i``,
+    zero-extended for the unsigned conversions)."""
     t = str(v.type)
     if t in ("f16", "bf16"):
         return cg.op("arith.extf", v, ty=ir.F32Type.get())
     if t == "i1":
         return cg.op("arith.extui", v, ty=cg.i32)
+    if t in ("i8", "i16"):
+        return cg.op("arith.extsi" if conv in "di" else "arith.extui", v, ty=cg.i32)
     return v
 
 
@@ -55,15 +70,16 @@ def print_op(op, rb):
     cg = rb.data["cg"]
     fmt = ir.StringAttr(op.attributes["str"]).value
     args = [v for v in rb.gets(op.operands) if v is not TOKEN]
+    convs = _conversions(fmt) + ["d"] * len(args)
     tiles = [a for a in args if isinstance(a, TileV)]
     gpu = dialects.gpu
     if not tiles:  # one line per tile block, from thread 0
         cond = cg.cmpi(0, cg.tid, cg.c32(0))
-        cg.masked(cond, lambda: gpu.printf(ir.StringAttr.get(fmt), *[_printable(cg, a) for a in args]))
+        cg.masked(cond, lambda: gpu.printf(ir.StringAttr.get(fmt), *[_printable(cg, a, c) for a, c in zip(args, convs)]))
     else:  # one line per element, from the thread that owns it
         lay = tiles[0].layout
         for k in range(lay.regs):
-            vals = [_printable(cg, a.regs[k] if isinstance(a, TileV) else a) for a in args]
+            vals = [_printable(cg, a.regs[k] if isinstance(a, TileV) else a, c) for a, c in zip(args, convs)]
             cond = cg.and_(cg.valid(lay, k), cg.owner_mask(lay))
             cg.masked(cond, lambda vals=vals: gpu.printf(ir.StringAttr.get(fmt), *vals))
     return [TOKEN] if op.results else None
