@@ -121,3 +121,20 @@ def test_opcode_newer_than_the_file_is_rejected():
         read(bytes(data), "v.tileirbc")
     assert e.value.location == f"v.tileirbc:{op.offset}"
     assert e.value.message == "opcode 0x7b (multimem_load_reduce_view_tko) needs bytecode version 13.5, file is 13.4"
+
+
+@pytest.mark.parametrize("version", ["13.1", "13.4"])
+def test_printf_of_every_version_compiles_and_prints(tmp_path, version):
+    """Before 13.2 cuTile serialises printf with a spin lock on a global whose alignment is 0
+    ("unspecified"): it used to reach LLVM as ``alignment = 0`` and fail verification."""
+    import numpy as np
+
+    from tilecore import emulate
+    from tilecore.compiler import compile_file
+
+    path = cutile_kernels.export("print_assert_f32", str(tmp_path / "p.tileirbc"), version)
+    res = compile_file(path, "sm_80")
+    x = np.ones(256, np.float32)
+    _, text = emulate.launch(res.module, "print_assert_f32", (2, 1, 1), 128,
+                             [x, np.int32(256), np.int32(1)])
+    assert sorted(text.splitlines()) == ["block 0 sum 128.000000", "block 1 sum 128.000000"]

@@ -138,7 +138,8 @@ def convert_global(g, gpu_module) -> None:
     attrs = {"sym_name": g.attributes["sym_name"], "global_type": ir.TypeAttr.get(arr),
              "linkage": ir.Attribute.parse("#llvm.linkage<internal>"), "value": value,
              "addr_space": ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1)}
-    if "alignment" in g.attributes:
+    # alignment 0 means "unspecified" (cuTile's print mutex of bytecode < 13.2 writes it); LLVM wants a power of 2
+    if "alignment" in g.attributes and ir.IntegerAttr(g.attributes["alignment"]).value > 0:
         attrs["alignment"] = g.attributes["alignment"]
     if "constant" in g.attributes:
         attrs["constant"] = ir.UnitAttr.get()
