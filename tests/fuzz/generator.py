@@ -857,8 +857,9 @@ PRINTF_FORMATS = {"i8": "%d", "i16": "%d", "i32": "%d", "f16": "%.4f", "bf16": "
 
 def _debug_ops(g: Gen, v: Val) -> None:
     """Debug ops that leave the outputs alone: ``ct.assert_`` on conditions that hold (a scalar one
-    with a message, a tile one without), ``ct.printf`` of the block id and a runtime scalar and, for
-    a small exact tile, of its elements (the runner compares the printed lines with the model's)."""
+    with a message, a tile one without), ``ct.printf`` (or ``ct.print`` of an f-string) of the block id
+    and a runtime scalar and, for a small exact tile, of its elements (the runner compares the printed
+    lines with the model's)."""
     if g.chance(0.5):
         g.emit('ct.assert_(b0 < ct.num_blocks(0), "fz: block index in range")', "assert b0 < grid(S, T)[0]",
                feature="assert")
@@ -866,12 +867,13 @@ def _debug_ops(g: Gen, v: Val) -> None:
             g.emit(f"ct.assert_({v.name} == {v.name})", f"assert np.all({v.name} == {v.name})", feature="assert_tile")
         return
     s = g.scalar("i32", str(g.rng.randint(-1000, 1000)))
-    g.emit(f'ct.printf("fz b=%d s=%d\\n", b0, {s.name})', f'ns.printf(PRINTS, "fz b=%d s=%d\\n", b0, {s.name})',
-           feature="printf")
+    py = g.chance(0.4)  # ct.print with an f-string: cuTile writes the same C format
+    k = f'ct.print(f"fz b={{b0}} s={{{s.name}}}")' if py else f'ct.printf("fz b=%d s=%d\\n", b0, {s.name})'
+    g.emit(k, f'ns.printf(PRINTS, "fz b=%d s=%d\\n", b0, {s.name})', feature="print" if py else "printf")
     fmt = PRINTF_FORMATS.get(v.dt)
     if fmt and v.exact and not v.tainted and math.prod(v.shape) <= 64:
-        g.emit(f'ct.printf("fz v={fmt}\\n", {v.name})', f'ns.printf(PRINTS, "fz v={fmt}\\n", {v.name})',
-               feature="printf_tile")
+        k = f'ct.print(f"fz v={{{v.name}:{fmt[1:]}}}")' if py else f'ct.printf("fz v={fmt}\\n", {v.name})'
+        g.emit(k, f'ns.printf(PRINTS, "fz v={fmt}\\n", {v.name})', feature="print_tile" if py else "printf_tile")
 
 
 def _store_halves(g: Gen, v: Val) -> None:
