@@ -210,14 +210,20 @@ def adv_store(arr, sparse_axis: int, idx, starts, tile) -> None:
             arr[tuple(dst)] = tile[pos]
 
 
-def gather(arr, idx, mask=None, pad=0):
-    """``ct.gather(arr, idx, mask=mask, padding_value=pad)`` (indices broadcast; negative = out of bounds)."""
+def _accessed(arr, idx, mask):
+    """The broadcast int64 indices and which of them a gather / scatter touches (in bounds and unmasked)."""
     idx = np.broadcast_arrays(*[np.asarray(i).astype(np.int64) for i in idx])
     ok = np.ones(idx[0].shape, bool)
     for i, n in zip(idx, arr.shape):
         ok &= (i >= 0) & (i < n)
     if mask is not None:
         ok &= np.broadcast_to(mask, ok.shape)
+    return idx, ok
+
+
+def gather(arr, idx, mask=None, pad=0):
+    """``ct.gather(arr, idx, mask=mask, padding_value=pad)`` (indices broadcast; negative = out of bounds)."""
+    idx, ok = _accessed(arr, idx, mask)
     out = np.full(ok.shape, pad, dtype=arr.dtype)
     out[ok] = arr[tuple(i[ok] for i in idx)]
     return out
@@ -225,12 +231,7 @@ def gather(arr, idx, mask=None, pad=0):
 
 def scatter(arr, idx, value, mask=None) -> None:
     """``ct.scatter(arr, idx, value, mask=mask)``."""
-    idx = np.broadcast_arrays(*[np.asarray(i).astype(np.int64) for i in idx])
-    ok = np.ones(idx[0].shape, bool)
-    for i, n in zip(idx, arr.shape):
-        ok &= (i >= 0) & (i < n)
-    if mask is not None:
-        ok &= np.broadcast_to(mask, ok.shape)
+    idx, ok = _accessed(arr, idx, mask)
     value = np.broadcast_to(np.asarray(value), ok.shape)
     arr[tuple(i[ok] for i in idx)] = value[ok].astype(arr.dtype)
 
