@@ -5,7 +5,7 @@
 * ``translate-debug-info`` gives every ``llvm.func`` a debug scope when ``-g`` /
   ``--lineinfo`` is on, so op locations become ``.loc`` / ``.file`` in the PTX;
 * ``serialize`` turns the gpu.module into PTX in-process, then into a cubin
-  with ptxas.
+  with ptxas or nvJitLink (``tilecore.assembler``).
 """
 
 from __future__ import annotations
@@ -95,8 +95,9 @@ def translate_debug_info(ctx) -> None:
 
 
 def serialize(ctx) -> None:
-    """Serialize: PTX in-process, then a cubin through ptxas (unless only PTX is wanted)."""
-    from .serialize import module_to_ptx, ptx_to_cubin
+    """Serialize: PTX in-process, then a cubin through ptxas or nvJitLink (unless only PTX is wanted)."""
+    from .assembler import nvjitlink, ptx_to_cubin, select
+    from .serialize import module_to_ptx, module_to_ptx_and_cubin
 
     opts = ctx.options
     if opts.emit == "mlir":
@@ -106,14 +107,21 @@ def serialize(ctx) -> None:
 
         ctx.artifacts["llvm"] = module_to_llvm_ir(ctx.module)
         return
-    ptx = module_to_ptx(ctx.module)
+    if opts.emit == "cubin" and select(ctx.target.ptx_version) == "nvjitlink":
+        # nvJitLink runs in-process: in the back end's forked child (see module_to_ptx_and_cubin)
+        nvjitlink()  # loaded once per process, before the fork
+        ptx, cubins = module_to_ptx_and_cubin(ctx.module, lambda name, text: ptx_to_cubin(
+            text, ctx.target.ptxas_arch, opts.opt_level, opts.debug, opts.lineinfo, name=name,
+            assembler="nvjitlink"))
+    else:
+        ptx, cubins = module_to_ptx(ctx.module), None
     ctx.artifacts["ptx"] = ptx
     if opts.emit == "cubin":
         if len(ptx) != 1:
             raise TilecoreError(f"serialize: expected one gpu.module, found {len(ptx)}")
         (name, text), = ptx.items()
-        ctx.artifacts["cubin"] = ptx_to_cubin(text, ctx.target.ptxas_arch, opts.opt_level,
-                                              opts.debug, opts.lineinfo, name=name)
+        ctx.artifacts["cubin"] = cubins[name] if cubins else ptx_to_cubin(
+            text, ctx.target.ptxas_arch, opts.opt_level, opts.debug, opts.lineinfo, name=name, assembler="ptxas")
 
 
 @hookimpl
@@ -124,7 +132,7 @@ def tilecore_register_stages():
         Stage("translate-debug-info", after=("attach-nvvm-target",), run=translate_debug_info,
               description="debug scopes on llvm.func for -g / --lineinfo (.loc / .file in PTX)"),
         Stage("serialize", after=("translate-debug-info",), run=serialize,
-              description="gpu.module -> PTX (in-process NVPTX) -> cubin (ptxas)"),
+              description="gpu.module -> PTX (in-process NVPTX) -> cubin (ptxas / nvJitLink)"),
     ]
 
 

@@ -1,41 +1,24 @@
-"""gpu.module -> PTX (in-process, MLIR's NVPTX back end) -> cubin (ptxas).
+"""gpu.module -> PTX (in-process, MLIR's NVPTX back end) -> cubin (tilecore.assembler).
 
 PTX comes from ``gpu-module-to-binary{format=isa}`` run on a clone of the
-module, so the caller's IR stays inspectable. ptxas is the one from the
-``nvidia-cuda-nvcc`` wheel (or ``$TILECORE_PTXAS``).
+module, so the caller's IR stays inspectable. The cubin comes from ptxas (the
+``nvidia-cuda-nvcc`` wheel's, or ``$TILECORE_PTXAS``) or nvJitLink: see
+:mod:`tilecore.assembler`, whose ``find_nvidia_tool`` and ``ptx_to_cubin`` are
+re-exported here.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
-import re
-import shutil
 import subprocess
 import sys
 import tempfile
 
+from .assembler import find_nvidia_tool, ptx_to_cubin  # noqa: F401  (re-exported)
 from .conversion import run_native_pipeline
 from .errors import TilecoreError
 from .mlir import dialect, ir
-
-
-def find_nvidia_tool(name: str) -> str | None:
-    """Path of a CUDA tool from the ``nvidia-*`` wheels (``ptxas``, ``cuobjdump``, ``tileiras``)."""
-    env = os.environ.get(f"TILECORE_{name.upper()}")
-    if env:
-        return env
-    try:
-        import nvidia  # namespace package of the CUDA wheels
-
-        for root in list(nvidia.__path__):
-            for sub in ("cu13/bin", "cuda_nvcc/bin", "cu12/bin"):
-                cand = os.path.join(root, sub, name)
-                if os.path.exists(cand):
-                    return cand
-    except ImportError:
-        pass
-    return shutil.which(name)
 
 
 def libdevice_path() -> str | None:
@@ -115,6 +98,25 @@ def module_to_ptx(module) -> dict[str, str]:
     return run_isolated(lambda: _module_to_ptx(module), "LLVM NVPTX back end", loc)
 
 
+def module_to_ptx_and_cubin(module, assemble) -> tuple[dict[str, str], dict[str, bytes]]:
+    """PTX and cubin per gpu.module name, both made in one forked child.
+
+    ``assemble(name, ptx) -> bytes`` runs in the child after the NVPTX back end: an in-process
+    assembler (nvJitLink) that crashes is then reported like a crash of the back end, as a failing
+    ptxas process would be, and costs no second fork.
+    """
+    from .errors import format_location
+
+    mods = gpu_modules(module)
+    loc = format_location(mods[0].location) if mods else None
+
+    def work():
+        ptx = _module_to_ptx(module)
+        return ptx, {name: assemble(name, text) for name, text in ptx.items()}
+
+    return run_isolated(work, "LLVM NVPTX back end or nvJitLink", loc)
+
+
 def _module_to_ptx(module) -> dict[str, str]:
     gpu = dialect("gpu")
     work = module.operation.clone()
@@ -130,37 +132,6 @@ def _module_to_ptx(module) -> dict[str, str]:
         return out
     finally:
         work.operation.erase()
-
-
-def ptx_to_cubin(ptx: str, arch: str, opt_level: int = 3, debug: bool = False, lineinfo: bool = False,
-                 extra_args: list[str] | None = None, name: str = "kernel") -> bytes:
-    """Assemble PTX with ptxas; a rejection is a TilecoreError carrying ptxas' first error line."""
-    ptxas = find_nvidia_tool("ptxas")
-    if not ptxas:
-        raise TilecoreError("ptxas not found: install nvidia-cuda-nvcc (pip install nvidia-cuda-nvcc)")
-    if lineinfo and not debug:
-        # LLVM marks any module with a compile unit `.target ..., debug`; ptxas refuses that with
-        # optimisation ("Optimized debugging not supported"), while -lineinfo only needs the .loc lines.
-        ptx = re.sub(r"^(\.target [^\n]*?), debug$", r"\1", ptx, flags=re.M)
-    with tempfile.TemporaryDirectory(prefix="tilecore-") as tmp:
-        src = os.path.join(tmp, f"{name}.ptx")
-        dst = os.path.join(tmp, f"{name}.cubin")
-        with open(src, "w") as fh:
-            fh.write(ptx)
-        cmd = [ptxas, f"-arch={arch}", f"-O{0 if debug else opt_level}", src, "-o", dst]
-        if debug:
-            cmd.insert(1, "-g")
-        elif lineinfo:
-            cmd.insert(1, "-lineinfo")
-        cmd[1:1] = list(extra_args or [])
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            lines = [ln for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
-            first = next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else "failed")
-            raise TilecoreError(f"ptxas rejected the PTX: {first.strip()}", f"{name}.ptx",
-                                notes=[ln.strip() for ln in lines[1:6]])
-        with open(dst, "rb") as fh:
-            return fh.read()
 
 
 def module_to_llvm_ir(module) -> str:
