@@ -59,28 +59,56 @@ def test_row_reduction_uses_warp_shuffles():
     assert "math.sqrt" in text and "math.fma" in text
 
 
-def test_mmaf_f16_runs_on_the_tensor_cores():
-    """nv_tileas.dot f16 x f16 -> f32 on sm_80: mma.sync m16n8k16 per 16x8 block. 128x128 over 4 warps:
-    8 slabs of 16 rows, 16 blocks each, 4 per warp; the accumulator goes through the slab buffer."""
+def test_mmaf_f16_runs_through_the_cute_mma_atom():
+    """nv_tileas.dot f16 x f16 -> f32 on sm_80 goes through the atom registry: tileas-select-atoms picks the
+    cute plugin's mma.sm80.m16n8k16.f16.f32 and stage 4 emits its cute_nvgpu ops. 128x128 over 4 warps:
+    a 2 x 2 warp grid, 64 x 64 per warp = 4 x 8 blocks of 16 x 8; per K step 4 A fragments (ldmatrix x4),
+    8 B fragments (ldmatrix x2 .trans) and 32 mma. The accumulator is loop-carried in the fragment layout:
+    no f32 goes through shared memory; the result is cast to f16 in the fragment layout and converted to the
+    blocked layout once, for the store."""
+    res = compile_file(os.path.join(CORPUS, "matmul_f16.tileirbc"), "sm_80", stop_after="tileas-select-atoms")
+    assert '#nv_tileas.atom<"mma.sm80.m16n8k16.f16.f32">' in str(res.module)
     text = _stage4("matmul_f16")
-    assert "nv_tileas.dot" not in text and "llvm.intr.fma" not in text
-    mmas = [line for line in text.splitlines() if "nvvm.mma.sync" in line]
-    assert len(mmas) == 8 * 4  # one per block a warp runs per slab (the K loop is an scf.for, now cf)
+    assert "nv_tileas.dot" not in text and "llvm.intr.fma" not in text and "nvvm.mma" not in text
+    mmas = [line for line in text.splitlines() if "cute_nvgpu.mma_sync" in line]
+    assert len(mmas) == 32
     for line in mmas:
+        assert 'atom = "mma.sm80.m16n8k16.f16.f32"' in line and "shape = array<i32: 16, 8, 16>" in line
+        assert 'a_type = "f16"' in line and 'b_type = "f16"' in line and 'acc_type = "f32"' in line
+    lds = [line for line in text.splitlines() if "cute_nvgpu.ldmatrix" in line]
+    assert sum("num = 4 : i32" in ln and "trans" not in ln for ln in lds) == 4
+    assert sum("num = 2 : i32" in ln and "trans" in ln for ln in lds) == 8
+    # the K loop (cf after stage 4) carries the 128 f32 accumulators of the warp's 32 blocks
+    heads = [line for line in text.splitlines() if re.match(r"\s*\^bb\d+\(", line)]
+    assert any(line.count(": f32") == 128 for line in heads)
+    assert not re.findall(r"llvm\.store %\S+, %\S+ : f32, !llvm\.ptr<3>", text)
+    # f16 stores: A and B (64 registers each of 128 x 64 / 64 x 128), the f16 result (128 registers)
+    assert len(re.findall(r"llvm\.store %\S+, %\S+ : f16, !llvm\.ptr<3>", text)) == 64 + 64 + 128
+    # padded operand rows: A 64 + 8 halves, B 128 + 8; barriers: operands written, dot done, conversion (2)
+    for stride in (72, 136):
+        assert f"arith.constant {stride} : i32" in text
+    assert text.count("gpu.barrier") == 4
+    # stage 5 (cute) lowers the atom ops to NVVM
+    low = compile_file(os.path.join(CORPUS, "matmul_f16.tileirbc"), "sm_80", stop_after="convert-cute-to-llvm")
+    low = str(low.module)
+    assert "cute_nvgpu" not in low
+    nv = [line for line in low.splitlines() if "nvvm.mma.sync" in line]
+    assert len(nv) == 32
+    for line in nv:
         assert "shape = #nvvm.shape<m = 16, n = 8, k = 16>" in line
         assert "layoutA = #nvvm.mma_layout<row>" in line and "layoutB = #nvvm.mma_layout<col>" in line
         assert "(vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>" in line
-    generic = compile_file(os.path.join(CORPUS, "matmul_f16.tileirbc"), "sm_80", stop_after="convert-tileas-to-llvm")
-    generic = generic.module.operation.get_asm(print_generic_op_form=True)
-    assert generic.count("multiplicandAPtxType = #nvvm.mma_type<f16>") == 32
-    # A fragments: 32-bit pairs of a row (one load each); B pairs gathered from two rows
-    assert len(re.findall(r"llvm\.load %\S+ \{alignment = 4 : i64\} : !llvm.ptr<3> -> vector<2xf16>", text)) == 32 * 4
-    # padded shared-memory rows (bank conflicts): A 64 + 8 and B 128 + 8 halves, accumulator slabs 128 + 4 floats
-    for stride in (72, 136, 132):
-        assert f"arith.constant {stride} : i32" in text
-    # the write of A and B; per slab: stores of the slab registers, MMA, read back (2 barriers), and with
-    # one slab buffer (A, B and two padded slabs exceed 48 KiB) a barrier before the next slab's stores; a final one
-    assert text.count("gpu.barrier") == 1 + 8 * 2 + 7 + 1
+    assert low.count("nvvm.ldmatrix") == 12 and low.count("layout = #nvvm.mma_layout<col>") == 8
+
+
+def test_mmaf_without_the_cute_plugin_runs_on_the_cuda_cores(monkeypatch):
+    """The tensor-core atoms are the cute plugin's: with it disabled, the CUDA-core atom is the only one."""
+    from tilecore.plugins import PluginManager
+
+    monkeypatch.setenv("TILECORE_DISABLED_PLUGINS", "cute,thirdparty")
+    res = compile_file(os.path.join(CORPUS, "matmul_f16.tileirbc"), "sm_80", plugins=PluginManager(),
+                       stop_after="tileas-select-atoms")
+    assert '#nv_tileas.atom<"mma.cuda_core.fma">' in str(res.module)
 
 
 def test_mmaf_fma_option_keeps_the_cuda_cores():

@@ -1,4 +1,14 @@
-"""IRDL definitions of the ``cute`` and ``cute_nvgpu`` companion dialects (first ops)."""
+"""IRDL definitions of the ``cute`` and ``cute_nvgpu`` companion dialects.
+
+The warp-level MMA atom ops (stage 4 emits them through the atoms of :mod:`.mma_sm80`, stage 5
+lowers them, :mod:`.mma_lowering`):
+
+- ``cute_nvgpu.ldmatrix %ptr {num = N : i32, trans}`` -> N i32 words: ``ldmatrix.sync.aligned.m8n8.xN[.trans].b16``;
+  ``%ptr`` (``!llvm.ptr<3>``) is this lane's row address.
+- ``cute_nvgpu.mma_sync %a..., %b..., %c... {atom = "<atom name>", shape = array<i32: M, N, K>,
+  a_type = "f16", b_type = "f16", acc_type = "f32", num_a = 4, num_b = 2}`` -> the D fragment, one
+  scalar per accumulator element (a 16-bit float accumulator is packed in pairs by stage 5).
+"""
 
 from tilecore.dialects import DialectDef
 
@@ -13,6 +23,18 @@ irdl.dialect @cute_nvgpu {
   irdl.operation @tcgen05_fence_before_thread_sync {
   }
   irdl.operation @tcgen05_fence_after_thread_sync {
+  }
+  irdl.operation @ldmatrix {
+    %p = irdl.any
+    %w = irdl.is i32
+    irdl.operands(ptr: %p)
+    irdl.results(words: variadic %w)
+  }
+  irdl.operation @mma_sync {
+    %w = irdl.is i32
+    %acc = irdl.any
+    irdl.operands(a: variadic %w, b: variadic %w, c: variadic %acc)
+    irdl.results(d: variadic %acc)
   }
 }
 """

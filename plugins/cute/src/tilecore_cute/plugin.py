@@ -1,6 +1,5 @@
-"""Hook implementations of the ``cute`` plugin: dialects, stage 5, its first patterns and copy atoms."""
+"""Hook implementations of the ``cute`` plugin: dialects, stage 5 and its patterns, the sm_80 MMA atoms."""
 
-from tilecore.atoms import Atom
 from tilecore.conversion import ConversionTarget
 from tilecore.hookspecs import hookimpl
 from tilecore.stages import Stage
@@ -30,17 +29,13 @@ def tilecore_register_stages():
 def tilecore_register_patterns(stage, target, options):
     if stage != STAGE:
         return []
-    from .fences import patterns
+    from . import fences, mma_lowering
 
-    return patterns()
+    return fences.patterns() + mma_lowering.patterns()
 
 
 @hookimpl
 def tilecore_register_atoms(target):
-    return [
-        Atom("copy.universal", "copy", min_cc=80, description="scalar ld/st, one element per access"),
-        Atom("copy.sm80.cp_async", "copy", min_cc=80, priority=1, description="cp.async global -> shared"),
-        Atom("mma.sm80.mma_sync", "mma", min_cc=80, description="mma.sync.aligned m16n8k16"),
-        Atom("mma.sm90.wgmma", "mma", min_cc=90, priority=1,
-             admits=lambda req: getattr(req, "arch_specific", True), description="wgmma.mma_async (sm_90a)"),
-    ]
+    from .mma_sm80 import atoms
+
+    return atoms()

@@ -20,6 +20,8 @@ Reduce atoms (``lower(cg, op, rb, sources, kind)`` with kind ``reduce`` or ``sca
     ``reduce.warp_shuffle`` - rows of the last axis spread over lanes of one warp
     (butterfly ``shfl.xor``), reduce only;
     ``reduce.smem_tree`` - through shared memory (any axis, any layout).
+MMA atoms have their own interface (:data:`.mma.MMA_INTERFACE`, :mod:`.mma`): the built-in
+``mma.cuda_core.fma``; the tensor-core atoms come from the ``cute`` plugin (or a third party).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 from tilecore.atoms import Atom, select_atom
 
 from . import copy, reduce
+from .mma import MMA_INTERFACE, fma_atom  # noqa: F401 (MMA_INTERFACE re-exported)
 
 INTERFACE = "tileas/1"
 
@@ -49,11 +52,12 @@ def builtin_atoms(target=None) -> list[Atom]:
     ]
     for a in atoms:
         a.data["interface"] = INTERFACE
-    return atoms
+    return atoms + [fma_atom()]
 
 
-def default_atom(atoms: dict, kind: str, target, request=None):
-    """The atom :func:`select_atom` picks (falls back to the built-ins when the registry is empty)."""
-    reg = {n: a for n, a in (atoms or {}).items() if a.data.get("interface") == INTERFACE}
-    reg = reg or {a.name: a for a in builtin_atoms(target)}
+def default_atom(atoms: dict, kind: str, target, request=None, interface: str = INTERFACE):
+    """The atom :func:`select_atom` picks among those of ``interface`` (falls back to the built-ins when the
+    registry has none)."""
+    reg = {n: a for n, a in (atoms or {}).items() if a.data.get("interface") == interface}
+    reg = reg or {a.name: a for a in builtin_atoms(target) if a.data.get("interface") == interface}
     return select_atom(reg, kind, target, request)

@@ -1,4 +1,5 @@
-"""``tileas-select-atoms``: pick a copy atom per tiled memory op and a reduce atom per reduce / scan.
+"""``tileas-select-atoms``: pick a copy atom per tiled memory op, a reduce atom per reduce / scan and an
+MMA atom per dot (:mod:`.mma`; ``--option tileas.dot=fma`` keeps every dot on the CUDA cores).
 
 The choice is made from the atom registry (``ctx.atoms()``: every plugin's
 ``tilecore_register_atoms``) with :func:`tilecore.atoms.select_atom` on a request
@@ -17,9 +18,12 @@ from ..layout import blocked
 from ..nv_tileaa import DYNAMIC
 from ..stage2_tileaa_to_tileas.kernel_spec import KernelSpec, kernel_spec_of
 from . import default_atom
+from .mma import MMA_INTERFACE, MmaRequest
 from .reduce import ReduceRequest
 
 NAME = "tileas-select-atoms"
+DOT_OPTION = "tileas.dot"
+DOT_PATHS = ("mma", "fma")  # the best admissible atom / always the CUDA cores
 COPY_OPS = ("nv_tileas.tiled_load", "nv_tileas.tiled_store")
 
 
@@ -86,6 +90,40 @@ def copy_request(op, threads: int) -> CopyRequest | None:
                        memory_order(op)[0] is None, steps)
 
 
+def _signed(op, name: str) -> bool:
+    return name not in op.attributes or "unsigned" not in str(op.attributes[name])
+
+
+def mma_request(op, threads: int, target) -> MmaRequest:
+    """The :class:`MmaRequest` of an ``nv_tileas.dot`` (2-D operands)."""
+    from ..stage4_tileas_to_llvm.narrow_float import element_name
+
+    lhs, rhs, acc = op.operands[:3]
+    m, k = ir.RankedTensorType(lhs.type).shape
+    n = ir.RankedTensorType(rhs.type).shape[1]
+    return MmaRequest(m, n, k, element_name(lhs.type), element_name(rhs.type), element_name(acc.type),
+                      _signed(op, "signedness_lhs"), _signed(op, "signedness_rhs"), threads=threads,
+                      cc=target.cc if target is not None else 80)
+
+
+def dot_path(ctx) -> str:
+    """``--option tileas.dot``: ``mma`` (default) or ``fma``; anything else is an error."""
+    from tilecore.errors import TilecoreError
+
+    path = (ctx.options.extra if ctx.options is not None else {}).get(DOT_OPTION, "mma")
+    if path not in DOT_PATHS:
+        raise TilecoreError(f"--option {DOT_OPTION}={path}: expected one of {', '.join(DOT_PATHS)}")
+    return path
+
+
+def select_mma(ctx, op, threads: int, atoms: dict, path: str):
+    """The MMA atom of a dot: the best admissible one, or the CUDA-core atom with ``tileas.dot=fma``."""
+    req = mma_request(op, threads, ctx.target)
+    if path == "fma":
+        atoms = {n: a for n, a in atoms.items() if a.data.get("cuda_cores")}
+    return default_atom(atoms, "mma", ctx.target, req, interface=MMA_INTERFACE)
+
+
 def run(ctx) -> ConversionStats:
     with ctx.module.context, ir.Location.unknown():
         return _run(ctx)
@@ -94,6 +132,7 @@ def run(ctx) -> ConversionStats:
 def _run(ctx) -> ConversionStats:
     stats = ConversionStats(stage=NAME)
     atoms = ctx.atoms() if ctx.plugins else {}
+    path = dot_path(ctx)
     for top in ctx.module.body.operations:
         top = top.operation
         if top.name != "nv_tileaa.func":
@@ -114,6 +153,8 @@ def _run(ctx) -> ConversionStats:
                                     ir.IntegerAttr(op.attributes["dim"]).value,
                                     widths.pop() if len(widths) == 1 else 0, threads, len(op.operands))
                 atom = default_atom(atoms, "reduce", ctx.target, req)
+            elif op.name == "nv_tileas.dot" and len(ir.RankedTensorType(op.operands[0].type).shape) == 2:
+                atom = select_mma(ctx, op, threads, atoms, path)
             if atom is not None:
                 op.attributes["atom"] = ir.Attribute.parse(f'#nv_tileas.atom<"{atom.name}">')
                 stats.fired[f"tileas:{atom.name}"] = stats.fired.get(f"tileas:{atom.name}", 0) + 1
@@ -125,4 +166,4 @@ def _run(ctx) -> ConversionStats:
 
 def stage() -> Stage:
     return Stage(NAME, after=("tileas-assign-layouts",), before=("convert-tile-func-to-llvm",), run=run,
-                 description="copy / reduce atoms from the atom registry")
+                 description="copy / reduce / MMA atoms from the atom registry")

@@ -3,7 +3,8 @@
 The kernel body (an ``llvm.func`` made by stage 3) is rebuilt into registers: each
 tile becomes one scalar per register of its blocked layout (:mod:`.values`,
 :mod:`tilecore_tileas.layout`), element-wise ops repeat per register
-(:mod:`.elementwise`), memory goes through the copy atoms (:mod:`.memory`), layout
+(:mod:`.elementwise`; a dot's result stays in its MMA atom's fragment layout through element-wise ops
+and loops, :mod:`.fragments`), memory goes through the copy atoms (:mod:`.memory`), layout
 changes through shared memory (:mod:`.exchange`, :mod:`.shape_ops`), reductions and
 scans through the reduce atoms, and ``scf`` carries flattened registers
 (:mod:`.control`); ``scf`` is then lowered to ``cf``. Output: llvm + arith + math + cf
@@ -22,6 +23,7 @@ from ..nv_tileaa.abi import nv_tileaa_rule
 from ..rebuild import Rebuilder, attrs_of, run_stage
 from . import control, dot, elementwise, memory, misc, narrow_float, shape_ops, tf32
 from .codegen import SMEM_SYMBOL, CodeGen
+from .fragments import blocked_operands
 
 NAME = "convert-tileas-to-llvm"
 
@@ -61,7 +63,10 @@ def populator() -> dict:
         f"{nt}.pack": shape_ops.pack, f"{nt}.unpack": shape_ops.pack,
         f"{nt}.memory_fence": misc.memory_fence, f"{nt}.gdc_wait": misc.gdc("wait"), f"{nt}.gdc_launch_dependents": misc.gdc("launch_dependents"),
     }
-    return table
+    # Handlers that take tiles in any layout (MMA fragments included); the rest see blocked tiles.
+    any_layout = ("arith.constant", "scf.for", "scf.if", "scf.yield", "scf.while", "scf.condition", f"{nt}.dot",
+                  "builtin.unrealized_conversion_cast")
+    return {name: h if name in any_layout else blocked_operands(h) for name, h in table.items()}
 
 
 def _kernel_threads(fn) -> int:

@@ -43,6 +43,7 @@ class CodeGen:
         self._slot: dict[int, object] = {}
         self._owner: dict[int, object] = {}
         self._padded: dict[tuple, object] = {}
+        self._origin: dict[tuple, tuple] = {}
 
     # -- layouts ----------------------------------------------------------------------------
     def layout(self, shape) -> Blocked:
@@ -101,6 +102,38 @@ class CodeGen:
         rep, j = divmod(k, lay.vec)
         offset = rep * per_rep + j + (rep * per_rep // row_len) * row_pad
         return self.op("arith.addi", self._padded[key], self.c32(offset)) if offset else self._padded[key]
+
+    def lane_and_warp(self):
+        """i32 (lane, warp) of this thread (built at the kernel entry)."""
+        if "lane" not in self._origin:
+            with self.entry_ip, ir.Location.unknown():
+                self._origin["lane"] = (self.op("arith.remui", self.tid, self.c32(32)),
+                                        self.op("arith.divui", self.tid, self.c32(32)))
+        return self._origin["lane"]
+
+    def fragment_origin(self, frag):
+        """i32 (row, column) of register 0 of an MMA fragment layout in this thread: its warp's
+        sub-tile origin + (lane / 4, 2 * (lane % 4)) (see :mod:`tilecore_tileas.layout.fragment`)."""
+        key = (frag.shape, frag.warps_m, frag.warps_n)
+        if key not in self._origin:
+            lane, warp = self.lane_and_warp()
+            with self.entry_ip, ir.Location.unknown():
+                grid = frag.warps_m * frag.warps_n
+                w = warp if grid * 32 >= self.threads else self.op("arith.remui", warp, self.c32(grid))
+                wm, wn = frag.warp_shape
+                wr = self.op("arith.divui", w, self.c32(frag.warps_n))
+                wc = self.op("arith.remui", w, self.c32(frag.warps_n))
+                wrow, wcol = self.op("arith.muli", wr, self.c32(wm)), self.op("arith.muli", wc, self.c32(wn))
+                row = self.op("arith.addi", wrow, self.op("arith.shrui", lane, self.c32(2)))
+                col = self.op("arith.addi", wcol,
+                              self.op("arith.muli", self.op("arith.andi", lane, self.c32(3)), self.c32(2)))
+                self._origin[key] = (row, col, wrow, wcol)
+        return self._origin[key][:2]
+
+    def warp_origin(self, frag):
+        """i32 (row, column) of the first element of this warp's sub-tile of a fragment layout."""
+        self.fragment_origin(frag)
+        return self._origin[(frag.shape, frag.warps_m, frag.warps_n)][2:]
 
     def valid(self, lay: Blocked, k: int):
         """i1 'register k holds a real element' or None when it always does."""

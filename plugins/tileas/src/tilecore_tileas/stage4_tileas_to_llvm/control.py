@@ -1,4 +1,9 @@
-"""Structured control flow over tiles: scf.for / scf.if / scf.yield with tiles flattened to registers."""
+"""Structured control flow over tiles: scf.for / scf.if / scf.yield with tiles flattened to registers.
+
+A region's results have fixed layouts (a loop carries a tile that comes back as an MMA fragment in
+that fragment, :func:`~.fragments.preferred_layout`; ``scf.if`` results take their preferred layout
+too); each terminator converts what it yields to them (:func:`_expect`).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ from tilecore.mlir import ir
 
 from ..rebuild import attrs_of
 from .codegen import create
+from .fragments import preferred_layout, to_layout
 from .values import TOKEN, TileV
 
 
@@ -36,9 +42,34 @@ def unflatten(templates, flat) -> list:
     return out
 
 
+def _expect(rb, templates):
+    """Push the layouts the terminators of the region being rebuilt must yield (None: as they come)."""
+    rb.data.setdefault("yield_layouts", []).append(templates)
+
+
+def _expected(rb, vals):
+    stack = rb.data.get("yield_layouts") or []
+    if not stack or stack[-1] is None or len(stack[-1]) != len(vals):
+        return vals
+    cg = rb.data["cg"]
+    return [to_layout(cg, v, t.layout) if isinstance(t, TileV) else v for v, t in zip(vals, stack[-1])]
+
+
+def _in_region(rb, templates, fn):
+    _expect(rb, templates)
+    try:
+        fn()
+    finally:
+        rb.data["yield_layouts"].pop()
+
+
 def for_op(op, rb):
+    cg = rb.data["cg"]
     ins = rb.gets(op.operands)
     lb, ub, step, inits = ins[0], ins[1], ins[2], ins[3:]
+    term = list(op.regions[0].blocks[0].operations)[-1]
+    inits = [to_layout(cg, v, preferred_layout(cg, y)) if preferred_layout(cg, y) is not None else v
+             for v, y in zip(inits, term.operands)]
     flat = flatten(inits)
     attrs = {k: v for k, v in attrs_of(op).items() if k not in ("layouts",)}
     node = create("scf.for", [v.type for v in flat], [lb, ub, step, *flat], attrs, regions=1)
@@ -46,19 +77,19 @@ def for_op(op, rb):
     blk = node.regions[0].blocks.append(lb.type, *[v.type for v in flat])
     args = list(blk.arguments)
     rb.bind([old.arguments[0]], [args[0]])
-    rb.block_into(old, blk, args=[args[0], *unflatten(inits, args[1:])])
+    _in_region(rb, inits, lambda: rb.block_into(old, blk, args=[args[0], *unflatten(inits, args[1:])]))
     return unflatten(inits, list(node.results))
 
 
 def if_op(op, rb):
     cond = rb.get(op.operands[0])
     # Result kinds come from the old result types.
-    templates, types = _templates(rb.data["cg"], rb, [r.type for r in op.results])
+    templates, types = _templates(rb.data["cg"], rb, [r.type for r in op.results], list(op.results))
     node = create("scf.if", types, [cond], regions=2)
     for o, n in zip(op.regions, node.regions):
         blk = n.blocks.append()
         if len(o.blocks):
-            rb.block_into(o.blocks[0], blk)
+            _in_region(rb, templates, lambda o=o, blk=blk: rb.block_into(o.blocks[0], blk))
         else:
             with ir.InsertionPoint(blk):
                 create("scf.yield", [], [])
@@ -66,14 +97,17 @@ def if_op(op, rb):
 
 
 def yield_op(op, rb):
-    create("scf.yield", [], flatten(rb.gets(op.operands)))
+    create("scf.yield", [], flatten(_expected(rb, rb.gets(op.operands))))
 
 
-def _templates(cg, rb, types):
+def _templates(cg, rb, types, values=None):
+    """Result templates for ``types``: tiles in the blocked layout, or the preferred layout of the
+    corresponding old ``values``."""
     out, flat = [], []
-    for t in types:
+    for i, t in enumerate(types):
         if str(t).startswith("tensor<"):
-            lay = cg.layout(ir.RankedTensorType(t).shape)
+            lay = (preferred_layout(cg, values[i]) if values is not None else None) or \
+                cg.layout(ir.RankedTensorType(t).shape)
             out.append(TileV(lay, [None] * lay.regs))
             flat += [rb.convert_type(ir.RankedTensorType(t).element_type)] * lay.regs
         elif "mem_token" in str(t):
@@ -89,14 +123,17 @@ def while_op(op, rb):
     inits = rb.gets(op.operands)
     tmpl_in, types_in = _templates(cg, rb, [v.type for v in op.operands])
     tmpl_out, types_out = _templates(cg, rb, [r.type for r in op.results])
+    inits = [to_layout(cg, v, t.layout) if isinstance(t, TileV) else v for v, t in zip(inits, tmpl_in)]
     node = create("scf.while", types_out, flatten(inits), regions=2)
     before = node.regions[0].blocks.append(*types_in)
-    rb.block_into(op.regions[0].blocks[0], before, args=unflatten(tmpl_in, list(before.arguments)))
+    _in_region(rb, tmpl_out, lambda: rb.block_into(op.regions[0].blocks[0], before,
+                                                   args=unflatten(tmpl_in, list(before.arguments))))
     after = node.regions[1].blocks.append(*types_out)
-    rb.block_into(op.regions[1].blocks[0], after, args=unflatten(tmpl_out, list(after.arguments)))
+    _in_region(rb, tmpl_in, lambda: rb.block_into(op.regions[1].blocks[0], after,
+                                                  args=unflatten(tmpl_out, list(after.arguments))))
     return unflatten(tmpl_out, list(node.results))
 
 
 def condition_op(op, rb):
     vals = rb.gets(op.operands)
-    create("scf.condition", [], [vals[0], *flatten(vals[1:])])
+    create("scf.condition", [], [vals[0], *flatten(_expected(rb, vals[1:]))])

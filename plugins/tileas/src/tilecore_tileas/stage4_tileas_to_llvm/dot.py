@@ -1,41 +1,37 @@
-"""``nv_tileas.dot`` (cuda_tile mmaf / mmai): ``acc + lhs @ rhs``, through shared memory.
+"""``nv_tileas.dot`` (cuda_tile mmaf / mmai): ``acc + lhs @ rhs`` through the dot's MMA atom.
 
-Both operands are written row-major to the shared scratch buffer (``exchange.write``, which
-synchronises). Then one of two paths:
+``tileas-select-atoms`` recorded the atom (:mod:`tilecore_tileas.atoms.mma`). Both operands are written
+row-major to the shared scratch buffer (rows padded by 16 bytes against bank conflicts; a fragment
+operand, e.g. attention's scaled scores, is written from its fragment registers directly). Then:
 
-- **tensor cores** (:func:`_dot_mma`; f16 / bf16 / tf32 operands with an f32 accumulator, or i8 (signed
-  or unsigned) with i32, sm_80 or newer, M, N, K multiples of 16, 8 and the instruction's K, and a layout /
-  shared-memory budget that fits, see :func:`_mma_plan`): ``mma.sync`` m16n8k16 (16-bit floats) /
-  m16n8k8 (tf32, one element per fragment register) / m16n8k32 (integers, wrapping like mmai) per 16x8
-  block of the result. The accumulator stays in the tile's blocked
-  layout between dot ops; per slab of rows it goes through shared memory into MMA fragments and
-  back: the threads store their slab registers, each warp runs its blocks' K loops (an A fragment
-  register is one 32-bit load from a row, a B register is gathered from 2 / 4 rows), stores D over C,
-  and the threads read their registers back. Shared-memory rows are padded against bank conflicts. When two slab
-  buffers fit they alternate, so one slab's reads need no barrier before the next slab's writes.
-- **CUDA cores** (:func:`_dot_fma`, every other shape and element type the cuda_tile verifier
+- **a tensor-core atom** (:func:`_dot_atom`): the accumulator is in the atom's fragment layout (a tile
+  arriving in another layout is converted once, a splat for free) and stays there: the result is that
+  fragment, so a K loop carries it in registers. Each warp runs one loop over K in steps of the
+  instruction's K; per step it loads the A fragments of its block rows and the B fragments of its
+  block columns through the atom (``load_a`` / ``load_b``) and issues one atom ``mma`` per 16 x 8 block.
+- **the CUDA-core atom** (:func:`dot_fma`, every other shape and element type the cuda_tile verifier
   admits): every thread runs one loop over K whose iteration arguments are its accumulator
-  registers; for each register (row i, column j) it loads ``lhs[i, k]`` and ``rhs[k, j]``,
-  widens them to the accumulator type and adds their product (``llvm.intr.fma`` for floats,
-  multiply-add for integers, with the operands' signedness).
+  registers (blocked layout); for each register (row i, column j) it loads ``lhs[i, k]`` and
+  ``rhs[k, j]``, widens them to the accumulator type and adds their product (``llvm.intr.fma`` for
+  floats, multiply-add for integers, with the operands' signedness).
 
-A closing barrier lets the buffer be reused. ``--option tileas.dot=fma`` keeps every dot on the CUDA
-cores (to compare the two paths); the default, ``mma``, takes the tensor cores where they apply.
+A closing barrier lets the buffer be reused. ``--option tileas.dot=fma`` makes atom selection pick the
+CUDA-core atom for every dot (to compare the two paths).
 """
 
 from __future__ import annotations
 
 from tilecore.errors import LoweringError
-from tilecore.mlir import dialects, ir
+from tilecore.mlir import ir
 
-from . import narrow_float, tf32
-from .codegen import create
-from .exchange import padded_bytes, write
+from ..atoms.mma import ROW_PAD_BYTES, SmemOperand, fma_atom, is_tensor_core
+from ..layout.fragment import fragment
+from . import narrow_float
+from .codegen import create, elem_bytes
+from .exchange import write
+from .fragments import fragment_coords, is_fragment, to_blocked, to_fragment
 from .memory import as_tile
 from .values import TileV
-
-DOT_OPTION = "tileas.dot"
-DOT_PATHS = ("mma", "fma")  # tensor cores where they apply / always the CUDA cores
 
 
 def _shape(v) -> tuple:
@@ -59,25 +55,43 @@ def _signed(op, name: str) -> bool:
     return "unsigned" not in str(op.attributes[name])
 
 
+def _atom_of(cg, op):
+    """The MMA atom ``tileas-select-atoms`` recorded on ``op`` (the CUDA-core atom when none is)."""
+    if "atom" in op.attributes:
+        name = str(op.attributes["atom"]).split('"')[1]
+        atom = cg.atoms.get(name)
+        if atom is None and name != fma_atom().name:
+            raise LoweringError(f"MMA atom '{name}' is not registered (was its plugin disabled?)", op)
+        if atom is not None:
+            return atom
+    return fma_atom()
+
+
+def _blocked(cg, v, shape):
+    return to_blocked(cg, v) if is_fragment(v) else as_tile(cg, v, shape)
+
+
 def dot(op, rb):
     cg = rb.data["cg"]
     lhs_v, rhs_v, acc_v = op.operands
     m, k_dim = _shape(lhs_v)
     n = _shape(rhs_v)[1]
-    lhs = as_tile(cg, rb.get(lhs_v), (m, k_dim))
-    rhs = as_tile(cg, rb.get(rhs_v), (k_dim, n))
-    acc = as_tile(cg, rb.get(acc_v), (m, n))
     elems = (narrow_float.element_name(lhs_v.type), narrow_float.element_name(rhs_v.type))
-    path = (cg.options.extra if cg.options is not None else {}).get(DOT_OPTION, "mma")
-    if path not in DOT_PATHS:
-        raise LoweringError(f"--option {DOT_OPTION}={path}: expected one of {', '.join(DOT_PATHS)}", op)
-    plan = _mma_plan(cg, op, elems, acc, lhs, rhs, m, n, k_dim) if path == "mma" else None
-    if plan is not None:
-        offs = write(cg, [lhs, rhs], [plan.ab_pad, plan.ab_pad])
-        regs = _dot_mma(cg, plan, acc, offs, m, n, k_dim)
-    else:
-        offs = write(cg, [lhs, rhs])
-        regs = _dot_fma(cg, op, elems, lhs, rhs, acc, offs, m, n, k_dim)
+    atom = _atom_of(cg, op)
+    frag = fragment(m, n, cg.threads) if is_tensor_core(atom) else None
+    if frag is not None:
+        lhs, rhs = (v if is_fragment(v) else as_tile(cg, v, s) for v, s in
+                    ((rb.get(lhs_v), (m, k_dim)), (rb.get(rhs_v), (k_dim, n))))
+        acc = to_fragment(cg, rb.get(acc_v), frag)
+        from ..atoms.select import mma_request
+
+        regs = _dot_atom(cg, atom, mma_request(op, cg.threads, cg.target), lhs, rhs, acc, m, n, k_dim)
+        cg.barrier()
+        return [TileV(frag, regs)]
+    lhs, rhs, acc = (_blocked(cg, rb.get(v), s) for v, s in
+                     ((lhs_v, (m, k_dim)), (rhs_v, (k_dim, n)), (acc_v, (m, n))))
+    offs = write(cg, [lhs, rhs])
+    regs = atom.lower(cg, op, elems, lhs, rhs, acc, offs, m, n, k_dim)
     cg.barrier()
     return [TileV(acc.layout, regs)]
 
@@ -96,11 +110,11 @@ def block_scaled_mma(op, rb):
     if ks <= 0 or k_dim % ks or _shape(sb_v) != (ks, n):
         raise LoweringError(f"block-scaled MMA: scale shapes {_shape(sa_v)} / {_shape(sb_v)} do not divide "
                             f"K = {k_dim} into blocks", op)
-    tiles = [as_tile(cg, rb.get(v), _shape(v)) for v in (lhs_v, rhs_v, acc_v, sa_v, sb_v)]
+    tiles = [_blocked(cg, rb.get(v), _shape(v)) for v in (lhs_v, rhs_v, acc_v, sa_v, sb_v)]
     lhs, rhs, acc, sa, sb = tiles
     elems = tuple(narrow_float.element_name(v.type) for v in (lhs_v, rhs_v, sa_v, sb_v))
     offs = write(cg, [lhs, rhs, sa, sb])
-    regs = _dot_fma(cg, op, elems[:2], lhs, rhs, acc, offs[:2], m, n, k_dim,
+    regs = dot_fma(cg, op, elems[:2], lhs, rhs, acc, offs[:2], m, n, k_dim,
                     scales=_Scales(offs[2], offs[3], ks, elems[2], elems[3]))
     cg.barrier()
     return [TileV(acc.layout, regs)]
@@ -114,7 +128,8 @@ class _Scales:
         self.lhs_elem, self.rhs_elem = lhs_elem, rhs_elem
 
 
-def _dot_fma(cg, op, elems, lhs, rhs, acc, offs, m, n, k_dim, scales: _Scales | None = None) -> list:
+def dot_fma(cg, op, elems, lhs, rhs, acc, offs, m, n, k_dim, scales: _Scales | None = None) -> list:
+    """The CUDA-core atom's lowering: the accumulator registers (blocked) after the K loop."""
     acc_type = acc.regs[0].type
     a_type, b_type = lhs.regs[0].type, rhs.regs[0].type
     a_signed, b_signed = _signed(op, "signedness_lhs"), _signed(op, "signedness_rhs")
@@ -165,177 +180,58 @@ def _dot_fma(cg, op, elems, lhs, rhs, acc, offs, m, n, k_dim, scales: _Scales | 
     return cg.for_(cg.c32(0), cg.c32(scales.blocks), list(acc.regs), block)
 
 
-# -- tensor cores: mma.sync ------------------------------------------------------------------------
-MMA_M, MMA_N = 16, 8
-# (operand element, accumulator) -> (K of one mma.sync, operand elements per 32-bit fragment register):
-# m16n8k16 for 16-bit floats, m16n8k8 for tf32 (f32 registers, :mod:`.tf32`), m16n8k32 for 8-bit integers
-MMA_KINDS = {("f16", "f32"): (16, 2), ("bf16", "f32"): (16, 2), ("tf32", "f32"): (8, 1), ("i8", "i32"): (32, 4)}
-MMA_MIN_CC = 80
-SMEM_LIMIT = 48 * 1024  # static shared memory of a CTA
-# Shared-memory rows are padded so the lanes of a fragment load fall in different banks (32 banks of
-# 4 bytes): A / B rows by 16 bytes (the 8 row groups of an A fragment then start 4 banks apart:
-# conflict-free), accumulator slab rows by 4 elements (C / D accesses: 2-way instead of 8-way).
-AB_ROW_PAD_BYTES = 16
-SLAB_ROW_PAD = 4
 
 
-class _MmaPlan:
-    """How a dot runs on the tensor cores: instruction K, operand types, rows per slab, slab offsets."""
-
-    def __init__(self, kind: tuple[int, int], elem: str, ptx_a: str, ptx_b: str, slab_rows: int,
-                 slab_offsets: list[int]):
-        (self.k, self.per_reg), self.elem, self.ptx_a, self.ptx_b = kind, elem, ptx_a, ptx_b
-        self.ab_pad = AB_ROW_PAD_BYTES * self.per_reg // 4  # elements
-        self.slab_rows = slab_rows
-        self.slab_offsets = slab_offsets
-
-
-def _mma_plan(cg, op, elems, acc, lhs, rhs, m, n, k_dim):
-    """A :class:`_MmaPlan` when the dot can use mma.sync, else None (the CUDA-core path).
-
-    Each slab of ``slab_rows`` rows must hold whole register repetitions of the accumulator's
-    blocked layout (so which registers belong to a slab is known statically), and A, B and the
-    slab buffer(s) must fit the CTA's static shared memory.
-    """
-    target = cg.target
-    (a_el, b_el), c_el = elems, str(acc.regs[0].type)
-    kind = MMA_KINDS.get((a_el, c_el))
-    if target is None or target.cc < MMA_MIN_CC or a_el != b_el or kind is None:
-        return None
-    if m % MMA_M or n % MMA_N or k_dim % kind[0] or cg.threads % 32:
-        return None
-    if a_el == "i8":
-        ptx_a = "s8" if _signed(op, "signedness_lhs") else "u8"
-        ptx_b = "s8" if _signed(op, "signedness_rhs") else "u8"
-    else:
-        ptx_a = ptx_b = a_el
-    lay = acc.layout
-    per_rep = lay.owners * lay.vec  # elements one register repetition covers, CTA-wide
-    slab = MMA_M
-    while (slab * n) % per_rep:
-        slab *= 2
-        if slab > m:
-            return None
-    if m % slab:
-        return None
-    plan = _MmaPlan(kind, a_el, ptx_a, ptx_b, slab, [])
-    ab_bytes = sum(padded_bytes(cg, t, plan.ab_pad) for t in (lhs, rhs))
-    slab_bytes = slab * (n + SLAB_ROW_PAD) * 4
-    buffers = 2 if ab_bytes + 2 * slab_bytes <= SMEM_LIMIT else 1
-    if ab_bytes + buffers * slab_bytes > SMEM_LIMIT:
-        return None
-    plan.slab_offsets = [ab_bytes + i * slab_bytes for i in range(buffers)]
-    return plan
+# -- tensor cores: warp-level MMA atoms -----------------------------------------------------------
+def _write_operand(cg, tile: TileV, at: int, pitch: int) -> None:
+    """Store ``tile`` row-major with ``pitch`` elements per row at byte ``at`` of the scratch buffer."""
+    if is_fragment(tile):
+        for k, v in enumerate(tile.regs):
+            row, col = fragment_coords(cg, tile.layout, k)
+            cg.smem_store(at, cg.op("arith.addi", cg.op("arith.muli", row, cg.c32(pitch)), col), v)
+        return
+    lay = tile.layout
+    pad = pitch - tile.shape[-1]
+    for k in range(lay.regs):
+        cond = cg.and_(cg.valid(lay, k), cg.owner_mask(lay))
+        f = cg.padded_flat(lay, k, tile.shape[-1], pad)
+        cg.masked(cond, lambda f=f, k=k: cg.smem_store(at, f, tile.regs[k]))
 
 
-def _dot_mma(cg, plan: _MmaPlan, acc, offs, m, n, k_dim) -> list:
-    lay = acc.layout
-    acc_type = acc.regs[0].type
-    rows = plan.slab_rows
-    slab_elems = rows * n
-    per_rep = lay.owners * lay.vec
-    cg.reserve(plan.slab_offsets[-1] + rows * (n + SLAB_ROW_PAD) * 4)
-    regs = list(acc.regs)
-    # slab of each register: its repetition's first element (static) / the slab size
-    slab_of = [(k // lay.vec) * per_rep // slab_elems for k in range(lay.regs)]
-    lane = cg.op("arith.remui", cg.tid, cg.c32(32))
-    warp = cg.op("arith.divui", cg.tid, cg.c32(32))
-    t = cg.op("arith.andi", lane, cg.c32(3))
-    frag = _Fragment(g=cg.op("arith.shrui", lane, cg.c32(2)), c_col=cg.op("arith.muli", t, cg.c32(2)),
-                     k_off=cg.op("arith.muli", t, cg.c32(plan.per_reg)))
-    warps = cg.threads // 32
-    blocks = (rows // MMA_M) * (n // MMA_N)
-    for s in range(m // rows):
-        off = plan.slab_offsets[s % len(plan.slab_offsets)]
-        if s and len(plan.slab_offsets) == 1:
-            cg.barrier()  # one buffer: the previous slab's reads come first
-        mine = [k for k in range(lay.regs) if slab_of[k] == s]
-        local = {}
-        for k in mine:
-            f = cg.padded_flat(lay, k, n, SLAB_ROW_PAD)  # the slab's rows start at row s * rows
-            if s:
-                f = cg.op("arith.subi", f, cg.c32(s * rows * (n + SLAB_ROW_PAD)))
-            valid = cg.valid(lay, k)
-            local[k] = f if valid is None else cg.select(valid, f, cg.c32(0))
-            cond = cg.and_(valid, cg.owner_mask(lay))
-            cg.masked(cond, lambda f=f, k=k, off=off: cg.smem_store(off, f, regs[k]))
-        cg.barrier()
-        for j in range(-(-blocks // warps)):
-            block = cg.op("arith.addi", warp, cg.c32(j * warps)) if j else warp
-            args = (cg, plan, block, s * rows, off, offs, n, k_dim, frag, acc_type)
-            if blocks % warps and (j + 1) * warps > blocks:  # the last round: only warps with a block
-                cg.masked(cg.cmpi(6, block, cg.c32(blocks)), lambda args=args: _mma_block(*args))
-            else:
-                _mma_block(*args)
-        cg.barrier()
-        for k in mine:
-            regs[k] = cg.smem_load(off, local[k], acc_type)
-    return regs
+def _operands_to_smem(cg, lhs: TileV, rhs: TileV, m: int, n: int, k: int) -> tuple[SmemOperand, SmemOperand]:
+    """A (m x k) and B (k x n) row-major in shared memory, rows padded by ``ROW_PAD_BYTES``."""
+    out, at = [], 0
+    for tile, rows, cols in ((lhs, m, k), (rhs, k, n)):
+        el = tile.regs[0].type
+        eb = max(1, elem_bytes(cg.storage_type(el)))
+        pitch = cols + ROW_PAD_BYTES // eb
+        _write_operand(cg, tile, at, pitch)
+        out.append(SmemOperand(at, rows, cols, pitch, el, eb))
+        at += (rows * pitch * eb + 15) // 16 * 16
+    cg.reserve(at)
+    cg.barrier()
+    return out[0], out[1]
 
 
-class _Fragment:
-    """A lane's place in the mma.sync fragments: row group ``g`` (lane / 4), the column of its first
-    C / D register (2 * (lane % 4)) and the K offset of its A / B registers (per_reg * (lane % 4))."""
-
-    def __init__(self, g, c_col, k_off):
-        self.g, self.c_col, self.k_off = g, c_col, k_off
-
-
-def _mma_block(cg, plan: _MmaPlan, block, row0: int, slab_off: int, offs, n: int, k_dim: int, frag: _Fragment,
-               acc_type) -> None:
-    """One 16 x 8 block of the slab: C from the slab, the K loop of mma.sync, D back over C.
-
-    Fragment registers (PTX ISA): A0 row g, K elements k_off..; A1 row g + 8; A2 / A3 the same rows
-    K / 2 further; B0 rows k_off.. of column g, B1 K / 2 further; C0, C1 row g, columns c_col, c_col + 1;
-    C2, C3 row g + 8.
-    """
-    llvm = dialects.llvm
-    el = tf32.storage(ir.Type.parse(plan.elem))
-    reg_vec = ir.VectorType.get([plan.per_reg], el)
-    block_col = cg.op("arith.muli", cg.op("arith.remui", block, cg.c32(n // MMA_N)), cg.c32(MMA_N))
-    block_row = cg.op("arith.muli", cg.op("arith.divui", block, cg.c32(n // MMA_N)), cg.c32(MMA_M))
-    col = cg.op("arith.addi", block_col, frag.c_col)
-    r_lo = cg.op("arith.addi", block_row, frag.g)  # slab rows of this lane's C registers: r_lo, r_lo + 8
-    c_index = [cg.op("arith.addi", cg.op("arith.muli", r, cg.c32(n + SLAB_ROW_PAD)), c) for r in
-               (r_lo, cg.op("arith.addi", r_lo, cg.c32(8))) for c in (col, cg.op("arith.addi", col, cg.c32(1)))]
-    c_regs = [cg.smem_load(slab_off, i, acc_type) for i in c_index]
-    a_rows = [cg.op("arith.muli", cg.op("arith.addi", r_lo, cg.c32(row0 + d)), cg.c32(k_dim + plan.ab_pad))
-              for d in (0, 8)]
-    b_col = cg.op("arith.addi", block_col, frag.g)
-    b_stride = cg.c32(n + plan.ab_pad)
+def _dot_atom(cg, atom, req, lhs: TileV, rhs: TileV, acc: TileV, m: int, n: int, k_dim: int) -> list:
+    """Each warp: loop over K in instruction steps; A fragments per block row, B per block column, one
+    atom mma per 16 x 8 block of its sub-tile (registers in the fragment's block order)."""
+    frag = acc.layout
+    a_smem, b_smem = _operands_to_smem(cg, lhs, rhs, m, n, k_dim)
+    bm, bn = frag.blocks
+    wrow, wcol = cg.warp_origin(frag)
+    inst_k = atom.data["inst"][2]
 
     def k_step(kk, cs):
-        def operand(v):  # f16 pairs stay vector<2xf16>; the other types travel as i32 (nvvm.mma.sync)
-            return v if plan.elem == "f16" else llvm.bitcast(cg.i32, v)
+        a = [atom.lower(cg, "load_a", req, a_smem, cg.op("arith.addi", wrow, cg.c32(16 * i)) if i else wrow, kk)
+             for i in range(bm)]
+        b = [atom.lower(cg, "load_b", req, b_smem, kk, cg.op("arith.addi", wcol, cg.c32(8 * j)) if j else wcol)
+             for j in range(bn)]
+        out = []
+        for i in range(bm):
+            for j in range(bn):
+                blk = 4 * (i * bn + j)
+                out += list(atom.lower(cg, "mma", req, a[i], b[j], cs[blk:blk + 4]))
+        return out
 
-        def a_reg(row, k):  # consecutive K elements of an A row: one 32-bit load
-            return llvm.load(reg_vec, cg.smem_ptr(offs[0], cg.op("arith.addi", row, k), el), alignment=4)
-
-        def b_reg(k):  # B[k .. k + per_reg - 1][col]: one load per row, packed
-            v = llvm.mlir_poison(reg_vec)
-            for i in range(plan.per_reg):
-                ki = cg.op("arith.addi", k, cg.c32(i)) if i else k
-                x = cg.smem_load(offs[1], cg.op("arith.addi", cg.op("arith.muli", ki, b_stride), b_col), el)
-                v = llvm.insertelement(v, x, cg.c32(i))
-            return v
-
-        k_lo = cg.op("arith.addi", kk, frag.k_off)
-        k_hi = cg.op("arith.addi", k_lo, cg.c32(plan.k // 2))
-        a = [a_reg(a_rows[0], k_lo), a_reg(a_rows[1], k_lo), a_reg(a_rows[0], k_hi), a_reg(a_rows[1], k_hi)]
-        b = [b_reg(k_lo), b_reg(k_hi)]
-        # the multiplicand types are always given: NVVM cannot infer them from i32 operands and asserts
-        # when it tries; integer accumulators wrap (cuda_tile mmai), no .satfinite
-        kw = {"multiplicand_a_ptx_type": ir.Attribute.parse(f"#nvvm.mma_type<{plan.ptx_a}>"),
-              "multiplicand_b_ptx_type": ir.Attribute.parse(f"#nvvm.mma_type<{plan.ptx_b}>")}
-        if plan.elem == "i8":
-            kw["int_overflow_behavior"] = ir.Attribute.parse("#nvvm.mma_int_overflow<wrapped>")
-        d = dialects.nvvm.mma_sync(ir.Type.parse(f"!llvm.struct<({', '.join([str(acc_type)] * 4)})>"),
-                                   ir.Attribute.parse(f"#nvvm.shape<m = {MMA_M}, n = {MMA_N}, k = {plan.k}>"),
-                                   ir.Attribute.parse("#nvvm.mma_layout<row>"),
-                                   ir.Attribute.parse("#nvvm.mma_layout<col>"),
-                                   [operand(x) for x in a], [operand(x) for x in b], list(cs), **kw)
-        return [llvm.extractvalue(acc_type, d, [i]) for i in range(4)]
-
-    results = cg.for_(cg.c32(0), cg.c32(k_dim), c_regs, k_step, step=plan.k)
-    for i, v in zip(c_index, results):
-        cg.smem_store(slab_off, i, v)
+    return cg.for_(cg.c32(0), cg.c32(k_dim), list(acc.regs), k_step, step=inst_k)

@@ -6,7 +6,7 @@ from tilecore.errors import LoweringError
 from tilecore.mlir import dialects, ir
 
 from ..rebuild import attrs_of
-from . import narrow_float, tf32
+from . import fragments, narrow_float, tf32
 from .codegen import create
 from .values import TileV
 
@@ -46,6 +46,11 @@ def elementwise(op, rb):
             return tf32.convert(cg, op, ins)
         new = create(op.name, rtypes, ins, attrs)
         return list(new.results)
+    unified = fragments.unify(cg, tiles)
+    if unified is not tiles:
+        swap = dict(zip(map(id, tiles), unified))
+        ins = [swap.get(id(v), v) for v in ins]
+        tiles = unified
     lay = tiles[0].layout
     if any(t.layout != lay for t in tiles):
         raise LoweringError(f"internal error: operands of '{op.name}' disagree on their layout", op)
@@ -61,8 +66,7 @@ def elementwise(op, rb):
             regs[i].append(r)
     out = []
     for r, vals in zip(op.results, regs):
-        out.append(TileV(cg.layout(ir.RankedTensorType(r.type).shape), vals) if str(r.type).startswith("tensor<")
-                   else vals[0])
+        out.append(TileV(lay, vals) if str(r.type).startswith("tensor<") else vals[0])
     return out
 
 

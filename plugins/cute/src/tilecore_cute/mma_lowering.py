@@ -1,0 +1,101 @@
+"""Stage 5 patterns for the warp-level MMA atom ops: ``cute_nvgpu.ldmatrix`` / ``cute_nvgpu.mma_sync`` -> NVVM.
+
+- ``cute_nvgpu.ldmatrix {num, trans}`` -> ``nvvm.ldmatrix`` m8n8 b16 (``layout = col`` is ``.trans``),
+  its struct result split into i32 words.
+- ``cute_nvgpu.mma_sync`` -> ``nvvm.mma_sync`` row.col with the atom's shape and multiplicand types
+  (16-bit float words as ``vector<2xf16>`` for f16, i32 otherwise; an f16 accumulator packed in
+  ``vector<2xf16>`` pairs). MLIR 22's ``nvvm.mma.sync`` has no e4m3 / e5m2 form, so those atoms become
+  inline PTX (:data:`F8_MMA_ASM`, constraint string :data:`F8_MMA_CONSTRAINTS`).
+"""
+
+from __future__ import annotations
+
+from tilecore.conversion import Pattern
+from tilecore.mlir import dialects, ir
+
+F8_MMA_ASM = ("mma.sync.aligned.m16n8k32.row.col.f32.{a}.{b}.f32 {{$0,$1,$2,$3}}, {{$4,$5,$6,$7}}, {{$8,$9}}, "
+              "{{$10,$11,$12,$13}};")
+F8_MMA_CONSTRAINTS = "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f"
+F8_TYPES = ("e4m3", "e5m2")
+
+
+def _str(op, name: str) -> str:
+    return ir.StringAttr(op.attributes[name]).value
+
+
+def _int(op, name: str) -> int:
+    return ir.IntegerAttr(op.attributes[name]).value
+
+
+class LdmatrixPattern(Pattern):
+    """``cute_nvgpu.ldmatrix`` -> ``nvvm.ldmatrix`` (``ldmatrix.sync.aligned.m8n8.xN[.trans].shared.b16``)."""
+
+    root = "cute_nvgpu.ldmatrix"
+
+    def rewrite(self, op, rw):
+        num = _int(op, "num")
+        i32 = ir.IntegerType.get_signless(32)
+        with rw.ip, op.location:
+            res_t = i32 if num == 1 else ir.Type.parse(f"!llvm.struct<({', '.join(['i32'] * num)})>")
+            v = dialects.nvvm.ldmatrix(res_t, op.operands[0], num,
+                                       ir.Attribute.parse(f"#nvvm.mma_layout<{'col' if 'trans' in op.attributes else 'row'}>"),
+                                       ir.Attribute.parse("#nvvm.ld_st_matrix_shape<m = 8, n = 8>"),
+                                       ir.Attribute.parse("#nvvm.ld_st_matrix_elt_type<b16>"))
+            words = [v] if num == 1 else [dialects.llvm.extractvalue(i32, v, [i]) for i in range(num)]
+        rw.replace(op, words)
+
+
+class MmaSyncPattern(Pattern):
+    """``cute_nvgpu.mma_sync`` -> ``nvvm.mma_sync`` (or inline PTX for the 8-bit float types)."""
+
+    root = "cute_nvgpu.mma_sync"
+
+    def rewrite(self, op, rw):
+        llvm = dialects.llvm
+        m, n, k = list(ir.DenseI32ArrayAttr(op.attributes["shape"]))
+        a_t, b_t, acc_t = _str(op, "a_type"), _str(op, "b_type"), _str(op, "acc_type")
+        na, nb = _int(op, "num_a"), _int(op, "num_b")
+        ops = list(op.operands)
+        a, b, c = ops[:na], ops[na:na + nb], ops[na + nb:]
+        with rw.ip, op.location:
+            if a_t in F8_TYPES:
+                struct = ir.Type.parse("!llvm.struct<(f32, f32, f32, f32)>")
+                d = ir.Operation.create("llvm.inline_asm", results=[struct], operands=[*a, *b, *c], attributes={
+                    "asm_string": ir.StringAttr.get(F8_MMA_ASM.format(a=a_t, b=b_t)),
+                    "constraints": ir.StringAttr.get(F8_MMA_CONSTRAINTS),
+                    "has_side_effects": ir.UnitAttr.get()}).results[0]
+                rw.replace(op, [llvm.extractvalue(ir.F32Type.get(), d, [i]) for i in range(4)])
+                return
+            if a_t == "f16":
+                h2 = ir.VectorType.get([2], ir.F16Type.get())
+                a, b = [llvm.bitcast(h2, w) for w in a], [llvm.bitcast(h2, w) for w in b]
+            el = c[0].type
+            if acc_t == "f16":  # C / D: two registers of f16 pairs
+                h2 = ir.VectorType.get([2], el)
+                packed = []
+                for i in (0, 2):
+                    v = llvm.insertelement(llvm.mlir_poison(h2), c[i], _c32(0))
+                    packed.append(llvm.insertelement(v, c[i + 1], _c32(1)))
+                c, parts = packed, (h2, 2)
+            else:
+                parts = (el, 4)
+            struct = ir.Type.parse(f"!llvm.struct<({', '.join([str(parts[0])] * parts[1])})>")
+            kw = {"multiplicand_a_ptx_type": ir.Attribute.parse(f"#nvvm.mma_type<{a_t}>"),
+                  "multiplicand_b_ptx_type": ir.Attribute.parse(f"#nvvm.mma_type<{b_t}>")}
+            if acc_t == "i32":  # cuda_tile mmai wraps: no .satfinite
+                kw["int_overflow_behavior"] = ir.Attribute.parse("#nvvm.mma_int_overflow<wrapped>")
+            d = dialects.nvvm.mma_sync(struct, ir.Attribute.parse(f"#nvvm.shape<m = {m}, n = {n}, k = {k}>"),
+                                       ir.Attribute.parse("#nvvm.mma_layout<row>"),
+                                       ir.Attribute.parse("#nvvm.mma_layout<col>"), a, b, c, **kw)
+            outs = [llvm.extractvalue(parts[0], d, [i]) for i in range(parts[1])]
+            if acc_t == "f16":
+                outs = [llvm.extractelement(v, _c32(j)) for v in outs for j in (0, 1)]
+        rw.replace(op, outs)
+
+
+def _c32(v: int):
+    return dialects.llvm.mlir_constant(ir.IntegerType.get_signless(32), ir.IntegerAttr.get(ir.IntegerType.get_signless(32), v))
+
+
+def patterns():
+    return [LdmatrixPattern(), MmaSyncPattern()]

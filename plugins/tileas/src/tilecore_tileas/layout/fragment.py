@@ -1,0 +1,99 @@
+"""The accumulator layout of warp-level MMA atoms: :class:`Fragment`.
+
+A warp-level MMA instruction (``mma.sync`` m16n8kK) computes a ``16 x 8`` block of the result, and
+the PTX ISA fixes which lane holds which element of it ("Matrix Fragments for mma.m16n8k16",
+figure "MMA .m16n8k16 fragment layout for accumulator matrix C/D"): lane ``l`` with group
+``g = l / 4`` and ``t = l % 4`` holds ``(g, 2t)``, ``(g, 2t + 1)``, ``(g + 8, 2t)``, ``(g + 8, 2t + 1)``.
+
+A ``M x N`` dot result is cut into such blocks; the warps of the CTA form a ``warps_m x warps_n``
+grid, each owning a ``M / warps_m x N / warps_n`` sub-tile whose blocks it holds in block-row-major
+order. Register ``k`` of a thread is element ``k % 4`` of its block ``k / 4``. Warps past
+``warps_m * warps_n`` replicate warp ``w % (warps_m * warps_n)`` (as threads past ``owners`` do in
+a blocked layout).
+
+The layout an MMA atom gives its result is kept across a K loop (the accumulator is a loop-carried
+value in these registers); stage 4 converts it to the blocked layout only for a consumer that
+needs one (:mod:`tilecore_tileas.stage4_tileas_to_llvm.fragments`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+INST_M, INST_N = 16, 8  # the C block of one warp-level MMA instruction
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """A warp-level MMA accumulator layout (see the module docstring)."""
+
+    shape: tuple[int, int]
+    warps_m: int
+    warps_n: int
+    threads: int
+
+    @property
+    def n(self) -> int:
+        return self.shape[0] * self.shape[1]
+
+    @property
+    def warp_shape(self) -> tuple[int, int]:
+        return self.shape[0] // self.warps_m, self.shape[1] // self.warps_n
+
+    @property
+    def blocks(self) -> tuple[int, int]:
+        """16 x 8 blocks per warp along M and N."""
+        wm, wn = self.warp_shape
+        return wm // INST_M, wn // INST_N
+
+    @property
+    def regs(self) -> int:
+        bm, bn = self.blocks
+        return 4 * bm * bn
+
+    def offset(self, k: int) -> tuple[int, int]:
+        """(row, column) of register ``k`` relative to the thread's first element (its warp's origin +
+        (g, 2t))."""
+        bm, bn = self.blocks
+        bi, bj = divmod(k // 4, bn)
+        i = k % 4
+        return bi * INST_M + 8 * (i // 2), bj * INST_N + i % 2
+
+    def static_coords(self, k: int, tid: int) -> tuple[int, int]:
+        """(row, column) of register ``k`` in thread ``tid`` (tests, documentation)."""
+        w = (tid // 32) % (self.warps_m * self.warps_n)
+        lane = tid % 32
+        wr, wc = divmod(w, self.warps_n)
+        dr, dc = self.offset(k)
+        wm, wn = self.warp_shape
+        return wr * wm + lane // 4 + dr, wc * wn + 2 * (lane % 4) + dc
+
+    def attr_text(self) -> str:
+        return f"#nv_tileas.mma_fragment<{self.shape[0]}x{self.shape[1]}, warps = {self.warps_m}x{self.warps_n}>"
+
+
+def arrange_warps(m: int, n: int, warps: int) -> tuple[int, int] | None:
+    """The ``warps_m x warps_n`` grid for an ``m x n`` result, or None when ``m`` / ``n`` are not multiples of
+    the 16 x 8 block.
+
+    Among grids that divide the blocks evenly, the one using the most warps wins, then the one whose
+    per-warp tile reads the fewest operand rows + columns from shared memory (``m / wm + n / wn``).
+    """
+    if m % INST_M or n % INST_N or warps < 1:
+        return None
+    bm, bn = m // INST_M, n // INST_N
+    best = None
+    for wm in range(1, warps + 1):
+        for wn in range(1, warps // wm + 1):
+            if bm % wm or bn % wn:
+                continue
+            key = (-(wm * wn), m // wm + n // wn, wm)
+            if best is None or key < best[0]:
+                best = (key, (wm, wn))
+    return best[1] if best else None
+
+
+def fragment(m: int, n: int, threads: int) -> Fragment | None:
+    """The fragment layout of an ``m x n`` warp-level MMA result over ``threads`` threads."""
+    grid = arrange_warps(m, n, threads // 32) if threads % 32 == 0 else None
+    return Fragment((m, n), grid[0], grid[1], threads) if grid else None

@@ -1,0 +1,169 @@
+"""Tiles in an MMA atom's accumulator layout (:class:`~tilecore_tileas.layout.fragment.Fragment`).
+
+A dot lowered by a tensor-core atom returns its result in the atom's fragment layout. Element-wise ops,
+``scf`` control flow and further dots take it as it is, so a K loop carries its accumulator in
+registers; every other consumer gets the tile converted to the blocked layout first
+(:func:`blocked_operands`), through shared memory unless the tile is uniform (a splat: free).
+
+:func:`preferred_layout` tells ``scf.for`` / ``scf.while`` which loop-carried tiles will come back from
+the body in a fragment layout, so the loop carries them in that layout from the start (an
+initial splat, the usual zero accumulator, costs nothing to convert).
+"""
+
+from __future__ import annotations
+
+from tilecore.mlir import ir
+
+from ..layout import Blocked
+from ..layout.fragment import Fragment, fragment
+from .codegen import elem_bytes
+from .exchange import write
+from .values import TileV
+
+
+def is_fragment(v) -> bool:
+    return isinstance(v, TileV) and isinstance(v.layout, Fragment)
+
+
+def _uniform(tile: TileV):
+    """The single SSA value of a tile whose registers all hold it (a splat), else None."""
+    first = tile.regs[0] if tile.regs else None
+    return first if first is not None and all(r == first for r in tile.regs) else None
+
+
+def fragment_coords(cg, frag: Fragment, k: int):
+    """i32 (row, column) of register ``k`` of a fragment tile in this thread."""
+    row0, col0 = cg.fragment_origin(frag)
+    dr, dc = frag.offset(k)
+    return (cg.op("arith.addi", row0, cg.c32(dr)) if dr else row0,
+            cg.op("arith.addi", col0, cg.c32(dc)) if dc else col0)
+
+
+def to_blocked(cg, tile: TileV) -> TileV:
+    """``tile`` (a fragment) in the blocked layout of its shape."""
+    lay = cg.layout(tile.shape)
+    one = _uniform(tile)
+    if one is not None:
+        return TileV(lay, [one] * lay.regs)
+    n = tile.shape[1]
+    for k, v in enumerate(tile.regs):
+        row, col = fragment_coords(cg, tile.layout, k)
+        cg.smem_store(0, cg.op("arith.addi", cg.op("arith.muli", row, cg.c32(n)), col), v)
+    cg.reserve(tile.layout.n * elem_bytes(cg.storage_type(tile.regs[0].type)))
+    cg.barrier()
+    el = tile.regs[0].type
+    regs = []
+    for k in range(lay.regs):
+        f = cg.flat(lay, k)
+        valid = cg.valid(lay, k)
+        if valid is not None:
+            f = cg.select(valid, f, cg.c32(0))
+        regs.append(cg.smem_load(0, f, el))
+    cg.barrier()
+    return TileV(lay, regs)
+
+
+def to_fragment(cg, tile, frag: Fragment) -> TileV:
+    """``tile`` (any layout, or a scalar broadcast to the shape) in fragment layout ``frag``."""
+    if not isinstance(tile, TileV):
+        return TileV(frag, [tile] * frag.regs)
+    if tile.layout == frag:
+        return tile
+    one = _uniform(tile)
+    if one is not None:
+        return TileV(frag, [one] * frag.regs)
+    if is_fragment(tile):
+        tile = to_blocked(cg, tile)
+    offs = write(cg, [tile])
+    el = tile.regs[0].type
+    n = frag.shape[1]
+    regs = []
+    for k in range(frag.regs):
+        row, col = fragment_coords(cg, frag, k)
+        regs.append(cg.smem_load(offs[0], cg.op("arith.addi", cg.op("arith.muli", row, cg.c32(n)), col), el))
+    cg.barrier()
+    return TileV(frag, regs)
+
+
+def to_layout(cg, tile, layout):
+    """``tile`` in ``layout`` (blocked or fragment); scalars and tokens pass through."""
+    if not isinstance(tile, TileV) or tile.layout == layout:
+        return tile
+    if isinstance(layout, Fragment):
+        return to_fragment(cg, tile, layout)
+    if isinstance(layout, Blocked) and is_fragment(tile):
+        return to_blocked(cg, tile)
+    return tile
+
+
+def blocked_operands(handler):
+    """Wrap a stage-4 handler so that it sees its fragment operands in the blocked layout.
+
+    The conversions are emitted before the op and bound for this op only: a later use elsewhere (in
+    another branch) converts again rather than use a value that does not dominate it.
+    """
+    def wrapped(op, rb):
+        saved = {}
+        for v in op.operands:
+            t = rb.map.get(v)
+            if is_fragment(t) and v not in saved:
+                saved[v] = t
+                rb.map[v] = to_blocked(rb.data["cg"], t)
+        try:
+            return handler(op, rb)
+        finally:
+            rb.map.update(saved)
+
+    wrapped.__name__ = getattr(handler, "__name__", "handler")
+    return wrapped
+
+
+def unify(cg, tiles: list) -> list:
+    """Tiles of one element-wise op in one layout: a fragment when any operand is one (the others are
+    converted to it), else unchanged."""
+    frags = [t.layout for t in tiles if is_fragment(t)]
+    if not frags or all(t.layout == frags[0] for t in tiles):
+        return tiles
+    return [to_fragment(cg, t, frags[0]) for t in tiles]
+
+
+# -- which loop-carried tiles come back as fragments -----------------------------------------------
+ELEMENTWISE_DIALECTS = ("arith", "math")
+
+
+def dot_fragment(cg, op) -> Fragment | None:
+    """The result layout of ``nv_tileas.dot`` ``op``: its tensor-core atom's fragment, or None."""
+    from ..atoms.mma import is_tensor_core
+
+    if "atom" not in op.attributes:
+        return None
+    name = str(op.attributes["atom"]).split('"')[1]
+    if not is_tensor_core(cg.atoms.get(name)):
+        return None
+    m, n = ir.RankedTensorType(op.results[0].type).shape
+    return fragment(m, n, cg.threads)
+
+
+def preferred_layout(cg, value, depth: int = 0):
+    """The fragment layout ``value`` (an old nv_tileas value) will have once lowered, or None (blocked)."""
+    if depth > 16 or not str(value.type).startswith("tensor<") or not isinstance(value, ir.OpResult):
+        return None
+    op = value.owner
+    name = op.name
+    if name == "nv_tileas.dot":
+        return dot_fragment(cg, op)
+    if name in ("scf.for", "scf.if", "scf.while"):
+        region = op.regions[1 if name == "scf.while" else 0]
+        if not len(region.blocks):
+            return None
+        term = list(region.blocks[0].operations)[-1]
+        i = value.result_number
+        return preferred_layout(cg, term.operands[i], depth + 1) if i < len(term.operands) else None
+    if name.split(".")[0] in ELEMENTWISE_DIALECTS:
+        shape = tuple(ir.RankedTensorType(value.type).shape)
+        for v in op.operands:
+            if str(v.type).startswith("tensor<") and tuple(ir.RankedTensorType(v.type).shape) == shape:
+                lay = preferred_layout(cg, v, depth + 1)
+                if lay is not None:
+                    return lay
+    return None

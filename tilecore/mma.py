@@ -1,0 +1,89 @@
+"""The MMA atom interface shared by the stage that lowers dots (``tileas``) and the plugins that contribute
+MMA atoms (``cute``, third parties): the request an atom is chosen for and how operands are handed to it.
+
+An MMA atom (:class:`tilecore.atoms.Atom` of kind ``mma``) with ``data["interface"] == MMA_INTERFACE``
+is either the CUDA-core atom (``data["cuda_cores"]``) or a warp-level tensor-core atom with
+``data["inst"] = (16, 8, K)`` whose ``lower(cg, action, req, ...)`` implements:
+
+- ``lower(cg, "load_a", req, a: SmemOperand, row, k)`` -> the 4 A fragment words (i32) of the
+  16 x K block whose first row / column are the i32 values ``row`` / ``k``;
+- ``lower(cg, "load_b", req, b: SmemOperand, k, col)`` -> the 2 B fragment words of the K x 8 block;
+- ``lower(cg, "mma", req, a_words, b_words, c)`` -> D (4 accumulator scalars in the PTX ISA's
+  C / D fragment order).
+
+``cg`` is the lowering stage's code generator (``cg.op``, ``cg.c32``, ``cg.i32``, ``cg.lane_and_warp()``,
+``cg.smem_ptr`` ...). See ``plugins/tileas/README.md`` ("MMA atoms") for the full contract.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MMA_INTERFACE = "tileas-mma/1"
+SMEM_BUDGET = 48 * 1024  # static shared memory of a CTA: what the operands of one dot may use
+# Operand rows in shared memory are padded by 16 bytes: the 8 rows an ldmatrix phase reads (16 bytes each)
+# then fall in 8 different groups of 4 banks when the row length is a multiple of 128 bytes.
+ROW_PAD_BYTES = 16
+
+
+@dataclass(frozen=True)
+class MmaRequest:
+    """What a dot needs: ``acc (m x n) + A (m x k) @ B (k x n)``; element names as
+    :func:`tilecore_tileas.stage4_tileas_to_llvm.narrow_float.element_name` gives them (``f16``,
+    ``bf16``, ``tf32``, ``f32``, ``f64``, ``i8``, ``f8E4M3FN``, ``f8E5M2`` ...), integer signedness,
+    which operands are stored transposed (K-major B is ``trans_b``), the CTA's threads, the target's
+    compute capability and the shared memory the operands may take."""
+
+    m: int
+    n: int
+    k: int
+    a: str
+    b: str
+    acc: str
+    a_signed: bool = True
+    b_signed: bool = True
+    trans_a: bool = False
+    trans_b: bool = True
+    threads: int = 128
+    cc: int = 80
+    smem_budget: int = SMEM_BUDGET
+
+
+@dataclass(frozen=True)
+class SmemOperand:
+    """A dot operand in shared memory: ``rows x cols`` row-major, ``pitch`` elements per row, from
+    ``offset`` bytes into the CTA's scratch buffer; ``elem`` is the register type of an element."""
+
+    offset: int
+    rows: int
+    cols: int
+    pitch: int
+    elem: object
+    elem_bytes: int
+
+    def address(self, cg, row, col):
+        """``!llvm.ptr<3>`` of element (``row``, ``col``) (i32 values)."""
+        return cg.smem_ptr(self.offset, cg.op("arith.addi", cg.op("arith.muli", row, cg.c32(self.pitch)), col),
+                           self.elem)
+
+
+def element_bytes(name: str) -> int:
+    return {"f64": 8, "f32": 4, "tf32": 4, "i32": 4, "f16": 2, "bf16": 2, "i16": 2}.get(name, 1)
+
+
+def operand_bytes(req: MmaRequest) -> int:
+    """Shared memory the two operands take with padded rows (what :func:`tensor_core_admits` checks)."""
+    ea, eb = element_bytes(req.a), element_bytes(req.b)
+    a = req.m * (req.k * ea + ROW_PAD_BYTES)
+    b = req.k * (req.n * eb + ROW_PAD_BYTES)
+    return (a + 15) // 16 * 16 + (b + 15) // 16 * 16
+
+
+def tensor_core_admits(req: MmaRequest, inst: tuple[int, int, int]) -> bool:
+    """The shape conditions every warp-level atom with instruction ``inst`` shares: M, N, K multiples of
+    the instruction, a warp grid for the result, operands within the shared-memory budget."""
+    m, n, k = inst
+    return (req.m % m == 0 and req.n % n == 0 and req.k % k == 0 and req.threads % 32 == 0
+            and operand_bytes(req) <= req.smem_budget)
+
+
