@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create or update a venv (default .venv) with the tilecore core, every plugin in
-# editable mode, the third-party test plugin and the test dependencies.
+# editable mode, the third-party test plugin, the test dependencies and the dask extra.
 # Usage: scripts/bootstrap.sh [VENV_DIR]      Prints the venv path at the end.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -11,7 +11,7 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 "$VENV/bin/python" -m pip install -q --upgrade pip >&2
 "$VENV/bin/python" -m pip install -q \
-  -e "$ROOT[test]" \
+  -e "$ROOT[test,dask]" \
   -e "$ROOT/plugins/gpu_nvvm" \
   -e "$ROOT/plugins/nvgpu_nvvm" \
   -e "$ROOT/plugins/cute" \

@@ -3,11 +3,36 @@
 from __future__ import annotations
 
 import importlib
+import os
 import subprocess
 import sys
 
 import pytest
 from support import FIXTURE_PLUGIN
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_compile_cache(tmp_path_factory):
+    """Every test (and every `tilecore` it starts) uses a compile cache of its own session, never the
+    user's: TILECORE_CACHE_DIR points into the session's temporary folder. Tests of the cache itself
+    set their own folder per test."""
+    old = os.environ.get("TILECORE_CACHE_DIR")
+    os.environ["TILECORE_CACHE_DIR"] = str(tmp_path_factory.mktemp("compile-cache"))
+    yield os.environ["TILECORE_CACHE_DIR"]
+    if old is None:
+        os.environ.pop("TILECORE_CACHE_DIR", None)
+    else:
+        os.environ["TILECORE_CACHE_DIR"] = old
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    """An empty compile cache for one test (TILECORE_CACHE_DIR; cache switches cleared)."""
+    d = tmp_path / "cache"
+    monkeypatch.setenv("TILECORE_CACHE_DIR", str(d))
+    monkeypatch.delenv("TILECORE_NO_CACHE", raising=False)
+    monkeypatch.delenv("TILECORE_CACHE_SIZE", raising=False)
+    return d
 
 
 @pytest.fixture(scope="session")

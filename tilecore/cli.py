@@ -1,7 +1,9 @@
 """The ``tilecore`` command.
 
     tilecore compile IN --gpu-name sm_90a -O3 -o OUT.cubin [--emit mlir|llvm|ptx|cubin]
-             [-g] [--lineinfo] [--print-ir-after-all] [--dump-dir DIR] [--timing] [--remarks]
+             [-g] [--lineinfo] [--print-ir-after-all] [--dump-dir DIR] [--timing] [--remarks] [--no-cache]
+    tilecore compile IN... [-o DIR] -j N --gpu-name sm_80,sm_90a   # batch: DIR/<stem>.<sm>.cubin
+    tilecore cache info|clear
     tilecore opt IN.mlir --stages S1,S2 [--gpu-name X] [-o OUT]
     tilecore disasm IN.tileirbc
     tilecore plugins [--json]
@@ -32,10 +34,18 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
 
     c = sub.add_parser("compile", help="compile TileIR bytecode or MLIR to cubin / PTX / LLVM / MLIR")
-    c.add_argument("input")
-    _target_args(c)
+    c.add_argument("input", nargs="+", help="input file(s); several inputs and / or several --gpu-name values "
+                   "make a batch compile (one output per input and target)")
+    c.add_argument("--gpu-name", "--arch", dest="gpu_name", default="sm_80",
+                   help="target GPU, e.g. sm_80, sm_90a, sm_100a (default sm_80); a comma-separated list "
+                   "compiles for each")
     c.add_argument("-O", "--opt-level", type=int, default=3, choices=[0, 1, 2, 3], help="optimization level (default 3)")
-    c.add_argument("-o", "--output-file", help="output path ('-' for stdout; default: input name with the emitted suffix)")
+    c.add_argument("-o", "--output-file", help="output path ('-' for stdout; default: input name with the emitted "
+                   "suffix); with several outputs a folder (default: the current one) for <stem>.<sm><suffix>")
+    c.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
+                   help="batch compiles: N worker processes (default: the CPU count)")
+    c.add_argument("--no-cache", action="store_true",
+                   help="do not look up or store the result in the compile cache (see 'tilecore cache')")
     c.add_argument("-g", dest="debug", action="store_true", help="full debug info (ptxas -g)")
     c.add_argument("--lineinfo", action="store_true", help="line tables only (.loc / .file in PTX)")
     c.add_argument("--emit", choices=list(EMIT_SUFFIX), default="cubin", help="what to write (default cubin)")
@@ -58,6 +68,10 @@ def _parser() -> argparse.ArgumentParser:
     d = sub.add_parser("disasm", help="print a TileIR bytecode file (or any readable input) as MLIR text")
     d.add_argument("input")
     d.add_argument("-o", "--output-file")
+
+    ca = sub.add_parser("cache", help="the compile cache: 'info' (folder, entries, size, limit) or 'clear'")
+    ca.add_argument("action", choices=["info", "clear"])
+    ca.add_argument("--json", action="store_true", help="info as JSON")
 
     pl = sub.add_parser("plugins", help="list plugins, versions and what each registers")
     pl.add_argument("--json", action="store_true")
@@ -122,9 +136,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: internal error: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
     finally:
-        from . import plugins
+        plugins = sys.modules.get(f"{__package__}.plugins")  # not imported by a cache hit: keep it so
 
-        if plugins._DEFAULT is not None and args.cmd != "plugins":
+        if plugins is not None and plugins._DEFAULT is not None and args.cmd != "plugins":
             _warn(plugins._DEFAULT)
 
 
@@ -146,72 +160,182 @@ def _warn(pm) -> None:
 def _options(args, **kw):
     from .options import CompileOptions
 
-    extra = {}
-    for item in getattr(args, "option", []) or []:
-        k, _, v = item.partition("=")
-        extra[k] = v
     return CompileOptions(opt_level=getattr(args, "opt_level", 3), debug=getattr(args, "debug", False),
-                          lineinfo=getattr(args, "lineinfo", False), extra=extra, **kw)
+                          lineinfo=getattr(args, "lineinfo", False), extra=_extra(args), **kw)
+
+
+_INSPECTION = ("stop_after", "print_ir_after_all", "dump_dir", "timing", "timing_json", "remarks")
 
 
 def cmd_compile(args) -> int:
+    gpus = [g.strip() for g in args.gpu_name.split(",") if g.strip()]
+    if not gpus:
+        from .errors import TilecoreError
+
+        raise TilecoreError("--gpu-name: no target given")
+    if len(args.input) > 1 or len(gpus) > 1:
+        return _compile_batch(args, gpus)
+    args.input, args.gpu_name = args.input[0], gpus[0]
+    return _compile_one(args)
+
+
+def _compile_one(args) -> int:
+    """One input, one target: compile (or take it from the cache), write it, print the summary."""
     import time
 
-    from .compiler import compile_module, read_input, write_atomically
+    from .batch import artifact_summary
+
+    emit = "mlir" if args.stop_after else args.emit
+    out = args.output_file or os.path.splitext(os.path.basename(args.input))[0] + EMIT_SUFFIX[emit]
+    cache = key = data = None
+    # The cache answers only a plain compile to an artifact: the inspection flags need the pipeline to run.
+    if not args.no_cache and not any(getattr(args, a) for a in _INSPECTION):
+        from .cache import CompileCache, compile_key, enabled, environment
+
+        if enabled():
+            env = environment(args.load)
+            if env is not None:
+                data = _read_bytes(args.input)
+                cache = CompileCache()
+                key = compile_key(data, args.input, args.gpu_name, emit=emit, opt_level=args.opt_level,
+                                  debug=args.debug, lineinfo=args.lineinfo, extra=_extra(args), env=env)
+                hit = cache.get(key)
+                if hit is not None:
+                    _write_output(out, hit.data, artifact_summary(emit, hit.data, hit.meta.get("target", args.gpu_name),
+                                                                  hit.meta.get("kernels", [])))
+                    return 0
+
+    from .batch import artifact_of, kernel_summaries
+    from .compiler import compile_module, read_input
     from .targets import resolve_target
 
     pm = _plugins(args)
     _warn(pm)
-    emit = "mlir" if args.stop_after else args.emit
     opts = _options(args, emit=emit, print_ir_after_all=args.print_ir_after_all, dump_dir=args.dump_dir,
                     timing=args.timing or bool(args.timing_json), remarks=args.remarks, stop_after=args.stop_after)
     t0 = time.perf_counter()
-    module, _ = read_input(args.input, pm)
+    module, _ = read_input(args.input, pm, data=data)
     t_read = time.perf_counter() - t0
     target = resolve_target(args.gpu_name, pm.targets())
     res = compile_module(module, target, opts, pm)
     total = time.perf_counter() - t0
-    out = args.output_file or os.path.splitext(os.path.basename(args.input))[0] + EMIT_SUFFIX[emit]
-    if emit == "cubin":
-        data = res.artifacts["cubin"]
-    elif emit == "ptx":
-        data = "\n".join(res.artifacts["ptx"].values())
-    elif emit == "llvm":
-        data = res.artifacts["llvm"]
-    else:
-        data = str(res.module)
+    result = artifact_of(res, emit)
     if args.timing or args.timing_json:
         _report_timing(args, t_read, total, res.records)
-    size = len(data) if isinstance(data, bytes) else len(data.encode())
-    kernels = _kernel_names(res)
-    summary = f"({emit}, {size} bytes) for {target.name}" + (f"; kernels: {', '.join(kernels)}" if kernels else "")
+    kernels = kernel_summaries(res)
+    if cache is not None and not pm.problems:
+        cache.put(key, result, {"target": target.name, "kernels": kernels, "emit": emit})
+    _write_output(out, result, artifact_summary(emit, result, target.name, kernels))
+    return 0
+
+
+def _read_bytes(path: str) -> bytes:
+    from .errors import TilecoreError
+
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError as e:
+        raise TilecoreError(f"cannot read input: {e.strerror}", path) from None
+
+
+def _write_output(out: str, data: bytes | str, summary: str) -> None:
     if out == "-":  # -o - writes the output to stdout, the summary to stderr
         sys.stdout.buffer.write(data if isinstance(data, bytes) else data.encode())
         sys.stdout.flush()
         print(f"tilecore: wrote stdout {summary}", file=sys.stderr)
-        return 0
+        return
+    from .compiler import write_atomically
+
     write_atomically(out, data)
     print(f"tilecore: wrote {out} {summary}")
-    return 0
 
 
-def _kernel_names(res) -> list[str]:
-    """``name (N params, T threads/CTA)`` for every .entry of the PTX."""
-    import re
+def _extra(args) -> dict:
+    extra = {}
+    for item in getattr(args, "option", []) or []:
+        k, _, v = item.partition("=")
+        extra[k] = v
+    return extra
 
-    out = []
-    for text in (res.artifacts.get("ptx") or {}).values():
-        for m in re.finditer(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(([^)]*)\)([^{]*)", text):
-            nparams = m.group(2).count(".param")
-            req = re.search(r"\.reqntid\s+(\d+)(?:,\s*(\d+))?(?:,\s*(\d+))?", m.group(3))
-            threads = ""
-            if req:
-                n = 1
-                for g in req.groups():
-                    n *= int(g) if g else 1
-                threads = f", {n} threads/CTA"
-            out.append(f"{m.group(1)} ({nparams} params{threads})")
-    return out
+
+def _compile_batch(args, gpus: list[str]) -> int:
+    """Several inputs and / or targets: one output per (input, target) in the -o folder, N processes."""
+    import time
+
+    from .batch import CompileJob, compile_many
+    from .errors import TilecoreError
+
+    used = [f"--{a.replace('_', '-')}" for a in _INSPECTION if getattr(args, a)]
+    if used:
+        raise TilecoreError(f"{', '.join(used)} take one input and one --gpu-name (a batch compile has "
+                            f"{len(args.input)} inputs x {len(gpus)} targets)")
+    if args.jobs is not None and args.jobs < 1:
+        raise TilecoreError(f"-j {args.jobs}: need at least 1 worker")
+    outdir = args.output_file or "."
+    if outdir == "-" or (os.path.exists(outdir) and not os.path.isdir(outdir)) \
+            or (not os.path.exists(outdir) and outdir.endswith(tuple(EMIT_SUFFIX.values()))):
+        raise TilecoreError(f"-o must be a folder when compiling several outputs "
+                            f"({len(args.input)} inputs x {len(gpus)} targets)", outdir)
+    try:
+        os.makedirs(outdir, exist_ok=True)
+    except OSError as e:
+        raise TilecoreError(f"cannot create the output folder: {e.strerror}", outdir) from None
+    jobs, outs, seen = [], [], {}
+    for path in args.input:
+        stem = os.path.splitext(os.path.basename(path))[0]
+        for gpu in gpus:
+            out = os.path.join(outdir, f"{stem}.{gpu}{EMIT_SUFFIX[args.emit]}")
+            if out in seen:
+                raise TilecoreError(f"inputs '{seen[out]}' and '{path}' would both write {out}")
+            seen[out] = path
+            jobs.append(CompileJob(path, gpu, emit=args.emit, opt_level=args.opt_level, debug=args.debug,
+                                   lineinfo=args.lineinfo, options=_extra(args)))
+            outs.append(out)
+    workers = min(args.jobs or os.cpu_count() or 1, len(jobs))
+    bar = None
+    if sys.stderr.isatty():
+        import tqdm
+
+        tqdm.tqdm.monitor_interval = 0  # no monitor thread (the pool may fork)
+        bar = tqdm.tqdm(total=len(jobs), unit="job", file=sys.stderr, leave=False)
+
+    def say(line: str, err: bool = False) -> None:
+        if bar is not None:
+            bar.write(line, file=sys.stderr if err else sys.stdout)
+        else:
+            print(line, file=sys.stderr if err else sys.stdout, flush=True)
+
+    failed = cached = 0
+
+    def on_result(i: int, r) -> None:
+        nonlocal failed, cached
+        if r.ok:
+            try:
+                from .compiler import write_atomically
+
+                write_atomically(outs[i], r.artifact)
+            except TilecoreError as e:
+                r.error, r.location, r.notes = e.message, e.location, e.notes
+        if r.ok:
+            cached += r.cached
+            say(f"tilecore: wrote {outs[i]} {r.summary()}")
+        else:
+            failed += 1
+            say(r.render_error() + f"\nnote: while compiling {r.job.label} for {r.job.gpu_name}", err=True)
+        if bar is not None:
+            bar.update(1)
+
+    t0 = time.perf_counter()
+    try:
+        compile_many(jobs, max_workers=workers, cache=not args.no_cache, load=args.load, on_result=on_result)
+    finally:
+        if bar is not None:
+            bar.close()
+    wall = time.perf_counter() - t0
+    print(f"tilecore: {len(jobs) - failed} of {len(jobs)} compiled ({cached} from the cache), {failed} failed, "
+          f"in {wall:.2f} s with {workers} worker{'s' if workers != 1 else ''}")
+    return 1 if failed else 0
 
 
 def _report_timing(args, t_read, total, records) -> None:
@@ -346,8 +470,27 @@ def cmd_run(args) -> int:
     return run_command(args, pm)
 
 
+def cmd_cache(args) -> int:
+    from .cache import CompileCache, format_bytes
+
+    cache = CompileCache()
+    if args.action == "clear":
+        n, freed = cache.clear()
+        print(f"tilecore: removed {n} cache entr{'y' if n == 1 else 'ies'} ({format_bytes(freed)}) from {cache.directory}")
+        return 0
+    info = cache.info()
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    print(f"directory: {info['directory']}")
+    print(f"entries:   {info['entries']}")
+    print(f"size:      {format_bytes(info['bytes'])} ({info['bytes']} bytes)")
+    print(f"limit:     {format_bytes(info['limit'])} ({info['limit']} bytes)")
+    return 0
+
+
 COMMANDS = {"compile": cmd_compile, "opt": cmd_opt, "disasm": cmd_disasm, "plugins": cmd_plugins,
-            "pipeline": cmd_pipeline, "run": cmd_run}
+            "pipeline": cmd_pipeline, "run": cmd_run, "cache": cmd_cache}
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

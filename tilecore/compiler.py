@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .errors import TilecoreError
 from .options import CompileOptions
-from .stages import StageContext, StageRecord, StageScheduler
+
+if TYPE_CHECKING:  # the stages (and MLIR) are imported when something is compiled, not by write_atomically
+    from .stages import StageRecord
 
 
 @dataclass
@@ -45,6 +48,8 @@ def read_input(path: str, plugins, ctx=None, data: bytes | None = None):
 def compile_module(module, target, options: CompileOptions, plugins, stop_after: str | None = None,
                    stages: list[str] | None = None, log=None) -> CompileResult:
     """Run the installed stages (or only ``stages``) on ``module``."""
+    from .stages import StageContext, StageScheduler
+
     sched = StageScheduler(plugins)
     if stages is not None:
         known = set(sched.names())
