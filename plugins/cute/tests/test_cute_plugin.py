@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-import pytest
+from dataclasses import replace
 
+import pytest
+from tilecore_cute.mma_sm80 import ATOMS
+
+from tilecore.atoms import select_atom
 from tilecore.compiler import compile_module
 from tilecore.conversion import ConversionError
 from tilecore.mlir import ir
+from tilecore.mma import MMA_INTERFACE, MmaRequest
 from tilecore.options import CompileOptions
 from tilecore.plugins import PluginManager
 from tilecore.targets import resolve_target
@@ -47,9 +52,87 @@ def op_list(m):
 def test_registrations(pm):
     assert {"cute", "cute_nvgpu"} <= set(pm.dialects())
     assert pm.stages()["convert-cute-to-llvm"].plugin == "cute"
-    atoms = pm.atoms(resolve_target("sm_80", pm.targets()))
-    assert atoms["copy.universal"].kind == "copy" and atoms["mma.sm80.mma_sync"].kind == "mma"
-    assert "mma.sm90.wgmma" not in {a.name for a in atoms.values() if a.admissible(resolve_target("sm_80", pm.targets()))}
+    atoms = {n: a for n, a in pm.atoms(resolve_target("sm_80", pm.targets())).items() if a.plugin == "cute"}
+    assert set(atoms) == set(ATOMS)  # every atom cute lists has a lowering (the table of mma_sm80)
+    assert all(a.kind == "mma" and a.lower is not None and a.data["interface"] == MMA_INTERFACE for a in atoms.values())
+
+
+@pytest.mark.parametrize("req, sm, want", [
+    (MmaRequest(128, 128, 64, "f16", "f16", "f32"), "sm_80", "mma.sm80.m16n8k16.f16.f32"),
+    (MmaRequest(64, 64, 32, "f16", "f16", "f16"), "sm_80", "mma.sm80.m16n8k16.f16.f16"),
+    (MmaRequest(64, 32, 16, "bf16", "bf16", "f32"), "sm_90a", "mma.sm80.m16n8k16.bf16.f32"),
+    (MmaRequest(32, 32, 8, "tf32", "tf32", "f32"), "sm_100a", "mma.sm80.m16n8k8.tf32.f32"),
+    (MmaRequest(32, 16, 64, "i8", "i8", "i32", a_signed=False), "sm_80", "mma.sm80.m16n8k32.i8.i32"),
+    (MmaRequest(64, 64, 64, "f8E4M3FN", "f8E5M2", "f32"), "sm_89", "mma.sm89.m16n8k32.f8.f32"),
+    (MmaRequest(64, 64, 64, "f8E4M3FN", "f8E4M3FN", "f32"), "sm_80", None),  # f8 needs sm_89
+    (MmaRequest(64, 64, 24, "f16", "f16", "f32"), "sm_80", None),  # K not a multiple of 16
+    (MmaRequest(8, 64, 16, "f16", "f16", "f32"), "sm_80", None),  # M not a multiple of 16
+    (MmaRequest(256, 256, 64, "f16", "f16", "f32"), "sm_80", None),  # operands exceed the smem budget
+    (MmaRequest(64, 64, 16, "f64", "f64", "f64"), "sm_80", None),  # no tensor-core atom
+])
+def test_atom_selection_per_request(pm, req, sm, want):
+    target = resolve_target(sm, pm.targets())
+    atoms = {n: a for n, a in pm.atoms(target).items() if a.plugin == "cute"}
+    got = select_atom(atoms, "mma", target, replace(req, cc=target.cc))
+    assert (got.name if got else None) == want
+
+
+MMA_KERNEL = """
+module attributes {{gpu.container_module}} {{
+  gpu.module @m {{
+    llvm.func @k(%out: !llvm.ptr<1>, %w: i32, %c: {acc}) attributes {{nvvm.kernel}} {{
+      %smem = llvm.mlir.addressof @buf : !llvm.ptr<3>
+      %a:4 = "cute_nvgpu.ldmatrix"(%smem) {{num = 4 : i32}} : (!llvm.ptr<3>) -> (i32, i32, i32, i32)
+      %b:2 = "cute_nvgpu.ldmatrix"(%smem) {{num = 2 : i32, trans}} : (!llvm.ptr<3>) -> (i32, i32)
+      %d:4 = "cute_nvgpu.mma_sync"(%a#0, %a#1, %a#2, %a#3, %b#0, %w, %c, %c, %c, %c) {{atom = "x",
+          shape = array<i32: 16, 8, {k}>, a_type = "{at}", b_type = "{bt}", acc_type = "{acc}", num_a = 4 : i32,
+          num_b = 2 : i32, operandSegmentSizes = array<i32: 4, 2, 4>}}
+          : (i32, i32, i32, i32, i32, i32, {acc}, {acc}, {acc}, {acc}) -> ({acc}, {acc}, {acc}, {acc})
+      llvm.store %d#3, %out : {acc}, !llvm.ptr<1>
+      llvm.return
+    }}
+    llvm.mlir.global internal @buf() {{addr_space = 3 : i32, alignment = 16 : i64}} : !llvm.array<4096 x i8>
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("k, at, bt, acc, sm, ptx", [
+    (16, "f16", "f16", "f32", "sm_80", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
+    (16, "f16", "f16", "f16", "sm_80", "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16"),
+    (16, "bf16", "bf16", "f32", "sm_80", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"),
+    (8, "tf32", "tf32", "f32", "sm_80", "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"),
+    (32, "s8", "u8", "i32", "sm_80", "mma.sync.aligned.m16n8k32.row.col.s32.s8.u8.s32"),
+    (32, "e4m3", "e5m2", "f32", "sm_89", "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32"),
+])
+def test_mma_atom_ops_lower_to_nvvm_and_ptxas_accepts(pm, k, at, bt, acc, sm, ptx):
+    """Stage 5 turns cute_nvgpu.ldmatrix / mma_sync into nvvm.ldmatrix / nvvm.mma.sync (inline PTX for the 8-bit
+    float types, which MLIR 22's op lacks); the PTX names the instruction and ptxas accepts it."""
+    text = MMA_KERNEL.format(k=k, at=at, bt=bt, acc=acc)
+    m, _ = lower(pm, text, gpu=sm)
+    names = [o.name for o in op_list(m)]
+    assert not [n for n in names if n.startswith("cute_nvgpu.")]
+    lds = [o for o in op_list(m) if o.name == "nvvm.ldmatrix"]
+    assert [str(o.attributes["layout"]) for o in lds] == ["#nvvm.mma_layout<row>", "#nvvm.mma_layout<col>"]
+    if at.startswith("e"):
+        asm = next(o for o in op_list(m) if o.name == "llvm.inline_asm")
+        assert ir.StringAttr(asm.attributes["asm_string"]).value.startswith(ptx + " {$0,$1,$2,$3}")
+        assert ir.StringAttr(asm.attributes["constraints"]).value == "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f"
+    else:
+        mma = next(o for o in op_list(m) if o.name == "nvvm.mma.sync")
+        assert str(mma.attributes["shape"]) == f"#nvvm.shape<m = 16, n = 8, k = {k}>"
+        assert str(mma.attributes["multiplicandAPtxType"]) == f"#nvvm.mma_type<{at}>"
+        assert str(mma.attributes["multiplicandBPtxType"]) == f"#nvvm.mma_type<{bt}>"
+        assert ("intOverflowBehavior" in mma.attributes) == (acc == "i32")
+    stages = ["convert-cute-to-llvm", "convert-nvgpu-and-gpu-to-nvvm", "attach-nvvm-target", "translate-debug-info",
+              "serialize"]
+    _, res = lower(pm, text, gpu=sm, stages=stages)
+    text_ptx = res.artifacts["ptx"]["m"]
+    assert ptx in text_ptx and "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in text_ptx
+    assert "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16" in text_ptx
+    from tilecore.serialize import ptx_to_cubin
+
+    assert ptx_to_cubin(text_ptx, sm)[:4] == b"\x7fELF"
 
 
 def test_fence_and_thread_idx_lower_to_nvvm(pm):

@@ -94,7 +94,9 @@ class MmaSyncPattern(Pattern):
 
 
 def _c32(v: int):
-    return dialects.llvm.mlir_constant(ir.IntegerType.get_signless(32), ir.IntegerAttr.get(ir.IntegerType.get_signless(32), v))
+    i32 = ir.IntegerType.get_signless(32)
+    return ir.Operation.create("llvm.mlir.constant", results=[i32],
+                               attributes={"value": ir.IntegerAttr.get(i32, v)}).results[0]
 
 
 def patterns():

@@ -2,14 +2,15 @@
 
 from tilecore.targets import Target
 
-# name, PTX ISA version (major*10+minor) the NVPTX back end emits for it. Hopper takes PTX 8.3:
-# the tensor-map proxy fences and tensormap.replace (TMA descriptor rebind) need it.
+# name, PTX ISA version (major*10+minor) the NVPTX back end emits for it. Ada and Hopper take PTX 8.4:
+# mma.sync with e4m3 / e5m2 operands needs it (the packed f8x2 conversions need 8.1, the tensor-map
+# proxy fences and tensormap.replace on Hopper 8.3).
 BASE_TARGETS = [
     ("sm_80", 80),
     ("sm_86", 80),
-    ("sm_89", 81),  # the packed f8x2 conversions (Ada) need PTX 8.1 in the NVPTX back end
-    ("sm_90", 83),
-    ("sm_90a", 83),
+    ("sm_89", 84),
+    ("sm_90", 84),
+    ("sm_90a", 84),
 ]
 
 
