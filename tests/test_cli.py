@@ -37,7 +37,7 @@ def test_emit_ptx_llvm_mlir(tmp_path):
     ptx = tmp_path / "k.ptx"
     assert run_cli("compile", VADD, "--gpu-name", "sm_90a", "--emit", "ptx", "-o", str(ptx)).returncode == 0
     text = ptx.read_text()
-    assert ".target sm_90a" in text and ".version 8.3" in text and ".entry vadd(" in text
+    assert ".target sm_90a" in text and ".version 8.4" in text and ".entry vadd(" in text
     ll = tmp_path / "k.ll"
     proc = run_cli("compile", VADD, "--emit", "llvm", "-o", str(ll))
     assert proc.returncode == 0, proc.stderr
@@ -54,7 +54,7 @@ def test_attach_nvvm_target_writes_exactly_one_target_with_opt_level(tmp_path):
     assert proc.returncode == 0, proc.stderr
     text = out.read_text()
     assert text.count("#nvvm.target") == 1
-    assert '#nvvm.target<O = 1, chip = "sm_90a", features = "+ptx83">' in text
+    assert '#nvvm.target<O = 1, chip = "sm_90a", features = "+ptx84">' in text
 
 
 @needs_gpu_nvvm
