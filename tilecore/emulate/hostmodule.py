@@ -130,6 +130,7 @@ class Rewriter:
         self.func = None
         self.abort_block = None
         self.aborting: list = []              # calls of the current function that can abort
+        self.uses_cp_async = False            # a cp.async op was rewritten: pending copies land at exit
 
     # ---- API for table rows
     def const(self, value: int, ty: str = "i32"):
@@ -260,9 +261,12 @@ class Rewriter:
         if not any(f == self.func for f in self.allocating):
             self.allocating.append(self.func)
 
-    def _site(self) -> int:
+    def site(self) -> int:
+        """The id of the current op's source location (checked accesses report it)."""
         self.sites.append(format_location(self.op.location))
         return len(self.sites) - 1
+
+    _site = site
 
     def fence(self) -> None:
         with ir.InsertionPoint(self.op):
@@ -379,6 +383,8 @@ def _rewrite(host, kernel: str, check_bounds: bool) -> HostModule:
         rw.split_after_aborting_calls()
         if any(f == g for g in rw.allocating):
             _drop_locals_on_return(f, rw.ctx)
+    if rw.uses_cp_async:
+        optable.cp_async_exit(rw, kfunc)
     _give_libdevice_bodies(decls, rw)
     for g in list(body.operations):
         if g.operation.name == "llvm.mlir.global" and g.attributes["sym_name"].value in dyn_shared:
@@ -419,8 +425,15 @@ def _rewrite_op(op, rw: Rewriter, funcs: dict, dyn_shared: set) -> bool:
         if intr.startswith("llvm.nvvm.") or intr.startswith("llvm.nvptx."):
             raise _fail(f"the emulator does not support the intrinsic '{intr}' yet", op)
     elif name == "llvm.inline_asm":
-        asm = op.attributes["asm_string"].value
-        raise _fail(f"the emulator does not support inline PTX assembly yet: '{asm}'", op)
+        found = optable.inline_asm(op)
+        if found is None:
+            asm = op.attributes["asm_string"].value
+            cons = op.attributes["constraints"].value if "constraints" in op.attributes else ""
+            raise _fail(f"the emulator does not support this inline PTX assembly: '{asm}' (constraints '{cons}')",
+                        op)
+        asm_row, match = found
+        _replace(op, asm_row.rewrite(op, rw, match))
+        return asm_row.collective
     elif name == "llvm.mlir.addressof" and op.attributes["global_name"].value in dyn_shared:
         _replace(op, [rw.call("__emu_dyn_smem", [], str(op.results[0].type))])
     elif name in optable.INT_DIVISIONS:

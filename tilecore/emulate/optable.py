@@ -7,13 +7,27 @@
   libdevice ``__nv_*`` functions are in :mod:`.libdevice`;
 - :data:`MEMORY_OPS` / :data:`BULK_MEMORY_OPS`: the llvm ops that touch memory, checked with
   :mod:`.memcheck` when bounds checks are on;
-- :data:`INT_DIVISIONS`: llvm integer divisions, which must not trap on the host.
+- :data:`INT_DIVISIONS`: llvm integer divisions, which must not trap on the host;
+- :data:`INLINE_ASM`: the inline PTX strings (``llvm.inline_asm``) the emulator recognises (regex,
+  exact constraints, operand and result types -> rewrite); any other inline asm fails with its text.
 
 Adding an op is one row here plus its semantics (:mod:`.warp` for warp collectives,
 :mod:`.runtime` for the rest). An nvvm op, intrinsic or external call in no table
-fails with its name. A row for an op that touches memory itself (``ldmatrix``, ``stmatrix``,
-``cp.async``, ``mbarrier``: none is emulated yet) checks each address first with
-``rw.check_access`` / ``rw.check_range`` when ``rw.check_bounds``.
+fails with its name. A row for an op that touches memory itself checks each address first when
+``rw.check_bounds``: with ``rw.check_access`` / ``rw.check_range``, or, where only some lanes' addresses
+or some bytes are used, with a call of the address space's check routine inside its helper
+(:func:`_check_call`): ``nvvm.ldmatrix`` checks the 16-byte rows of the lanes whose addresses the
+instruction uses, ``nvvm.cp.async.shared.global`` its destination and the source bytes it reads.
+Emulated tensor-core / async-copy forms (PTX ISA sections cited at each row):
+
+- ``nvvm.ldmatrix`` m8n8 b16, x1 / x2 / x4, row or col (``.trans``): a warp collective;
+- ``nvvm.cp.async.shared.global`` (4 / 8 / 16 bytes, ca / cg, optional src-size), ``nvvm.cp.async.commit.group``,
+  ``nvvm.cp.async.wait.group N``: per thread, the copies land late (when a wait retires their group, or
+  at the thread's exit; :data:`CP_ASYNC_ISSUE`);
+- ``nvvm.mma.sync`` row.col m16n8k16 f16 / bf16 -> f32, f16 -> f16, m16n8k8 tf32 -> f32, m16n8k32
+  s8 / u8 -> s32; m16n8k32 e4m3 / e5m2 -> f32 only as inline PTX (:data:`INLINE_ASM`).
+
+Not emulated: ``stmatrix``, ``mbarrier``, ``cp.async.bulk`` (TMA), ``cp.async.mbarrier.arrive``, wgmma.
 """
 
 from __future__ import annotations
@@ -24,6 +38,7 @@ from typing import Callable
 
 from ..mlir import ir
 from . import context as C
+from . import memcheck, prelude
 from .libcalls import F8_FORMATS
 from .memcheck import ATOMIC, LOAD, STORE
 from .warp import WARP_NAMES, opcode
@@ -176,48 +191,242 @@ def _warp_sync(op, rw):
 
 
 def _mma_sync(op, rw):
-    """``nvvm.mma.sync`` row.col m16n8k16 (f16 / bf16 -> f32), m16n8k8 (tf32 -> f32) and m16n8k32 (s8 / u8 ->
-    s32): a warp
-    collective over the lanes' register files (each lane's A, B, C go to a stack buffer whose address
-    the collective reads; D comes back in it)."""
+    """``nvvm.mma.sync`` row.col (PTX ISA, "Warp Level Matrix Multiply-Accumulate Instructions: mma"):
+    m16n8k16 f16 / bf16 -> f32, m16n8k16 f16 -> f16 (C / D two ``vector<2xf16>`` registers),
+    m16n8k8 tf32 -> f32 and m16n8k32 s8 / u8 -> s32. (MLIR 22's verifier rejects e4m3 / e5m2
+    operands: those come as inline PTX, :data:`INLINE_ASM`.) A warp collective over the lanes'
+    register files (:func:`.warp._mma`)."""
     shape = str(op.attributes["shape"]) if "shape" in op.attributes else ""
     ptx = [re.sub(r".*<(\w+)>.*", r"\1", str(op.attributes[n])) if n in op.attributes else ""
            for n in ("multiplicandAPtxType", "multiplicandBPtxType")]
     operands = list(op.operands)
     a_type = str(operands[0].type) if operands else ""
+    acc_type = str(operands[-1].type) if operands else ""
     if "k = 32" in shape:
         name, acc = f"mma.m16n8k32.{ptx[0]}.{ptx[1]}", "i32"
     elif "k = 8" in shape:
         name, acc = f"mma.m16n8k8.{ptx[0] if ptx[0] == ptx[1] == 'tf32' else '?'}", "f32"
+    elif acc_type == "vector<2xf16>":
+        f16 = a_type == "vector<2xf16>" and ptx[0] in ("", "f16") and ptx[1] in ("", "f16")
+        name, acc = f"mma.m16n8k16.{'f16.f16acc' if f16 else '?'}", acc_type
     else:
         name, acc = f"mma.m16n8k16.{'bf16' if ptx[0] == 'bf16' else 'f16' if a_type == 'vector<2xf16>' else '?'}", "f32"
-    result = f"!llvm.struct<({acc}, {acc}, {acc}, {acc})>"
-    if "m = 16, n = 8" not in shape or name not in WARP_NAMES or len(operands) != 10 \
+    n_acc = 2 if acc == "vector<2xf16>" else 4
+    result = f"!llvm.struct<({', '.join([acc] * n_acc)})>"
+    if "m = 16, n = 8" not in shape or name not in WARP_NAMES or len(operands) != 6 + n_acc \
             or str(op.results[0].type) != result or str(operands[6].type) != acc:
         rw.unknown(op)
+    return [_mma_call(rw, name, a_type, acc, n_acc, operands)]
+
+
+def _mma_call(rw, name: str, a_type: str, acc: str, n_acc: int, operands):
+    """A call of the helper that puts the lane's A (4), B (2) and C (``n_acc``) registers in a stack
+    buffer of 32-bit words, runs warp row ``name`` on it and returns D (a struct of ``n_acc`` ``acc``)."""
+    result = f"!llvm.struct<({', '.join([acc] * n_acc)})>"
     sym = "__emu_" + name.replace(".", "_")
-    regs = [f"%r{i}" for i in range(10)]
+    n = 6 + n_acc
+    regs = [f"%r{i}" for i in range(n)]
     params = ", ".join(["%ctx: !llvm.ptr"] + [f"{r}: {a_type}" for r in regs[:6]] + [f"{r}: {acc}" for r in regs[6:]])
-    arr = "!llvm.array<10 x i32>"
+    arr = f"!llvm.array<{n} x i32>"
     body = ["%one = llvm.mlir.constant(1 : i32) : i32", f"%buf = llvm.alloca %one x {arr} : (i32) -> !llvm.ptr"]
     for i, r in enumerate(regs):
+        ty = a_type if i < 6 else acc
         body.append(f"%p{i} = llvm.getelementptr %buf[0, {i}] : (!llvm.ptr) -> !llvm.ptr, {arr}")
         word = r
-        if i < 6 and a_type != "i32":
-            body.append(f"%w{i} = llvm.bitcast {r} : {a_type} to i32")
-            word = f"%w{i}"
-        body.append(f"llvm.store {word}, %p{i} : {acc if i >= 6 else 'i32'}, !llvm.ptr")
+        if ty not in ("i32", "f32"):
+            body.append(f"%w{i} = llvm.bitcast {r} : {ty} to i32")
+            word, ty = f"%w{i}", "i32"
+        body.append(f"llvm.store {word}, %p{i} : {ty}, !llvm.ptr")
     body += ["%e = llvm.ptrtoint %buf : !llvm.ptr to i64",
              f"%code = llvm.mlir.constant({opcode(name)} : i32) : i32",
              "%m = llvm.mlir.constant(-1 : i32) : i32", "%z = llvm.mlir.constant(0 : i32) : i32",
              "%x = llvm.call @__emu_warp(%ctx, %code, %m, %e, %z, %z) : (!llvm.ptr, i32, i32, i64, i32, i32) -> i64",
              f"%s0 = llvm.mlir.poison : {result}"]
-    for i in range(4):
-        out = "%r" if i == 3 else f"%s{i + 1}"
-        body += [f"%d{i} = llvm.load %p{6 + i} : !llvm.ptr -> {acc}",
-                 f"{out} = llvm.insertvalue %d{i}, %s{i}[{i}] : {result}"]
+    for i in range(n_acc):
+        out = "%r" if i == n_acc - 1 else f"%s{i + 1}"
+        load = acc if acc in ("i32", "f32") else "i32"
+        body.append(f"%d{i} = llvm.load %p{6 + i} : !llvm.ptr -> {load}")
+        val = f"%d{i}"
+        if load != acc:
+            body.append(f"%v{i} = llvm.bitcast %d{i} : i32 to {acc}")
+            val = f"%v{i}"
+        body.append(f"{out} = llvm.insertvalue {val}, %s{i}[{i}] : {result}")
     rw.define(sym, params, "\n".join(body), result)
-    return [rw.call(sym, operands, result, can_abort=True)]
+    return rw.call(sym, operands, result, can_abort=True)
+
+
+def _check_call(rw, space: int, ptr: str, size: str, align: str, kind: int, site: str, out: str) -> str:
+    """MLIR text (inside a helper) checking ``size`` bytes (i64 value) at ``ptr`` (aligned to ``align``,
+    i64) for an access of ``kind``; ``out`` is the pointer to use (the sink after a fault)."""
+    rw.texts.setdefault(f"__emu_check_as{space}", prelude.check(space))
+    pt = memcheck.pointer_type(space)
+    return (f"%kind_{out[1:]} = llvm.mlir.constant({kind} : i32) : i32\n"
+            f"{out} = llvm.call @__emu_check_as{space}(%ctx, {ptr}, {size}, {align}, %kind_{out[1:]}, {site}) : "
+            f"(!llvm.ptr, {pt}, i64, i64, i32, i32) -> {pt}")
+
+
+def _ldmatrix(op, rw):
+    """``nvvm.ldmatrix`` m8n8, b16, num 1 / 2 / 4, layout row (or col: ``.trans``) (PTX ISA, "Warp Level
+    Matrix Multiply-Accumulate Instructions: ldmatrix"; semantics in :func:`.warp._ldmatrix`). Result
+    ``i32`` for num = 1, else ``!llvm.struct<(i32, ...)>`` of num words. With bounds checks, each lane
+    whose address is used (lane < 8 * num) first checks its 16-byte row: inside a shared-memory buffer,
+    16-byte aligned."""
+    num = ir.IntegerAttr(op.attributes["num"]).value
+    layout = _kind(op, "layout")
+    ptr = op.operands[0]
+    pt = str(ptr.type)
+    space = memcheck.space_of(pt)
+    result = "i32" if num == 1 else f"!llvm.struct<({', '.join(['i32'] * num)})>"
+    if num not in (1, 2, 4) or layout not in ("row", "col") or str(op.results[0].type) != result \
+            or str(op.attributes["shape"]) != "#nvvm.ld_st_matrix_shape<m = 8, n = 8>" \
+            or str(op.attributes["eltType"]) != "#nvvm.ld_st_matrix_elt_type<b16>":
+        rw.unknown(op)
+    name = f"ldmatrix.x{num}{'.trans' if layout == 'col' else ''}"
+    sym = f"__emu_{name.replace('.', '_')}_as{space}{'_chk' if rw.check_bounds else ''}"
+    buf = "!llvm.struct<(i64, array<4 x i32>)>"
+    body = ["%one = llvm.mlir.constant(1 : i32) : i32", f"%buf = llvm.alloca %one x {buf} : (i32) -> !llvm.ptr"]
+    if rw.check_bounds:
+        body += [f"%lp = llvm.getelementptr %ctx[{C.LANEID}] : (!llvm.ptr) -> !llvm.ptr, i32",
+                 "%lane = llvm.load %lp : !llvm.ptr -> i32", f"%lim = llvm.mlir.constant({8 * num} : i32) : i32",
+                 '%used = llvm.icmp "ult" %lane, %lim : i32', f"llvm.cond_br %used, ^chk, ^go(%p : {pt})", "^chk:",
+                 "%sz = llvm.mlir.constant(16 : i64) : i64",
+                 _check_call(rw, space, "%p", "%sz", "%sz", LOAD, "%site", "%q"), f"llvm.br ^go(%q : {pt})",
+                 f"^go(%a: {pt}):"]
+    else:
+        body.append(f"%a = llvm.bitcast %p : {pt} to {pt}")
+    body += [f"%ai = llvm.ptrtoint %a : {pt} to i64", "llvm.store %ai, %buf : i64, !llvm.ptr",
+             "%e = llvm.ptrtoint %buf : !llvm.ptr to i64", f"%code = llvm.mlir.constant({opcode(name)} : i32) : i32",
+             "%m = llvm.mlir.constant(-1 : i32) : i32", "%z = llvm.mlir.constant(0 : i32) : i32",
+             "%x = llvm.call @__emu_warp(%ctx, %code, %m, %e, %z, %z) : (!llvm.ptr, i32, i32, i64, i32, i32) -> i64"]
+    for i in range(num):
+        body += [f"%p{i} = llvm.getelementptr %buf[0, 1, {i}] : (!llvm.ptr) -> !llvm.ptr, {buf}",
+                 f"%w{i} = llvm.load %p{i} : !llvm.ptr -> i32"]
+    if num == 1:
+        body.append("%r = llvm.bitcast %w0 : i32 to i32")
+    else:
+        body.append(f"%s0 = llvm.mlir.poison : {result}")
+        body += [f"{'%r' if i == num - 1 else f'%s{i + 1}'} = llvm.insertvalue %w{i}, %s{i}[{i}] : {result}"
+                 for i in range(num)]
+    rw.define(sym, f"%ctx: !llvm.ptr, %p: {pt}, %site: i32", "\n".join(body), result)
+    return [rw.call(sym, [ptr, rw.const(rw.site())], result, can_abort=True)]
+
+
+# cp.async (PTX ISA, "Data Movement and Conversion Instructions: cp.async", "cp.async.commit_group",
+# "cp.async.wait_group / cp.async.wait_all"): a thread's copies are asynchronous and complete, in no
+# defined order, by the time a wait_group retires the group they were committed in. The emulator keeps
+# each thread's copies pending (:meth:`.runtime.DeviceRuntime.cp_async`) and performs them only then:
+# ``wait.group N`` performs the copies of all but the newest N committed groups, oldest first, so a
+# kernel that reads the destination without the wait sees the old shared memory. The source is read
+# when the copy lands, not when it is issued. Copies still pending when the thread exits (never
+# committed, or committed and not waited for) land at its exit: a kernel may leave prefetches it never
+# uses. ``cp.async.wait_all`` has no MLIR 22 op (it is ``commit.group`` then ``wait.group 0``).
+CP_ASYNC_ISSUE, CP_ASYNC_COMMIT, CP_ASYNC_WAIT, CP_ASYNC_EXIT = 0, 1, 2, 3
+CP_ASYNC_SIZES = (4, 8, 16)  # cp-size; .cg only with 16 (the op's verifier checks that)
+
+
+def _cp_async(op, rw):
+    """``nvvm.cp.async.shared.global %dst, %src, SIZE, cache = ca|cg[, %src_size]``: queue the copy of
+    ``size`` bytes (of which ``src_size`` read from ``src``, the rest zero; src_size > size fails the
+    launch, undefined in PTX). With bounds checks the destination (size bytes) and the bytes read from
+    the source (min(src_size, size); none when 0, so a zero-filling copy may name any source) must lie
+    in one buffer of their address space, both aligned to size."""
+    size = ir.IntegerAttr(op.attributes["size"]).value
+    if size not in CP_ASYNC_SIZES or _kind(op, "modifier") not in ("ca", "cg") or len(op.operands) not in (2, 3):
+        rw.unknown(op)
+    dst, src = op.operands[0], op.operands[1]
+    n = op.operands[2] if len(op.operands) == 3 else None
+    if n is not None and str(n.type) != "i32":
+        rw.unknown(op)
+    dt, st = str(dst.type), str(src.type)
+    ds, ss = memcheck.space_of(dt), memcheck.space_of(st)
+    sym = f"__emu_cp_async_as{ds}_as{ss}_{size}{'_n' if n is not None else ''}{'_chk' if rw.check_bounds else ''}"
+    params = f"%ctx: !llvm.ptr, %d: {dt}, %s: {st}" + (", %n: i32" if n is not None else "") + ", %site: i32"
+    body = [f"%size = llvm.mlir.constant({size} : i32) : i32", f"%size64 = llvm.mlir.constant({size} : i64) : i64"]
+    if n is None:
+        body.append("%cnt = llvm.bitcast %size : i32 to i32")
+    else:
+        body.append("%cnt = llvm.bitcast %n : i32 to i32")
+    if rw.check_bounds:
+        body += ['%big = llvm.icmp "ugt" %cnt, %size : i32', "%rd = llvm.select %big, %size, %cnt : i1, i32",
+                 "%rd64 = llvm.zext %rd : i32 to i64",
+                 _check_call(rw, ds, "%d", "%size64", "%size64", STORE, "%site", "%dq"),
+                 _check_call(rw, ss, "%s", "%rd64", "%size64", LOAD, "%site", "%sq")]
+    else:
+        body += [f"%dq = llvm.bitcast %d : {dt} to {dt}", f"%sq = llvm.bitcast %s : {st} to {st}"]
+    body += [f"%di = llvm.ptrtoint %dq : {dt} to i64", f"%si = llvm.ptrtoint %sq : {st} to i64",
+             f"%what = llvm.mlir.constant({CP_ASYNC_ISSUE} : i32) : i32",
+             "llvm.call @__emu_cp_async(%ctx, %what, %di, %si, %size, %cnt) : "
+             "(!llvm.ptr, i32, i64, i64, i32, i32) -> ()"]
+    rw.define(sym, params, "\n".join(body), "void")
+    rw.uses_cp_async = True
+    rw.call(sym, [dst, src] + ([n] if n is not None else []) + [rw.const(rw.site())], None, can_abort=True)
+    return []
+
+
+def _cp_async_group(what: int):
+    def rewrite(op, rw):
+        """``nvvm.cp.async.commit.group`` / ``nvvm.cp.async.wait.group N`` (see :data:`CP_ASYNC_ISSUE`)."""
+        n = ir.IntegerAttr(op.attributes["n"]).value if what == CP_ASYNC_WAIT else 0
+        z64 = rw.const(0, "i64")
+        rw.uses_cp_async = True
+        rw.call("__emu_cp_async", [rw.const(what), z64, z64, rw.const(n), rw.const(0)], None, can_abort=True)  # N: size
+        return []
+    return rewrite
+
+
+def cp_async_exit(rw, func) -> None:
+    """Before every return of kernel ``func``: the thread's pending copies land (see above)."""
+    ctx = func.regions[0].blocks[0].arguments[-1]
+    for b in func.regions[0].blocks:
+        for ret in [o for o in b.operations if o.operation.name == "llvm.return"]:
+            rw.op = ret
+            z64 = rw.const(0, "i64")
+            rw.ctx = ctx
+            rw.call("__emu_cp_async", [rw.const(CP_ASYNC_EXIT), z64, z64, rw.const(0), rw.const(0)], None)
+
+
+# ---------------------------------------------------------------- inline PTX
+@dataclass
+class AsmRow:
+    """An inline PTX string the emulator recognises: ``pattern`` (matched against the asm string with
+    runs of white space made one blank, leading / trailing white space dropped), the exact constraint
+    string, the operand and result types, and the rewrite ``(op, rw, match) -> values``."""
+
+    pattern: re.Pattern
+    constraints: str
+    operand_types: tuple[str, ...]
+    result_type: str
+    rewrite: Callable
+    collective: bool = False
+
+
+def _asm_mma_f8(op, rw, m):
+    """``mma.sync.aligned.m16n8k32.row.col.f32.<a>.<b>.f32`` with a, b in e4m3 / e5m2 (sm_89+, PTX ISA
+    8.4+; fragments as for s8: PTX ISA, "Matrix Fragments for mma.m16n8k32")."""
+    return [_mma_call(rw, f"mma.m16n8k32.{m.group(1)}.{m.group(2)}", "i32", "f32", 4, list(op.operands))]
+
+
+_F8 = r"(e4m3|e5m2)"
+INLINE_ASM: list[AsmRow] = [
+    AsmRow(re.compile(rf"mma\.sync\.aligned\.m16n8k32\.row\.col\.f32\.{_F8}\.{_F8}\.f32 "
+                      r"\{\$0, ?\$1, ?\$2, ?\$3\}, \{\$4, ?\$5, ?\$6, ?\$7\}, \{\$8, ?\$9\}, "
+                      r"\{\$10, ?\$11, ?\$12, ?\$13\};"),
+           "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", ("i32",) * 6 + ("f32",) * 4, "!llvm.struct<(f32, f32, f32, f32)>",
+           _asm_mma_f8, collective=True),
+]
+
+
+def inline_asm(op):
+    """``(row, match)`` of :data:`INLINE_ASM` for an ``llvm.inline_asm`` op, or None."""
+    asm = " ".join(op.attributes["asm_string"].value.split())
+    constraints = op.attributes["constraints"].value if "constraints" in op.attributes else ""
+    types = tuple(str(v.type) for v in op.operands)
+    res = str(op.results[0].type) if len(op.results) else ""
+    for r in INLINE_ASM:
+        m = r.pattern.fullmatch(asm)
+        if m and constraints == r.constraints and types == r.operand_types and res == r.result_type:
+            return r, m
+    return None
 
 
 def _f8_format(op, rw, attr: str) -> int:
@@ -334,6 +543,10 @@ NVVM_OPS: dict[str, OpRow] = {
     "nvvm.redux.sync": OpRow(_redux, collective=True),
     "nvvm.elect.sync": OpRow(_elect, collective=True),
     "nvvm.mma.sync": OpRow(_mma_sync, collective=True),
+    "nvvm.ldmatrix": OpRow(_ldmatrix, collective=True),
+    "nvvm.cp.async.shared.global": OpRow(_cp_async),
+    "nvvm.cp.async.commit.group": OpRow(_cp_async_group(CP_ASYNC_COMMIT)),
+    "nvvm.cp.async.wait.group": OpRow(_cp_async_group(CP_ASYNC_WAIT)),
     "nvvm.convert.f8x2.to.f16x2": OpRow(_cvt_f8x2_to_f16x2),
     "nvvm.convert.f32x2.to.f8x2": OpRow(_cvt_f32x2_to_f8x2),
     "nvvm.convert.f32x2.to.f4x2": OpRow(_cvt_f32x2_to_f4x2),
@@ -411,6 +624,7 @@ RUNTIME_SYMBOLS: dict[str, str] = {
     "__emu_clock": "(!llvm.ptr) -> i64",
     "__emu_cta_done": "(!llvm.ptr) -> ()",
     "__emu_fault": "(!llvm.ptr, i64, i64, i64, i32, i32, i32) -> ()",
+    "__emu_cp_async": "(!llvm.ptr, i32, i64, i64, i32, i32) -> ()",
 }
 
 # memory ops checked against the buffers their address space may touch (:mod:`.memcheck`):

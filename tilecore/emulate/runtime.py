@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import threading
 import time
+from collections import deque
 
 from ..errors import TilecoreError
 from . import context as C
@@ -64,6 +65,7 @@ class DeviceRuntime:
         self.error: TilecoreError | None = None
         self.aborted = False
         self.cta_gen = 0
+        self.cp_async_pending: dict[int, tuple[list, deque]] = {}  # thread -> (uncommitted copies, groups)
         self._reset_cta()
 
     def _reset_cta(self):
@@ -255,6 +257,43 @@ class DeviceRuntime:
             self.fail(err)
             self._aborted(ctx)
 
+    # ---- cp.async (see optable: the copies land when a wait retires their group, or at thread exit)
+    def cp_async(self, ctx, what, dst, src, size, n):
+        """``what`` 0: queue the copy of ``size`` bytes to ``dst``, ``n`` of them from ``src`` (the rest
+        zero); 1: commit the queued copies as a group; 2: wait_group ``size``; 3: the thread exits."""
+        t = C.slot(ctx, C.LINEAR_TID)
+        if what == 3:  # thread exit
+            state = self.cp_async_pending.pop(t, None)
+            if state is not None and not self.aborted:
+                for group in state[1]:
+                    self._land(group)
+                self._land(state[0])
+            return
+        open_, groups = self.cp_async_pending.setdefault(t, ([], deque()))
+        if what == 0:
+            n &= 0xFFFFFFFF
+            if n > size:
+                with self.lock:
+                    self.fail(TilecoreError(f"cp.async of {size} bytes with src-size {n} > {size} (undefined in "
+                                            f"PTX) ({self._where(ctx)})"))
+                    self._aborted(ctx)
+                return
+            open_.append((dst, src, size, n))
+        elif what == 1:
+            groups.append(list(open_))
+            open_.clear()
+        else:  # wait_group N (N in ``size``): all but the newest N committed groups complete
+            while len(groups) > size:
+                self._land(groups.popleft())
+
+    @staticmethod
+    def _land(copies) -> None:
+        for dst, src, size, n in copies:
+            if n:
+                ctypes.memmove(dst, src, n)
+            if size > n:
+                ctypes.memset(dst + n, 0, size - n)
+
     def clock(self, ctx):
         return time.perf_counter_ns()
 
@@ -270,6 +309,7 @@ CALLBACKS = {
     "__emu_clock": (ctypes.CFUNCTYPE(_I64, _P), "clock", 0),
     "__emu_cta_done": (ctypes.CFUNCTYPE(None, _P), "cta_done", None),
     "__emu_fault": (ctypes.CFUNCTYPE(None, _P, _I64, _I64, _I64, _I32, _I32, _I32), "fault", None),
+    "__emu_cp_async": (ctypes.CFUNCTYPE(None, _P, _I32, _I64, _I64, _I32, _I32), "cp_async", None),
 }
 
 

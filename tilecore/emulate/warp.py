@@ -130,17 +130,49 @@ def _warp_sync(mask, lanes):
     return {lane: 0 for lane in lanes}
 
 
-def _mma(k: int, a_elem: str, b_elem: str):
-    """``mma.sync.aligned.m16n8k{k}.row.col`` with f32 (16-bit float or tf32 operands) or s32 (8-bit
-    integer operands, wrapping) accumulators (fragment layouts of m16n8k16 / m16n8k8 / m16n8k32 from the
-    PTX ISA, "Matrix multiply-accumulate operation using mma instruction").
+F8_NAMES = {"e4m3": "f8E4M3FN", "e5m2": "f8E5M2"}  # PTX type -> tilecore.narrow_floats format
 
-    Each lane passes ``a`` = the address of its 10-word register file: A0..A3 and B0..B1 (``p`` =
-    32 / width consecutive K elements each, the lowest index in the low bits; tf32: p = 1, f32 bits of
-    which the hardware ignores the low 13), C0..C3; D is written over C. Lane l has group g = l >> 2
-    and thread-in-group t = l & 3. A (16 x k, row-major): A0 holds
-    row g, K elements p*t ..; A1 row g+8; A2 / A3 those rows k/2 further. B (k x 8): B0 holds rows
-    p*t .. of column g; B1 k/2 further. C / D (16 x 8): C0, C1 row g, columns 2t, 2t+1; C2, C3 row g+8.
+
+def _f32_bits(x: float) -> int:
+    """f32 bits of ``x`` rounded to nearest even (overflow gives inf, as on the GPU)."""
+    import struct
+
+    try:
+        return struct.unpack("<I", struct.pack("<f", x))[0]
+    except OverflowError:  # rounds beyond the largest finite f32
+        return 0x7F800000 if x > 0 else 0xFF800000
+
+
+def _f16_bits(x: float) -> int:
+    """f16 bits of ``x`` rounded to nearest even (overflow gives inf)."""
+    import struct
+
+    try:
+        return struct.unpack("<H", struct.pack("<e", x))[0]
+    except OverflowError:
+        return 0x7C00 if x > 0 else 0xFC00
+
+
+def _mma(k: int, a_elem: str, b_elem: str, acc: str = "f32"):
+    """``mma.sync.aligned.m16n8k{k}.row.col`` (fragment layouts from the PTX ISA, "Warp Level Matrix
+    Multiply-Accumulate Instructions", "Matrix Fragments for mma.m16n8k8" / "... mma.m16n8k16 with
+    floating point type" / "... mma.m16n8k32"): f32 accumulators with f16 / bf16 / tf32 / e4m3 / e5m2
+    operands, f16 accumulators with f16 operands, s32 (wrapping) with s8 / u8 operands.
+
+    Each lane passes ``a`` = the address of its register file of 32-bit words: A0..A3 and B0..B1
+    (``p`` = 32 / width consecutive K elements each, the lowest index in the low bits; tf32: p = 1, f32
+    bits of which the hardware ignores the low 13), then the accumulators C (4 words; f16: 2 words,
+    c0 / c2 in the low halves); D is written over C. Lane l has group g = l >> 2 and thread-in-group
+    t = l & 3. A (16 x k, row-major): A0 holds row g, K elements p*t ..; A1 row g+8; A2 / A3 those rows
+    k/2 further. B (k x 8): B0 holds rows p*t .. of column g; B1 k/2 further. C / D (16 x 8): c0, c1
+    row g, columns 2t, 2t+1; c2, c3 row g+8 (f32 / s32: one register each; f16: c0, c1 in register 0,
+    c2, c3 in register 1).
+
+    Numbers: the products are exact and summed exactly (in a double: at most 2 * 11 + 5 significant
+    bits each, k <= 32 terms), C added, and the sum rounded once to the accumulator type (f16: through
+    f32, as the sum is accumulated in f32 and then rounded). The ISA does not specify the internal
+    precision or order of the accumulation; the hardware may differ in the last place for sums that
+    need more than f32's 24 bits (FP8 paths are reported to keep fewer).
     """
     import ctypes
     import struct
@@ -148,6 +180,7 @@ def _mma(k: int, a_elem: str, b_elem: str):
     per = 2 if a_elem in ("f16", "bf16") else 1 if a_elem == "tf32" else 4
     bits = 32 // per
     integer = a_elem in ("s8", "u8")
+    n_acc = 2 if acc == "f16" else 4
 
     def value(elem: str, word: int) -> float | int:
         word &= (1 << bits) - 1
@@ -157,12 +190,14 @@ def _mma(k: int, a_elem: str, b_elem: str):
             return struct.unpack("<f", struct.pack("<I", word << 16))[0]
         if elem == "f16":
             return struct.unpack("<e", struct.pack("<H", word))[0]
+        if elem in F8_NAMES:
+            return _f8_table(elem)[word]
         return word - 256 if elem == "s8" and word & 0x80 else word
 
     def fn(mask, lanes):
         if len(lanes) != 32:
             raise ValueError("mma.sync needs all 32 lanes of the warp")
-        regs = {lane: (ctypes.c_uint32 * 10).from_address(a) for lane, (a, _, _) in lanes.items()}
+        regs = {lane: (ctypes.c_uint32 * (6 + n_acc)).from_address(a) for lane, (a, _, _) in lanes.items()}
         a_m = [[0] * k for _ in range(16)]
         b_m = [[0] * 8 for _ in range(k)]
         for lane, r in regs.items():
@@ -177,22 +212,82 @@ def _mma(k: int, a_elem: str, b_elem: str):
         out = {}
         for lane, r in regs.items():
             g, t = lane >> 2, lane & 3
+            d = []
             for i, (row, col) in enumerate(((g, 2 * t), (g, 2 * t + 1), (g + 8, 2 * t), (g + 8, 2 * t + 1))):
                 dot = sum(a_m[row][kk] * b_m[kk][col] for kk in range(k))
                 if integer:
-                    out[lane, i] = (r[6 + i] + dot) & 0xFFFFFFFF
+                    d.append((r[6 + i] + dot) & 0xFFFFFFFF)
+                elif acc == "f16":
+                    half = r[6 + i // 2] >> (16 * (i & 1)) & 0xFFFF
+                    c = struct.unpack("<e", struct.pack("<H", half))[0]
+                    f32 = struct.unpack("<f", struct.pack("<I", _f32_bits(c + dot)))[0]
+                    d.append(_f16_bits(f32))
                 else:
                     c = struct.unpack("<f", struct.pack("<I", r[6 + i]))[0]
-                    out[lane, i] = struct.unpack("<I", struct.pack("<f", c + dot))[0]
-        for (lane, i), word in out.items():
-            regs[lane][6 + i] = word
+                    d.append(_f32_bits(c + dot))
+            out[lane] = [d[0] | d[1] << 16, d[2] | d[3] << 16] if acc == "f16" else d
+        for lane, words in out.items():
+            for i, word in enumerate(words):
+                regs[lane][6 + i] = word
         return {lane: 0 for lane in lanes}
     return fn
 
 
+_F8_TABLES: dict[str, list[float]] = {}
+
+
+def _f8_table(elem: str) -> list[float]:
+    """The value of each of the 256 codes of an 8-bit float type (``e4m3`` / ``e5m2``)."""
+    if elem not in _F8_TABLES:
+        from tilecore.narrow_floats import decode
+
+        _F8_TABLES[elem] = [decode(c, F8_NAMES[elem]) for c in range(256)]
+    return _F8_TABLES[elem]
+
+
 MMA_ROWS = {"mma.m16n8k16.f16": _mma(16, "f16", "f16"), "mma.m16n8k16.bf16": _mma(16, "bf16", "bf16"),
+            "mma.m16n8k16.f16.f16acc": _mma(16, "f16", "f16", "f16"),
             "mma.m16n8k8.tf32": _mma(8, "tf32", "tf32"),
-            **{f"mma.m16n8k32.{a}.{b}": _mma(32, a, b) for a in ("s8", "u8") for b in ("s8", "u8")}}
+            **{f"mma.m16n8k32.{a}.{b}": _mma(32, a, b, "s32") for a in ("s8", "u8") for b in ("s8", "u8")},
+            **{f"mma.m16n8k32.{a}.{b}": _mma(32, a, b) for a in F8_NAMES for b in F8_NAMES}}
+
+
+def _ldmatrix(num: int, trans: bool):
+    """``ldmatrix.sync.aligned.m8n8.x{num}{.trans}.shared.b16`` (PTX ISA, "Warp Level Matrix
+    Multiply-Accumulate Instructions: ldmatrix"): the warp loads ``num`` 8 x 8 matrices of 16-bit
+    elements; lanes 8*i .. 8*i+7 give the addresses of rows 0..7 of matrix i (each row 16 contiguous
+    bytes; the addresses of lanes >= 8*num are not used). Lane l receives, in its register i, the
+    elements (row l / 4, columns 2*(l % 4), 2*(l % 4) + 1) of matrix i, the first in the low half;
+    with ``.trans`` the elements (rows 2*(l % 4), 2*(l % 4) + 1, column l / 4), i.e. those of the
+    transposed matrix.
+
+    Each lane passes ``a`` = the address of a buffer: its row address (i64) at byte 0, the ``num``
+    result words (i32) from byte 8 on. The kernel checked the used row addresses (bounds, 16-byte
+    alignment) before the collective when bounds checks are on.
+    """
+    import ctypes
+
+    def fn(mask, lanes):
+        if len(lanes) != 32:
+            raise ValueError("ldmatrix needs all 32 lanes of the warp")
+        mats = []
+        for i in range(num):
+            rows = []
+            for r in range(8):
+                addr = ctypes.c_uint64.from_address(lanes[8 * i + r][0]).value
+                rows.append(list((ctypes.c_uint16 * 8).from_address(addr)))
+            mats.append(rows)
+        for lane, (a, _, _) in lanes.items():
+            g, t = lane >> 2, lane & 3
+            words = (ctypes.c_uint32 * num).from_address(a + 8)
+            for i, m in enumerate(mats):
+                lo, hi = (m[2 * t][g], m[2 * t + 1][g]) if trans else (m[g][2 * t], m[g][2 * t + 1])
+                words[i] = lo | hi << 16
+        return {lane: 0 for lane in lanes}
+    return fn
+
+
+LDMATRIX_ROWS = {f"ldmatrix.x{n}{'.trans' if tr else ''}": _ldmatrix(n, tr) for n in (1, 2, 4) for tr in (False, True)}
 
 
 WARP_OPS: dict[str, object] = {
@@ -202,7 +297,7 @@ WARP_OPS: dict[str, object] = {
     **{f"redux.{k}": _redux(k) for k in ("add", "umin", "umax", "min", "max", "and", "or", "xor")},
     "redux.fmin": _redux_f("fmin"), "redux.fmax": _redux_f("fmax"),
     "elect": _elect, "bar.warp.sync": _warp_sync,
-    **MMA_ROWS,
+    **MMA_ROWS, **LDMATRIX_ROWS,
 }
 WARP_NAMES: list[str] = list(WARP_OPS)
 
