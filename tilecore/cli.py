@@ -268,7 +268,7 @@ def _compile_batch(args, gpus: list[str]) -> int:
 
     used = [f"--{a.replace('_', '-')}" for a in _INSPECTION if getattr(args, a)]
     if used:
-        raise TilecoreError(f"{', '.join(used)} take one input and one --gpu-name (a batch compile has "
+        raise TilecoreError(f"{', '.join(used)}: only with one input and one --gpu-name (this batch compile has "
                             f"{len(args.input)} inputs x {len(gpus)} targets)")
     if args.jobs is not None and args.jobs < 1:
         raise TilecoreError(f"-j {args.jobs}: need at least 1 worker")
