@@ -18,8 +18,8 @@ powers of 1024; default 1 GiB); when a write takes the cache over it, the least 
 ``TILECORE_NO_CACHE=1`` (or ``TILECORE_CACHE_SIZE=0``) turns the cache off.
 
 Entries are written to a temporary file in the same folder and renamed into place, so concurrent
-writers (processes or machines sharing the folder) never expose a partial entry; the size
-bookkeeping and eviction run under a :mod:`filelock` lock. Every entry starts with a header that
+writers (processes or machines sharing the folder) never expose a partial entry; the rename, the
+size bookkeeping (``usage``) and eviction run under a :mod:`filelock` lock (lookups take no lock). Every entry starts with a header that
 records its payload's length and SHA-256; an entry that does not match (truncated, corrupted) is a
 miss, and the compile that follows rewrites it.
 """
@@ -316,20 +316,30 @@ class CompileCache:
         tmp = os.path.join(folder, f".tmp-{os.getpid()}-{os.urandom(4).hex()}")
         try:
             os.makedirs(folder, exist_ok=True)
-            try:
-                old = os.stat(path).st_size
-            except OSError:
-                old = 0
             with open(tmp, "wb") as f:
                 f.write(blob)
-            os.replace(tmp, path)
         except OSError:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+            _unlink(tmp)
             return False
-        self._account(len(blob) - old)
+        from filelock import Timeout
+
+        try:
+            with self._lock():  # the rename and the bookkeeping together: the usage stays exact
+                try:
+                    old = os.stat(path).st_size
+                except OSError:
+                    old = 0
+                os.replace(tmp, path)
+                self._account(len(blob) - old)
+        except Timeout:  # a stuck lock: store anyway, the next eviction scan recounts
+            try:
+                os.replace(tmp, path)
+            except OSError:
+                _unlink(tmp)
+                return False
+        except OSError:
+            _unlink(tmp)
+            return False
         return True
 
     def _lock(self):
@@ -339,22 +349,16 @@ class CompileCache:
         return FileLock(os.path.join(self.root, ".lock"), timeout=_LOCK_TIMEOUT)
 
     def _account(self, delta: int) -> None:
-        """Add ``delta`` to the recorded usage; evict when it goes over the limit."""
-        from filelock import Timeout
-
+        """Add ``delta`` to the recorded usage and evict when it goes over the limit (lock held)."""
         usage_file = os.path.join(self.root, "usage")
         try:
-            with self._lock():
-                try:
-                    with open(usage_file) as f:
-                        usage = int(f.read().strip() or 0) + delta
-                except (OSError, ValueError):
-                    usage = self._scan_total()
-                if usage > self.limit:
-                    usage = self._evict(int(self.limit * EVICT_TO))
-                _write_small(usage_file, str(max(usage, 0)))
-        except (OSError, Timeout):
-            pass
+            with open(usage_file) as f:
+                usage = int(f.read().strip() or 0) + delta
+        except (OSError, ValueError):
+            usage = self._scan_total()
+        if usage > self.limit:
+            usage = self._evict(int(self.limit * EVICT_TO))
+        _write_small(usage_file, str(max(usage, 0)))
 
     def _entries(self) -> list[tuple[str, int, float]]:
         """(path, size, mtime) of every entry; removes temporary files left by dead writers."""
