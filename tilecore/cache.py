@@ -87,7 +87,10 @@ def _assembler_id() -> str:
         from .assembler import assembler_id
     except ImportError:
         return _ptxas_id()
-    return assembler_id()
+    try:
+        return assembler_id()
+    except Exception as e:  # noqa: BLE001 - e.g. a bad $TILECORE_ASSEMBLER: the compile reports it
+        return f"unusable: {type(e).__name__}: {e}"
 
 
 def _ptxas_id() -> str:
