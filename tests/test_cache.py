@@ -14,7 +14,6 @@ import pytest
 from support import CORPUS, DATA, has_plugin, needs_gpu_nvvm, run_cli
 
 from tilecore import cache as tc
-from tilecore.entry_points import Distribution
 
 VADD_GPU = os.path.join(DATA, "vadd_gpu.mlir")
 VADD = os.path.join(CORPUS, "vadd_f32.tileirbc")
@@ -103,25 +102,26 @@ def test_environment_changes_with_the_assembler(clean_env, tmp_path):
     assert after["assembler"] != before["assembler"] and str(fake) in after["assembler"]
 
 
-def test_editable_install_stamp_follows_source_edits(tmp_path):
-    src = tmp_path / "proj" / "src" / "mypkg"
+def test_source_tree_stamp_follows_edits(tmp_path, monkeypatch):
+    """A package run from a source tree (editable install, checkout on sys.path): its files count."""
+    src = tmp_path / "proj" / "src" / "mypkg_stamp"
     src.mkdir(parents=True)
     (src / "__init__.py").write_text("x = 1\n")
     (src / "__pycache__").mkdir()
     (src / "__pycache__" / "junk.pyc").write_bytes(b"ignored")
-    dist = tmp_path / "site" / "mypkg-1.0.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Name: mypkg\nVersion: 1.0\n\n")
-    (dist / "top_level.txt").write_text("mypkg\n")
-    (dist / "direct_url.json").write_text(json.dumps({"dir_info": {"editable": True},
-                                                      "url": f"file://{tmp_path / 'proj'}"}))
-    d = Distribution(str(dist))
-    first = tc._editable_stamp(d)
-    assert first.startswith("editable:1:")
+    monkeypatch.syspath_prepend(str(src.parent))
+    first = tc.source_stamp("mypkg_stamp")
+    assert first.startswith(f"source:{src}:1:")
     (src / "__init__.py").write_text("x = 22\n")
-    assert tc._editable_stamp(d) != first
-    (dist / "direct_url.json").write_text(json.dumps({"url": "https://example.org/mypkg.whl"}))
-    assert tc._editable_stamp(d) == ""  # a regular install: its version says it all
+    assert tc.source_stamp("mypkg_stamp") != first
+    assert "mypkg_stamp" not in sys.modules  # located, not imported
+    # installed into site-packages: the distribution's version says it all
+    site = tmp_path / "lib" / "site-packages"
+    shutil.copytree(src, site / "mypkg_site")
+    monkeypatch.syspath_prepend(str(site))
+    assert tc.source_stamp("mypkg_site") == "" and tc.source_stamp("no_such_pkg_xyz") == ""
+    # tilecore itself, run from this checkout
+    assert tc.source_stamp("tilecore").startswith(f"source:{os.path.dirname(tc.__file__)}:")
 
 
 def test_parse_size():

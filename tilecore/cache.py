@@ -4,8 +4,9 @@ An entry's key is the SHA-256 of the input bytes and of everything else that cha
 (:func:`compile_key`): the target, ``emit``, the optimisation level, ``-g`` / ``--lineinfo``, the
 ``--option`` extras, and the environment (:func:`environment`): the versions of tilecore, of the MLIR
 / LLVM / CUDA wheels it drives, of every plugin that will be loaded, and the assembler's identity.
-Editable (development) installs of tilecore or a plugin also contribute the size and modification
-time of their source files, so an edit invalidates what was compiled before it.
+Packages run from a source tree (editable installs, checkouts on ``sys.path``) also contribute the
+size and modification time of their files (:func:`source_stamp`), so an edit invalidates what was
+compiled before it.
 
 Everything needed for a lookup is read from files (distribution metadata, ``stat``): a hit imports
 neither MLIR nor the plugins, which is what makes ``tilecore compile`` with a hit cost a few tens of
@@ -122,24 +123,31 @@ def _ptxas_id() -> str:
         return "ptxas:none"
 
 
-def _editable_stamp(dist) -> str:
-    """For an editable install: count, total size and newest mtime of its source files ("" otherwise)."""
-    try:
-        with open(os.path.join(dist.path, "direct_url.json"), encoding="utf-8") as f:
-            info = json.load(f)
-    except (OSError, ValueError):
+def source_stamp(package: str) -> str:
+    """For a top-level package run from a source tree (an editable install, a checkout on
+    ``sys.path``): count, total size and newest modification time of its files. "" for a package
+    installed into site-packages (its distribution's version says it all) or not found.
+
+    The package is located without importing it (``importlib.util.find_spec`` of a top-level name).
+    """
+    if package == __package__:
+        where = os.path.dirname(os.path.abspath(__file__))
+    else:
+        import importlib.util
+
+        try:
+            spec = importlib.util.find_spec(package)
+        except (ImportError, ValueError):
+            return ""
+        if spec is None:
+            return ""
+        locs = list(spec.submodule_search_locations or [])
+        where = locs[0] if locs else os.path.dirname(spec.origin or "")
+    parts = set(os.path.normpath(where).split(os.sep))
+    if not where or {"site-packages", "dist-packages"} & parts:
         return ""
-    if not (info.get("dir_info") or {}).get("editable"):
-        return ""
-    url = info.get("url", "")
-    root = url[len("file://"):] if url.startswith("file://") else url
-    try:
-        with open(os.path.join(dist.path, "top_level.txt"), encoding="utf-8") as f:
-            tops = [t.strip() for t in f if t.strip()]
-    except OSError:
-        tops = []
     count = size = newest = 0
-    stack = [d for t in tops for d in (os.path.join(root, t), os.path.join(root, "src", t)) if os.path.isdir(d)]
+    stack = [where]
     while stack:
         try:
             it = os.scandir(stack.pop())
@@ -151,11 +159,14 @@ def _editable_stamp(dist) -> str:
                     if e.name != "__pycache__":
                         stack.append(e.path)
                 elif not e.name.endswith((".pyc", ".pyo")):
-                    st = e.stat()
+                    try:
+                        st = e.stat()
+                    except OSError:
+                        continue
                     count += 1
                     size += st.st_size
                     newest = max(newest, st.st_mtime_ns)
-    return f"editable:{count}:{size}:{newest}"
+    return f"source:{where}:{count}:{size}:{newest}"
 
 
 def plugin_selection(load: list[str] | None = None, dists=None) -> list[tuple[str, object]] | None:
@@ -202,9 +213,9 @@ def environment(load: list[str] | None = None) -> dict | None:
     core = by_key.get("tilecore")
     env = {
         "format": FORMAT,
-        "tilecore": [core.version, _editable_stamp(core)] if core else [_own_version(), _source_stamp()],
+        "tilecore": [core.version if core else _own_version(), source_stamp(__package__)],
         "tools": {n: by_key[n].version for n in TOOL_DISTRIBUTIONS if n in by_key},
-        "plugins": [[name, ep.value, ep.dist.name, ep.dist.version, _editable_stamp(ep.dist)]
+        "plugins": [[name, ep.value, ep.dist.name, ep.dist.version, source_stamp(ep.value.split(".")[0].split(":")[0])]
                     for name, ep in plugins],
         "assembler": _assembler_id(),
     }
@@ -215,13 +226,6 @@ def _own_version() -> str:
     from . import __version__
 
     return __version__
-
-
-def _source_stamp() -> str:
-    """tilecore run from a source tree without metadata: the newest mtime of its files."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    newest = max((e.stat().st_mtime_ns for e in os.scandir(here) if e.name.endswith(".py")), default=0)
-    return f"source:{here}:{newest}"
 
 
 def environment_digest(env: dict) -> str:
