@@ -1,0 +1,154 @@
+"""Every tensor-core MMA atom of the cute plugin end to end: cuTile kernels exported, atom selected by
+``tileas-select-atoms``, compiled for sm_80 / sm_86 / sm_89, numbers in the CPU emulator against numpy on
+sizes that are not tile multiples; epilogues on the fragment layout (bias, scaling, activation)."""
+
+from __future__ import annotations
+
+import cutile_kernels as ck
+import numpy as np
+import pytest
+from emulated_kernels import KernelSet, arr, cdiv
+
+from tilecore.compiler import compile_file
+from tilecore.narrow_floats import decode
+
+ct = pytest.importorskip("cuda.tile")
+ZERO = ct.PaddingMode.ZERO
+
+
+@ct.kernel
+def mma_loop(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """c = a @ b, accumulated in c's dtype (f16 accumulator when c is f16)."""
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=c.dtype)
+    for k in range(ct.cdiv(a.shape[1], TK)):
+        x = ct.load(a, index=(i, k), shape=(TM, TK), padding_mode=ZERO)
+        y = ct.load(b, index=(k, j), shape=(TK, TN), padding_mode=ZERO)
+        acc = ct.mma(x, y, acc)
+    ct.store(c, index=(i, j), tile=acc)
+
+
+@ct.kernel
+def mma_tf32_loop(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=ct.float32)
+    for k in range(ct.cdiv(a.shape[1], TK)):
+        x = ct.load(a, index=(i, k), shape=(TM, TK), padding_mode=ZERO)
+        y = ct.load(b, index=(k, j), shape=(TK, TN), padding_mode=ZERO)
+        acc = ct.mma(ct.astype(x, ct.tfloat32), ct.astype(y, ct.tfloat32), acc)
+    ct.store(c, index=(i, j), tile=acc)
+
+
+@ct.kernel
+def mma_epilogue(a, b, bias, c, alpha, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """relu(alpha * (a @ b) + bias[None, :]) as f16: the epilogue runs on the accumulator's fragment layout,
+    with the bias row converted to it; the loop also rescales the accumulator (online-softmax style)."""
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=ct.float32)
+    for k in range(ct.cdiv(a.shape[1], TK)):
+        x = ct.load(a, index=(i, k), shape=(TM, TK), padding_mode=ZERO)
+        y = ct.load(b, index=(k, j), shape=(TK, TN), padding_mode=ZERO)
+        acc = ct.mma(x, y, acc * 0.5) + acc * 0.5  # = acc + x @ y
+    row = ct.load(bias, index=(j,), shape=(TN,), padding_mode=ZERO)
+    out = ct.maximum(acc * alpha + ct.reshape(row, (1, TN)), 0.0)
+    ct.store(c, index=(i, j), tile=ct.astype(out, c.dtype))
+
+
+KERNELS = {
+    "mma_f16_f32": (mma_loop, ["f16[2]", "f16[2]", "f32[2]", 64, 32, 32]),
+    "mma_f16_f16": (mma_loop, ["f16[2]", "f16[2]", "f16[2]", 32, 64, 32]),
+    "mma_bf16_f32": (mma_loop, ["bf16[2]", "bf16[2]", "f32[2]", 32, 32, 32]),
+    "mma_tf32_f32": (mma_tf32_loop, ["f32[2]", "f32[2]", "f32[2]", 32, 32, 16]),
+    "mma_s8_i32": (mma_loop, ["i8[2]", "i8[2]", "i32[2]", 32, 32, 64]),
+    "mma_u8_i32": (mma_loop, ["u8[2]", "u8[2]", "i32[2]", 16, 32, 64]),
+    "mma_e4m3_f32": (mma_loop, ["f8e4m3[2]", "f8e4m3[2]", "f32[2]", 32, 32, 64]),
+    "mma_e5m2_f32": (mma_loop, ["f8e5m2[2]", "f8e5m2[2]", "f32[2]", 32, 32, 64]),
+    "mma_epilogue": (mma_epilogue, ["f16[2]", "f16[2]", "f32[1]", "f16[2]", "f32", 32, 64, 32]),
+}
+ATOM = {
+    "mma_f16_f32": "mma.sm80.m16n8k16.f16.f32", "mma_f16_f16": "mma.sm80.m16n8k16.f16.f16",
+    "mma_bf16_f32": "mma.sm80.m16n8k16.bf16.f32", "mma_tf32_f32": "mma.sm80.m16n8k8.tf32.f32",
+    "mma_s8_i32": "mma.sm80.m16n8k32.i8.i32", "mma_u8_i32": "mma.sm80.m16n8k32.i8.i32",
+    "mma_e4m3_f32": "mma.sm89.m16n8k32.f8.f32", "mma_e5m2_f32": "mma.sm89.m16n8k32.f8.f32",
+    "mma_epilogue": "mma.sm80.m16n8k16.f16.f32",
+}
+_KERNELS = KernelSet(KERNELS, "tileas-mma-atoms-")
+SMS = ("sm_80", "sm_86", "sm_89")
+
+
+def _operand(rng, shape, name: str):
+    """(the array the kernel gets, its values as float64 / int64): 8-bit floats as their codes (uint8),
+    bf16 as its bits (uint16): numpy has neither type."""
+    if name in ("s8", "u8"):
+        lo, hi = (-128, 128) if name == "s8" else (0, 256)
+        x = rng.integers(lo, hi, shape).astype(np.int8 if name == "s8" else np.uint8)
+        return x, x.astype(np.int64)
+    if name in ("e4m3", "e5m2"):
+        fmt = "f8E4M3FN" if name == "e4m3" else "f8E5M2"
+        table = np.array([decode(c, fmt) for c in range(256)])
+        finite = np.flatnonzero(np.isfinite(table) & (np.abs(table) <= 16))
+        codes = rng.choice(finite, shape).astype(np.uint8)
+        return codes, table[codes]
+    if name == "bf16":
+        u = rng.standard_normal(shape).astype(np.float32).view(np.uint32)
+        bits = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+        return bits, (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    x = rng.standard_normal(shape).astype(np.float16 if name == "f16" else np.float32)
+    if name == "tf32":
+        return x, _tf32(x).astype(np.float64)
+    return x, x.astype(np.float64)
+
+
+def _tf32(x: np.ndarray) -> np.ndarray:
+    """cvt.rna.tf32.f32: round to 10 mantissa bits, ties away from zero."""
+    bits = x.astype(np.float32).view(np.uint32)
+    return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+@pytest.mark.parametrize("sm", SMS)
+@pytest.mark.parametrize("name", [n for n in KERNELS if n != "mma_epilogue"])
+def test_mma_atom_numbers(name, sm):
+    if "e4m3" in name or "e5m2" in name:
+        if sm != "sm_89":
+            pytest.skip("8-bit float mma needs sm_89")
+    _kernel, params = KERNELS[name]
+    tm, tn, tk = params[-3:]
+    chosen = compile_file(_export(name), sm, stop_after="tileas-select-atoms").module
+    assert f'#nv_tileas.atom<"{ATOM[name]}">' in str(chosen)
+    el = name.split("_")[1]
+    m, n, k = 2 * tm + 5, tn + 3, 2 * tk + 7  # no size a tile multiple
+    rng = np.random.default_rng(3)
+    (a, av), (b, bv) = _operand(rng, (m, k), el), _operand(rng, (k, n), el)
+    acc_dt = {"f32": np.float32, "f16": np.float16, "i32": np.int32}[name.split("_")[2]]
+    c = np.zeros((m, n), acc_dt)
+    _KERNELS.run(name, sm, (cdiv(m, tm), cdiv(n, tn), 1), arr(a) + arr(b) + arr(c))
+    want = av @ bv
+    if el in ("s8", "u8"):
+        np.testing.assert_array_equal(c.astype(np.int64), (want + 2**31) % 2**32 - 2**31)
+        return
+    # f32 accumulation of exact products; an f16 accumulator is rounded after every mma (K / 16 roundings)
+    tol = 2e-2 * np.abs(want).max() if acc_dt == np.float16 else 1e-4 * np.abs(want).max()
+    np.testing.assert_allclose(c.astype(np.float64), want, atol=tol, rtol=0)
+
+
+@pytest.mark.parametrize("sm", ("sm_80", "sm_90a"))
+def test_mma_epilogue_on_the_fragment_layout(sm):
+    m, n, k = 45, 70, 50
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((m, k)).astype(np.float16), rng.standard_normal((k, n)).astype(np.float16)
+    bias = rng.standard_normal(n).astype(np.float32)
+    c = np.zeros((m, n), np.float16)
+    alpha = np.float32(0.75)
+    _KERNELS.run("mma_epilogue", sm, (cdiv(m, 32), cdiv(n, 64), 1), arr(a) + arr(b) + arr(bias) + arr(c) + [alpha])
+    want = np.maximum(alpha * (a.astype(np.float64) @ b.astype(np.float64)) + bias[None, :], 0)
+    np.testing.assert_allclose(c.astype(np.float64), want, atol=2e-2 * np.abs(want).max(), rtol=0)
+
+
+def _export(name: str) -> str:
+    import os
+
+    path = os.path.join(_KERNELS._dir, f"{name}.tileirbc")
+    if not os.path.exists(path):
+        kernel, params = KERNELS[name]
+        ck.export_spec(kernel, params, name, path)
+    return path
