@@ -19,8 +19,8 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 EMITS = ("cubin", "ptx", "llvm", "mlir")
 
@@ -80,13 +80,9 @@ class JobResult:
 
     def summary(self) -> str:
         """``(cubin, 4504 bytes) for sm_90a; kernels: ...`` (the tail of the CLI's ``wrote`` line)."""
+        from .cli import artifact_summary
+
         return artifact_summary(self.job.emit, self.artifact or b"", self.target or self.job.gpu_name, self.kernels)
-
-
-def artifact_summary(emit: str, data: bytes | str, target: str, kernels: list) -> str:
-    """``(<emit>, <N> bytes) for <target>[; kernels: ...]``."""
-    size = len(data) if isinstance(data, (bytes, bytearray)) else len(data.encode())
-    return f"({emit}, {size} bytes) for {target}" + (f"; kernels: {', '.join(kernels)}" if kernels else "")
 
 
 def artifact_of(res, emit: str) -> bytes | str:

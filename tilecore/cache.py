@@ -242,17 +242,11 @@ def compile_key(data: bytes, path: str, gpu_name: str, *, emit: str = "cubin", o
     counts only through its suffix (which may choose the input format), except with ``-g`` /
     ``--lineinfo``, where the absolute path can end up in the debug information.
     """
-    from .targets import parse_target_name
-
-    try:
-        target = parse_target_name(gpu_name)
-    except Exception:  # noqa: BLE001 - a bad name fails in the compile that follows the miss
-        target = gpu_name
     fields = {
         "input": hashlib.sha256(data).hexdigest(),
         "suffix": os.path.splitext(path or "")[1],
         "path": os.path.abspath(path) if (debug or lineinfo) and path else "",
-        "target": target,
+        "target": gpu_name.strip().lower(),  # as given (not tilecore.targets: no dataclasses on a hit)
         "emit": emit,
         "opt_level": int(opt_level),
         "debug": bool(debug),

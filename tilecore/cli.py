@@ -179,11 +179,15 @@ def cmd_compile(args) -> int:
     return _compile_one(args)
 
 
+def artifact_summary(emit: str, data: bytes | str, target: str, kernels: list) -> str:
+    """``(<emit>, <N> bytes) for <target>[; kernels: ...]``: the tail of the ``tilecore: wrote`` line."""
+    size = len(data) if isinstance(data, (bytes, bytearray)) else len(data.encode())
+    return f"({emit}, {size} bytes) for {target}" + (f"; kernels: {', '.join(kernels)}" if kernels else "")
+
+
 def _compile_one(args) -> int:
     """One input, one target: compile (or take it from the cache), write it, print the summary."""
     import time
-
-    from .batch import artifact_summary
 
     emit = "mlir" if args.stop_after else args.emit
     out = args.output_file or os.path.splitext(os.path.basename(args.input))[0] + EMIT_SUFFIX[emit]
@@ -245,7 +249,7 @@ def _write_output(out: str, data: bytes | str, summary: str) -> None:
         sys.stdout.flush()
         print(f"tilecore: wrote stdout {summary}", file=sys.stderr)
         return
-    from .compiler import write_atomically
+    from .fsutil import write_atomically
 
     write_atomically(out, data)
     print(f"tilecore: wrote {out} {summary}")
@@ -312,7 +316,7 @@ def _compile_batch(args, gpus: list[str]) -> int:
         nonlocal failed, cached
         if r.ok:
             try:
-                from .compiler import write_atomically
+                from .fsutil import write_atomically
 
                 write_atomically(outs[i], r.artifact)
             except TilecoreError as e:

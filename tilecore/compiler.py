@@ -8,14 +8,14 @@ b'\\x7fELF'
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .errors import TilecoreError
+from .fsutil import write_atomically  # noqa: F401 - here since the beginning; `from .compiler import write_atomically`
 from .options import CompileOptions
 
-if TYPE_CHECKING:  # the stages (and MLIR) are imported when something is compiled, not by write_atomically
+if TYPE_CHECKING:  # the stages (and MLIR) are imported when something is compiled, not on import
     from .stages import StageRecord
 
 
@@ -80,18 +80,3 @@ def compile_file(path: str, gpu_name: str = "sm_80", options: CompileOptions | N
     res = compile_module(module, target, options, plugins, **kw)
     res.read_seconds = read_s
     return res
-
-
-def write_atomically(path: str, data: bytes | str) -> None:
-    """Write ``data`` to ``path`` through a temporary file + rename (no partial outputs)."""
-    mode = "wb" if isinstance(data, bytes) else "w"
-    d = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(d, f".{os.path.basename(path)}.tmp{os.getpid()}")
-    try:
-        with open(tmp, mode) as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except OSError as e:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise TilecoreError(f"cannot write output: {e.strerror}", path) from None
