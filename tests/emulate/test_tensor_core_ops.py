@@ -4,7 +4,7 @@ Each kernel is llvm + nvvm dialect MLIR text; the expected numbers come from the
 fragment layouts computed here in numpy ("Warp Level Matrix Multiply-Accumulate Instructions":
 ldmatrix; "Matrix Fragments for mma.m16n8k16 with floating point type"; "Matrix Fragments for
 mma.m16n8k32"; "Data Movement and Conversion Instructions: cp.async"). The same MLIR forms go
-through the NVPTX back end and ptxas at the end (sm_80; sm_89 with PTX 8.4 for FP8).
+through the NVPTX back end and ptxas at the end (sm_80; sm_89, PTX 8.4, for FP8).
 """
 
 from __future__ import annotations
@@ -464,10 +464,9 @@ MMA_F8_ASM = ('%r = llvm.inline_asm has_side_effects asm_dialect = att '
 @pytest.mark.parametrize("fa, fb", [("e4m3", "e4m3"), ("e4m3", "e5m2"), ("e5m2", "e4m3"), ("e5m2", "e5m2")])
 def test_mma_sync_m16n8k32_fp8_inline_asm(pm, fa, fb):
     """m16n8k32 .f32.<e4m3|e5m2>.<e4m3|e5m2>.f32 given as inline PTX (MLIR 22's nvvm.mma.sync rejects
-    FP8 multiplicands). Operands: values with few significant bits (+-{0, 0.5 .. 3.5}, exact in both
-    formats), including the largest codes' neighbourhood is not needed: every product and every partial
-    sum is a multiple of 1/4 below 2^9, exact in any accumulator of 11+ bits, so the GPU and the
-    emulator agree exactly whatever the internal accumulation precision."""
+    FP8 multiplicands). Operands: multiples of 1/2 in [-3.5, 3.5] (exact in both formats); every product
+    and every partial sum is a multiple of 1/4 below 2^9, exact in any accumulator of 11+ bits, so the
+    GPU and the emulator agree exactly whatever the internal accumulation precision."""
     rng = np.random.default_rng(9)
     steps = np.arange(-7, 8) / 2
     a = rng.choice(steps, (16, 32))
@@ -536,7 +535,7 @@ def test_ptxas_accepts_ldmatrix_cp_async_and_f16_mma_for_sm_80(pm):
         cp_async_kernel(16, "cg", True, "nvvm.cp.async.wait.group 0"),
         cp_async_kernel(8, "ca", False, "nvvm.cp.async.wait.group 1"),
         cp_async_kernel(4, "ca", True, ""),
-        mma_kernel("vector<2xf16>", "vector<2xf16>", 2, MMA_F16_ACC)))
+        mma_kernel("vector<2xf16>", "vector<2xf16>", 2, MMA_F16_ACC), tile_kernel()))
     for needle in ("ldmatrix.sync.aligned.m8n8.x1.shared.b16", "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16",
                    "ldmatrix.sync.aligned.m8n8.x4.shared.b16", "cp.async.cg.shared.global [%rd",
                    "cp.async.ca.shared.global", "cp.async.commit_group", "cp.async.wait_group",
@@ -544,11 +543,14 @@ def test_ptxas_accepts_ldmatrix_cp_async_and_f16_mma_for_sm_80(pm):
         assert needle in ptx, needle
 
 
-def test_ptxas_accepts_fp8_mma_inline_asm_for_sm_89_with_ptx_84(pm):
+def test_ptxas_accepts_fp8_mma_inline_asm_for_the_sm_89_target(pm):
     """FP8 mma needs PTX ISA 8.4 (ptxas: "Feature 'mma with FP8 floating point type' requires PTX ISA
-    .version 8.4 or later"); tilecore's sm_89 target defaults to +ptx81."""
+    .version 8.4 or later"): with tilecore's sm_89 target features (+ptx84) ptxas accepts it, with
+    +ptx81 not."""
+    from tilecore.targets import resolve_target
+
     body = mma_kernel("i32", "f32", 4, MMA_F8_ASM.format(a="e4m3", b="e5m2"))
-    ptx = _ptxas_round_trip(pm, body, "sm_89", "+ptx84")
+    ptx = _ptxas_round_trip(pm, body, "sm_89", resolve_target("sm_89", pm.targets()).feature_string)
     assert "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32" in ptx
     with pytest.raises(TilecoreError, match="requires PTX ISA .version 8.4"):
         _ptxas_round_trip(pm, body, "sm_89", "+ptx81")
@@ -570,3 +572,89 @@ def test_without_bounds_checks_the_same_numbers(pm):
            block=16, args=[src, n, before, after], check_bounds=False)
     assert (before == SENTINEL).all()
     np.testing.assert_array_equal(after.reshape(16, 4), landed(src, 16, n))
+
+
+def tile_kernel() -> str:
+    """One warp copies A (16 x 16 f16, row-major) and B^T (8 x 16 f16: B's columns as rows) into shared
+    memory with 16-byte cp.async, waits, passes a barrier, loads the A fragment with ldmatrix.x4 (lane l
+    addresses row (l % 8) + 8 ((l / 8) % 2), column 8 (l / 16)) and the B fragment with ldmatrix.x2 (row
+    l % 8 of B^T, column 8 ((l / 8) % 2)), runs mma m16n8k16 with an f16 accumulator and stores D."""
+    return f"""
+  llvm.mlir.global internal @sm() {{addr_space = 3 : i32, alignment = 16 : i64}} : !llvm.array<192 x i32>
+  llvm.func @k(%a: !llvm.ptr<1>, %bt: !llvm.ptr<1>, %c: !llvm.ptr<1>, %d: !llvm.ptr<1>) attributes {{nvvm.kernel}} {{
+    %t = nvvm.read.ptx.sreg.tid.x : i32
+    %base = llvm.mlir.addressof @sm : !llvm.ptr<3>
+    %c1 = llvm.mlir.constant(1 : i32) : i32
+    %c2 = llvm.mlir.constant(2 : i32) : i32
+    %c8 = llvm.mlir.constant(8 : i32) : i32
+    %c16 = llvm.mlir.constant(16 : i32) : i32
+    %c32 = llvm.mlir.constant(32 : i32) : i32
+    %c512 = llvm.mlir.constant(512 : i32) : i32
+    %off = llvm.mul %t, %c16 : i32
+    %da = llvm.getelementptr %base[%off] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+    %sa = llvm.getelementptr %a[%off] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i8
+    nvvm.cp.async.shared.global %da, %sa, 16, cache = cg : !llvm.ptr<3>, !llvm.ptr<1>
+    %lt = llvm.icmp "ult" %t, %c16 : i32
+    llvm.cond_br %lt, ^copy_b, ^wait
+  ^copy_b:
+    %offb = llvm.add %off, %c512 : i32
+    %db = llvm.getelementptr %base[%offb] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+    %sb = llvm.getelementptr %bt[%off] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i8
+    nvvm.cp.async.shared.global %db, %sb, 16, cache = cg : !llvm.ptr<3>, !llvm.ptr<1>
+    llvm.br ^wait
+  ^wait:
+    nvvm.cp.async.commit.group
+    nvvm.cp.async.wait.group 0
+    nvvm.barrier0
+    %l8 = llvm.urem %t, %c8 : i32
+    %q = llvm.udiv %t, %c8 : i32
+    %q2 = llvm.urem %q, %c2 : i32
+    %h = llvm.udiv %t, %c16 : i32
+    %q28 = llvm.mul %q2, %c8 : i32
+    %rowa = llvm.add %l8, %q28 : i32
+    %rowab = llvm.mul %rowa, %c32 : i32
+    %colab = llvm.mul %h, %c16 : i32
+    %aoff = llvm.add %rowab, %colab : i32
+    %pa = llvm.getelementptr %base[%aoff] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+    %ra = nvvm.ldmatrix %pa {{{LDM_ATTRS}, layout = #nvvm.mma_layout<row>, num = 4 : i32}}
+        : (!llvm.ptr<3>) -> !llvm.struct<(i32, i32, i32, i32)>
+    %rowbb = llvm.mul %l8, %c32 : i32
+    %colbb = llvm.mul %q2, %c16 : i32
+    %boff0 = llvm.add %rowbb, %colbb : i32
+    %boff = llvm.add %boff0, %c512 : i32
+    %pb = llvm.getelementptr %base[%boff] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+    %rb = nvvm.ldmatrix %pb {{{LDM_ATTRS}, layout = #nvvm.mma_layout<row>, num = 2 : i32}}
+        : (!llvm.ptr<3>) -> !llvm.struct<(i32, i32)>
+    {NL.join(f"%ai{i} = llvm.extractvalue %ra[{i}] : !llvm.struct<(i32, i32, i32, i32)>{NL}"
+             f"%a{i} = llvm.bitcast %ai{i} : i32 to vector<2xf16>" for i in range(4))}
+    {NL.join(f"%bi{i} = llvm.extractvalue %rb[{i}] : !llvm.struct<(i32, i32)>{NL}"
+             f"%b{i} = llvm.bitcast %bi{i} : i32 to vector<2xf16>" for i in range(2))}
+    %cb = llvm.mul %t, %c2 : i32
+    %cp0 = llvm.getelementptr %c[%cb] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+    %cb1 = llvm.add %cb, %c1 : i32
+    %cp1 = llvm.getelementptr %c[%cb1] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+    %c0 = llvm.load %cp0 : !llvm.ptr<1> -> vector<2xf16>
+    %c1v = llvm.load %cp1 : !llvm.ptr<1> -> vector<2xf16>
+    {MMA_F16_ACC.replace("C[%c0, %c1]", "C[%c0, %c1v]")}
+    %d0 = llvm.extractvalue %r[0] : !llvm.struct<(vector<2xf16>, vector<2xf16>)>
+    %d1 = llvm.extractvalue %r[1] : !llvm.struct<(vector<2xf16>, vector<2xf16>)>
+    %dp0 = llvm.getelementptr %d[%cb] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+    %dp1 = llvm.getelementptr %d[%cb1] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+    llvm.store %d0, %dp0 : vector<2xf16>, !llvm.ptr<1>
+    llvm.store %d1, %dp1 : vector<2xf16>, !llvm.ptr<1>
+    llvm.return
+  }}"""
+
+
+def test_cp_async_ldmatrix_mma_tile(pm):
+    """The three together, as a GEMM main loop uses them (:func:`tile_kernel`): D = A @ B + C (small
+    multiples of 1/4: exact)."""
+    text = gpu_module(tile_kernel())
+    rng = np.random.default_rng(12)
+    a = (rng.integers(-8, 9, (16, 16)) / 4).astype(np.float16)
+    b = (rng.integers(-8, 9, (16, 8)) / 4).astype(np.float16)
+    c = (rng.integers(-16, 17, (16, 8)) / 2).astype(np.float16)
+    d = np.zeros((32, 4), np.float16)
+    launch(parse(pm, text), "k", grid=1, block=32, args=[a, np.ascontiguousarray(b.T), acc_fragment(c), d])
+    want = a.astype(np.float64) @ b.astype(np.float64) + c
+    np.testing.assert_array_equal(d, acc_fragment(want.astype(np.float16)))

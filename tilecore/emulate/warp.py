@@ -175,6 +175,7 @@ def _mma(k: int, a_elem: str, b_elem: str, acc: str = "f32"):
     need more than f32's 24 bits (FP8 paths are reported to keep fewer).
     """
     import ctypes
+    import operator
     import struct
 
     per = 2 if a_elem in ("f16", "bf16") else 1 if a_elem == "tf32" else 4
@@ -210,11 +211,12 @@ def _mma(k: int, a_elem: str, b_elem: str, acc: str = "f32"):
                 for e in range(per):
                     b_m[kk + e][g] = value(b_elem, r[4 + i] >> (bits * e))
         out = {}
+        b_cols = [list(col) for col in zip(*b_m)]
         for lane, r in regs.items():
             g, t = lane >> 2, lane & 3
             d = []
             for i, (row, col) in enumerate(((g, 2 * t), (g, 2 * t + 1), (g + 8, 2 * t), (g + 8, 2 * t + 1))):
-                dot = sum(a_m[row][kk] * b_m[kk][col] for kk in range(k))
+                dot = sum(map(operator.mul, a_m[row], b_cols[col]))
                 if integer:
                     d.append((r[6 + i] + dot) & 0xFFFFFFFF)
                 elif acc == "f16":
