@@ -216,3 +216,15 @@ def test_cli_batch_progress_bar_only_on_a_terminal(cache_dir, tmp_path):
     assert "| 0/3 [" in err.decode() and "3 of 3 compiled" in out
     plain = run_cli("compile", *PATHS, "-j", "2", "-o", str(tmp_path))
     assert plain.returncode == 0 and plain.stderr == ""
+
+
+def test_import_tilecore_stays_light():
+    code = ("import sys, tilecore; assert 'mlir' not in sys.modules and 'tilecore.batch' not in sys.modules; "
+            "f = tilecore.compile_many; assert f.__module__ == 'tilecore.batch' and 'mlir' not in sys.modules; "
+            "assert tilecore.CompileJob and tilecore.JobResult; print('ok')")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+    with pytest.raises(AttributeError):
+        import tilecore
+
+        tilecore.no_such_thing  # noqa: B018
