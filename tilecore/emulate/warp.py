@@ -168,13 +168,14 @@ def _mma(k: int, a_elem: str, b_elem: str, acc: str = "f32"):
     row g, columns 2t, 2t+1; c2, c3 row g+8 (f32 / s32: one register each; f16: c0, c1 in register 0,
     c2, c3 in register 1).
 
-    Numbers: the products are exact and summed exactly (in a double: at most 2 * 11 + 5 significant
-    bits each, k <= 32 terms), C added, and the sum rounded once to the accumulator type (f16: through
-    f32, as the sum is accumulated in f32 and then rounded). The ISA does not specify the internal
-    precision or order of the accumulation; the hardware may differ in the last place for sums that
-    need more than f32's 24 bits (FP8 paths are reported to keep fewer).
+    Numbers: the products are exact (doubles hold the product of two 11-bit significands), the products
+    and C are summed with ``math.fsum`` (the exact sum, rounded once to a double) and rounded to f32
+    (f16 accumulator: then to f16, as the sum is accumulated in f32 and then rounded). The ISA does not
+    specify the internal precision or order of the accumulation; the hardware may differ in the last
+    place for sums that need more than f32's 24 bits (FP8 paths are reported to keep fewer).
     """
     import ctypes
+    import math
     import operator
     import struct
 
@@ -216,17 +217,17 @@ def _mma(k: int, a_elem: str, b_elem: str, acc: str = "f32"):
             g, t = lane >> 2, lane & 3
             d = []
             for i, (row, col) in enumerate(((g, 2 * t), (g, 2 * t + 1), (g + 8, 2 * t), (g + 8, 2 * t + 1))):
-                dot = sum(map(operator.mul, a_m[row], b_cols[col]))
+                products = list(map(operator.mul, a_m[row], b_cols[col]))
                 if integer:
-                    d.append((r[6 + i] + dot) & 0xFFFFFFFF)
+                    d.append((r[6 + i] + sum(products)) & 0xFFFFFFFF)
                 elif acc == "f16":
                     half = r[6 + i // 2] >> (16 * (i & 1)) & 0xFFFF
-                    c = struct.unpack("<e", struct.pack("<H", half))[0]
-                    f32 = struct.unpack("<f", struct.pack("<I", _f32_bits(c + dot)))[0]
+                    products.append(struct.unpack("<e", struct.pack("<H", half))[0])
+                    f32 = struct.unpack("<f", struct.pack("<I", _f32_bits(math.fsum(products))))[0]
                     d.append(_f16_bits(f32))
                 else:
-                    c = struct.unpack("<f", struct.pack("<I", r[6 + i]))[0]
-                    d.append(_f32_bits(c + dot))
+                    products.append(struct.unpack("<f", struct.pack("<I", r[6 + i]))[0])
+                    d.append(_f32_bits(math.fsum(products)))
             out[lane] = [d[0] | d[1] << 16, d[2] | d[3] << 16] if acc == "f16" else d
         for lane, words in out.items():
             for i, word in enumerate(words):
