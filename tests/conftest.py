@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import subprocess
 import sys
 
@@ -12,17 +13,28 @@ from support import FIXTURE_PLUGIN
 
 
 @pytest.fixture(scope="session", autouse=True)
-def private_compile_cache(tmp_path_factory):
-    """Every test (and every `tilecore` it starts) uses a compile cache of its own session, never the
-    user's: TILECORE_CACHE_DIR points into the session's temporary folder. Tests of the cache itself
-    set their own folder per test."""
+def _compile_cache_base(tmp_path_factory):
+    """The session's compile caches live here, never in the user's (TILECORE_CACHE_DIR points here
+    for session- and module-scoped fixtures too, which run before a test's own fixtures)."""
+    base = tmp_path_factory.mktemp("compile-cache")
     old = os.environ.get("TILECORE_CACHE_DIR")
-    os.environ["TILECORE_CACHE_DIR"] = str(tmp_path_factory.mktemp("compile-cache"))
-    yield os.environ["TILECORE_CACHE_DIR"]
+    os.environ["TILECORE_CACHE_DIR"] = str(base / "shared")
+    yield base
     if old is None:
         os.environ.pop("TILECORE_CACHE_DIR", None)
     else:
         os.environ["TILECORE_CACHE_DIR"] = old
+
+
+@pytest.fixture(autouse=True)
+def private_compile_cache(_compile_cache_base, request, monkeypatch):
+    """Every test (and every `tilecore` it starts) gets an empty compile cache of its own: results
+    never depend on what another test compiled."""
+    name = re.sub(r"[^\w.-]+", "_", request.node.name)[:60]
+    d = _compile_cache_base / f"{len(os.listdir(_compile_cache_base))}-{name}"
+    d.mkdir()
+    monkeypatch.setenv("TILECORE_CACHE_DIR", str(d))
+    return str(d)
 
 
 @pytest.fixture

@@ -154,7 +154,7 @@ def test_cli_batch_with_a_failing_input(cache_dir, tmp_path):
                 f"note: while compiling {bad} for {sm}") in proc.stderr
     assert proc.stderr.count("error: ") == 2
     assert "tilecore: 4 of 6 compiled (0 from the cache), 2 failed, in " in proc.stdout
-    assert proc.stdout.rstrip().endswith("with 2 workers")
+    assert proc.stdout.rstrip().endswith(" s (-j 2)")
     # again: the good ones from the cache, the same outputs
     again = run_cli("compile", PATHS[0], str(bad), PATHS[1], "--gpu-name", "sm_80,sm_90a", "-j", "2", "-o", str(out))
     assert again.returncode == 1 and "4 of 6 compiled (4 from the cache), 2 failed" in again.stdout

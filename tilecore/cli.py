@@ -338,7 +338,7 @@ def _compile_batch(args, gpus: list[str]) -> int:
             bar.close()
     wall = time.perf_counter() - t0
     print(f"tilecore: {len(jobs) - failed} of {len(jobs)} compiled ({cached} from the cache), {failed} failed, "
-          f"in {wall:.2f} s with {workers} worker{'s' if workers != 1 else ''}")
+          f"in {wall:.2f} s (-j {workers})")
     return 1 if failed else 0
 
 
