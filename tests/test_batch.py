@@ -78,8 +78,13 @@ def test_compile_many_warm_hit_cost_per_job(cache_dir):
         res = compile_many(jobs * 10)
         best = min(best, (time.perf_counter() - t0) / len(res))
         assert all(r.cached for r in res)
-    print(f"warm hit: {best * 1e3:.3f} ms per job")
-    assert best < 0.005  # < 1 ms on an idle machine; loose here, the machine is shared
+    single = float("inf")
+    for _ in range(50):  # one job per call: the environment digest is reused (ENV_TTL), not re-read
+        t0 = time.perf_counter()
+        assert compile_many(jobs[:1])[0].cached
+        single = min(single, time.perf_counter() - t0)
+    print(f"warm hit: {best * 1e3:.3f} ms per job in batches, {single * 1e3:.3f} ms for a one-job call")
+    assert best < 0.005 and single < 0.005  # < 0.1 ms on an idle machine; loose here, the machine is shared
 
 
 def test_compile_many_default_process_pool(cache_dir, tmp_path):
