@@ -83,44 +83,14 @@ def enabled() -> bool:
 
 # -- the key ------------------------------------------------------------------------------------
 def _assembler_id() -> str:
-    """Identity of the PTX assembler (``tilecore.assembler.assembler_id`` where it exists)."""
-    try:
-        from .assembler import assembler_id
-    except ImportError:
-        return _ptxas_id()
+    """Identity of the PTX assembler (:func:`tilecore.assembler.assembler_id`: which one, its version,
+    path, size and modification time)."""
+    from .assembler import assembler_id
+
     try:
         return assembler_id()
     except Exception as e:  # noqa: BLE001 - e.g. a bad $TILECORE_ASSEMBLER: the compile reports it
         return f"unusable: {type(e).__name__}: {e}"
-
-
-def _ptxas_id() -> str:
-    """ptxas' path, size and modification time (found the way the serializer finds it)."""
-    path = os.environ.get("TILECORE_PTXAS")
-    if not path:
-        try:
-            import nvidia  # namespace package of the CUDA wheels
-
-            roots = list(nvidia.__path__)
-        except ImportError:
-            roots = []
-        for root in roots:
-            for sub in ("cu13/bin", "cuda_nvcc/bin", "cu12/bin"):
-                cand = os.path.join(root, sub, "ptxas")
-                if os.path.exists(cand):
-                    path = cand
-                    break
-            if path:
-                break
-    if not path:
-        import shutil
-
-        path = shutil.which("ptxas") or ""
-    try:
-        st = os.stat(path)
-        return f"ptxas:{os.path.realpath(path)}:{st.st_size}:{st.st_mtime_ns}"
-    except OSError:
-        return "ptxas:none"
 
 
 def source_stamp(package: str) -> str:
