@@ -11,6 +11,15 @@ is either the CUDA-core atom (``data["cuda_cores"]``) or a warp-level tensor-cor
 - ``lower(cg, "mma", req, a_words, b_words, c)`` -> D (4 accumulator scalars in the PTX ISA's
   C / D fragment order).
 
+A **global -> shared copy atom** (kind ``copy``, ``data["interface"] == G2S_INTERFACE``) feeds a pipelined
+K loop (``data["chunk_bytes"]``: bytes per copy, the alignment it needs):
+
+- ``lower(cg, "copy", dst, src, nbytes)``: start copying one chunk from ``src`` (``!llvm.ptr<1>``) to
+  ``dst`` (``!llvm.ptr<3>``) asynchronously; only ``nbytes`` (i32, 0 .. chunk) are read, the rest of the
+  chunk is zero-filled;
+- ``lower(cg, "commit")``: close the group of copies issued since the last commit;
+- ``lower(cg, "wait", n)``: wait until at most ``n`` of this thread's groups are still pending.
+
 ``cg`` is the lowering stage's code generator (``cg.op``, ``cg.c32``, ``cg.i32``, ``cg.lane_and_warp()``,
 ``cg.smem_ptr`` ...). See ``plugins/tileas/README.md`` ("MMA atoms") for the full contract.
 """
@@ -20,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 MMA_INTERFACE = "tileas-mma/1"
+G2S_INTERFACE = "tileas-g2s/1"
 SMEM_BUDGET = 48 * 1024  # static shared memory of a CTA: what the operands of one dot may use
 # Operand rows in shared memory are padded by 16 bytes: the 8 rows an ldmatrix phase reads (16 bytes each)
 # then fall in 8 different groups of 4 banks when the row length is a multiple of 128 bytes.
@@ -60,11 +70,14 @@ class SmemOperand:
     pitch: int
     elem: object
     elem_bytes: int
+    dynamic: object = None  # an i32 value of elements added at run time (the buffer of a pipeline stage)
 
     def address(self, cg, row, col):
         """``!llvm.ptr<3>`` of element (``row``, ``col``) (i32 values)."""
-        return cg.smem_ptr(self.offset, cg.op("arith.addi", cg.op("arith.muli", row, cg.c32(self.pitch)), col),
-                           self.elem)
+        index = cg.op("arith.addi", cg.op("arith.muli", row, cg.c32(self.pitch)), col)
+        if self.dynamic is not None:
+            index = cg.op("arith.addi", index, self.dynamic)
+        return cg.smem_ptr(self.offset, index, self.elem)
 
 
 def element_bytes(name: str) -> int:

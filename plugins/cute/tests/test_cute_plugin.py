@@ -11,7 +11,7 @@ from tilecore.atoms import select_atom
 from tilecore.compiler import compile_module
 from tilecore.conversion import ConversionError
 from tilecore.mlir import ir
-from tilecore.mma import MMA_INTERFACE, MmaRequest
+from tilecore.mma import G2S_INTERFACE, MMA_INTERFACE, MmaRequest
 from tilecore.options import CompileOptions
 from tilecore.plugins import PluginManager
 from tilecore.targets import resolve_target
@@ -53,8 +53,11 @@ def test_registrations(pm):
     assert {"cute", "cute_nvgpu"} <= set(pm.dialects())
     assert pm.stages()["convert-cute-to-llvm"].plugin == "cute"
     atoms = {n: a for n, a in pm.atoms(resolve_target("sm_80", pm.targets())).items() if a.plugin == "cute"}
-    assert set(atoms) == set(ATOMS)  # every atom cute lists has a lowering (the table of mma_sm80)
-    assert all(a.kind == "mma" and a.lower is not None and a.data["interface"] == MMA_INTERFACE for a in atoms.values())
+    assert set(atoms) == set(ATOMS) | {"copy.sm80.cp_async"}  # every atom cute lists has a lowering
+    mma = [a for n, a in atoms.items() if n in ATOMS]
+    assert all(a.kind == "mma" and a.lower is not None and a.data["interface"] == MMA_INTERFACE for a in mma)
+    cp = atoms["copy.sm80.cp_async"]
+    assert cp.kind == "copy" and cp.data == {"interface": G2S_INTERFACE, "chunk_bytes": 16}
 
 
 @pytest.mark.parametrize("req, sm, want", [
@@ -164,3 +167,38 @@ def test_surviving_cute_op_fails_stage(pm):
     with pytest.raises(ConversionError) as ei:
         lower(pm, text)
     assert "failed to legalize operation 'cute_nvgpu.elect_one' in stage 'convert-cute-to-llvm'" in ei.value.message
+
+
+CP_ASYNC_KERNEL = """
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    llvm.func @k(%src: !llvm.ptr<1>, %n: i32) attributes {nvvm.kernel} {
+      %smem = llvm.mlir.addressof @buf : !llvm.ptr<3>
+      "cute_nvgpu.cp_async"(%smem, %src, %n) {size = 16 : i32} : (!llvm.ptr<3>, !llvm.ptr<1>, i32) -> ()
+      "cute_nvgpu.cp_async_commit"() : () -> ()
+      "cute_nvgpu.cp_async_wait"() {n = 1 : i32} : () -> ()
+      llvm.return
+    }
+    llvm.mlir.global internal @buf() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<64 x i8>
+  }
+}
+"""
+
+
+def test_cp_async_atom_ops_lower_to_nvvm_and_ptxas_accepts(pm):
+    """copy.sm80.cp_async's ops: cp.async.cg 16 bytes with a source size (zero-fill), commit, wait_group."""
+    m, _ = lower(pm, CP_ASYNC_KERNEL, gpu="sm_80")
+    ops = op_list(m)
+    cp = next(o for o in ops if o.name == "nvvm.cp.async.shared.global")
+    assert ir.IntegerAttr(cp.attributes["size"]).value == 16 and "cg" in str(cp.attributes["modifier"])
+    assert len(cp.operands) == 3  # dst, src, src-size
+    assert any(o.name == "nvvm.cp.async.commit.group" for o in ops)
+    assert ir.IntegerAttr(next(o for o in ops if o.name == "nvvm.cp.async.wait.group").attributes["n"]).value == 1
+    stages = ["convert-cute-to-llvm", "convert-nvgpu-and-gpu-to-nvvm", "attach-nvvm-target", "translate-debug-info",
+              "serialize"]
+    _, res = lower(pm, CP_ASYNC_KERNEL, gpu="sm_80", stages=stages)
+    ptx = res.artifacts["ptx"]["m"]
+    assert "cp.async.cg.shared.global" in ptx and "cp.async.commit_group" in ptx and "cp.async.wait_group \t1;" in ptx
+    from tilecore.serialize import ptx_to_cubin
+
+    assert ptx_to_cubin(ptx, "sm_80")[:4] == b"\x7fELF"

@@ -152,3 +152,52 @@ def _export(name: str) -> str:
         kernel, params = KERNELS[name]
         ck.export_spec(kernel, params, name, path)
     return path
+
+
+# ------------------------------------------------------------------ the cp.async pipeline (K loops)
+PIPELINED = {  # kernel -> (M, N, K): rows of whole 16-byte chunks (the run-time alignment check passes),
+    # no size a tile multiple; 32 x 32 x 32 / 16 x 32 x 64 tiles: 3 stages, 64 x 32 x 32: 3 stages
+    "mma_f16_f32": (133, 40, 72), "mma_f16_f16": (70, 72, 40), "mma_bf16_f32": (45, 48, 56),
+    "mma_s8_i32": (40, 48, 80), "mma_u8_i32": (21, 32, 144), "mma_e4m3_f32": (33, 48, 96),
+}
+
+
+@pytest.mark.parametrize("name", list(PIPELINED))
+def test_pipelined_k_loop_numbers(name):
+    sm = "sm_89" if "e4m3" in name else "sm_80"
+    _kernel, params = KERNELS[name]
+    tm, tn, tk = params[-3:]
+    text = str(compile_file(_export(name), sm, stop_after="convert-tileas-to-llvm").module)
+    assert "cute_nvgpu.cp_async" in text  # the loop is pipelined (behind the alignment check)
+    el = name.split("_")[1]
+    m, n, k = PIPELINED[name]
+    rng = np.random.default_rng(11)
+    (a, av), (b, bv) = _operand(rng, (m, k), el), _operand(rng, (k, n), el)
+    acc_dt = {"f32": np.float32, "f16": np.float16, "i32": np.int32}[name.split("_")[2]]
+    c = np.zeros((m, n), acc_dt)
+    _KERNELS.run(name, sm, (cdiv(m, tm), cdiv(n, tn), 1), arr(a) + arr(b) + arr(c))
+    want = av @ bv
+    if el in ("s8", "u8"):
+        np.testing.assert_array_equal(c.astype(np.int64), (want + 2**31) % 2**32 - 2**31)
+        return
+    tol = 2e-2 * np.abs(want).max() if acc_dt == np.float16 else 1e-4 * np.abs(want).max()
+    np.testing.assert_allclose(c.astype(np.float64), want, atol=tol, rtol=0)
+
+
+def test_pipelined_k_loop_structure():
+    """32 x 32 x 32 f16 tiles: a stage is A (32 rows of 32 + 8 halves) + B (32 x 40 halves) = 5120 bytes, so 3
+    stages; the prologue fills 2 (each guarded by the trip count, always committed), the loop waits for all
+    but 1 group, synchronises, refills the stage freed last iteration and computes from its stage; one
+    16-byte cp.async per thread per operand tile (32 x 32 halves = 128 chunks); misaligned arrays take the
+    un-pipelined copy of the loop (run-time check)."""
+    text = str(compile_file(_export("mma_bf16_f32"), "sm_80", stop_after="convert-tileas-to-llvm").module)
+    lines = text.splitlines()
+    copies = [ln for ln in lines if "cute_nvgpu.cp_async\"" in ln or "cute_nvgpu.cp_async(" in ln]
+    assert len(copies) == 2 * 2 + 2  # prologue: 2 stages x (A, B); loop: A, B
+    assert all("size = 16 : i32" in ln for ln in copies)
+    waits = [ln for ln in lines if "cute_nvgpu.cp_async_wait" in ln]
+    assert sorted(ln.split("n = ")[1].split(" ")[0] for ln in waits) == ["0", "1"]
+    assert sum("cute_nvgpu.cp_async_commit" in ln for ln in lines) == 3
+    # 2 x 2 warps of 16 x 16: 2 mma per K step, in the pipelined loop and in the fallback loop
+    assert len([ln for ln in lines if "cute_nvgpu.mma_sync" in ln]) == 2 * 2
+    assert "arith.constant 5120 : i32" in text  # the stage stride

@@ -63,42 +63,51 @@ def test_mmaf_f16_runs_through_the_cute_mma_atom():
     """nv_tileas.dot f16 x f16 -> f32 on sm_80 goes through the atom registry: tileas-select-atoms picks the
     cute plugin's mma.sm80.m16n8k16.f16.f32 and stage 4 emits its cute_nvgpu ops. 128x128 over 4 warps:
     a 2 x 2 warp grid, 64 x 64 per warp = 4 x 8 blocks of 16 x 8; per K step 4 A fragments (ldmatrix x4),
-    8 B fragments (ldmatrix x2 .trans) and 32 mma. The accumulator is loop-carried in the fragment layout:
-    no f32 goes through shared memory; the result is cast to f16 in the fragment layout and converted to the
-    blocked layout once, for the store."""
+    8 B fragments (ldmatrix x2 .trans) and 32 mma. The K loop is pipelined (one stage: A and B take 35 KiB
+    with padded rows) behind a run-time alignment check (the corpus kernel's strides carry no hints), so
+    the loop exists twice: with cp.async copies, and with loads through registers. The accumulator is
+    loop-carried in the fragment layout: no f32 goes through shared memory; the result is cast to f16 in
+    the fragment layout and converted to the blocked layout once, for the store."""
     res = compile_file(os.path.join(CORPUS, "matmul_f16.tileirbc"), "sm_80", stop_after="tileas-select-atoms")
     assert '#nv_tileas.atom<"mma.sm80.m16n8k16.f16.f32">' in str(res.module)
     text = _stage4("matmul_f16")
     assert "nv_tileas.dot" not in text and "llvm.intr.fma" not in text and "nvvm.mma" not in text
     mmas = [line for line in text.splitlines() if "cute_nvgpu.mma_sync" in line]
-    assert len(mmas) == 32
+    assert len(mmas) == 2 * 32
     for line in mmas:
         assert 'atom = "mma.sm80.m16n8k16.f16.f32"' in line and "shape = array<i32: 16, 8, 16>" in line
         assert 'a_type = "f16"' in line and 'b_type = "f16"' in line and 'acc_type = "f32"' in line
     lds = [line for line in text.splitlines() if "cute_nvgpu.ldmatrix" in line]
-    assert sum("num = 4 : i32" in ln and "trans" not in ln for ln in lds) == 4
-    assert sum("num = 2 : i32" in ln and "trans" in ln for ln in lds) == 8
-    # the K loop (cf after stage 4) carries the 128 f32 accumulators of the warp's 32 blocks
+    assert sum("num = 4 : i32" in ln and "trans" not in ln for ln in lds) == 2 * 4
+    assert sum("num = 2 : i32" in ln and "trans" in ln for ln in lds) == 2 * 8
+    # pipelined loop: 128 x 64 and 64 x 128 halves = 1024 16-byte chunks each, 8 per thread per operand
+    copies = [line for line in text.splitlines() if '"cute_nvgpu.cp_async"' in line]
+    assert len(copies) == 16 and all("size = 16 : i32" in ln for ln in copies)
+    assert text.count('"cute_nvgpu.cp_async_wait"() <{n = 0 : i32}>') + \
+        text.count('"cute_nvgpu.cp_async_wait"() {n = 0 : i32}') == 2
+    # the K loops (cf after stage 4) carry the 128 f32 accumulators of the warp's 32 blocks
     heads = [line for line in text.splitlines() if re.match(r"\s*\^bb\d+\(", line)]
     assert any(line.count(": f32") == 128 for line in heads)
     assert not re.findall(r"llvm\.store %\S+, %\S+ : f32, !llvm\.ptr<3>", text)
-    # f16 stores: A and B (64 registers each of 128 x 64 / 64 x 128), the f16 result (128 registers)
+    # f16 stores: the fallback loop's A and B (64 registers each), the f16 result (128 registers)
     assert len(re.findall(r"llvm\.store %\S+, %\S+ : f16, !llvm\.ptr<3>", text)) == 64 + 64 + 128
-    # padded operand rows: A 64 + 8 halves, B 128 + 8; barriers: operands written, dot done, conversion (2)
+    # padded operand rows: A 64 + 8 halves, B 128 + 8
     for stride in (72, 136):
         assert f"arith.constant {stride} : i32" in text
-    assert text.count("gpu.barrier") == 4
+    # barriers: pipelined loop 2 + after it 1; fallback: operands written, dot done; conversion 2
+    assert text.count("gpu.barrier") == 3 + 2 + 2
     # stage 5 (cute) lowers the atom ops to NVVM
     low = compile_file(os.path.join(CORPUS, "matmul_f16.tileirbc"), "sm_80", stop_after="convert-cute-to-llvm")
     low = str(low.module)
     assert "cute_nvgpu" not in low
     nv = [line for line in low.splitlines() if "nvvm.mma.sync" in line]
-    assert len(nv) == 32
+    assert len(nv) == 64
     for line in nv:
         assert "shape = #nvvm.shape<m = 16, n = 8, k = 16>" in line
         assert "layoutA = #nvvm.mma_layout<row>" in line and "layoutB = #nvvm.mma_layout<col>" in line
         assert "(vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>" in line
-    assert low.count("nvvm.ldmatrix") == 12 and low.count("layout = #nvvm.mma_layout<col>") == 8
+    assert low.count("nvvm.ldmatrix") == 24 and low.count("layout = #nvvm.mma_layout<col>") == 16
+    assert low.count("nvvm.cp.async.shared.global") == 16
 
 
 def test_mmaf_without_the_cute_plugin_runs_on_the_cuda_cores(monkeypatch):

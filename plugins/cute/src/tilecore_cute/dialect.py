@@ -8,6 +8,8 @@ lowers them, :mod:`.mma_lowering`):
 - ``cute_nvgpu.mma_sync %a..., %b..., %c... {atom = "<atom name>", shape = array<i32: M, N, K>,
   a_type = "f16", b_type = "f16", acc_type = "f32", num_a = 4, num_b = 2}`` -> the D fragment, one
   scalar per accumulator element (a 16-bit float accumulator is packed in pairs by stage 5).
+- ``cute_nvgpu.cp_async %dst, %src, %src_bytes {size = 16 : i32}``, ``cute_nvgpu.cp_async_commit``,
+  ``cute_nvgpu.cp_async_wait {n = N : i32}``: the global -> shared copy atom (:mod:`.copy_sm80`).
 """
 
 from tilecore.dialects import DialectDef
@@ -29,6 +31,16 @@ irdl.dialect @cute_nvgpu {
     %w = irdl.is i32
     irdl.operands(ptr: %p)
     irdl.results(words: variadic %w)
+  }
+  irdl.operation @cp_async {
+    %d = irdl.any
+    %s = irdl.any
+    %n = irdl.is i32
+    irdl.operands(dst: %d, src: %s, src_bytes: %n)
+  }
+  irdl.operation @cp_async_commit {
+  }
+  irdl.operation @cp_async_wait {
   }
   irdl.operation @mma_sync {
     %w = irdl.is i32

@@ -1,4 +1,4 @@
-"""Stage 5 patterns for the warp-level MMA atom ops: ``cute_nvgpu.ldmatrix`` / ``cute_nvgpu.mma_sync`` -> NVVM.
+"""Stage 5 patterns for the tensor-core atom ops: ``cute_nvgpu.ldmatrix`` / ``mma_sync`` / ``cp_async*`` -> NVVM.
 
 - ``cute_nvgpu.ldmatrix {num, trans}`` -> ``nvvm.ldmatrix`` m8n8 b16 (``layout = col`` is ``.trans``),
   its struct result split into i32 words.
@@ -93,6 +93,37 @@ class MmaSyncPattern(Pattern):
         rw.replace(op, outs)
 
 
+class CpAsyncPattern(Pattern):
+    """``cute_nvgpu.cp_async`` -> ``nvvm.cp.async.shared.global ... cache = cg`` with the src-size operand."""
+
+    root = "cute_nvgpu.cp_async"
+
+    def rewrite(self, op, rw):
+        with rw.ip, op.location:
+            dst, src, n = op.operands
+            dialects.nvvm.cp_async_shared_global(dst, src, _int(op, "size"),
+                                                 ir.Attribute.parse("#nvvm<load_cache_modifier cg>"), cp_size=n)
+        rw.erase(op)
+
+
+class CpAsyncCommitPattern(Pattern):
+    root = "cute_nvgpu.cp_async_commit"
+
+    def rewrite(self, op, rw):
+        with rw.ip, op.location:
+            dialects.nvvm.cp_async_commit_group()
+        rw.erase(op)
+
+
+class CpAsyncWaitPattern(Pattern):
+    root = "cute_nvgpu.cp_async_wait"
+
+    def rewrite(self, op, rw):
+        with rw.ip, op.location:
+            dialects.nvvm.cp_async_wait_group(_int(op, "n"))
+        rw.erase(op)
+
+
 def _c32(v: int):
     i32 = ir.IntegerType.get_signless(32)
     return ir.Operation.create("llvm.mlir.constant", results=[i32],
@@ -100,4 +131,4 @@ def _c32(v: int):
 
 
 def patterns():
-    return [LdmatrixPattern(), MmaSyncPattern()]
+    return [LdmatrixPattern(), MmaSyncPattern(), CpAsyncPattern(), CpAsyncCommitPattern(), CpAsyncWaitPattern()]

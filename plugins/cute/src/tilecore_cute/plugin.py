@@ -36,6 +36,6 @@ def tilecore_register_patterns(stage, target, options):
 
 @hookimpl
 def tilecore_register_atoms(target):
-    from .mma_sm80 import atoms
+    from . import copy_sm80, mma_sm80
 
-    return atoms()
+    return mma_sm80.atoms() + copy_sm80.atoms()

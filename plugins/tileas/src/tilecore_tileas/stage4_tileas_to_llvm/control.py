@@ -64,12 +64,35 @@ def _in_region(rb, templates, fn):
 
 
 def for_op(op, rb):
+    """``scf.for``: pipelined (:mod:`.pipeline`) when its dots' operand loads allow it, behind a run-time
+    alignment check when the chunks' alignment is not known statically; plain otherwise."""
+    from . import pipeline
+
     cg = rb.data["cg"]
     ins = rb.gets(op.operands)
     lb, ub, step, inits = ins[0], ins[1], ins[2], ins[3:]
     term = list(op.regions[0].blocks[0].operations)[-1]
     inits = [to_layout(cg, v, preferred_layout(cg, y)) if preferred_layout(cg, y) is not None else v
              for v, y in zip(inits, term.operands)]
+    flat = flatten(inits)
+    plan = pipeline.plan(cg, op)
+    if plan is None:
+        return unflatten(inits, _plain_for(op, rb, lb, ub, step, inits))
+    old = op.regions[0].blocks[0]
+
+    def body_into(blk, args):
+        _in_region(rb, inits, lambda: rb.block_into(old, blk, args=[args[0], *unflatten(inits, args[1:])]))
+
+    aligned = pipeline.alignment_check(cg, rb, plan)
+    if aligned is None:
+        return unflatten(inits, pipeline.pipelined_for(op, rb, plan, lb, ub, step, inits, body_into))
+    res = cg.if_(aligned, lambda: pipeline.pipelined_for(op, rb, plan, lb, ub, step, inits, body_into),
+                 lambda: _plain_for(op, rb, lb, ub, step, inits), types=[v.type for v in flat])
+    return unflatten(inits, res)
+
+
+def _plain_for(op, rb, lb, ub, step, inits) -> list:
+    """The loop as it is (flat results)."""
     flat = flatten(inits)
     attrs = {k: v for k, v in attrs_of(op).items() if k not in ("layouts",)}
     node = create("scf.for", [v.type for v in flat], [lb, ub, step, *flat], attrs, regions=1)
@@ -78,7 +101,7 @@ def for_op(op, rb):
     args = list(blk.arguments)
     rb.bind([old.arguments[0]], [args[0]])
     _in_region(rb, inits, lambda: rb.block_into(old, blk, args=[args[0], *unflatten(inits, args[1:])]))
-    return unflatten(inits, list(node.results))
+    return list(node.results)
 
 
 def if_op(op, rb):

@@ -80,13 +80,16 @@ def dot(op, rb):
     atom = _atom_of(cg, op)
     frag = fragment(m, n, cg.threads) if is_tensor_core(atom) else None
     if frag is not None:
-        lhs, rhs = (v if is_fragment(v) else as_tile(cg, v, s) for v, s in
-                    ((rb.get(lhs_v), (m, k_dim)), (rb.get(rhs_v), (k_dim, n))))
-        acc = to_fragment(cg, rb.get(acc_v), frag)
         from ..atoms.select import mma_request
 
+        lhs, rhs = rb.get(lhs_v), rb.get(rhs_v)
+        piped = isinstance(lhs, SmemOperand) and isinstance(rhs, SmemOperand)  # a pipelined K loop's stage
+        if not piped:
+            lhs, rhs = (v if is_fragment(v) else _blocked(cg, v, s) for v, s in ((lhs, (m, k_dim)), (rhs, (k_dim, n))))
+        acc = to_fragment(cg, rb.get(acc_v), frag)
         regs = _dot_atom(cg, atom, mma_request(op, cg.threads, cg.target), lhs, rhs, acc, m, n, k_dim)
-        cg.barrier()
+        if not piped:
+            cg.barrier()
         return [TileV(frag, regs)]
     lhs, rhs, acc = (_blocked(cg, rb.get(v), s) for v, s in
                      ((lhs_v, (m, k_dim)), (rhs_v, (k_dim, n)), (acc_v, (m, n))))
@@ -217,7 +220,10 @@ def _dot_atom(cg, atom, req, lhs: TileV, rhs: TileV, acc: TileV, m: int, n: int,
     """Each warp: loop over K in instruction steps; A fragments per block row, B per block column, one
     atom mma per 16 x 8 block of its sub-tile (registers in the fragment's block order)."""
     frag = acc.layout
-    a_smem, b_smem = _operands_to_smem(cg, lhs, rhs, m, n, k_dim)
+    if isinstance(lhs, SmemOperand):
+        a_smem, b_smem = lhs, rhs
+    else:
+        a_smem, b_smem = _operands_to_smem(cg, lhs, rhs, m, n, k_dim)
     bm, bn = frag.blocks
     wrow, wcol = cg.warp_origin(frag)
     inst_k = atom.data["inst"][2]

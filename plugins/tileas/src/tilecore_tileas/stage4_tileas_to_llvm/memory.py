@@ -295,6 +295,9 @@ def from_memory(cg, regs: list, elem) -> list:
 
 def tiled_load(op, rb):
     cg = rb.data["cg"]
+    piped = rb.data.get("piped")
+    if piped and op.results[0] in piped:  # a pipelined K loop copied this tile to shared memory already
+        return [piped[op.results[0]], TOKEN]
     ins = rb.gets(op.operands)
     v = _with_op_view(ins[0], op)
     index = [x for x in ins[1:] if x is not TOKEN]

@@ -1,0 +1,357 @@
+"""Software-pipelined K loops: tiles of a tensor-core dot copied global -> shared by a copy atom, S stages deep.
+
+A ``scf.for`` qualifies (:func:`plan`) when both operands of each of its tensor-core dots are
+``tiled_load`` s of its body used by that dot only, from views defined outside the loop, with indices
+computed from the induction variable and loop-invariant values by scalar ops, contiguous rows of a
+whole number of copy chunks (16 bytes), zero (or unspecified) padding and plain ordering; and when
+nothing else in the body uses shared memory (element-wise ops on the accumulator's fragment layout,
+scalars and tokens only). Each stage holds one buffer per operand, rows padded by 16 bytes (the
+ldmatrix reads of a warp then hit 8 different bank groups, the 16-byte copies of 8 consecutive threads
+a whole 128-byte row); ``S = min(3, 48 KiB / stage bytes)``.
+
+The loop becomes (:func:`pipelined_for`)::
+
+    prologue: for s < S - 1: if lb + s * step < ub: copy the tiles of iteration s into stage s; commit
+    for iv (carrying the accumulators and the stage r read this iteration):
+        wait until <= S - 2 groups are pending; barrier   (stage r landed; stage r - 1 is free)
+        if iv + (S - 1) * step < ub: copy the tiles of that iteration into stage r - 1; commit
+        the dots read their operands from stage r
+    wait for all groups; barrier                           (the buffer is scratch again)
+
+(one stage: barrier, copy, commit, wait 0, barrier, dots.) Every thread copies whole 16-byte chunks:
+the part of a chunk past the array's edge is zero-filled by the copy (its source size is the bytes in
+bounds; a chunk with none reads nothing). The copy needs 16-byte aligned chunk addresses: what the
+compiler cannot prove (the base pointer's ``div_by`` hint, static strides) is checked at run time and
+the loop runs un-pipelined when the check fails (:func:`alignment_check`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tilecore.mlir import dialects, ir
+from tilecore.mma import G2S_INTERFACE, SmemOperand
+
+from ..atoms import default_atom
+from ..atoms.mma import is_tensor_core
+from ..stage4_tileas_to_llvm.memory import memory_order, memref_type_parts, view_type_parts
+from .codegen import create
+from .fragments import dot_fragment, preferred_layout
+
+SMEM_BUDGET = 48 * 1024
+MAX_STAGES = 3
+ROW_PAD_BYTES = 16
+
+
+@dataclass
+class PipedLoad:
+    """One operand tile: its load, shape, element bytes, row pitch (elements) and offset in a stage."""
+
+    load: object
+    rows: int
+    cols: int
+    elem_bytes: int
+    pitch: int
+    offset: int = 0
+
+    @property
+    def nbytes(self) -> int:
+        return (self.rows * self.pitch * self.elem_bytes + 15) // 16 * 16
+
+
+@dataclass
+class Plan:
+    loads: list
+    stage_bytes: int
+    stages: int
+    atom: object
+    slice_ops: list  # scalar body ops the load indices depend on, in program order
+
+
+def _in_body(v, body) -> bool:
+    if isinstance(v, ir.BlockArgument):
+        return v.owner == body
+    return v.owner.operation.block == body
+
+
+def _is_tensor(t) -> bool:
+    return str(t).startswith("tensor<")
+
+
+def _splat_constant(v) -> bool:
+    op = v.owner if isinstance(v, ir.OpResult) else None
+    return op is not None and op.name == "arith.constant" and ir.DenseElementsAttr(op.attributes["value"]).is_splat
+
+
+def _load_ok(load, dot, body) -> PipedLoad | None:
+    """The PipedLoad of ``load`` when it can be copied by 16-byte chunks straight into shared memory."""
+    if load.name != "nv_tileas.tiled_load" or "traversal_strides" in load.attributes:
+        return None
+    users = [u for u in load.results[0].uses]
+    if len(users) != 1 or users[0].owner != dot:
+        return None
+    view = load.operands[0]
+    if memory_order(load)[0] is not None or not isinstance(view, ir.OpResult):
+        return None
+    vop = view.owner  # a view made in the body is a compile-time record of its memref (made outside)
+    if vop.name != "nv_tileas.view" or _in_body(vop.operands[0], body):
+        return None
+    tile, dim_map, pad = view_type_parts(view.type)
+    if pad not in ("zero", "none") or len(tile) != 2:
+        return None
+    el, _shape, strides = memref_type_parts(vop.operands[0].type)
+    if str(el).startswith("!llvm") or str(el) in ("i1", "f4E2M1FN"):
+        return None
+    strides = [strides[d] for d in dim_map]
+    if strides[-1] != 1:
+        return None
+    width = el.width if isinstance(el, ir.FloatType) else ir.IntegerType(el).width
+    if width not in (8, 16, 32):
+        return None
+    eb = width // 8
+    if (tile[1] * eb) % 16:
+        return None
+    return PipedLoad(load, tile[0], tile[1], eb, tile[1] + ROW_PAD_BYTES // eb)
+
+
+def _index_slice(load, body, iv, seen: dict) -> bool:
+    """Collect the scalar body ops ``load``'s indices depend on (into ``seen``); False if one is not scalar."""
+    def visit(v) -> bool:
+        if not _in_body(v, body) or v == iv:
+            return True
+        if isinstance(v, ir.BlockArgument):
+            return False
+        op = v.owner.operation
+        if op in seen:
+            return True
+        if not op.name.startswith("arith.") or op.regions or any(_is_tensor(r.type) for r in op.results):
+            return False
+        if not all(visit(x) for x in op.operands):
+            return False
+        seen[op] = op
+        return True
+
+    return all(visit(x) for x in list(load.operands)[1:] if "mem_token" not in str(x.type))
+
+
+def plan(cg, loop) -> Plan | None:
+    """A :class:`Plan` when ``loop`` (an old ``scf.for``) can be pipelined (module docstring), else None."""
+    if "pipeline" in (cg.options.extra if cg.options is not None else {}) and \
+            cg.options.extra["pipeline"] in ("0", "off", "false"):
+        return None
+    body = loop.regions[0].blocks[0]
+    iv = body.arguments[0]
+    ops = list(body.operations)
+    dots = [o for o in ops if o.name == "nv_tileas.dot"]
+    if not dots or any(dot_fragment(cg, d) is None for d in dots):
+        return None
+    frag = dot_fragment(cg, dots[0])
+    atom = default_atom(cg.atoms, "copy", cg.target, None, interface=G2S_INTERFACE)
+    if atom is None or any(not is_tensor_core(cg.atoms.get(str(d.attributes["atom"]).split('"')[1])) for d in dots):
+        return None
+    loads, slice_ops = [], {}
+    for d in dots:
+        for v in list(d.operands)[:2]:
+            if not isinstance(v, ir.OpResult) or not _in_body(v, body):
+                return None
+            piped = _load_ok(v.owner, d, body)
+            if piped is None or not _index_slice(v.owner, body, iv, slice_ops):
+                return None
+            loads.append(piped)
+    piped_ops = {p.load.operation for p in loads}
+    yields = list(ops[-1].operands)
+    for o in ops[:-1]:
+        if o.operation in piped_ops or o.operation in slice_ops or o.name == "nv_tileas.dot":
+            continue
+        if o.name in ("nv_tileas.make_token", "nv_tileas.join_tokens"):
+            continue
+        tensors = [v for v in [*o.operands, *o.results] if _is_tensor(v.type)]
+        if not tensors:
+            if o.regions:
+                return None
+            continue
+        if o.regions or o.name.split(".")[0] not in ("arith", "math"):
+            return None  # anything else may use shared memory (exchanges, reductions, loads, stores)
+        for v in o.operands:
+            if not _is_tensor(v.type) or _splat_constant(v):
+                continue
+            lay = preferred_layout(cg, v) if not isinstance(v, ir.BlockArgument) else \
+                (preferred_layout(cg, yields[v.arg_number - 1]) if v.owner == body else None)
+            if lay != frag:
+                return None
+    for d in dots:  # the accumulator: a fragment already, or a splat (converted for free)
+        acc = d.operands[2]
+        if _splat_constant(acc):
+            continue
+        lay = preferred_layout(cg, yields[acc.arg_number - 1]) if isinstance(acc, ir.BlockArgument) and \
+            acc.owner == body else preferred_layout(cg, acc)
+        if lay != dot_fragment(cg, d):
+            return None
+    at = 0
+    for p in loads:
+        p.offset = at
+        at += p.nbytes
+    stages = min(MAX_STAGES, SMEM_BUDGET // at) if at else 0
+    if stages < 1:
+        return None
+    order = {o.operation: i for i, o in enumerate(ops)}
+    return Plan(loads, at, stages, atom, sorted(slice_ops.values(), key=lambda o: order[o]))
+
+
+# -- code ------------------------------------------------------------------------------------------
+def _indices(rb, plan_: Plan, p: PipedLoad, iv_old, iv_new) -> list:
+    """The load's index values for the iteration whose induction variable is ``iv_new`` (the index slice
+    rebuilt with the induction variable bound to it, the bindings restored after)."""
+    saved = {v: rb.map[v] for v in [iv_old, *[r for o in plan_.slice_ops for r in o.results]] if v in rb.map}
+    fresh = [r for o in plan_.slice_ops for r in o.results if r not in rb.map]
+    rb.map[iv_old] = iv_new
+    try:
+        for o in plan_.slice_ops:
+            rb.op(o)
+        return [rb.get(x) for x in list(p.load.operands)[1:] if "mem_token" not in str(x.type)]
+    finally:
+        rb.map.update(saved)
+        if iv_old not in saved:
+            del rb.map[iv_old]
+        for r in fresh:
+            rb.map.pop(r, None)
+
+
+def _issue(cg, rb, plan_: Plan, stage_base, iv_old, iv_new) -> None:
+    """Copy every operand tile of iteration ``iv_new`` into the stage starting ``stage_base`` bytes (an i32
+    value) into the scratch buffer: chunk ``tid + j * threads`` of each tile per thread."""
+    from .memory import TiledAccess
+
+    for p in plan_.loads:
+        view = _view(rb, p)
+        acc = TiledAccess(cg, view, _indices(rb, plan_, p, iv_old, iv_new), None, p.load)
+        chunks = p.rows * (p.cols * p.elem_bytes // 16)
+        shape = [_resize(cg, s, acc.index) for s in view.memref.shape]
+        for rep in range(-(-chunks // cg.threads)):
+            cid = cg.op("arith.addi", cg.tid, cg.c32(rep * cg.threads)) if rep else cg.tid
+            args = (cg, plan_.atom, p, acc, shape, cid, stage_base)
+            if (rep + 1) * cg.threads > chunks:
+                cg.masked(cg.cmpi(6, cid, cg.c32(chunks)), lambda args=args: _copy_chunk(*args))
+            else:
+                _copy_chunk(*args)
+
+
+def _copy_chunk(cg, atom, p: PipedLoad, acc, shape, cid, stage_base) -> None:
+    """One 16-byte chunk (row ``cid / chunks per row``) of ``p``'s tile: the bytes in bounds are read, the
+    rest zero-filled; a chunk with none in bounds reads nothing (its source is the tile origin, clamped)."""
+    llvm = dialects.llvm
+    idx_t = acc.index
+    vec = 16 // p.elem_bytes
+    per_row = p.cols // vec
+    row = cg.op("arith.divui", cid, cg.c32(per_row))
+    col = cg.op("arith.muli", cg.op("arith.remui", cid, cg.c32(per_row)), cg.c32(vec))
+    g = [cg.op("arith.addi", acc.origin[0], _resize(cg, row, idx_t)),
+         cg.op("arith.addi", acc.origin[1], _resize(cg, col, idx_t))]
+    inside = cg.and_(cg.cmpi(6, g[0], shape[0]), cg.cmpi(6, g[1], shape[1]))
+    left = cg.op("arith.subi", shape[1], g[1])
+    vec_c = cg.const(idx_t, vec)
+    n = cg.select(inside, cg.select(cg.cmpi(6, left, vec_c), left, vec_c), cg.const(idx_t, 0))
+    nbytes = cg.op("arith.muli", _resize(cg, n, cg.i32), cg.c32(p.elem_bytes))
+    src = acc.address([cg.select(inside, c, cg.const(idx_t, 0)) for c in g])
+    dst_index = cg.op("arith.addi", cg.op("arith.muli", row, cg.c32(p.pitch)), col)
+    dst_bytes = cg.op("arith.addi", cg.op("arith.muli", dst_index, cg.c32(p.elem_bytes)), stage_base)
+    p3 = ir.Type.parse("!llvm.ptr<3>")
+    dst = llvm.getelementptr(p3, cg.smem_base, [dst_bytes], [-2147483648], cg.i8, 0)
+    if p.offset:
+        dst = llvm.getelementptr(p3, dst, [], [p.offset], cg.i8, 0)
+    atom.lower(cg, "copy", dst, src, nbytes)
+
+
+def _view(rb, p: PipedLoad):
+    """The ViewV of ``p``'s load (its view op may be in the loop body, not rebuilt yet: it only records)."""
+    from .memory import view
+
+    v = p.load.operands[0]
+    return rb.map[v] if v in rb.map else view(v.owner, rb)[0]
+
+
+def _resize(cg, v, ty):
+    from ..stage1_cuda_tile_to_tileaa.common import resize_int
+
+    return resize_int(v, ty)
+
+
+def alignment_check(cg, rb, plan_: Plan):
+    """i1: every chunk address of every operand is 16-byte aligned (None when that is known statically)."""
+    conds = []
+    for p in plan_.loads:
+        m = _view(rb, p).memref
+        if m.div_by % 16:
+            base = dialects.llvm.ptrtoint(cg.i64, m.base)
+            conds.append(cg.cmpi(0, cg.op("arith.andi", base, cg.const(cg.i64, 15)), cg.const(cg.i64, 0)))
+        for s in m.strides[:-1]:
+            if isinstance(s, int):
+                if (s * p.elem_bytes) % 16:
+                    return cg.const(cg.i1, 0)
+                continue
+            bytes_ = cg.op("arith.muli", s, cg.const(cg.i64, p.elem_bytes))
+            conds.append(cg.cmpi(0, cg.op("arith.andi", bytes_, cg.const(cg.i64, 15)), cg.const(cg.i64, 0)))
+    return cg.and_(*conds)
+
+
+def pipelined_for(op, rb, plan_: Plan, lb, ub, step, inits, body_into) -> list:
+    """Build the pipelined loop (module docstring) at the current insertion point; returns the flat results.
+
+    ``body_into(block, args)`` rebuilds the old body into ``block`` (with the dots' operands read from the
+    current stage) and returns nothing; the loop's extra iteration argument (the stage read) is appended to
+    its terminator here."""
+    from .control import flatten
+
+    cg = rb.data["cg"]
+    s_count = plan_.stages
+    iv_old = op.regions[0].blocks[0].arguments[0]
+    cg.reserve(s_count * plan_.stage_bytes)
+    atom = plan_.atom
+
+    def stage_base(stage):
+        return cg.op("arith.muli", stage, cg.c32(plan_.stage_bytes))
+
+    def ahead(iv, n):
+        return cg.op("arith.addi", iv, cg.op("arith.muli", step, _resize(cg, cg.c32(n), step.type))) if n else iv
+
+    def issue_if(iv_new, stage):
+        cg.if_(cg.cmpi(2, iv_new, ub), lambda: (_issue(cg, rb, plan_, stage_base(stage), iv_old, iv_new), [])[1])
+        atom.lower(cg, "commit")
+
+    for s in range(s_count - 1):
+        issue_if(ahead(lb, s), cg.c32(s))
+    flat = flatten(inits)
+    node = create("scf.for", [v.type for v in flat] + [cg.i32], [lb, ub, step, *flat, cg.c32(0)], regions=1)
+    blk = node.regions[0].blocks.append(lb.type, *[v.type for v in flat], cg.i32)
+    iv, rd = blk.arguments[0], blk.arguments[len(flat) + 1]
+    with ir.InsertionPoint(blk):
+        if s_count > 1:
+            atom.lower(cg, "wait", s_count - 2)
+            cg.barrier()
+            wr = cg.select(cg.cmpi(0, rd, cg.c32(0)), cg.c32(s_count - 1), cg.op("arith.subi", rd, cg.c32(1)))
+            issue_if(ahead(iv, s_count - 1), wr)
+        else:
+            cg.barrier()
+            _issue(cg, rb, plan_, cg.c32(0), iv_old, iv)
+            atom.lower(cg, "commit")
+            atom.lower(cg, "wait", 0)
+            cg.barrier()
+        operands = {}
+        for p in plan_.loads:
+            dyn = cg.op("arith.muli", rd, cg.c32(plan_.stage_bytes // p.elem_bytes))
+            elem = rb.convert_type(ir.RankedTensorType(p.load.results[0].type).element_type)
+            operands[p.load.results[0]] = SmemOperand(p.offset, p.rows, p.cols, p.pitch, elem, p.elem_bytes, dyn)
+        rb.data["piped"] = operands
+        try:
+            body_into(blk, [iv, *list(blk.arguments)[1:len(flat) + 1]])
+        finally:
+            rb.data.pop("piped", None)
+        term = list(blk.operations)[-1]
+        with ir.InsertionPoint(term), term.location:
+            nxt = cg.op("arith.addi", rd, cg.c32(1))
+            nxt = cg.select(cg.cmpi(0, nxt, cg.c32(s_count)), cg.c32(0), nxt)
+            create("scf.yield", [], [*term.operands, nxt])
+        term.erase()
+    atom.lower(cg, "wait", 0)
+    cg.barrier()
+    return list(node.results)[:-1]
