@@ -339,13 +339,13 @@ def test_cp_async_checks_the_destination(pm):
 
 
 # ---------------------------------------------------------------- mma.sync
-def mma_kernel(reg: str, acc: str, n_acc: int, op_text: str) -> str:
-    """One warp: lane l loads its A (4 words), B (2) and C (n_acc) registers from a[4l..], b[2l..],
-    c[n_acc*l..] as ``reg`` / ``acc``, runs ``op_text`` (defines %r from %a0.. %b0.. %c0..) and stores
-    its D registers over its C words in d."""
+def mma_kernel(reg: str, acc: str, n_acc: int, op_text: str, n_a: int = 4) -> str:
+    """One warp: lane l loads its A (``n_a`` words), B (n_a / 2) and C (n_acc) registers from a[n_a*l..],
+    b[n_a/2*l..], c[n_acc*l..] as ``reg`` / ``acc``, runs ``op_text`` (defines %r from %a0.. %b0..
+    %c0..) and stores its D registers over its C words in d."""
     st = f"!llvm.struct<({', '.join([acc] * n_acc)})>"
     lines = []
-    for name, count, ty in (("a", 4, reg), ("b", 2, reg), ("c", n_acc, acc)):
+    for name, count, ty in (("a", n_a, reg), ("b", n_a // 2, reg), ("c", n_acc, acc)):
         lines.append(f"%{name}n = llvm.mlir.constant({count} : i32) : i32\n%{name}base = llvm.mul %t, %{name}n : i32")
         for i in range(count):
             lines.append(f"%{name}i{i} = llvm.mlir.constant({i} : i32) : i32\n"
@@ -369,16 +369,18 @@ def mma_kernel(reg: str, acc: str, n_acc: int, op_text: str) -> str:
 
 def fragments(a, b, per: int, pack):
     """A (16 x k) and B (k x 8) registers of mma.m16n8k{k} (PTX ISA: A0 row g, K elements per*t ..;
-    A1 row g+8; A2 / A3 k/2 further; B0 rows per*t .. of column g, B1 k/2 further), ``pack`` turning
-    ``per`` consecutive elements into one 32-bit word (lowest index in the low bits)."""
+    A1 row g+8; A2 / A3 k/2 further; B0 rows per*t .. of column g, B1 k/2 further; m16n8k8 with 16-bit
+    elements: A0, A1 and B0 only), ``pack`` turning ``per`` consecutive elements into one 32-bit word
+    (lowest index in the low bits)."""
     k = a.shape[1]
-    a_regs, b_regs = np.zeros((32, 4), np.uint32), np.zeros((32, 2), np.uint32)
+    n_a = 16 * k // 32 // per
+    a_regs, b_regs = np.zeros((32, n_a), np.uint32), np.zeros((32, n_a // 2), np.uint32)
     for lane in range(32):
         g, t = lane >> 2, lane & 3
         for i, (r, col) in enumerate(((g, per * t), (g + 8, per * t), (g, per * t + k // 2),
-                                      (g + 8, per * t + k // 2))):
+                                      (g + 8, per * t + k // 2))[:n_a]):
             a_regs[lane, i] = pack(a[r, col:col + per])
-        for i, kk in enumerate((per * t, per * t + k // 2)):
+        for i, kk in enumerate((per * t, per * t + k // 2)[:n_a // 2]):
             b_regs[lane, i] = pack(b[kk:kk + per, g])
     return a_regs, b_regs
 
@@ -439,6 +441,48 @@ def test_mma_sync_m16n8k16_f16_accumulator_rounds_once(pm):
     np.testing.assert_allclose(d, want, rtol=2 ** -10, atol=2 ** -24)
     # and the emulator's model exactly: the sum in f64 (fsum there) -> f32 -> f16
     np.testing.assert_array_equal(d, acc_fragment(exact.astype(np.float32).astype(np.float16)).astype(np.float64))
+
+
+def pack_bf16(vals) -> int:
+    h = np.asarray(vals, np.float32).view(np.uint32) >> 16  # exact values here: truncation is rounding
+    return int(h[0] | h[1] << 16)
+
+
+def mma_k8(elem: str, acc: str) -> tuple[str, str, int, str]:
+    """(register type, accumulator type, accumulator registers, op text) of nvvm.mma.sync m16n8k8 with
+    ``elem`` (f16 / bf16) multiplicands and an ``acc`` (f32 / f16) accumulator."""
+    reg = "vector<2xf16>" if elem == "f16" else "i32"
+    accty = "vector<2xf16>" if acc == "f16" else "f32"
+    n_acc = 2 if acc == "f16" else 4
+    ptx = "" if elem == "f16" else \
+        ", multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>"
+    op = (f"%r = nvvm.mma.sync A[%a0, %a1] B[%b0] C[{', '.join(f'%c{i}' for i in range(n_acc))}] "
+          "{layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, "
+          f"shape = #nvvm.shape<m = 16, n = 8, k = 8>{ptx}}} : ({reg}, {reg}, {accty}) "
+          f"-> !llvm.struct<({', '.join([accty] * n_acc)})>")
+    return reg, accty, n_acc, op
+
+
+@pytest.mark.parametrize("elem, acc", [("f16", "f32"), ("bf16", "f32"), ("f16", "f16")])
+def test_mma_sync_m16n8k8_16_bit(pm, elem, acc):
+    """m16n8k8 with f16 / bf16 multiplicands (PTX ISA, "Matrix Fragments for mma.m16n8k8": A two
+    .f16x2 registers, a0, a1 row g and a2, a3 row g+8, columns 2t, 2t+1; B one register, rows 2t, 2t+1
+    of column g); f32 or (f16 only) f16 accumulator. Exact values (multiples of 1/4)."""
+    rng = np.random.default_rng(13)
+    a = rng.integers(-8, 9, (16, 8)) / 4
+    b = rng.integers(-8, 9, (8, 8)) / 4
+    c = rng.integers(-16, 17, (16, 8)) / 2
+    reg, accty, n_acc, op = mma_k8(elem, acc)
+    a_regs, b_regs = fragments(a, b, 2, pack_f16 if elem == "f16" else pack_bf16)
+    assert a_regs.shape == (32, 2) and b_regs.shape == (32, 1)
+    if acc == "f16":
+        c_regs, d = acc_fragment(c.astype(np.float16)).view(np.uint32), np.zeros((32, 2), np.uint32)
+    else:
+        c_regs, d = acc_fragment(c.astype(np.float32)), np.zeros((32, 4), np.float32)
+    launch(parse(pm, gpu_module(mma_kernel(reg, accty, n_acc, op, n_a=2))), "k", grid=1, block=32,
+           args=[a_regs, b_regs, c_regs, d])
+    got = d.view(np.float16) if acc == "f16" else d
+    np.testing.assert_array_equal(got.astype(np.float64), acc_fragment(a @ b + c))
 
 
 F8 = {"e4m3": "f8E4M3FN", "e5m2": "f8E5M2"}
@@ -535,11 +579,13 @@ def test_ptxas_accepts_ldmatrix_cp_async_and_f16_mma_for_sm_80(pm):
         cp_async_kernel(16, "cg", True, "nvvm.cp.async.wait.group 0"),
         cp_async_kernel(8, "ca", False, "nvvm.cp.async.wait.group 1"),
         cp_async_kernel(4, "ca", True, ""),
-        mma_kernel("vector<2xf16>", "vector<2xf16>", 2, MMA_F16_ACC), tile_kernel()))
+        mma_kernel("vector<2xf16>", "vector<2xf16>", 2, MMA_F16_ACC), tile_kernel(),
+        *(mma_kernel(*mma_k8(e, acc), n_a=2) for e, acc in (("f16", "f32"), ("bf16", "f32"), ("f16", "f16")))))
     for needle in ("ldmatrix.sync.aligned.m8n8.x1.shared.b16", "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16",
                    "ldmatrix.sync.aligned.m8n8.x4.shared.b16", "cp.async.cg.shared.global [%rd",
                    "cp.async.ca.shared.global", "cp.async.commit_group", "cp.async.wait_group",
-                   "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16"):
+                   "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32",
+                   "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16"):
         assert needle in ptx, needle
 
 

@@ -24,8 +24,8 @@ Emulated tensor-core / async-copy forms (PTX ISA sections cited at each row):
 - ``nvvm.cp.async.shared.global`` (4 / 8 / 16 bytes, ca / cg, optional src-size), ``nvvm.cp.async.commit.group``,
   ``nvvm.cp.async.wait.group N``: per thread, the copies land late (when a wait retires their group, or
   at the thread's exit; :data:`CP_ASYNC_ISSUE`);
-- ``nvvm.mma.sync`` row.col m16n8k16 f16 / bf16 -> f32, f16 -> f16, m16n8k8 tf32 -> f32, m16n8k32
-  s8 / u8 -> s32; m16n8k32 e4m3 / e5m2 -> f32 only as inline PTX (:data:`INLINE_ASM`).
+- ``nvvm.mma.sync`` row.col m16n8k16 / m16n8k8 f16 / bf16 -> f32, f16 -> f16, m16n8k8 tf32 -> f32,
+  m16n8k32 s8 / u8 -> s32; m16n8k32 e4m3 / e5m2 -> f32 only as inline PTX (:data:`INLINE_ASM`).
 
 Not emulated: ``stmatrix``, ``mbarrier``, ``cp.async.bulk`` (TMA), ``cp.async.mbarrier.arrive``, wgmma.
 """
@@ -192,7 +192,7 @@ def _warp_sync(op, rw):
 
 def _mma_sync(op, rw):
     """``nvvm.mma.sync`` row.col (PTX ISA, "Warp Level Matrix Multiply-Accumulate Instructions: mma"):
-    m16n8k16 f16 / bf16 -> f32, m16n8k16 f16 -> f16 (C / D two ``vector<2xf16>`` registers),
+    m16n8k16 and m16n8k8 f16 / bf16 -> f32, f16 -> f16 (C / D two ``vector<2xf16>`` registers),
     m16n8k8 tf32 -> f32 and m16n8k32 s8 / u8 -> s32. (MLIR 22's verifier rejects e4m3 / e5m2
     operands: those come as inline PTX, :data:`INLINE_ASM`.) A warp collective over the lanes'
     register files (:func:`.warp._mma`)."""
@@ -202,35 +202,39 @@ def _mma_sync(op, rw):
     operands = list(op.operands)
     a_type = str(operands[0].type) if operands else ""
     acc_type = str(operands[-1].type) if operands else ""
-    if "k = 32" in shape:
+    k = int(m.group(1)) if (m := re.search(r"m = 16, n = 8, k = (\d+)", shape)) else 0
+    elem = ptx[0] or ("f16" if a_type == "vector<2xf16>" else "?")
+    if ptx[1] not in ("", ptx[0]) and not (k == 32 and {ptx[0], ptx[1]} <= {"s8", "u8"}):
+        elem = "?"
+    if k == 32:
         name, acc = f"mma.m16n8k32.{ptx[0]}.{ptx[1]}", "i32"
-    elif "k = 8" in shape:
-        name, acc = f"mma.m16n8k8.{ptx[0] if ptx[0] == ptx[1] == 'tf32' else '?'}", "f32"
     elif acc_type == "vector<2xf16>":
-        f16 = a_type == "vector<2xf16>" and ptx[0] in ("", "f16") and ptx[1] in ("", "f16")
-        name, acc = f"mma.m16n8k16.{'f16.f16acc' if f16 else '?'}", acc_type
+        name, acc = f"mma.m16n8k{k}.{elem}.f16acc", acc_type
     else:
-        name, acc = f"mma.m16n8k16.{'bf16' if ptx[0] == 'bf16' else 'f16' if a_type == 'vector<2xf16>' else '?'}", "f32"
+        name, acc = f"mma.m16n8k{k}.{elem}", "f32"
     n_acc = 2 if acc == "vector<2xf16>" else 4
+    n_ab = 3 if k == 8 and elem in ("f16", "bf16") else 6  # A and B registers
     result = f"!llvm.struct<({', '.join([acc] * n_acc)})>"
-    if "m = 16, n = 8" not in shape or name not in WARP_NAMES or len(operands) != 6 + n_acc \
-            or str(op.results[0].type) != result or str(operands[6].type) != acc:
+    if name not in WARP_NAMES or len(operands) != n_ab + n_acc or str(op.results[0].type) != result \
+            or str(operands[n_ab].type) != acc:
         rw.unknown(op)
-    return [_mma_call(rw, name, a_type, acc, n_acc, operands)]
+    return [_mma_call(rw, name, a_type, acc, n_acc, operands, n_ab)]
 
 
-def _mma_call(rw, name: str, a_type: str, acc: str, n_acc: int, operands):
-    """A call of the helper that puts the lane's A (4), B (2) and C (``n_acc``) registers in a stack
-    buffer of 32-bit words, runs warp row ``name`` on it and returns D (a struct of ``n_acc`` ``acc``)."""
+def _mma_call(rw, name: str, a_type: str, acc: str, n_acc: int, operands, n_ab: int = 6):
+    """A call of the helper that puts the lane's A and B (``n_ab``: 4 + 2, or 2 + 1) and C (``n_acc``)
+    registers in a stack buffer of 32-bit words, runs warp row ``name`` on it and returns D (a struct of
+    ``n_acc`` ``acc``)."""
     result = f"!llvm.struct<({', '.join([acc] * n_acc)})>"
     sym = "__emu_" + name.replace(".", "_")
-    n = 6 + n_acc
+    n = n_ab + n_acc
     regs = [f"%r{i}" for i in range(n)]
-    params = ", ".join(["%ctx: !llvm.ptr"] + [f"{r}: {a_type}" for r in regs[:6]] + [f"{r}: {acc}" for r in regs[6:]])
+    params = ", ".join(["%ctx: !llvm.ptr"] + [f"{r}: {a_type}" for r in regs[:n_ab]]
+                       + [f"{r}: {acc}" for r in regs[n_ab:]])
     arr = f"!llvm.array<{n} x i32>"
     body = ["%one = llvm.mlir.constant(1 : i32) : i32", f"%buf = llvm.alloca %one x {arr} : (i32) -> !llvm.ptr"]
     for i, r in enumerate(regs):
-        ty = a_type if i < 6 else acc
+        ty = a_type if i < n_ab else acc
         body.append(f"%p{i} = llvm.getelementptr %buf[0, {i}] : (!llvm.ptr) -> !llvm.ptr, {arr}")
         word = r
         if ty not in ("i32", "f32"):
@@ -245,7 +249,7 @@ def _mma_call(rw, name: str, a_type: str, acc: str, n_acc: int, operands):
     for i in range(n_acc):
         out = "%r" if i == n_acc - 1 else f"%s{i + 1}"
         load = acc if acc in ("i32", "f32") else "i32"
-        body.append(f"%d{i} = llvm.load %p{6 + i} : !llvm.ptr -> {load}")
+        body.append(f"%d{i} = llvm.load %p{n_ab + i} : !llvm.ptr -> {load}")
         val = f"%d{i}"
         if load != acc:
             body.append(f"%v{i} = llvm.bitcast %d{i} : i32 to {acc}")

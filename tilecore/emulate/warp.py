@@ -156,15 +156,17 @@ def _f16_bits(x: float) -> int:
 def _mma(k: int, a_elem: str, b_elem: str, acc: str = "f32"):
     """``mma.sync.aligned.m16n8k{k}.row.col`` (fragment layouts from the PTX ISA, "Warp Level Matrix
     Multiply-Accumulate Instructions", "Matrix Fragments for mma.m16n8k8" / "... mma.m16n8k16 with
-    floating point type" / "... mma.m16n8k32"): f32 accumulators with f16 / bf16 / tf32 / e4m3 / e5m2
-    operands, f16 accumulators with f16 operands, s32 (wrapping) with s8 / u8 operands.
+    floating point type" / "... mma.m16n8k32"): f32 accumulators with f16 / bf16 (k 8, 16) / tf32 (k 8)
+    / e4m3 / e5m2 (k 32) operands, f16 accumulators with f16 operands (k 8, 16), s32 (wrapping) with
+    s8 / u8 operands (k 32).
 
     Each lane passes ``a`` = the address of its register file of 32-bit words: A0..A3 and B0..B1
-    (``p`` = 32 / width consecutive K elements each, the lowest index in the low bits; tf32: p = 1, f32
-    bits of which the hardware ignores the low 13), then the accumulators C (4 words; f16: 2 words,
-    c0 / c2 in the low halves); D is written over C. Lane l has group g = l >> 2 and thread-in-group
-    t = l & 3. A (16 x k, row-major): A0 holds row g, K elements p*t ..; A1 row g+8; A2 / A3 those rows
-    k/2 further. B (k x 8): B0 holds rows p*t .. of column g; B1 k/2 further. C / D (16 x 8): c0, c1
+    (m16n8k8 f16 / bf16: A0, A1 and B0) (``p`` = 32 / width consecutive K elements each, the lowest
+    index in the low bits; tf32: p = 1, f32 bits of which the hardware ignores the low 13), then the
+    accumulators C (4 words; f16: 2 words, c0 / c2 in the low halves); D is written over C. Lane l has
+    group g = l >> 2 and thread-in-group t = l & 3. A (16 x k, row-major): A0 holds row g, K elements
+    p*t ..; A1 row g+8; A2 / A3 those rows k/2 further. B (k x 8): B0 holds rows p*t .. of column g;
+    B1 k/2 further. C / D (16 x 8): c0, c1
     row g, columns 2t, 2t+1; c2, c3 row g+8 (f32 / s32: one register each; f16: c0, c1 in register 0,
     c2, c3 in register 1).
 
@@ -183,6 +185,9 @@ def _mma(k: int, a_elem: str, b_elem: str, acc: str = "f32"):
     bits = 32 // per
     integer = a_elem in ("s8", "u8")
     n_acc = 2 if acc == "f16" else 4
+    n_a = 16 * k // 32 // per  # A registers: 16 x k elements over 32 lanes, per to a word
+    n_b = n_a // 2  # B: k x 8
+    n_c = n_a + n_b  # the first accumulator word
 
     def value(elem: str, word: int) -> float | int:
         word &= (1 << bits) - 1
@@ -199,18 +204,19 @@ def _mma(k: int, a_elem: str, b_elem: str, acc: str = "f32"):
     def fn(mask, lanes):
         if len(lanes) != 32:
             raise ValueError("mma.sync needs all 32 lanes of the warp")
-        regs = {lane: (ctypes.c_uint32 * (6 + n_acc)).from_address(a) for lane, (a, _, _) in lanes.items()}
+        regs = {lane: (ctypes.c_uint32 * (n_c + n_acc)).from_address(a) for lane, (a, _, _) in lanes.items()}
         a_m = [[0] * k for _ in range(16)]
         b_m = [[0] * 8 for _ in range(k)]
         for lane, r in regs.items():
             g, t = lane >> 2, lane & 3
-            for i, (row, col) in enumerate(((g, per * t), (g + 8, per * t), (g, per * t + k // 2),
-                                            (g + 8, per * t + k // 2))):
+            for i in range(n_a):  # rows g, g+8 alternate; the second pair k/2 further
+                row, col = g + 8 * (i & 1), per * t + k // 2 * (i >> 1)
                 for e in range(per):
                     a_m[row][col + e] = value(a_elem, r[i] >> (bits * e))
-            for i, kk in enumerate((per * t, per * t + k // 2)):
+            for i in range(n_b):
+                kk = per * t + k // 2 * i
                 for e in range(per):
-                    b_m[kk + e][g] = value(b_elem, r[4 + i] >> (bits * e))
+                    b_m[kk + e][g] = value(b_elem, r[n_a + i] >> (bits * e))
         out = {}
         b_cols = [list(col) for col in zip(*b_m)]
         for lane, r in regs.items():
@@ -219,19 +225,19 @@ def _mma(k: int, a_elem: str, b_elem: str, acc: str = "f32"):
             for i, (row, col) in enumerate(((g, 2 * t), (g, 2 * t + 1), (g + 8, 2 * t), (g + 8, 2 * t + 1))):
                 products = list(map(operator.mul, a_m[row], b_cols[col]))
                 if integer:
-                    d.append((r[6 + i] + sum(products)) & 0xFFFFFFFF)
+                    d.append((r[n_c + i] + sum(products)) & 0xFFFFFFFF)
                 elif acc == "f16":
-                    half = r[6 + i // 2] >> (16 * (i & 1)) & 0xFFFF
+                    half = r[n_c + i // 2] >> (16 * (i & 1)) & 0xFFFF
                     products.append(struct.unpack("<e", struct.pack("<H", half))[0])
                     f32 = struct.unpack("<f", struct.pack("<I", _f32_bits(math.fsum(products))))[0]
                     d.append(_f16_bits(f32))
                 else:
-                    products.append(struct.unpack("<f", struct.pack("<I", r[6 + i]))[0])
+                    products.append(struct.unpack("<f", struct.pack("<I", r[n_c + i]))[0])
                     d.append(_f32_bits(math.fsum(products)))
             out[lane] = [d[0] | d[1] << 16, d[2] | d[3] << 16] if acc == "f16" else d
         for lane, words in out.items():
             for i, word in enumerate(words):
-                regs[lane][6 + i] = word
+                regs[lane][n_c + i] = word
         return {lane: 0 for lane in lanes}
     return fn
 
@@ -248,8 +254,8 @@ def _f8_table(elem: str) -> list[float]:
     return _F8_TABLES[elem]
 
 
-MMA_ROWS = {"mma.m16n8k16.f16": _mma(16, "f16", "f16"), "mma.m16n8k16.bf16": _mma(16, "bf16", "bf16"),
-            "mma.m16n8k16.f16.f16acc": _mma(16, "f16", "f16", "f16"),
+MMA_ROWS = {**{f"mma.m16n8k{k}.{e}": _mma(k, e, e) for k in (8, 16) for e in ("f16", "bf16")},
+            **{f"mma.m16n8k{k}.f16.f16acc": _mma(k, "f16", "f16", "f16") for k in (8, 16)},
             "mma.m16n8k8.tf32": _mma(8, "tf32", "tf32"),
             **{f"mma.m16n8k32.{a}.{b}": _mma(32, a, b, "s32") for a in ("s8", "u8") for b in ("s8", "u8")},
             **{f"mma.m16n8k32.{a}.{b}": _mma(32, a, b) for a in F8_NAMES for b in F8_NAMES}}
