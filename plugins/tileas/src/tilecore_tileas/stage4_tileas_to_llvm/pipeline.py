@@ -38,6 +38,7 @@ from ..stage4_tileas_to_llvm.memory import memory_order, memref_type_parts, view
 from .codegen import create
 from .fragments import dot_fragment, preferred_layout
 
+PIPELINE_OPTION = "tileas.pipeline"  # --option tileas.pipeline=off: K loops stay un-pipelined
 SMEM_BUDGET = 48 * 1024
 MAX_STAGES = 3
 ROW_PAD_BYTES = 16
@@ -136,8 +137,7 @@ def _index_slice(load, body, iv, seen: dict) -> bool:
 
 def plan(cg, loop) -> Plan | None:
     """A :class:`Plan` when ``loop`` (an old ``scf.for``) can be pipelined (module docstring), else None."""
-    if "pipeline" in (cg.options.extra if cg.options is not None else {}) and \
-            cg.options.extra["pipeline"] in ("0", "off", "false"):
+    if (cg.options.extra if cg.options is not None else {}).get(PIPELINE_OPTION, "on") in ("0", "off", "false"):
         return None
     body = loop.regions[0].blocks[0]
     iv = body.arguments[0]
