@@ -325,10 +325,11 @@ def prepare(p: Program, workdir: str, edits: Edits | None = None, extents=None,
     return src, bc, None
 
 
-def check_program(seed: int, sms: list[str], workdir: str, use_tileiras: bool = True) -> ProgramResult:
-    """Generate program ``seed``, export it once and check it on every SM."""
+def check_program(seed: int, sms: list[str], workdir: str, use_tileiras: bool = True,
+                  template: str | None = None) -> ProgramResult:
+    """Generate program ``seed`` (of ``template``, or a drawn one), export it once and check it on every SM."""
     t0 = time.perf_counter()
-    p = generate(seed)
+    p = generate(seed, template=template)
     src, bc, err = prepare(p, workdir)
     if err is not None:
         outcomes = {sm: Outcome("export_failed", err) for sm in sms}

@@ -52,10 +52,10 @@ def _excused(features: list[str], outcome: runner.Outcome) -> str | None:
     return None
 
 
-def _check(seed: int, work: str) -> runner.ProgramResult:
+def _check(seed: int, work: str, sms=tuple(SMS), template: str | None = None) -> runner.ProgramResult:
     d = os.path.join(work, str(seed))
     try:
-        r = runner.check_program(seed, SMS, d, use_tileiras=False)
+        r = runner.check_program(seed, list(sms), d, use_tileiras=False, template=template)
         r.source = ""
         return r
     finally:
@@ -146,3 +146,26 @@ def test_random_programs():
     compiled = sum(o.status == "ok" for r in results for o in r.outcomes.values())
     assert compiled >= len(results), "most programs should compile and match"
     assert not problems, "\n".join(problems)
+
+
+# The tensor-core programs (mma: every operand type cuTile's ct.mma takes; attention: two dots per
+# iteration, the first scaled and fed to the second) again on the sm_80-family targets whose atoms differ
+# (sm_86: the sm_80 atoms; sm_89: the e4m3 / e5m2 mma.sync atom).
+MMA_SMS = ("sm_86", "sm_89")
+N_MMA_PROGRAMS = 16
+
+
+def test_random_tensor_core_programs_on_sm86_sm89():
+    work = tempfile.mkdtemp(prefix="fuzz-ci-mma-")
+    seeds = list(range(SEED, SEED + N_MMA_PROGRAMS))
+    templates = ["mma" if i % 4 else "attn" for i in range(N_MMA_PROGRAMS)]
+    try:
+        with ProcessPoolExecutor(max_workers=os.cpu_count() or 1, initializer=runner.warm_up,
+                                 initargs=(list(MMA_SMS),)) as pool:
+            results = list(pool.map(_check, seeds, [work] * len(seeds), [MMA_SMS] * len(seeds), templates))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    problems = [f"seed {r.seed} ({r.template}) {sm} {o.key[:300]}" for r in results for sm, o in r.outcomes.items()
+                if o.status not in ("ok", "skipped") and _excused(r.features, o) is None]
+    assert not problems, "\n".join(problems)
+    assert sum(o.status == "ok" for r in results for o in r.outcomes.values()) >= len(seeds)
