@@ -35,12 +35,12 @@ def load_dialects(ctx, defs: list[DialectDef], on_error=None) -> None:
     ``on_error(defn, reason)``, is reported there and skipped (the other
     dialects still load).
     """
-    irdl = dialect("irdl")
+    load = _irdl_loader()
     for d in defs:
         try:
             with ctx, ir.Location.unknown():
                 mod = ir.Module.parse(d.irdl)
-                irdl.load_dialects(mod)
+                load(mod)
             for namespace in (d.name, *d.companions):
                 _no_python_module(namespace)
         except Exception as e:  # noqa: BLE001
@@ -50,6 +50,19 @@ def load_dialects(ctx, defs: list[DialectDef], on_error=None) -> None:
             if on_error is None:
                 raise PluginError(f"plugin '{d.plugin}': {reason}") from None
             on_error(d, reason)
+
+
+def _irdl_loader():
+    """``irdl.load_dialects``, from the bindings' native IRDL module when it is there.
+
+    ``mlir.dialects.irdl`` would import its generated op and enum classes first (~2 ms of every
+    start-up) only to re-export this one function.
+    """
+    try:
+        from mlir._mlir_libs._mlirDialectsIRDL import load_dialects
+    except ImportError:
+        load_dialects = dialect("irdl").load_dialects
+    return load_dialects
 
 
 def _no_python_module(namespace: str) -> None:

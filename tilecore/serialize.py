@@ -52,6 +52,8 @@ def run_isolated(fn, what: str, location: str | None = None):
         return fn()
     from .errors import TilecoreError as _TE
 
+    _reap_later()
+
     r, w = os.pipe()
     err = tempfile.TemporaryFile()
     sys.stdout.flush()
@@ -77,7 +79,10 @@ def run_isolated(fn, what: str, location: str | None = None):
     os.close(w)
     with os.fdopen(r, "rb") as fh:
         data = fh.read()
-    os.waitpid(pid, 0)
+    if data:
+        _reap_later(pid)
+    else:
+        os.waitpid(pid, 0)
     if data:
         kind, val = pickle.loads(data)
         if kind == "ok":
@@ -87,6 +92,27 @@ def run_isolated(fn, what: str, location: str | None = None):
     lines = [ln.strip() for ln in err.read().decode(errors="replace").splitlines() if ln.strip()]
     first = next((ln for ln in lines if "ERROR" in ln or "error" in ln), lines[0] if lines else "crashed")
     raise _TE(f"{what} failed: {first}", location, notes=lines[1:4])
+
+
+_UNREAPED: list[int] = []
+
+
+def _reap_later(pid: int | None = None) -> None:
+    """Reap finished children of :func:`run_isolated` without waiting for them; remember ``pid``.
+
+    A child that has sent its result still tears down a copy of this process' address space
+    (3-4 ms after a compile); the parent goes on meanwhile and collects it on its next call (or
+    never: a process that exits leaves its children to init).
+    """
+    for p in [*_UNREAPED, *([pid] if pid else [])]:
+        try:
+            done, _ = os.waitpid(p, os.WNOHANG)
+        except ChildProcessError:
+            done = p
+        if done and p in _UNREAPED:
+            _UNREAPED.remove(p)
+        elif not done and p not in _UNREAPED:
+            _UNREAPED.append(p)
 
 
 def module_to_ptx(module) -> dict[str, str]:
