@@ -163,12 +163,17 @@ def array_spec(a: ArrayArg, index: str = "i32") -> ArraySpec:
 
 
 def from_spelling(text: str):
-    """``"f32[2]"`` (array, int32 index), ``"f32[2]i64"`` (int64 index) or ``"f32"`` (scalar).
+    """``"f32[2]"`` (array, int32 index), ``"f32[2]i64"`` (int64 index) or ``"f32"`` (scalar); a ``/16``
+    suffix (``"f16[2]/16"``) adds that every stride but the last is a multiple of 16 bytes (what cuTile
+    infers from an array with aligned rows).
 
     Arrays follow the conventions of the visible corpus: unit last stride, 16-byte aligned base,
-    non-negative strides, no aliasing, no divisibility facts."""
+    non-negative strides, no aliasing, no divisibility facts (unless ``/16``)."""
     if "[" not in text:
         return ScalarSpec(element_type(text).spelling)
+    text, _, aligned = text.partition("/")
+    if aligned not in ("", str(DIVISOR)):
+        raise TilecoreError(f"bad alignment in '{text}/{aligned}' (only /{DIVISOR})")
     dt, rest = text.split("[", 1)
     rank, _, index = rest.partition("]")
     try:
@@ -177,8 +182,10 @@ def from_spelling(text: str):
         raise TilecoreError(f"bad array spelling '{text}' (expected e.g. 'f32[2]' or 'f32[2]i64')") from None
     if index not in ("", "i32", "i64"):
         raise TilecoreError(f"bad index type in '{text}' (i32 or i64)")
-    return ArraySpec(element_type(dt).spelling, nd, index or "i32", tuple([None] * (nd - 1) + [1]) if nd else (),
-                     (1,) * nd, (1,) * nd, DIVISOR, False, True)
+    el = element_type(dt)
+    rows = max(1, DIVISOR * 8 // el.bits) if aligned else 1
+    return ArraySpec(el.spelling, nd, index or "i32", tuple([None] * (nd - 1) + [1]) if nd else (),
+                     tuple([rows] * (nd - 1) + [1]) if nd else (), (1,) * nd, DIVISOR, False, True)
 
 
 def from_constraint(c):

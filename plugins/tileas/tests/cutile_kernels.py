@@ -93,6 +93,18 @@ def matmul_i8(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Consta
 
 
 @ct.kernel
+def matmul_acc(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """C = A @ B accumulated in f32 (C's dtype stored), for bf16 / f16 / 8-bit float operands."""
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
+        a = ct.load(A, index=(i, k), shape=(TM, TK), padding_mode=ct.PaddingMode.ZERO)
+        b = ct.load(B, index=(k, j), shape=(TK, TN), padding_mode=ct.PaddingMode.ZERO)
+        acc = ct.mma(a, b, acc)
+    ct.store(C, index=(i, j), tile=ct.astype(acc, C.dtype))
+
+
+@ct.kernel
 def transpose_f32(x, y, TM: ct.Constant[int], TN: ct.Constant[int]):
     i, j = ct.bid(0), ct.bid(1)
     ct.store(y, index=(j, i), tile=ct.transpose(ct.load(x, index=(i, j), shape=(TM, TN))))
@@ -347,6 +359,9 @@ KERNELS: dict[str, tuple] = {
     "row_softmax_f16": (row_softmax_f16, ["f16[2]", "f16[2]", 2, 512]),
     "matmul_f16": (matmul_f16, ["f16[2]", "f16[2]", "f16[2]", 128, 128, 64]),
     "matmul_i8": (matmul_i8, ["i8[2]", "i8[2]", "i32[2]", 64, 64, 32]),
+    # rows of 16-byte multiples (cuTile's stride facts for aligned arrays): the K loop is pipelined only
+    "matmul_f16_aligned": (matmul_f16, ["f16[2]/16", "f16[2]/16", "f16[2]/16", 128, 128, 32]),
+    "matmul_bf16_aligned": (matmul_acc, ["bf16[2]/16", "bf16[2]/16", "f32[2]/16", 128, 64, 32]),
     "transpose_f32": (transpose_f32, ["f32[2]", "f32[2]", 32, 64]),
     "rownorm_loop_if_f32": (rownorm_loop_if_f32, ["f32[2]", "f32[1]", "i32", 4, 128]),
     "int_arith_i32": (int_arith_i32, ["i32[1]", "i32[1]", "i32[1]", 128]),

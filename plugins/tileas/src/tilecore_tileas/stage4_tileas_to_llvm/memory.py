@@ -59,11 +59,25 @@ def make_memref(op, rb):
     for d in shape:
         shp.append(next(it) if d == DYNAMIC else cg.const(index, d))
     it = iter(dstrides)
+    old_strides = iter(op.operands[1 + nshape:])
+    stride_div = []
     for s in strides:
         st.append(resize_int(next(it), cg.i64) if s == DYNAMIC else s)
+        stride_div.append(known_div_by(next(old_strides)) if s == DYNAMIC else max(1, abs(s)))
     div = rb.data["div_by"].get(op.operands[0], 1)
     narrow = str(el) if is_narrow(el) else ""
-    return [MemrefV(base, storage(el), shp, st, strides, div, narrow)]
+    return [MemrefV(base, storage(el), shp, st, strides, div, narrow, stride_div)]
+
+
+def known_div_by(value) -> int:
+    """The largest ``div_by`` an ``nv_tileas.assume`` chain ending in ``value`` (an old value) states, or 1."""
+    best = 1
+    while isinstance(value, ir.OpResult) and value.owner.name in ("nv_tileas.assume", "nv_tileaa.assume"):
+        owner = value.owner
+        if "div_by" in owner.attributes:
+            best = max(best, ir.IntegerAttr(owner.attributes["div_by"]).value)
+        value = owner.operands[0]
+    return best
 
 
 def view_type_parts(t):
@@ -84,7 +98,8 @@ def permuted(m: MemrefV, dim_map: tuple) -> MemrefV:
     if dim_map == tuple(range(len(dim_map))):
         return m
     return replace(m, shape=[m.shape[d] for d in dim_map], strides=[m.strides[d] for d in dim_map],
-                   static_strides=[m.static_strides[d] for d in dim_map])
+                   static_strides=[m.static_strides[d] for d in dim_map],
+                   stride_div=[m.stride_div[d] for d in dim_map] if m.stride_div else [])
 
 
 def view(op, rb):

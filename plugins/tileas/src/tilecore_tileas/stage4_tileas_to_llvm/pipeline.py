@@ -284,10 +284,12 @@ def alignment_check(cg, rb, plan_: Plan):
         if m.div_by % 16:
             base = dialects.llvm.ptrtoint(cg.i64, m.base)
             conds.append(cg.cmpi(0, cg.op("arith.andi", base, cg.const(cg.i64, 15)), cg.const(cg.i64, 0)))
-        for s in m.strides[:-1]:
+        for s, div in zip(m.strides[:-1], m.stride_div[:-1] or [1] * (len(m.strides) - 1)):
             if isinstance(s, int):
                 if (s * p.elem_bytes) % 16:
                     return cg.const(cg.i1, 0)
+                continue
+            if (div * p.elem_bytes) % 16 == 0:  # an assume div_by hint (cuTile's stride facts)
                 continue
             bytes_ = cg.op("arith.muli", s, cg.const(cg.i64, p.elem_bytes))
             conds.append(cg.cmpi(0, cg.op("arith.andi", bytes_, cg.const(cg.i64, 15)), cg.const(cg.i64, 0)))

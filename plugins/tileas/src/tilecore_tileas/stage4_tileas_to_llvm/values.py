@@ -42,6 +42,7 @@ class MemrefV:
     static_strides: list
     div_by: int = 1
     narrow: str = ""  # an 8- / 4-bit float element (``element`` is then i8: registers hold codes)
+    stride_div: list = field(default_factory=list)  # per stride: a known divisor (elements; 1: none known)
 
 
 @dataclass
