@@ -145,13 +145,7 @@ def test_mma_epilogue_on_the_fragment_layout(sm):
 
 
 def _export(name: str) -> str:
-    import os
-
-    path = os.path.join(_KERNELS._dir, f"{name}.tileirbc")
-    if not os.path.exists(path):
-        kernel, params = KERNELS[name]
-        ck.export_spec(kernel, params, name, path)
-    return path
+    return _export_from(_KERNELS, name)
 
 
 # ------------------------------------------------------------------ the cp.async pipeline (K loops)
@@ -201,3 +195,30 @@ def test_pipelined_k_loop_structure():
     # 2 x 2 warps of 16 x 16: 2 mma per K step, in the pipelined loop and in the fallback loop
     assert len([ln for ln in lines if "cute_nvgpu.mma_sync" in ln]) == 2 * 2
     assert "arith.constant 5120 : i32" in text  # the stage stride
+
+
+def test_stride_hints_make_the_pipeline_unconditional():
+    """With cuTile's stride facts (rows of 16-byte multiples: ``assume div_by``) and 16-byte aligned bases the
+    alignment is known: one (pipelined) loop, no run-time check, no fallback; numbers on a partial tile."""
+    kernel, params = ck.KERNELS["matmul_bf16_aligned"]
+    aligned = KernelSet({"matmul_bf16_aligned": (kernel, params)}, "tileas-mma-aligned-")
+    text = str(compile_file(_export_from(aligned, "matmul_bf16_aligned"), "sm_80",
+                            stop_after="convert-tileas-to-llvm").module)
+    assert text.count("cute_nvgpu.mma_sync") == 16 and "llvm.ptrtoint" not in text  # 128 x 64: 2 x 2 warps of 64 x 32
+    m, n, k = 130, 72, 40  # rows of 16-byte multiples, no size a tile multiple
+    rng = np.random.default_rng(2)
+    (a, av), (b, bv) = _operand(rng, (m, k), "bf16"), _operand(rng, (k, n), "bf16")
+    c = np.zeros((m, n), np.float32)
+    aligned.run("matmul_bf16_aligned", "sm_80", (cdiv(m, 128), cdiv(n, 64), 1), arr(a) + arr(b) + arr(c))
+    want = av @ bv
+    np.testing.assert_allclose(c, want, atol=1e-4 * np.abs(want).max(), rtol=0)
+
+
+def _export_from(kset: KernelSet, name: str) -> str:
+    import os
+
+    path = os.path.join(kset._dir, f"{name}.tileirbc")
+    if not os.path.exists(path):
+        kernel, params = kset.table[name]
+        ck.export_spec(kernel, params, name, path)
+    return path
