@@ -38,32 +38,34 @@ DEFAULT_SMS = ["sm_80", "sm_90a", "sm_100a"]
 OUT = os.path.join(ROOT, "bench", "results", "fuzz")
 
 
-def _check(seed: int, sms: list[str], work: str, use_tileiras: bool) -> runner.ProgramResult:
+def _check(seed: int, sms: list[str], work: str, use_tileiras: bool, template: str | None = None) \
+        -> runner.ProgramResult:
     d = os.path.join(work, str(seed))
     try:
-        return runner.check_program(seed, sms, d, use_tileiras)
+        return runner.check_program(seed, sms, d, use_tileiras, template=template)
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
 
 def _repro(seed: int, sm: str, outcome: runner.Outcome, out: str, run_seed: int, index: int, work: str,
-           minimise: bool) -> str:
+           minimise: bool, template: str | None = None) -> str:
     d = os.path.join(work, f"repro-{seed}-{sm}")
     try:
-        return runner.write_reproducer(seed, sm, outcome, out, run_seed, index, d, minimise)
+        return runner.write_reproducer(seed, sm, outcome, out, run_seed, index, d, minimise, template)
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
 
 def run(n: int, seed: int, sms: list[str], jobs: int, use_tileiras: bool = True, minimise: bool = True,
-        out: str = OUT, repro_per_class: int = 2, log=print) -> dict:
-    """Check programs ``seed .. seed + n - 1``; returns the summary (also what is printed)."""
+        out: str = OUT, repro_per_class: int = 2, log=print, template: str | None = None) -> dict:
+    """Check programs ``seed .. seed + n - 1`` (all of ``template`` when given); returns the summary (also
+    what is printed)."""
     work = tempfile.mkdtemp(prefix="fuzz-programs-")
     t0 = time.monotonic()
     results: list[runner.ProgramResult] = []
     try:
         with ProcessPoolExecutor(max_workers=jobs, initializer=runner.warm_up, initargs=(sms,)) as pool:
-            futs = [pool.submit(_check, seed + i, sms, work, use_tileiras) for i in range(n)]
+            futs = [pool.submit(_check, seed + i, sms, work, use_tileiras, template) for i in range(n)]
             for f in as_completed(futs):
                 results.append(f.result())
         results.sort(key=lambda r: r.seed)
@@ -83,7 +85,7 @@ def run(n: int, seed: int, sms: list[str], jobs: int, use_tileiras: bool = True,
                     if items[0][2].status in ("export_failed", "model_error"):
                         continue
                     for s, sm, o in items[:repro_per_class]:
-                        futs[pool.submit(_repro, s, sm, o, out, seed, s - seed, work, minimise)] = key
+                        futs[pool.submit(_repro, s, sm, o, out, seed, s - seed, work, minimise, template)] = key
                 for f in as_completed(futs):
                     repro.setdefault(futs[f], []).append(os.path.relpath(f.result(), ROOT))
     finally:
@@ -182,6 +184,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repro-per-class", type=int, default=2, help="reproducers per failure class (default 2)")
     ap.add_argument("--out", default=OUT, help="reproducer / summary folder (default bench/results/fuzz)")
     ap.add_argument("--replay", metavar="KERNEL_PY", help="run a written program (a reproducer's kernel.py)")
+    ap.add_argument("--template", help="draw every program from this template (tiles, loop, mma, attn, ...)")
     a = ap.parse_args(argv)
     sms = [s for g in (a.gpu_name or [",".join(DEFAULT_SMS)]) for s in g.split(",") if s]
     if a.replay:
@@ -190,7 +193,8 @@ def main(argv=None) -> int:
             print(f"{sm}: {o.status}{' ' + o.message.strip() if o.message.strip() else ''}")
             bad += o.status in runner.FAILURES
         return 1 if bad else 0
-    run(a.n, a.seed, sms, a.jobs, not a.no_tileiras, not a.no_minimise, a.out, a.repro_per_class)
+    run(a.n, a.seed, sms, a.jobs, not a.no_tileiras, not a.no_minimise, a.out, a.repro_per_class,
+        template=a.template)
     return 0
 
 

@@ -355,10 +355,11 @@ def _same(a: Outcome, b: Outcome) -> bool:
     return a.status == "mismatched" or normalize(a.message) == normalize(b.message)
 
 
-def minimise(seed: int, sm: str, failure: Outcome, workdir: str, budget_s: float = 120.0):
+def minimise(seed: int, sm: str, failure: Outcome, workdir: str, budget_s: float = 120.0,
+             template: str | None = None):
     """Remove statements (outright, else replaced by their bypass ``v3 = v2``) and shrink the
     extents while the program still fails the same way on ``sm``; returns (program, edits, extents)."""
-    p = generate(seed)
+    p = generate(seed, template=template)
     edits = Edits()
     extents = list(p.extents)
     t0 = time.monotonic()
@@ -393,13 +394,13 @@ def minimise(seed: int, sm: str, failure: Outcome, workdir: str, budget_s: float
 
 
 def write_reproducer(seed: int, sm: str, outcome: Outcome, outdir: str, run_seed: int, index: int,
-                     workdir: str, do_minimise: bool = True) -> str:
+                     workdir: str, do_minimise: bool = True, template: str | None = None) -> str:
     """Minimise and write ``<outdir>/<sm>-<run_seed>-<index>/``: kernel.py (the minimised program),
     original.py, kernel.tileirbc, inputs.npz (first signature) and README (how to rerun)."""
     if do_minimise:
-        p, edits, extents = minimise(seed, sm, outcome, os.path.join(workdir, "min"))
+        p, edits, extents = minimise(seed, sm, outcome, os.path.join(workdir, "min"), template=template)
     else:
-        p, edits, extents = generate(seed), Edits(), None
+        p, edits, extents = generate(seed, template=template), Edits(), None
     d = os.path.join(outdir, f"{sm}-{run_seed}-{index}")
     os.makedirs(d, exist_ok=True)
     src, bc, _ = prepare(p, d, edits, extents, tag="kernel")
