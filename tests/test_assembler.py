@@ -175,6 +175,15 @@ def test_cli_with_each_assembler(tmp_path):
         assert proc.returncode == 0, proc.stderr
         sizes[which] = len(out.read_bytes())
     assert sizes["ptxas"] != sizes["nvjitlink"]  # the linked cubin has more sections
+    # --option assembler=... overrides the environment
+    out = tmp_path / "opt.cubin"
+    proc = run_cli("compile", VADD, "--gpu-name", "sm_90a", "-o", str(out), "--option", "assembler=nvjitlink",
+                   "--no-cache", env={assembler.ENV: "ptxas"})
+    assert proc.returncode == 0, proc.stderr
+    assert len(out.read_bytes()) == sizes["nvjitlink"]
+    proc = run_cli("compile", VADD, "--gpu-name", "sm_90a", "-o", str(out), "--option", "assembler=bogus", "--no-cache")
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == "error: unknown assembler 'bogus': expected one of ptxas, nvjitlink, auto"
 
 
 @needs_corpus

@@ -1,6 +1,7 @@
 """PTX -> cubin: ``ptxas`` (a process) or nvJitLink (in-process, through ctypes).
 
-Which one assembles is chosen by ``$TILECORE_ASSEMBLER``:
+Which one assembles is chosen by ``tilecore compile --option assembler=...``, else by
+``$TILECORE_ASSEMBLER``:
 
 * ``ptxas`` (the default): the ``ptxas`` of the ``nvidia-cuda-nvcc`` wheel (or ``$TILECORE_PTXAS``,
   or the one on ``PATH``), whole-program compilation, one process per kernel;

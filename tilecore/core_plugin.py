@@ -107,7 +107,9 @@ def serialize(ctx) -> None:
 
         ctx.artifacts["llvm"] = module_to_llvm_ir(ctx.module)
         return
-    if opts.emit == "cubin" and select(ctx.target.ptx_version) == "nvjitlink":
+    # --option assembler=ptxas|nvjitlink|auto overrides $TILECORE_ASSEMBLER (tilecore.assembler)
+    choice = (opts.extra or {}).get("assembler") or None
+    if opts.emit == "cubin" and select(ctx.target.ptx_version, choice) == "nvjitlink":
         # nvJitLink runs in-process: in the back end's forked child (see module_to_ptx_and_cubin)
         nvjitlink()  # loaded once per process, before the fork
         ptx, cubins = module_to_ptx_and_cubin(ctx.module, lambda name, text: ptx_to_cubin(
