@@ -90,7 +90,8 @@ def copy_request(op, threads: int) -> CopyRequest | None:
                        memory_order(op)[0] is None, steps)
 
 
-def _signed(op, name: str) -> bool:
+def signed(op, name: str) -> bool:
+    """Whether a dot's ``signedness_lhs`` / ``signedness_rhs`` operand is signed (the default)."""
     return name not in op.attributes or "unsigned" not in str(op.attributes[name])
 
 
@@ -102,7 +103,7 @@ def mma_request(op, threads: int, target) -> MmaRequest:
     m, k = ir.RankedTensorType(lhs.type).shape
     n = ir.RankedTensorType(rhs.type).shape[1]
     return MmaRequest(m, n, k, element_name(lhs.type), element_name(rhs.type), element_name(acc.type),
-                      _signed(op, "signedness_lhs"), _signed(op, "signedness_rhs"), threads=threads,
+                      signed(op, "signedness_lhs"), signed(op, "signedness_rhs"), threads=threads,
                       cc=target.cc if target is not None else 80)
 
 

@@ -25,11 +25,12 @@ from tilecore.errors import LoweringError
 from tilecore.mlir import ir
 
 from ..atoms.mma import ROW_PAD_BYTES, SmemOperand, fma_atom, is_tensor_core
+from ..atoms.select import mma_request, signed
 from ..layout.fragment import fragment
 from . import narrow_float
 from .codegen import create, elem_bytes
 from .exchange import write
-from .fragments import fragment_coords, is_fragment, to_blocked, to_fragment
+from .fragments import is_fragment, store_fragment, to_blocked, to_fragment
 from .memory import as_tile
 from .values import TileV
 
@@ -47,12 +48,6 @@ def _widen(cg, v, elem: str, acc_type, signed: bool):
     if isinstance(acc_type, ir.FloatType):
         return cg.op("arith.extf", v, ty=acc_type)
     return cg.op("arith.extsi" if signed else "arith.extui", v, ty=acc_type)
-
-
-def _signed(op, name: str) -> bool:
-    if name not in op.attributes:
-        return True
-    return "unsigned" not in str(op.attributes[name])
 
 
 def _atom_of(cg, op):
@@ -80,8 +75,6 @@ def dot(op, rb):
     atom = _atom_of(cg, op)
     frag = fragment(m, n, cg.threads) if is_tensor_core(atom) else None
     if frag is not None:
-        from ..atoms.select import mma_request
-
         lhs, rhs = rb.get(lhs_v), rb.get(rhs_v)
         piped = isinstance(lhs, SmemOperand) and isinstance(rhs, SmemOperand)  # a pipelined K loop's stage
         if not piped:
@@ -135,7 +128,7 @@ def dot_fma(cg, op, elems, lhs, rhs, acc, offs, m, n, k_dim, scales: _Scales | N
     """The CUDA-core atom's lowering: the accumulator registers (blocked) after the K loop."""
     acc_type = acc.regs[0].type
     a_type, b_type = lhs.regs[0].type, rhs.regs[0].type
-    a_signed, b_signed = _signed(op, "signedness_lhs"), _signed(op, "signedness_rhs")
+    a_signed, b_signed = signed(op, "signedness_lhs"), signed(op, "signedness_rhs")
     lay = acc.layout
     # (row, column) of every accumulator register; registers past the tile read element 0
     rows_cols = []
@@ -189,9 +182,7 @@ def dot_fma(cg, op, elems, lhs, rhs, acc, offs, m, n, k_dim, scales: _Scales | N
 def _write_operand(cg, tile: TileV, at: int, pitch: int) -> None:
     """Store ``tile`` row-major with ``pitch`` elements per row at byte ``at`` of the scratch buffer."""
     if is_fragment(tile):
-        for k, v in enumerate(tile.regs):
-            row, col = fragment_coords(cg, tile.layout, k)
-            cg.smem_store(at, cg.op("arith.addi", cg.op("arith.muli", row, cg.c32(pitch)), col), v)
+        store_fragment(cg, tile, at, pitch)
         return
     lay = tile.layout
     pad = pitch - tile.shape[-1]

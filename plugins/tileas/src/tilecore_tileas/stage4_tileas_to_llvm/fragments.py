@@ -39,16 +39,20 @@ def fragment_coords(cg, frag: Fragment, k: int):
             cg.op("arith.addi", col0, cg.c32(dc)) if dc else col0)
 
 
+def store_fragment(cg, tile: TileV, at: int, pitch: int) -> None:
+    """Store a fragment tile row-major (``pitch`` elements per row) at byte ``at`` of the scratch buffer."""
+    for k, v in enumerate(tile.regs):
+        row, col = fragment_coords(cg, tile.layout, k)
+        cg.smem_store(at, cg.op("arith.addi", cg.op("arith.muli", row, cg.c32(pitch)), col), v)
+
+
 def to_blocked(cg, tile: TileV) -> TileV:
     """``tile`` (a fragment) in the blocked layout of its shape."""
     lay = cg.layout(tile.shape)
     one = _uniform(tile)
     if one is not None:
         return TileV(lay, [one] * lay.regs)
-    n = tile.shape[1]
-    for k, v in enumerate(tile.regs):
-        row, col = fragment_coords(cg, tile.layout, k)
-        cg.smem_store(0, cg.op("arith.addi", cg.op("arith.muli", row, cg.c32(n)), col), v)
+    store_fragment(cg, tile, 0, tile.shape[1])
     cg.reserve(tile.layout.n * elem_bytes(cg.storage_type(tile.regs[0].type)))
     cg.barrier()
     el = tile.regs[0].type

@@ -30,18 +30,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilecore.mlir import dialects, ir
-from tilecore.mma import G2S_INTERFACE, SmemOperand
+from tilecore.mma import G2S_INTERFACE, ROW_PAD_BYTES, SMEM_BUDGET, SmemOperand
 
 from ..atoms import default_atom
 from ..atoms.mma import is_tensor_core
+from ..stage1_cuda_tile_to_tileaa.common import resize_int
 from ..stage4_tileas_to_llvm.memory import memory_order, memref_type_parts, view_type_parts
 from .codegen import create
 from .fragments import dot_fragment, preferred_layout
 
 PIPELINE_OPTION = "tileas.pipeline"  # --option tileas.pipeline=off: K loops stay un-pipelined
-SMEM_BUDGET = 48 * 1024
-MAX_STAGES = 3
-ROW_PAD_BYTES = 16
+MAX_STAGES = 3  # cuTile 1.7 has no stage-count hint (only a load's latency hint)
 
 
 @dataclass
@@ -226,7 +225,7 @@ def _issue(cg, rb, plan_: Plan, stage_base, iv_old, iv_new) -> None:
         view = _view(rb, p)
         acc = TiledAccess(cg, view, _indices(rb, plan_, p, iv_old, iv_new), None, p.load)
         chunks = p.rows * (p.cols * p.elem_bytes // 16)
-        shape = [_resize(cg, s, acc.index) for s in view.memref.shape]
+        shape = [resize_int(s, acc.index) for s in view.memref.shape]
         for rep in range(-(-chunks // cg.threads)):
             cid = cg.op("arith.addi", cg.tid, cg.c32(rep * cg.threads)) if rep else cg.tid
             args = (cg, plan_.atom, p, acc, shape, cid, stage_base)
@@ -245,13 +244,13 @@ def _copy_chunk(cg, atom, p: PipedLoad, acc, shape, cid, stage_base) -> None:
     per_row = p.cols // vec
     row = cg.op("arith.divui", cid, cg.c32(per_row))
     col = cg.op("arith.muli", cg.op("arith.remui", cid, cg.c32(per_row)), cg.c32(vec))
-    g = [cg.op("arith.addi", acc.origin[0], _resize(cg, row, idx_t)),
-         cg.op("arith.addi", acc.origin[1], _resize(cg, col, idx_t))]
+    g = [cg.op("arith.addi", acc.origin[0], resize_int(row, idx_t)),
+         cg.op("arith.addi", acc.origin[1], resize_int(col, idx_t))]
     inside = cg.and_(cg.cmpi(6, g[0], shape[0]), cg.cmpi(6, g[1], shape[1]))
     left = cg.op("arith.subi", shape[1], g[1])
     vec_c = cg.const(idx_t, vec)
     n = cg.select(inside, cg.select(cg.cmpi(6, left, vec_c), left, vec_c), cg.const(idx_t, 0))
-    nbytes = cg.op("arith.muli", _resize(cg, n, cg.i32), cg.c32(p.elem_bytes))
+    nbytes = cg.op("arith.muli", resize_int(n, cg.i32), cg.c32(p.elem_bytes))
     src = acc.address([cg.select(inside, c, cg.const(idx_t, 0)) for c in g])
     dst_index = cg.op("arith.addi", cg.op("arith.muli", row, cg.c32(p.pitch)), col)
     dst_bytes = cg.op("arith.addi", cg.op("arith.muli", dst_index, cg.c32(p.elem_bytes)), stage_base)
@@ -268,12 +267,6 @@ def _view(rb, p: PipedLoad):
 
     v = p.load.operands[0]
     return rb.map[v] if v in rb.map else view(v.owner, rb)[0]
-
-
-def _resize(cg, v, ty):
-    from ..stage1_cuda_tile_to_tileaa.common import resize_int
-
-    return resize_int(v, ty)
 
 
 def alignment_check(cg, rb, plan_: Plan):
@@ -314,7 +307,7 @@ def pipelined_for(op, rb, plan_: Plan, lb, ub, step, inits, body_into) -> list:
         return cg.op("arith.muli", stage, cg.c32(plan_.stage_bytes))
 
     def ahead(iv, n):
-        return cg.op("arith.addi", iv, cg.op("arith.muli", step, _resize(cg, cg.c32(n), step.type))) if n else iv
+        return cg.op("arith.addi", iv, cg.op("arith.muli", step, resize_int(cg.c32(n), step.type))) if n else iv
 
     def issue_if(iv_new, stage):
         cg.if_(cg.cmpi(2, iv_new, ub), lambda: (_issue(cg, rb, plan_, stage_base(stage), iv_old, iv_new), [])[1])
