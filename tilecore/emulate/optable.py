@@ -41,6 +41,7 @@ from . import context as C
 from . import memcheck, prelude
 from .libcalls import F8_FORMATS
 from .memcheck import ATOMIC, LOAD, STORE
+from .runtime import MBAR_OPS
 from .warp import WARP_NAMES, opcode
 
 
@@ -389,16 +390,140 @@ def cp_async_exit(rw, func) -> None:
             rw.call("__emu_cp_async", [rw.const(CP_ASYNC_EXIT), z64, z64, rw.const(0), rw.const(0)], None)
 
 
+# ---------------------------------------------------------------- mbarrier
+# PTX ISA, "Parallel Synchronization and Communication Instructions: mbarrier" (sm_80+; expect-tx /
+# complete-tx / try_wait sm_90): an 8-byte, 8-byte aligned object in shared memory with a phase, an
+# expected and a pending arrival count and a tx-count ("Contents of the mbarrier object"); the current
+# phase completes when the pending count and the tx-count are both zero ("Phase Completion of the
+# mbarrier object"), which reloads the pending count with the expected count and starts the next phase.
+# The emulator keeps the objects in :class:`.runtime.DeviceRuntime` keyed by address (the 8 bytes
+# themselves are not written; with bounds checks they must lie in shared memory, 8-byte aligned); see
+# :meth:`.runtime.DeviceRuntime.mbarrier`. Blocking waits (try_wait, try_wait.parity) suspend the host
+# thread and count for deadlock detection; test.wait never blocks (a thread polling it is not seen as
+# waiting: a poll loop that can never succeed hangs, as on the GPU).
+def _mbar_call(op, rw, what: str, value=None, pred=None, result: str | None = None):
+    """A call of ``__emu_mbarrier`` (through a helper that checks the object's 8 bytes) for op ``what``
+    (:data:`.runtime.MBAR_OPS`) with ``value`` (i32 / i64 operand, or None: 1 for arrive-likes) and the
+    optional i1 ``pred``; ``result``: None, ``i64`` (the state) or ``i1``."""
+    ptr = op.operands[0]
+    pt = str(ptr.type)
+    space = memcheck.space_of(pt)
+    if space not in (0, 3, 7) or (value is not None and str(value.type) not in ("i32", "i64")) \
+            or (pred is not None and str(pred.type) != "i1"):
+        rw.unknown(op)
+    vt = str(value.type) if value is not None else ""
+    sym = f"__emu_mbar_as{space}_{vt or 'one'}{'_p' if pred is not None else ''}_{result or 'void'}" \
+          f"{'_chk' if rw.check_bounds else ''}"
+    params = f"%ctx: !llvm.ptr, %p: {pt}, %what: i32" + (f", %v: {vt}" if vt else "") + \
+        (", %pred: i1" if pred is not None else "") + ", %site: i32"
+    body = ["%e8 = llvm.mlir.constant(8 : i64) : i64"]
+    if rw.check_bounds:
+        body.append(_check_call(rw, space, "%p", "%e8", "%e8", ATOMIC, "%site", "%q"))
+    else:
+        body.append(f"%q = llvm.bitcast %p : {pt} to {pt}")
+    body.append(f"%a = llvm.ptrtoint %q : {pt} to i64")
+    body.append({"i32": "%v64 = llvm.zext %v : i32 to i64", "i64": "%v64 = llvm.bitcast %v : i64 to i64",
+                 "": "%v64 = llvm.mlir.constant(1 : i64) : i64"}[vt])
+    body.append("%p32 = llvm.zext %pred : i1 to i32" if pred is not None else "%p32 = llvm.mlir.constant(1 : i32) : i32")
+    body.append("%x = llvm.call @__emu_mbarrier(%ctx, %what, %a, %v64, %p32) : (!llvm.ptr, i32, i64, i64, i32) -> i64")
+    if result == "i64":
+        body.append("%r = llvm.bitcast %x : i64 to i64")
+    elif result == "i1":
+        body.append("%r = llvm.trunc %x : i64 to i1")
+    rw.define(sym, params, "\n".join(body), result or "void")
+    args = [ptr, rw.const(MBAR_OPS.index(what))] + ([value] if value is not None else []) + \
+        ([pred] if pred is not None else []) + [rw.const(rw.site())]
+    r = rw.call(sym, args, result, can_abort=True)
+    return [r] if result else []
+
+
+def _mbar_init(op, rw):
+    """``nvvm.mbarrier.init %addr, %count[, %predicate]`` (PTX ISA "mbarrier.init"): phase 0, expected and
+    pending count = count (in [1, 2^20 - 1], else the launch fails), tx-count 0."""
+    return _mbar_call(op, rw, "init", op.operands[1], op.operands[2] if len(op.operands) > 2 else None)
+
+
+def _mbar_arrive(what: str):
+    def rewrite(op, rw):
+        """``nvvm.mbarrier.arrive`` / ``arrive_drop`` ``%addr[, %count] [-> i64]`` and the ``.nocomplete``
+        forms ``%addr, %count -> i64`` (PTX ISA "mbarrier.arrive", "mbarrier.arrive_drop"): the pending
+        count drops by count (default 1; arrive_drop also the expected count); the result, the state, is the
+        number of the phase the arrive happened in (for ``test.wait`` / ``try_wait`` with an i64 state).
+        More arrivals than pending, or a ``.nocomplete`` arrive that would complete the phase, fail the
+        launch (undefined in PTX). ``scope`` / ``relaxed`` change nothing here (one CTA per cluster; the
+        runtime's lock orders memory)."""
+        if "nocomplete" in what and len(op.operands) != 2:
+            rw.unknown(op)
+        count = op.operands[1] if len(op.operands) > 1 else None
+        return _mbar_call(op, rw, what, count, None, "i64" if len(op.results) else None)
+    return rewrite
+
+
+def _mbar_expect_tx(op, rw):
+    """``nvvm.mbarrier.arrive.expect_tx %addr, %txcount[, %predicate] [-> i64]`` (PTX ISA
+    "mbarrier.expect_tx", "mbarrier.arrive"): tx-count += txcount, then an arrive (count 1)."""
+    pred = op.operands[2] if len(op.operands) > 2 else None
+    return _mbar_call(op, rw, "arrive.expect_tx", op.operands[1], pred, "i64" if len(op.results) else None)
+
+
+def _mbar_tx(what: str):
+    def rewrite(op, rw):
+        """``nvvm.mbarrier.expect_tx`` / ``complete_tx %addr, %txcount`` (PTX ISA "mbarrier.expect_tx",
+        "mbarrier.complete_tx"): tx-count up / down by txcount (range [-(2^20 - 1), 2^20 - 1]); complete_tx
+        may complete the phase."""
+        return _mbar_call(op, rw, what, op.operands[1])
+    return rewrite
+
+
+def _mbar_wait(blocking: bool):
+    def rewrite(op, rw):
+        """``nvvm.mbarrier.test.wait %addr, %state : i64 -> i1`` / ``%addr, %parity : i32 -> i1`` and
+        ``nvvm.mbarrier.try_wait`` (same operands, optional ticks) (PTX ISA "mbarrier.test_wait /
+        mbarrier.try_wait"): true when the phase given by the state has completed, or (parity P) when the
+        phase with parity P has completed, i.e. the current phase's parity is not P. test.wait answers at
+        once; try_wait waits until true (the GPU may return false after a time limit; a wait that could only
+        time out, because every running thread of the CTA waits, fails the launch as a deadlock)."""
+        val = op.operands[1]
+        kind = "state" if str(val.type) == "i64" else "parity"
+        return _mbar_call(op, rw, f"{'try_wait' if blocking else 'test.wait'}.{kind}", val, None, "i1")
+    return rewrite
+
+
+def _mbar_try_wait_parity(op, rw):
+    """``nvvm.mbarrier.try_wait.parity %addr, %phase, %ticks`` (MLIR: a loop around PTX
+    ``mbarrier.try_wait.parity`` until it succeeds): waits until the phase with parity ``phase`` completed
+    (deadlock detection as for try_wait)."""
+    return _mbar_call(op, rw, "try_wait.parity", op.operands[1])
+
+
+def _mbar_inval(op, rw):
+    """``nvvm.mbarrier.inval %addr`` (PTX ISA "mbarrier.inval"): the object is gone; a later use before a new
+    init fails the launch, as does inval while threads wait on it."""
+    return _mbar_call(op, rw, "inval", rw.const(0))
+
+
+def _cp_async_mbarrier_arrive(op, rw):
+    """``nvvm.cp.async.mbarrier.arrive %addr {noinc = true|false}`` (PTX ISA "cp.async.mbarrier.arrive"): an
+    arrive-on triggered when all the thread's prior cp.async copies complete. The emulator lands those copies
+    now (all of them, committed or not) and arrives at once; without ``.noinc`` the pending count is first
+    raised by one, so the net count does not change."""
+    noinc = "noinc" in op.attributes and ir.BoolAttr(op.attributes["noinc"]).value
+    rw.uses_cp_async = True
+    return _mbar_call(op, rw, "cp.async.arrive", rw.const(int(noinc)))
+
+
 # ---------------------------------------------------------------- inline PTX
 @dataclass
 class AsmRow:
     """An inline PTX string the emulator recognises: ``pattern`` (matched against the asm string with
     runs of white space made one blank, leading / trailing white space dropped), the exact constraint
-    string, the operand and result types, and the rewrite ``(op, rw, match) -> values``."""
+    string, the operand and result types, and the rewrite ``(op, rw, match) -> values``. Where the
+    constraints or operand types vary (``n`` for an operand MLIR knows to be constant, ``r`` else), they
+    are patterns matched against the constraint string / the operand types joined by ``", "``."""
 
     pattern: re.Pattern
-    constraints: str
-    operand_types: tuple[str, ...]
+    constraints: str | re.Pattern
+    operand_types: tuple[str, ...] | re.Pattern
     result_type: str
     rewrite: Callable
     collective: bool = False
@@ -417,6 +542,11 @@ INLINE_ASM: list[AsmRow] = [
                       r"\{\$10, ?\$11, ?\$12, ?\$13\};"),
            "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", ("i32",) * 6 + ("f32",) * 4, "!llvm.struct<(f32, f32, f32, f32)>",
            _asm_mma_f8, collective=True),
+    # nvvm.mbarrier.try_wait.parity after MLIR's convert-nvvm-to-llvm (a PTX loop around try_wait.parity)
+    AsmRow(re.compile(r"\{ \.reg \.pred P1; LAB_WAIT: mbarrier\.try_wait\.parity(\.shared)?\.b64 P1, \[\$0\], \$1, \$2; "
+                      r"@P1 bra\.uni DONE; bra\.uni LAB_WAIT; DONE: \}"),
+           re.compile(r"[rl],[rn],[rn]"), re.compile(r"!llvm\.ptr(<3>)?, i32, i32"), "",
+           lambda op, rw, m: _mbar_try_wait_parity(op, rw), collective=True),
 ]
 
 
@@ -428,7 +558,13 @@ def inline_asm(op):
     res = str(op.results[0].type) if len(op.results) else ""
     for r in INLINE_ASM:
         m = r.pattern.fullmatch(asm)
-        if m and constraints == r.constraints and types == r.operand_types and res == r.result_type:
+        if not m or (r.result_type != res if isinstance(r.result_type, str) else not r.result_type.fullmatch(res)):
+            continue
+        cons_ok = constraints == r.constraints if isinstance(r.constraints, str) else \
+            r.constraints.fullmatch(constraints)
+        types_ok = types == r.operand_types if isinstance(r.operand_types, tuple) else \
+            r.operand_types.fullmatch(", ".join(types))
+        if cons_ok and types_ok:
             return r, m
     return None
 
@@ -561,6 +697,20 @@ NVVM_OPS: dict[str, OpRow] = {
     "nvvm.fence.proxy": OpRow(_fence), "nvvm.fence.proxy.acquire": OpRow(_fence),
     "nvvm.fence.proxy.release": OpRow(_fence),
     "nvvm.griddepcontrol": OpRow(_griddepcontrol),
+    "nvvm.mbarrier.init": OpRow(_mbar_init, collective=True),
+    "nvvm.mbarrier.arrive": OpRow(_mbar_arrive("arrive"), collective=True),
+    "nvvm.mbarrier.arrive_drop": OpRow(_mbar_arrive("arrive_drop"), collective=True),
+    "nvvm.mbarrier.arrive.nocomplete": OpRow(_mbar_arrive("arrive.nocomplete"), collective=True),
+    "nvvm.mbarrier.arrive_drop.nocomplete": OpRow(_mbar_arrive("arrive_drop.nocomplete"), collective=True),
+    "nvvm.mbarrier.arrive.expect_tx": OpRow(_mbar_expect_tx, collective=True),
+    "nvvm.mbarrier.expect_tx": OpRow(_mbar_tx("expect_tx"), collective=True),
+    "nvvm.mbarrier.complete_tx": OpRow(_mbar_tx("complete_tx"), collective=True),
+    "nvvm.mbarrier.test.wait": OpRow(_mbar_wait(False), collective=True),
+    "nvvm.mbarrier.try_wait": OpRow(_mbar_wait(True), collective=True),
+    "nvvm.mbarrier.try_wait.parity": OpRow(_mbar_try_wait_parity, collective=True),
+    "nvvm.mbarrier.inval": OpRow(_mbar_inval, collective=True),
+    "nvvm.cp.async.mbarrier.arrive": OpRow(_cp_async_mbarrier_arrive, collective=True),
+    "nvvm.fence.mbarrier.init": OpRow(_fence),
 }
 
 
@@ -629,6 +779,7 @@ RUNTIME_SYMBOLS: dict[str, str] = {
     "__emu_cta_done": "(!llvm.ptr) -> ()",
     "__emu_fault": "(!llvm.ptr, i64, i64, i64, i32, i32, i32) -> ()",
     "__emu_cp_async": "(!llvm.ptr, i32, i64, i64, i32, i32) -> ()",
+    "__emu_mbarrier": "(!llvm.ptr, i32, i64, i64, i32) -> i64",
 }
 
 # memory ops checked against the buffers their address space may touch (:mod:`.memcheck`):

@@ -27,6 +27,11 @@ from .warp import WARP_NAMES, WARP_OPS
 
 _ALL = 0xFFFFFFFF
 
+# mbarrier operations: the ``what`` operand of ``__emu_mbarrier`` is the index (see optable)
+MBAR_OPS = ("init", "arrive", "arrive_drop", "arrive.nocomplete", "arrive_drop.nocomplete", "expect_tx",
+            "complete_tx", "arrive.expect_tx", "test.wait.state", "test.wait.parity", "try_wait.state",
+            "try_wait.parity", "inval", "cp.async.arrive")
+
 
 class _BadPointer(TilecoreError):
     """A pointer printf / assert hands the emulator points outside every buffer."""
@@ -40,6 +45,33 @@ class _Barrier:
         self.preds: list[int] = []
         self.gen = 0
         self.results: dict[int, int] = {}
+
+
+class _MBarrier:
+    """An mbarrier object (PTX ISA, "Parallel Synchronization and Communication Instructions: mbarrier",
+    "Contents of the mbarrier object"): the phase (here the number of completed phases; its parity is the
+    phase bit), the expected and pending arrival counts and the tx-count."""
+
+    def __init__(self, count: int):
+        self.expected = self.pending = count
+        self.tx = 0
+        self.phase = 0
+        self.waiting = 0  # threads blocked in a wait on it
+
+
+class _WgmmaState:
+    """The wgmma.mma_async ops of one warpgroup not yet retired by a wgmma.wait_group: ``open`` the ops since
+    the last commit, ``groups[i]`` those of the warpgroup's i-th commit_group; each op is the list of
+    ``(address, bytes read)`` of its shared-memory operands. ``fenced``: threads that executed a
+    wgmma.fence (a thread's first wgmma.mma_async needs one)."""
+
+    def __init__(self):
+        self.open: list = []
+        self.groups: list = []
+        self.checked = 0  # groups[:checked] are retired and checked
+        self.commits: dict[int, int] = {}  # thread -> its commit_group count
+        self.fenced: set[int] = set()
+        self.issued: set[int] = set()
 
 
 class _WarpSlot:
@@ -74,6 +106,9 @@ class DeviceRuntime:
         self.blocked = 0
         self.barriers: dict[int, _Barrier] = {}
         self.slots: dict[tuple, _WarpSlot] = {}
+        self.mbarriers: dict[int, _MBarrier] = {}  # shared-memory address -> object (one CTA's)
+        self.wg_slots: dict[int, _WarpSlot] = {}  # warpgroup -> threads gathered for a wgmma.mma_async
+        self.wgmma: dict[int, _WgmmaState] = {}  # warpgroup -> its issued / committed wgmma.mma_async ops
         self.done = 0
 
     # ---- helpers
@@ -102,6 +137,11 @@ class DeviceRuntime:
                      for i, b in self.barriers.items() if b.arrived]
             waits += [f"'{WARP_NAMES[s.code]}' in warp {w} (lanes {sorted(s.lanes)} of mask {m:#010x})"
                       for (w, m), s in self.slots.items()]
+            waits += [f"mbarrier at shared address {a & 0x3FFFF:#x} (phase {b.phase}: {b.expected - b.pending} of "
+                      f"{b.expected} arrivals, tx-count {b.tx}; {b.waiting} waiting)"
+                      for a, b in self.mbarriers.items() if b.waiting]
+            waits += [f"wgmma.mma_async in warpgroup {g} (threads {sorted(s.lanes)})"
+                      for g, s in self.wg_slots.items()]
             self.fail(TilecoreError(f"deadlock: all {self.live} running threads of the CTA wait: "
                                     + "; ".join(waits)))
 
@@ -189,6 +229,109 @@ class DeviceRuntime:
             del self.slots[(w, mask)]
             self.blocked -= slot.waiting
             self.warp_conds[w].notify_all()
+
+    # ---- mbarrier (PTX ISA, "Parallel Synchronization and Communication Instructions: mbarrier")
+    def _mb_get(self, ctx, addr: int, name: str):
+        mb = self.mbarriers.get(addr)
+        if mb is None:
+            self.fail(TilecoreError(f"'{name}' on shared address {addr & 0x3FFFF:#x}, which holds no mbarrier object "
+                                    f"(mbarrier.init missing, or after mbarrier.inval) ({self._where(ctx)})"))
+            self._aborted(ctx)
+        return mb
+
+    def _mb_complete_if_done(self, mb: _MBarrier) -> None:
+        """"Phase completion of the mbarrier object": pending arrivals and tx-count both zero -> the phase
+        completes, the pending count is reloaded from the expected count, waiting threads resume."""
+        if mb.pending == 0 and mb.tx == 0:
+            mb.phase += 1
+            mb.pending = mb.expected
+            self.blocked -= mb.waiting
+            mb.waiting = 0
+            self.cta_cond.notify_all()
+
+    def _mb_arrive(self, ctx, mb: _MBarrier, count: int, drop: bool, complete: bool, name: str) -> int:
+        state = mb.phase
+        if drop:
+            mb.expected -= count
+        mb.pending -= count
+        if mb.pending < 0 or mb.expected < 0:
+            self.fail(TilecoreError(f"'{name}' by {count} on an mbarrier with {mb.pending + count} pending arrivals "
+                                    f"(more arrivals than its expected count; undefined in PTX) ({self._where(ctx)})"))
+            self._aborted(ctx)
+            return 0
+        if not complete and mb.pending == 0 and mb.tx == 0:
+            self.fail(TilecoreError(f"'{name}' completes the mbarrier's current phase (undefined in PTX for the "
+                                    f".nocomplete forms) ({self._where(ctx)})"))
+            self._aborted(ctx)
+            return 0
+        self._mb_complete_if_done(mb)
+        return state
+
+    def _mb_block(self, ctx, mb: _MBarrier, ready) -> int:
+        if ready():
+            return 1
+        mb.waiting += 1
+        return int(self._wait(self.cta_cond, ready, ctx))
+
+    def mbarrier(self, ctx, what, addr, value, pred):
+        """One mbarrier operation (``what``: :data:`MBAR_OPS` index) on the object at host address ``addr``;
+        ``value``: the count / tx-count / state / phase parity operand; ``pred`` 0: a predicated-off op."""
+        name = MBAR_OPS[what]
+        if not pred & 1:
+            return 0
+        with self.lock:
+            if self._aborted(ctx):
+                return 0
+            if name == "init":
+                if not 1 <= value <= (1 << 20) - 1:
+                    self.fail(TilecoreError(f"mbarrier.init with count {value}, outside [1, 2^20 - 1] "
+                                            f"({self._where(ctx)})"))
+                    self._aborted(ctx)
+                    return 0
+                self.mbarriers[addr] = _MBarrier(value)
+                return 0
+            mb = self._mb_get(ctx, addr, "mbarrier." + name)
+            if mb is None:
+                return 0
+            if name == "inval":
+                if mb.waiting:
+                    self.fail(TilecoreError(f"mbarrier.inval while {mb.waiting} threads wait on it ({self._where(ctx)})"))
+                    self._aborted(ctx)
+                    return 0
+                del self.mbarriers[addr]
+                return 0
+            value &= 0xFFFFFFFFFFFFFFFF
+            if name in ("arrive", "arrive_drop", "arrive.nocomplete", "arrive_drop.nocomplete"):
+                return self._mb_arrive(ctx, mb, value & 0xFFFFFFFF, "drop" in name, "nocomplete" not in name,
+                                       "mbarrier." + name)
+            if name in ("expect_tx", "complete_tx", "arrive.expect_tx"):
+                tx = value & 0xFFFFFFFF
+                mb.tx += -tx if name == "complete_tx" else tx
+                if abs(mb.tx) > (1 << 20) - 1:
+                    self.fail(TilecoreError(f"mbarrier.{name} takes the tx-count to {mb.tx}, outside "
+                                            f"[-(2^20 - 1), 2^20 - 1] ({self._where(ctx)})"))
+                    self._aborted(ctx)
+                    return 0
+                if name == "arrive.expect_tx":
+                    return self._mb_arrive(ctx, mb, 1, False, True, "mbarrier." + name)
+                self._mb_complete_if_done(mb)
+                return 0
+            if name == "cp.async.arrive":  # value 1: .noinc
+                self._land_thread_copies(C.slot(ctx, C.LINEAR_TID))
+                if value & 1:
+                    return self._mb_arrive(ctx, mb, 1, False, True, "cp.async.mbarrier.arrive.noinc")
+                return 0  # the pending count goes up by one and the copies' arrive takes it down again
+            # waits: a state (the phase number arrive returned) or a phase parity
+            if name.endswith("state"):
+                ready = lambda: mb.phase > value  # noqa: E731 - phase number `value` completed
+            else:
+                parity = value & 1
+                ready = lambda: (mb.phase & 1) != parity  # noqa: E731 - the phase with that parity completed
+            if name.startswith("test"):  # non-blocking: give other threads a moment when it is not ready
+                if not ready():
+                    self.cta_cond.wait(0.0005)
+                return int(ready())
+            return self._mb_block(ctx, mb, ready)
 
     # ---- end of a thread's CTA
     def cta_done(self, ctx):
@@ -286,6 +429,16 @@ class DeviceRuntime:
             while len(groups) > size:
                 self._land(groups.popleft())
 
+    def _land_thread_copies(self, t: int) -> None:
+        """Every cp.async the thread issued so far lands (for cp.async.mbarrier.arrive)."""
+        state = self.cp_async_pending.get(t)
+        if state is not None:
+            for group in state[1]:
+                self._land(group)
+            state[1].clear()
+            self._land(state[0])
+            state[0].clear()
+
     @staticmethod
     def _land(copies) -> None:
         for dst, src, size, n in copies:
@@ -310,6 +463,7 @@ CALLBACKS = {
     "__emu_cta_done": (ctypes.CFUNCTYPE(None, _P), "cta_done", None),
     "__emu_fault": (ctypes.CFUNCTYPE(None, _P, _I64, _I64, _I64, _I32, _I32, _I32), "fault", None),
     "__emu_cp_async": (ctypes.CFUNCTYPE(None, _P, _I32, _I64, _I64, _I32, _I32), "cp_async", None),
+    "__emu_mbarrier": (ctypes.CFUNCTYPE(_I64, _P, _I32, _I64, _I64, _I32), "mbarrier", 0),
 }
 
 
