@@ -140,11 +140,19 @@ def tileiras_parallel(b: Bench, pairs, jobs: int, out_dir: str) -> tuple[float, 
     return time.perf_counter() - t0, fails
 
 
+def batch_output(folder: str, pairs) -> str:
+    """``-o`` of a batch compile: the folder, or a file in it when there is one pair (no batch then)."""
+    if len(pairs) == 1:
+        k, sm = pairs[0]
+        return os.path.join(folder, f"{k.name}.{sm}.cubin")
+    return folder
+
+
 def batch(b: Bench, kernels, sms: list[str], n: int, jobs: int, cold_sum: float | None) -> dict:
     pairs = [(k, sm) for k in kernels for sm in sms]
     tc_dir, ti_dir = (tempfile.mkdtemp(prefix=p, dir=b.tmp) for p in ("batch-tc-", "batch-ti-"))
     tc_cmd = [*b.tilecore, "compile", *[k.path for k in kernels], "-j", str(jobs), "--gpu-name", ",".join(sms),
-              "-O3", "-o", tc_dir, "--no-cache"]
+              "-O3", "-o", batch_output(tc_dir, pairs), "--no-cache"]
     tc_times, ti_times, tc_error, ti_fails = [], [], None, []
     for rep in range(n + 1):  # the first round is a warm-up
         r = b.run(tc_cmd, b.cold_env)
@@ -178,7 +186,7 @@ def hits(b: Bench, kernels, sms: list[str], n: int, jobs: int) -> dict:
     env = {"TILECORE_CACHE_DIR": cache}
     fill_dir = tempfile.mkdtemp(prefix="fill-", dir=b.tmp)
     fill = b.run([*b.tilecore, "compile", *[k.path for k in kernels], "-j", str(jobs), "--gpu-name", ",".join(sms),
-                  "-O3", "-o", fill_dir], env)
+                  "-O3", "-o", batch_output(fill_dir, [(k, sm) for k in kernels for sm in sms])], env)
     out: dict = {"cache_dir_entries": sum(len(fs) for _, _, fs in os.walk(cache))}
     if fill.returncode != 0:
         out["fill_error"] = compare.first_error(fill)

@@ -52,7 +52,7 @@ def sass(cubin: bytes, tmp_path) -> list[str]:
     path.write_bytes(cubin)
     out = subprocess.run([CUOBJDUMP, "-sass", str(path)], capture_output=True, text=True, check=True).stdout
     return [re.sub(r"/\*[0-9a-fx ]*\*/", "", ln).strip() for ln in out.splitlines()
-            if re.match(r"^\s+/\*[0-9a-f]{4}\*/", ln)]
+            if re.match(r"^\s+/\*[0-9a-f]{4,}\*/", ln)]
 
 
 def mnemonics(lines: list[str]) -> list[str]:
