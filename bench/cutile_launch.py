@@ -52,7 +52,7 @@ def main() -> None:
         ("vadd_f32 1M", ck.vadd_f32, cdiv(1 << 20, 128),  # another specialisation (extents divisible by 16)
          lambda: (rng.random(1 << 20, np.float32), rng.random(1 << 20, np.float32), np.zeros(1 << 20, np.float32),
                   128)),
-        (f"matmul_f16 {m}x{n}x{k}", ck.matmul_f16, (cdiv(m, 128), cdiv(n, 128)),
+        (f"matmul_f16 {m}x{n}x{k}", ck.matmul_f32acc, (cdiv(m, 128), cdiv(n, 128)),
          lambda: (rng.random((m, k)).astype(np.float16), rng.random((k, n)).astype(np.float16),
                   np.zeros((m, n), np.float16), 128, 128, 64)),
     ]

@@ -574,7 +574,7 @@ def run_cutile() -> int:
          lambda d: (*d, 32, 64), 1, x2.T, 0),
         ("row_softmax_f16", ck.row_softmax_f16, cdiv(5, 2), [x16, np.zeros_like(x16)], lambda d: (*d, 2, 512), 1,
          (e / e.sum(1, keepdims=True)).astype(f16), 1e-2),
-        ("matmul_f16", ck.matmul_f16, (2, 2), [ma, mb, np.zeros((200, 150), f16)], lambda d: (*d, 128, 128, 64), 2,
+        ("matmul_f16", ck.matmul_f32acc, (2, 2), [ma, mb, np.zeros((200, 150), f16)], lambda d: (*d, 128, 128, 64), 2,
          (ma.astype(f32) @ mb.astype(f32)).astype(f16), 1e-2),
     ]
     failures = 0

@@ -99,7 +99,7 @@ CORPUS_CASES = {
                       lambda x, y: (x, y, 32, 64), lambda x, y: (1, x.T), 0),
     "rownorm_loop_if_f32": (ck.rownorm_loop_if_f32, lambda: (rand((10, 300)), np.zeros(10, f32)), (cdiv(10, 4),),
                             lambda x, o: (x, o, 2, 4, 128), lambda x, o: (1, np.sqrt((x * x).sum(1))), 1e-4),
-    "matmul_f16": (ck.matmul_f16, lambda: (rand((200, 100), f16), rand((100, 150), f16), np.zeros((200, 150), f16)),
+    "matmul_f16": (ck.matmul_f32acc, lambda: (rand((200, 100), f16), rand((100, 150), f16), np.zeros((200, 150), f16)),
                    (2, 2), lambda a, b, c: (a, b, c, 128, 128, 64),
                    lambda a, b, c: (2, (a.astype(f32) @ b.astype(f32)).astype(f16)), 1e-2),
 }

@@ -73,14 +73,15 @@ def row_softmax_f16(x, y, ROWS: ct.Constant[int], N: ct.Constant[int]):
 
 
 @ct.kernel
-def matmul_f16(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+def matmul_f32acc(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """C = A @ B accumulated in f32, stored as C's dtype (f16 / bf16 / 8-bit float operands)."""
     i, j = ct.bid(0), ct.bid(1)
     acc = ct.full((TM, TN), 0, dtype=ct.float32)
     for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
         a = ct.load(A, index=(i, k), shape=(TM, TK), padding_mode=ct.PaddingMode.ZERO)
         b = ct.load(B, index=(k, j), shape=(TK, TN), padding_mode=ct.PaddingMode.ZERO)
         acc = ct.mma(a, b, acc)
-    ct.store(C, index=(i, j), tile=ct.astype(acc, ct.float16))
+    ct.store(C, index=(i, j), tile=ct.astype(acc, C.dtype))
 
 
 @ct.kernel
@@ -90,18 +91,6 @@ def matmul_i8(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Consta
     for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
         acc = ct.mma(ct.load(A, index=(i, k), shape=(TM, TK)), ct.load(B, index=(k, j), shape=(TK, TN)), acc)
     ct.store(C, index=(i, j), tile=acc)
-
-
-@ct.kernel
-def matmul_acc(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
-    """C = A @ B accumulated in f32 (C's dtype stored), for bf16 / f16 / 8-bit float operands."""
-    i, j = ct.bid(0), ct.bid(1)
-    acc = ct.full((TM, TN), 0, dtype=ct.float32)
-    for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
-        a = ct.load(A, index=(i, k), shape=(TM, TK), padding_mode=ct.PaddingMode.ZERO)
-        b = ct.load(B, index=(k, j), shape=(TK, TN), padding_mode=ct.PaddingMode.ZERO)
-        acc = ct.mma(a, b, acc)
-    ct.store(C, index=(i, j), tile=ct.astype(acc, C.dtype))
 
 
 @ct.kernel
@@ -357,11 +346,11 @@ KERNELS: dict[str, tuple] = {
     "relu_f16": (relu_f16, ["f16[2]", "f16[2]", 16, 64]),
     "gelu_f16": (gelu_f16, ["f16[1]", "f16[1]", 256]),
     "row_softmax_f16": (row_softmax_f16, ["f16[2]", "f16[2]", 2, 512]),
-    "matmul_f16": (matmul_f16, ["f16[2]", "f16[2]", "f16[2]", 128, 128, 64]),
+    "matmul_f16": (matmul_f32acc, ["f16[2]", "f16[2]", "f16[2]", 128, 128, 64]),
     "matmul_i8": (matmul_i8, ["i8[2]", "i8[2]", "i32[2]", 64, 64, 32]),
     # rows of 16-byte multiples (cuTile's stride facts for aligned arrays): the K loop is pipelined only
-    "matmul_f16_aligned": (matmul_f16, ["f16[2]/16", "f16[2]/16", "f16[2]/16", 128, 128, 32]),
-    "matmul_bf16_aligned": (matmul_acc, ["bf16[2]/16", "bf16[2]/16", "f32[2]/16", 128, 64, 32]),
+    "matmul_f16_aligned": (matmul_f32acc, ["f16[2]/16", "f16[2]/16", "f16[2]/16", 128, 128, 32]),
+    "matmul_bf16_aligned": (matmul_f32acc, ["bf16[2]/16", "bf16[2]/16", "f32[2]/16", 128, 64, 32]),
     "transpose_f32": (transpose_f32, ["f32[2]", "f32[2]", 32, 64]),
     "rownorm_loop_if_f32": (rownorm_loop_if_f32, ["f32[2]", "f32[1]", "i32", 4, 128]),
     "int_arith_i32": (int_arith_i32, ["i32[1]", "i32[1]", "i32[1]", 128]),

@@ -131,10 +131,7 @@ def lower_smem(cg, op, rb, sources, kind):
     reverse = is_reverse(op)
     outs = [[] for _ in sources]
     for k in range(lay.regs):
-        f = cg.flat(lay, k)
-        valid = cg.valid(lay, k)
-        if valid is not None:
-            f = cg.select(valid, f, cg.c32(0))
+        f = cg.flat_in_tile(lay, k)
         coords = cg.coords(out_shape, f)
         if kind == "reduce":
             coords.insert(axis, cg.c32(0))
@@ -222,10 +219,7 @@ def lower_shuffle(cg, op, rb, sources, kind):
     olay = cg.layout(out_shape)
     outs = [[] for _ in sources]
     for k in range(olay.regs):
-        f = cg.flat(olay, k)
-        valid = cg.valid(olay, k)
-        if valid is not None:
-            f = cg.select(valid, f, cg.c32(0))
+        f = cg.flat_in_tile(olay, k)
         accs = None
         for p in range(parts):
             idx = cg.op("arith.addi", cg.op("arith.muli", f, cg.c32(parts)), cg.c32(p)) if parts > 1 else f

@@ -135,6 +135,12 @@ class CodeGen:
         self.fragment_origin(frag)
         return self._origin[(frag.shape, frag.warps_m, frag.warps_n)][2:]
 
+    def flat_in_tile(self, lay: Blocked, k: int):
+        """:meth:`flat`, or 0 for a register past the tile (so a read through it stays inside the buffer)."""
+        f = self.flat(lay, k)
+        valid = self.valid(lay, k)
+        return f if valid is None else self.select(valid, f, self.c32(0))
+
     def valid(self, lay: Blocked, k: int):
         """i1 'register k holds a real element' or None when it always does."""
         if lay.always_valid(k):

@@ -133,10 +133,7 @@ def dot_fma(cg, op, elems, lhs, rhs, acc, offs, m, n, k_dim, scales: _Scales | N
     # (row, column) of every accumulator register; registers past the tile read element 0
     rows_cols = []
     for r in range(lay.regs):
-        f = cg.flat(lay, r)
-        valid = cg.valid(lay, r)
-        if valid is not None:
-            f = cg.select(valid, f, cg.c32(0))
+        f = cg.flat_in_tile(lay, r)
         rows_cols.append(tuple(cg.coords((m, n), f)))
     row_bases = [cg.op("arith.muli", i, cg.c32(k_dim)) for i, _ in rows_cols]
 

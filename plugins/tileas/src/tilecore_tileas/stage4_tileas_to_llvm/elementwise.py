@@ -96,10 +96,7 @@ def constant(op, rb):
     el = rt.element_type
     regs = []
     for k in range(lay.regs):
-        f = cg.flat(lay, k)
-        valid = cg.valid(lay, k)
-        if valid is not None:
-            f = cg.select(valid, f, cg.c32(0))
+        f = cg.flat_in_tile(lay, k)
         p = dialects.llvm.getelementptr(ir.Type.parse("!llvm.ptr<1>"), table, [f], [-2147483648], el, 0)
         regs.append(dialects.llvm.load(el, p))
     return [TileV(lay, regs)]

@@ -47,10 +47,7 @@ def exchange(cg, sources, out_shape, pick):
     lay = cg.layout(out_shape)
     regs = []
     for k in range(lay.regs):
-        f = cg.flat(lay, k)
-        valid = cg.valid(lay, k)
-        if valid is not None:  # keep the read inside the buffer
-            f = cg.select(valid, f, cg.c32(0))
+        f = cg.flat_in_tile(lay, k)
         regs.append(pick(cg.coords(out_shape, f), offs))
     cg.barrier()
     return TileV(lay, regs)
@@ -113,10 +110,7 @@ def scatter_gather_vector(cg, src: TileV, out_shape, dest_index):
     regs = []
     for rep in range(out.reps):
         k0 = rep * out.vec
-        f = cg.flat(out, k0)
-        valid = cg.valid(out, k0)
-        if valid is not None:
-            f = cg.select(valid, f, cg.c32(0))
+        f = cg.flat_in_tile(out, k0)
         if swizzle is not None:
             f = swizzle(f)
         v = dialects.llvm.load(vt, cg.smem_ptr(0, f, el), alignment=out.vec * elem_bytes(st))

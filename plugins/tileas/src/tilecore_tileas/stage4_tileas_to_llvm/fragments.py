@@ -58,10 +58,7 @@ def to_blocked(cg, tile: TileV) -> TileV:
     el = tile.regs[0].type
     regs = []
     for k in range(lay.regs):
-        f = cg.flat(lay, k)
-        valid = cg.valid(lay, k)
-        if valid is not None:
-            f = cg.select(valid, f, cg.c32(0))
+        f = cg.flat_in_tile(lay, k)
         regs.append(cg.smem_load(0, f, el))
     cg.barrier()
     return TileV(lay, regs)
