@@ -187,10 +187,14 @@ class NativePass:
 
     ``pipeline`` is the text inside ``builtin.module(...)``, for example
     ``"gpu.module(convert-gpu-to-nvvm)"``. ``plugin`` is filled in by the manager.
+    ``needs``: op names; when given, the pipeline runs only if the Python patterns left an op of
+    one of them (noticed by the rewrite driver as it visits the ops, no extra walk), so a pass for
+    rare input (``scf.for`` in a hand-written device function) costs nothing on the rest.
     """
 
     pipeline: str
     plugin: str = ""
+    needs: tuple[str, ...] = ()
 
 
 def order_patterns(patterns: Iterable[Pattern]) -> dict[str, list[Pattern]]:
@@ -344,6 +348,7 @@ class _DriverState:
         self.compile_target = compile_target
         self.options = options
         self.memo: dict = {}
+        self.seen: set[str] = set()  # watched op names (NativePass.needs) the driver visited
 
 
 class ConversionError(TilecoreError):
@@ -367,12 +372,14 @@ def count_ops(op) -> int:
     return n
 
 
-def _make_callback(pats: list[Pattern], type_converter, state: _DriverState):
+def _make_callback(pats: list[Pattern], type_converter, state: _DriverState, watched: bool = False):
     names = {id(p): p.describe() for p in pats}
 
     def callback(op, base):
         if state.error is not None:
             return True
+        if watched:  # a NativePass needs this op name: note that one is here
+            state.seen.add(op.name)
         for p in pats:
             try:
                 with op.location:  # (a Location also makes its context current)
@@ -544,8 +551,10 @@ def apply_conversion(module, target: ConversionTarget | None, patterns: Iterable
     t0 = time.perf_counter()
     mod_op = module.operation if isinstance(module, (ir.Module, ir.OpView)) else module
     patterns = list(patterns)
+    native_passes = list(native_passes)
     prepass = [p for p in patterns if p.prepass]
     by_root = order_patterns(p for p in patterns if not p.prepass)
+    watch = {n for np_ in native_passes for n in np_.needs}
     stats = ConversionStats(stage=stage)
     ctx = mod_op.context
     work = mod_op.clone()
@@ -557,10 +566,12 @@ def apply_conversion(module, target: ConversionTarget | None, patterns: Iterable
         state = _DriverState(compile_target, options)
         if prepass:
             _run_prepass(work_op, prepass, state)
-        if by_root:
+        if by_root or watch:
             pset = rewrite.RewritePatternSet(ctx)
-            for root, pats in by_root.items():
-                pset.add(root, _make_callback(pats, type_converter, state), benefit=max(p.benefit for p in pats))
+            for root in [*by_root, *sorted(watch - set(by_root))]:
+                pats = by_root.get(root, [])
+                pset.add(root, _make_callback(pats, type_converter, state, root in watch),
+                         benefit=max((p.benefit for p in pats), default=1))
             frozen = pset.freeze()
             # The driver simplifies the regions (dead code, unreachable and identical blocks) after
             # every iteration; on a 100k-op kernel that costs as much as the rest of the driver. The
@@ -592,6 +603,8 @@ def apply_conversion(module, target: ConversionTarget | None, patterns: Iterable
         # about as much as the pass itself); the result is verified once, below.
         ran_native = False
         for np_ in native_passes:
+            if np_.needs and not state.seen.intersection(np_.needs):
+                continue  # nothing for it to do
             ran_native = True
             try:
                 run_native_pipeline(work_op, np_.pipeline, ctx, verify=False)

@@ -24,10 +24,27 @@ MBARRIER_TYPE_MESSAGE = " must be mbarrier barrier type, but got "
 def group_info(t: ir.Type) -> tuple[int, int]:
     """(address space, number of barriers) of an ``!nvgpu.mbarrier.group`` type."""
     text = str(t)
-    space = memory_space_to_addrspace(ir.Attribute.parse(text.split("memorySpace = ", 1)[1].split(">")[0] + ">")) \
+    space = memory_space_to_addrspace(ir.Attribute.parse(_parameter(text, "memorySpace"))) \
         if "memorySpace = " in text else 0
-    count = int(text.split("num_barriers = ", 1)[1].rstrip(">").split(",")[0]) if "num_barriers" in text else 1
+    count = int(_parameter(text, "num_barriers")) if "num_barriers = " in text else 1
     return space, count
+
+
+def _parameter(text: str, name: str) -> str:
+    """The text of parameter ``name`` of a printed type ``!d.t<a = .., name = .., ..>`` (nesting-aware)."""
+    start = text.index(f"{name} = ") + len(name) + 3
+    depth = 0
+    for i in range(start, len(text)):
+        c = text[i]
+        if c in "<([{":
+            depth += 1
+        elif c in ">)]}":
+            if depth == 0:
+                return text[start:i].strip()
+            depth -= 1
+        elif c == "," and depth == 0:
+            return text[start:i].strip()
+    return text[start:].strip()
 
 
 def barrier_ptr(op, rw) -> ir.Value:

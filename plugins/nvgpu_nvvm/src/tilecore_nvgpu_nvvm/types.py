@@ -1,4 +1,4 @@
-"""LLVM types of the nvgpu types (the plugin's rules for the shared type converter).
+"""LLVM types of the nvgpu types (the plugin's rows of the shared type converter).
 
 | nvgpu type                                   | LLVM type                                     |
 |----------------------------------------------|-----------------------------------------------|
@@ -7,11 +7,15 @@
 | !nvgpu.tensormap.descriptor<...>             | !llvm.ptr (the 128-byte CUtensorMap)          |
 | !nvgpu.warpgroup.descriptor<...>             | i64 (the GMMA shared-memory descriptor)       |
 | !nvgpu.warpgroup.accumulator<vector<MxNxT>>  | !llvm.struct of M/64 structs of N/2 T values  |
+| !nvgpu.device.async.token                    | i32 (the core token row, ``typeconv``)        |
+
+The same rows type function arguments, results, calls and returns (``signature.py``).
 """
 
 from __future__ import annotations
 
 from tilecore.mlir import ir
+from tilecore.typeconv import token_type
 
 from .common import i64, ptr
 
@@ -28,20 +32,50 @@ def fragmented_vector(t: ir.Type) -> ir.VectorType:
     return ir.VectorType(ir.Type.parse(text.split("fragmented = ", 1)[1][:-1]))
 
 
-def convert_nvgpu_type(t, conv):
-    text = str(t)
-    if not text.startswith("!nvgpu."):
-        return None
-    if text.startswith("!nvgpu.mbarrier.group"):
-        from .mbarrier import group_info
+def _mbarrier_group(t):
+    from .mbarrier import group_info
 
-        return ptr(group_info(t)[0])
-    if text == "!nvgpu.mbarrier.token":
-        return i64()
-    if text.startswith("!nvgpu.tensormap.descriptor"):
-        return ptr(0)
-    if text.startswith("!nvgpu.warpgroup.descriptor"):
-        return i64()
-    if text.startswith("!nvgpu.warpgroup.accumulator"):
-        return accumulator_struct(fragmented_vector(t))
-    return None
+    return ptr(group_info(t)[0])
+
+
+def _accumulator(t):
+    vec = fragmented_vector(t)
+    if vec.rank != 2 or vec.shape[0] % 64 or not vec.shape[0] or vec.shape[1] % 8 or not 8 <= vec.shape[1] <= 256:
+        raise ValueError(f"a warpgroup accumulator is M x N registers with M a multiple of 64 and N a multiple "
+                         f"of 8 in 8..256 (one m64nN WGMMA tile per 64 rows); this one is {vec}")
+    return accumulator_struct(vec)
+
+
+# (spelling prefix, LLVM type of a type with that prefix), most specific prefixes first
+TYPE_ROWS = (
+    ("!nvgpu.mbarrier.group", _mbarrier_group),
+    ("!nvgpu.mbarrier.token", lambda t: i64()),
+    ("!nvgpu.tensormap.descriptor", lambda t: ptr(0)),
+    ("!nvgpu.warpgroup.descriptor", lambda t: i64()),
+    ("!nvgpu.warpgroup.accumulator", _accumulator),
+    ("!nvgpu.device.async.token", lambda t: token_type()),
+)
+
+
+def is_nvgpu(t) -> bool:
+    """True for a type of the nvgpu dialect."""
+    return str(t).startswith("!nvgpu.")
+
+
+def lower_type(t) -> ir.Type:
+    """The LLVM type of nvgpu type ``t`` (``TYPE_ROWS``); ValueError with the reason when it has none."""
+    text = str(t)
+    for prefix, make in TYPE_ROWS:
+        if text.startswith(prefix) and text[len(prefix):len(prefix) + 1] in ("", "<"):
+            return make(t)
+    raise ValueError(f"no LLVM type for {text}")
+
+
+def convert_nvgpu_type(t, conv=None):
+    """The type converter's rule: the LLVM type of an nvgpu type, None for other types and bad nvgpu types."""
+    if not str(t).startswith("!nvgpu."):
+        return None
+    try:
+        return lower_type(t)
+    except ValueError:
+        return None
