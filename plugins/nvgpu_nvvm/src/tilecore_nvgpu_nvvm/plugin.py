@@ -9,7 +9,7 @@ from tilecore.hookspecs import hookimpl
 STAGE = "convert-nvgpu-and-gpu-to-nvvm"
 
 # The pattern modules, in table order.
-MODULES = ("signature", "mbarrier", "tma", "warpgroup", "matrix", "async_copy", "packed")
+MODULES = ("signature", "carriers", "mbarrier", "tma", "warpgroup", "matrix", "async_copy", "packed")
 
 
 @hookimpl

@@ -1,18 +1,15 @@
-"""Function boundaries that carry nvgpu values: signatures, returns and calls get the LLVM types of ``types.py``.
+"""Functions whose signatures carry nvgpu values: arguments and results get the LLVM types of ``types.py``.
 
-Upstream's function lowerings (``convert-gpu-to-nvvm``, run by ``gpu_nvvm`` after the Python
-patterns: ``gpu.func`` / ``func.func`` -> ``llvm.func``, ``func.call`` -> ``llvm.call``, returns)
-do not know the nvgpu types. The rows below hand them LLVM types first; each old use is bridged
-with an unrealized cast, which the nvgpu patterns (or reconcile-unrealized-casts) fold away.
+Upstream's function lowering (``convert-gpu-to-nvvm``, run by ``gpu_nvvm`` after the Python
+patterns: ``gpu.func`` / ``func.func`` -> ``llvm.func``, memref arguments as their descriptor
+fields) does not know the nvgpu types. This row hands it LLVM types first, in place, before the
+other patterns (``prepass``): ``function_type``, the entry block's arguments and the arguments
+of the body's other blocks (branch targets). Each old use is bridged with an unrealized cast,
+which the nvgpu patterns (or reconcile-unrealized-casts) fold away. The ops that pass nvgpu
+values on (returns, calls, branches, loops) are ``carriers.py``.
 
-| op | what changes | how |
-|---|---|---|
-| gpu.func, func.func | nvgpu-typed arguments and results in ``function_type``; entry block arguments | in place, before the other patterns (``prepass``) |
-| func.return, gpu.return | nvgpu-typed operands | a new return on the cast operands |
-| func.call | nvgpu-typed operands and results | a new call on the cast operands; results cast back for the users |
-
-Every type is converted before anything changes: an nvgpu type without a row fails at the
-function (or op) with the type, never half-retyped.
+Every type is converted before anything changes: an nvgpu type without an LLVM form fails at the
+function with the type and the reason, never half-retyped.
 """
 
 from __future__ import annotations
@@ -25,13 +22,12 @@ from .types import is_nvgpu, lower_type
 
 CAST = "builtin.unrealized_conversion_cast"
 
-# function op -> its return op (the function ops whose signatures may carry nvgpu types)
-FUNCTIONS = {"gpu.func": "gpu.return", "func.func": "func.return"}
-CALLS = ("func.call",)
+# the function ops whose signatures may carry nvgpu types (llvm.func cannot: its verifier wants LLVM types)
+FUNCTIONS = ("gpu.func", "func.func")
 
 
 def llvm_types(types, what: str, op) -> list:
-    """``types`` with every nvgpu type replaced by its LLVM type; fails at ``op`` on a type without a row."""
+    """``types`` with every nvgpu type replaced by its LLVM type; fails at ``op`` on a type without one."""
     out = []
     for i, t in enumerate(types):
         if is_nvgpu(t):
@@ -44,12 +40,21 @@ def llvm_types(types, what: str, op) -> list:
     return out
 
 
+def retype_block_arguments(block, types, location) -> None:
+    """Give ``block``'s arguments ``types`` (already checked); old uses see a cast back to the old type."""
+    first = block.operations[0] if len(block.operations) else None
+    for arg, new in zip(list(block.arguments), types):
+        old = arg.type
+        if new == old:
+            continue
+        arg.set_type(new)
+        with ir.InsertionPoint(first) if first is not None else ir.InsertionPoint(block), location:
+            cast = ir.Operation.create(CAST, results=[old], operands=[arg])
+        arg.replace_all_uses_except(cast.results[0], cast)
+
+
 def _function_type(fn) -> ir.FunctionType:
     return ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
-
-
-def _attributes(op) -> dict:
-    return {name: op.attributes[name] for name in op.attributes}
 
 
 def _has_nvgpu(types) -> bool:
@@ -57,7 +62,7 @@ def _has_nvgpu(types) -> bool:
 
 
 class FunctionSignaturePattern(Pattern):
-    """Retype the nvgpu-typed arguments and results of a ``gpu.func`` / ``func.func`` (in place)."""
+    """Retype the nvgpu-typed arguments, results and block arguments of a ``gpu.func`` / ``func.func`` (in place)."""
 
     modifies_in_place = True
     prepass = True  # once per function, before the greedy driver
@@ -73,75 +78,23 @@ class FunctionSignaturePattern(Pattern):
         if "function_type" not in op.attributes:
             return False
         ft = _function_type(op)
-        return _has_nvgpu(ft.inputs) or _has_nvgpu(ft.results)
+        if _has_nvgpu(ft.inputs) or _has_nvgpu(ft.results):
+            return True
+        blocks = list(op.regions[0].blocks) if len(op.regions) else []
+        return any(_has_nvgpu(a.type for a in b.arguments) for b in blocks[1:])
 
     def rewrite(self, op, rw):
         ft = _function_type(op)
-        inputs = llvm_types(ft.inputs, "argument", op)  # checked before anything changes
+        inputs = llvm_types(ft.inputs, "argument", op)  # every type checked before anything changes
         results = llvm_types(ft.results, "result", op)
-        if len(op.regions) and len(op.regions[0].blocks):
-            block = op.regions[0].blocks[0]
-            first = block.operations[0] if len(block.operations) else None
-            for arg, new in zip(list(block.arguments)[:len(inputs)], inputs):
-                old = arg.type
-                if new == old:
-                    continue
-                arg.set_type(new)
-                with ir.InsertionPoint(first) if first is not None else ir.InsertionPoint(block), op.location:
-                    cast = ir.Operation.create(CAST, results=[old], operands=[arg])
-                arg.replace_all_uses_except(cast.results[0], cast)
+        blocks = list(op.regions[0].blocks) if len(op.regions) else []
+        others = [llvm_types([a.type for a in b.arguments], "block argument", op) for b in blocks[1:]]
+        if blocks:
+            retype_block_arguments(blocks[0], inputs, op.location)  # (gpu.func attributions follow: untouched)
+        for block, types in zip(blocks[1:], others):
+            retype_block_arguments(block, types, op.location)
         op.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, results))
 
 
-def _bridged(rw, values) -> list:
-    """``values`` with every nvgpu-typed one cast to its LLVM type."""
-    return [rw.cast(v, lower_type(v.type)) if is_nvgpu(v.type) else v for v in values]
-
-
-class ReturnOperandsPattern(Pattern):
-    """A return of nvgpu values returns their LLVM values (the function's results were retyped)."""
-
-    def __init__(self, root: str):
-        self.root = root
-
-    @property
-    def name(self) -> str:
-        return "ReturnOperandsPattern[" + self.root + "]"
-
-    def match(self, op):
-        return _has_nvgpu(v.type for v in op.operands)
-
-    def rewrite(self, op, rw):
-        llvm_types([v.type for v in op.operands], "operand", op)
-        with rw.ip:
-            ir.Operation.create(op.name, operands=_bridged(rw, op.operands),
-                                attributes=_attributes(op))
-        rw.erase(op)
-
-
-class CallPattern(Pattern):
-    """A call passing or returning nvgpu values passes / returns their LLVM values."""
-
-    def __init__(self, root: str):
-        self.root = root
-
-    @property
-    def name(self) -> str:
-        return "CallPattern[" + self.root + "]"
-
-    def match(self, op):
-        return _has_nvgpu(v.type for v in op.operands) or _has_nvgpu(r.type for r in op.results)
-
-    def rewrite(self, op, rw):
-        results = llvm_types([r.type for r in op.results], "result", op)
-        llvm_types([v.type for v in op.operands], "operand", op)
-        with rw.ip:
-            new = ir.Operation.create(op.name, results=results, operands=_bridged(rw, op.operands),
-                                      attributes=_attributes(op))
-        rw.replace(op, list(new.results))
-
-
 def patterns():
-    return [*(FunctionSignaturePattern(f) for f in FUNCTIONS),
-            *(ReturnOperandsPattern(r) for r in FUNCTIONS.values()),
-            *(CallPattern(c) for c in CALLS)]
+    return [FunctionSignaturePattern(f) for f in FUNCTIONS]
