@@ -291,3 +291,407 @@ def test_ptxas_accepts_the_mbarrier_forms_for_sm_90a(pm):
                    "mbarrier.test_wait.parity.shared.b64", "mbarrier.try_wait.parity.shared.b64",
                    "mbarrier.inval.shared.b64", "cp.async.mbarrier.arrive.noinc.shared.b64", "fence.mbarrier_init"):
         assert needle in ptx, needle
+
+
+# ---------------------------------------------------------------- wgmma
+# The shared-memory image of an operand, built from the ISA's description of the layouts ("Shared Memory
+# Matrix Layout": swizzle-layout atoms of 8 rows x S bytes, S = 16 (none), 32, 64, 128; K-major: a row per
+# M / N index with K along it; MN-major: a row per K index with M / N along it; within an atom the 16-byte
+# units of row r sit at unit u XOR ((r * S / 128) mod (S / 16)), the figures' pattern) and the "Strides"
+# definitions: K-major: SBO between atoms along M / N, LBO (no swizzle only) between the two 16-byte
+# K halves; MN-major: no swizzle: SBO between 16-byte groups along M / N, LBO between groups of 8 K;
+# swizzled: LBO between atoms along M / N, SBO between groups of 8 K.
+def operand_image(mat: np.ndarray, k_major: bool, swz: int, lbo: int, sbo: int, size: int) -> np.ndarray:
+    """Bytes of ``mat`` (MN x K, any numpy dtype) in the canonical layout at offset 0 of a ``size``-byte
+    buffer (aligned to 1024 bytes in shared memory)."""
+    esize = mat.dtype.itemsize
+    raw = mat.view(np.uint8).reshape(mat.shape[0], mat.shape[1], esize)
+    img = np.zeros(size, np.uint8)
+    row_bytes = swz or 16
+    units = row_bytes // 16
+    per_row = row_bytes // esize  # elements of the contiguous dimension in one atom row
+    for mn in range(mat.shape[0]):
+        for k in range(mat.shape[1]):
+            if k_major:
+                r, along, atom_mn = mn % 8, k, mn // 8
+                base = atom_mn * sbo + (along // per_row) * lbo if not swz else atom_mn * sbo
+                pos = along % per_row if not swz else along
+            else:
+                r, along = k % 8, mn
+                if not swz:
+                    base = (mn // per_row) * sbo + (k // 8) * lbo
+                else:
+                    base = (mn // per_row) * lbo + (k // 8) * sbo
+                pos = along % per_row
+            unit, byte = divmod(pos * esize, 16)
+            if swz:
+                unit ^= (r * swz // 128) % units
+            off = base + r * row_bytes + unit * 16 + byte
+            img[off:off + esize] = raw[mn, k]
+    return img
+
+
+def descriptor_high(lbo: int, sbo: int, swz: int) -> int:
+    """The descriptor without its start address: LBO >> 4 at bit 16, SBO >> 4 at bit 32, the swizzle mode
+    at bit 62 (PTX ISA "Matrix Descriptor Format")."""
+    mode = {0: 0, 128: 1, 64: 2, 32: 3}[swz]
+    return ((lbo >> 4) << 16) | ((sbo >> 4) << 32) | (mode << 62)
+
+
+def d_fragment_expected(d: np.ndarray) -> np.ndarray:
+    """(128, N/2): thread t = 32 w + l holds, per 8 columns j, d[16w + l/4, 8j + 2(l%4) + 0/1] then
+    d[16w + l/4 + 8, ...] (PTX ISA, wgmma "Register Fragments", accumulator D figure)."""
+    n = d.shape[1]
+    out = np.zeros((128, n // 2), d.dtype)
+    for t in range(128):
+        w, lane = divmod(t, 32)
+        for j in range(n // 8):
+            for h in range(2):
+                for e in range(2):
+                    out[t, 4 * j + 2 * h + e] = d[16 * w + lane // 4 + 8 * h, 8 * j + 2 * (lane % 4) + e]
+    return out
+
+
+SMEM_BYTES = 16384
+
+
+def copy_loop(name: str, src: str, dst: str) -> str:
+    """Threads copy SMEM_BYTES / 4 words src -> dst (shared), thread t the words t, t + 128, ..."""
+    return f"""
+    llvm.br ^{name}h(%t : i32)
+  ^{name}h(%{name}i: i32):
+    %{name}c = llvm.icmp "ult" %{name}i, %nw : i32
+    llvm.cond_br %{name}c, ^{name}b, ^{name}x
+  ^{name}b:
+    %{name}s = llvm.getelementptr {src}[%{name}i] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+    %{name}v = llvm.load %{name}s : !llvm.ptr<1> -> i32
+    %{name}d = llvm.getelementptr {dst}[%{name}i] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32
+    llvm.store %{name}v, %{name}d : i32, !llvm.ptr<3>
+    %{name}n = llvm.add %{name}i, %c128 : i32
+    llvm.br ^{name}h(%{name}n : i32)
+  ^{name}x:"""
+
+
+def wgmma_kernel(n: int, acc: str, words: int, mma: str, steps: int = 1, k_step_bytes: int = 32,
+                 waits: str = "nvvm.wgmma.commit.group.sync.aligned\nnvvm.wgmma.wait.group.sync.aligned 0",
+                 fence: bool = True, after: str = "") -> str:
+    """128 threads: A's image into static shared memory (@sa), B's into dynamic shared memory; thread t
+    loads its accumulator words c[words t ..] (as ``acc``), runs ``steps`` mma_async (``mma``: text with
+    {acc} / {da} / {db} / {out}; step s adds s * k_step_bytes to both start addresses), then ``waits``, and
+    stores D to d[words t ..]. Descriptors: ``(addr >> 4) & 0x3FFF | hi`` with the kernel's hi_a / hi_b."""
+    st = f"!llvm.struct<({', '.join([acc] * words)})>"
+    loads, stores = [], []
+    for i in range(words):
+        loads.append(f"%ci{i} = llvm.mlir.constant({i} : i32) : i32\n%co{i} = llvm.add %cb, %ci{i} : i32\n"
+                     f"%cp{i} = llvm.getelementptr %c[%co{i}] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32\n"
+                     f"%cv{i} = llvm.load %cp{i} : !llvm.ptr<1> -> {acc}\n"
+                     f"%acc{i + 1} = llvm.insertvalue %cv{i}, %acc{i}[{i}] : {st}")
+        stores.append(f"%dv{i} = llvm.extractvalue %res{steps}[{i}] : {st}\n"
+                      f"%dp{i} = llvm.getelementptr %d[%co{i}] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32\n"
+                      f"llvm.store %dv{i}, %dp{i} : {acc}, !llvm.ptr<1>")
+    mmas = []
+    for s in range(steps):
+        mmas.append(f"""
+    %ks{s} = llvm.mlir.constant({s * k_step_bytes} : i64) : i64
+    %as{s} = llvm.add %abase, %ks{s} : i64
+    %bs{s} = llvm.add %bbase, %ks{s} : i64
+    %a4{s} = llvm.lshr %as{s}, %c4 : i64
+    %b4{s} = llvm.lshr %bs{s}, %c4 : i64
+    %am{s} = llvm.and %a4{s}, %m14 : i64
+    %bm{s} = llvm.and %b4{s}, %m14 : i64
+    %da{s} = llvm.or %am{s}, %hi_a : i64
+    %db{s} = llvm.or %bm{s}, %hi_b : i64
+    {mma.format(acc=f"%res{s}" if s else f"%acc{words}", da=f"%da{s}", db=f"%db{s}", out=f"%res{s + 1}")}""")
+    return f"""
+  llvm.mlir.global internal @sa() {{addr_space = 3 : i32, alignment = 1024 : i64}} : !llvm.array<{SMEM_BYTES} x i8>
+  llvm.mlir.global external @dyn() {{addr_space = 3 : i32, alignment = 1024 : i64}} : !llvm.array<0 x i8>
+  llvm.func @k(%ga: !llvm.ptr<1>, %gb: !llvm.ptr<1>, %c: !llvm.ptr<1>, %d: !llvm.ptr<1>, %hi_a: i64, %hi_b: i64)
+      attributes {{nvvm.kernel}} {{
+    %t = nvvm.read.ptx.sreg.tid.x : i32
+    %sa = llvm.mlir.addressof @sa : !llvm.ptr<3>
+    %sb = llvm.mlir.addressof @dyn : !llvm.ptr<3>
+    %c128 = llvm.mlir.constant(128 : i32) : i32
+    %nw = llvm.mlir.constant({SMEM_BYTES // 4} : i32) : i32
+    %c4 = llvm.mlir.constant(4 : i64) : i64
+    %m14 = llvm.mlir.constant(16383 : i64) : i64
+    %cw = llvm.mlir.constant({words} : i32) : i32
+    %cb = llvm.mul %t, %cw : i32
+    {copy_loop("ca", "%ga", "%sa")}
+    {copy_loop("cb", "%gb", "%sb")}
+    nvvm.barrier0
+    %abase = llvm.ptrtoint %sa : !llvm.ptr<3> to i64
+    %bbase = llvm.ptrtoint %sb : !llvm.ptr<3> to i64
+    %acc0 = llvm.mlir.undef : {st}
+    {NL.join(loads)}
+    {"nvvm.wgmma.fence.aligned" if fence else ""}
+    {NL.join(mmas)}
+    {waits}
+    {after}
+    {NL.join(stores)}
+    llvm.return
+  }}"""
+
+
+def mma_text(n: int, k: int, ta: str, tb: str, td: str, acc_ty: str, words: int, layout_a="row", layout_b="col",
+             scale_d="one", neg_a="one", neg_b="one", sat="") -> str:
+    st = f"!llvm.struct<({', '.join([acc_ty] * words)})>"
+    return ("{out} = nvvm.wgmma.mma_async {da}, {db}, {acc}, " f"#nvvm.shape<m = 64, n = {n}, k = {k}>, "
+            f"D [<{td}>, #nvvm.wgmma_scale_out<{scale_d}>{sat}], A [<{ta}>, #nvvm.wgmma_scale_in<{neg_a}>, "
+            f"<{layout_a}>], B [<{tb}>, #nvvm.wgmma_scale_in<{neg_b}>, <{layout_b}>] : {st} -> {st}")
+
+
+def layout_params(rows: int, k_bytes: int, k_major: bool, swz: int, variant: int = 0) -> tuple[int, int]:
+    """(LBO, SBO) for a compact canonical layout of a rows x (k_bytes of K) operand (variant 1: the other
+    order of the no-swizzle core matrices)."""
+    if k_major:
+        if not swz:  # core matrices 8 x 16 bytes: K halves LBO apart, 8-row groups SBO apart
+            return (128, 256) if variant == 0 else (rows // 8 * 128, 128)
+        return 0x7F0, 8 * swz  # LBO unused: any value
+    if not swz:  # MN-major, 16-bit: T = 8 MN elements per 16-byte unit
+        return (rows // 8) * 128, 128
+    t_w = swz // 2  # MN elements per atom row
+    atoms = max(rows // t_w, 1)
+    return 8 * swz, atoms * 8 * swz  # LBO: next MN atom; SBO: next 8 K
+
+
+def run_wgmma(pm, a, b, c, *, n, k_major_a, k_major_b, swz, variant=0, ta="f16", tb="f16", td="f32",
+              acc_ty="f32", steps=1, k=16, **mma_kw):
+    """Run the wgmma kernel for A (64 x K_total), B (K_total x N) (numpy arrays of the element's storage
+    type) and C (64 x N, f32 / f16 / i32); returns D (64 x N) from the fragments."""
+    kt = a.shape[1]
+    esize = a.dtype.itemsize
+    lbo_a, sbo_a = layout_params(64, kt * esize, k_major_a, swz, variant)
+    lbo_b, sbo_b = layout_params(n, kt * esize, k_major_b, swz, variant)
+    img_a = operand_image(a, k_major_a, swz, lbo_a, sbo_a, SMEM_BYTES)
+    img_b = operand_image(np.ascontiguousarray(b.T), k_major_b, swz, lbo_b, sbo_b, SMEM_BYTES)
+    words = n // 4 if td == "f16" else n // 2
+    cf = d_fragment_expected(c)  # (128, n/2)
+    c_words = cf.view(np.uint32) if td == "f16" else cf.view(np.uint32)
+    d_words = np.zeros_like(c_words)
+    mma = mma_text(n, k, ta, tb, td, acc_ty, words, "row" if k_major_a else "col", "col" if k_major_b else "row",
+                   **mma_kw)
+    text = gpu_module(wgmma_kernel(n, acc_ty, words, mma, steps, k * esize))
+    launch(parse(pm, text), "k", grid=1, block=128, shared_bytes=SMEM_BYTES,
+           args=[img_a.view(np.int32), img_b.view(np.int32), c_words, d_words,
+                 np.int64(np.uint64(descriptor_high(lbo_a, sbo_a, swz)).view(np.int64)),
+                 np.int64(np.uint64(descriptor_high(lbo_b, sbo_b, swz)).view(np.int64))])
+    frag = d_words.view(cf.dtype)
+    out = np.zeros_like(c)
+    for t in range(128):  # invert the fragment map
+        w, lane = divmod(t, 32)
+        for j in range(n // 8):
+            for h in range(2):
+                for e in range(2):
+                    out[16 * w + lane // 4 + 8 * h, 8 * j + 2 * (lane % 4) + e] = frag[t, 4 * j + 2 * h + e]
+    return out
+
+
+def quarters(rng, shape, lo=-8, hi=8) -> np.ndarray:
+    return (rng.integers(lo, hi, shape) / 4).astype(np.float16)
+
+
+@pytest.mark.parametrize("swz", [0, 32, 64, 128])
+@pytest.mark.parametrize("majors", [(True, True), (False, False), (True, False), (False, True)])
+def test_wgmma_f16_layouts_and_swizzles(pm, swz, majors):
+    """m64n32k16 f16 -> f32 with A and B K-major or MN-major, each swizzle mode: D = A B + C exactly (small
+    multiples of 1/4)."""
+    rng = np.random.default_rng(swz + 2 * majors[0] + majors[1])
+    a, b = quarters(rng, (64, 16)), quarters(rng, (16, 32))
+    c = (rng.integers(-4, 4, (64, 32)) / 2).astype(np.float32)
+    d = run_wgmma(pm, a, b, c, n=32, k_major_a=majors[0], k_major_b=majors[1], swz=swz)
+    np.testing.assert_array_equal(d, a.astype(np.float32) @ b.astype(np.float32) + c)
+
+
+def test_wgmma_no_swizzle_core_matrices_in_either_order(pm):
+    rng = np.random.default_rng(3)
+    a, b = quarters(rng, (64, 16)), quarters(rng, (16, 64))
+    c = np.zeros((64, 64), np.float32)
+    d = run_wgmma(pm, a, b, c, n=64, k_major_a=True, k_major_b=True, swz=0, variant=1)
+    np.testing.assert_array_equal(d, a.astype(np.float32) @ b.astype(np.float32))
+
+
+@pytest.mark.parametrize("swz", [32, 64, 128])
+def test_wgmma_k_steps_inside_a_swizzle_atom(pm, swz):
+    """K-major operands with K = S / 2 elements per row (the whole atom width): k16 steps advance the start
+    address by 32 bytes inside the atom, and the swizzle of the absolute address still finds the
+    elements; four chained mma_async accumulate A B over K = 64 (128B), 32 (64B), 16 (32B)."""
+    kt = swz // 2
+    rng = np.random.default_rng(swz)
+    a, b = quarters(rng, (64, kt)), quarters(rng, (kt, 16))
+    c = (rng.integers(-4, 4, (64, 16)) / 4).astype(np.float32)
+    d = run_wgmma(pm, a, b, c, n=16, k_major_a=True, k_major_b=True, swz=swz, steps=kt // 16)
+    np.testing.assert_array_equal(d, a.astype(np.float32) @ b.astype(np.float32) + c)
+
+
+def test_wgmma_scale_d_zero_and_negated_operands(pm):
+    rng = np.random.default_rng(11)
+    a, b = quarters(rng, (64, 16)), quarters(rng, (16, 24))
+    c = np.full((64, 24), 1000, np.float32)
+    d = run_wgmma(pm, a, b, c, n=24, k_major_a=True, k_major_b=False, swz=64, scale_d="zero", neg_a="neg")
+    np.testing.assert_array_equal(d, -(a.astype(np.float32) @ b.astype(np.float32)))
+    d = run_wgmma(pm, a, b, c, n=24, k_major_a=False, k_major_b=True, swz=32, neg_b="neg")
+    np.testing.assert_array_equal(d, c - a.astype(np.float32) @ b.astype(np.float32))
+
+
+def test_wgmma_bf16_and_n256(pm):
+    rng = np.random.default_rng(5)
+    a32 = (rng.integers(-8, 8, (64, 16)) / 8).astype(np.float32)
+    b32 = (rng.integers(-8, 8, (16, 256)) / 8).astype(np.float32)
+    bf = lambda x: (x.view(np.uint32) >> 16).astype(np.uint16)  # noqa: E731 - exact: few significant bits
+    c = rng.standard_normal((64, 256)).astype(np.float32)
+    d = run_wgmma(pm, bf(a32), bf(b32), c, n=256, k_major_a=True, k_major_b=True, swz=32, ta="bf16", tb="bf16")
+    want = (a32.astype(np.float64) @ b32.astype(np.float64) + c).astype(np.float32)
+    np.testing.assert_array_equal(d, want)
+
+
+@pytest.mark.parametrize("acc_ty", ["i32", "vector<2xf16>"])
+def test_wgmma_f16_accumulator(pm, acc_ty):
+    rng = np.random.default_rng(8)
+    a, b = quarters(rng, (64, 16)), quarters(rng, (16, 16))
+    c = quarters(rng, (64, 16))
+    d = run_wgmma(pm, a, b, c, n=16, k_major_a=True, k_major_b=False, swz=0, td="f16", acc_ty=acc_ty)
+    np.testing.assert_array_equal(d, (a.astype(np.float32) @ b.astype(np.float32) + c).astype(np.float16))
+
+
+def test_wgmma_tf32(pm):
+    """m64n16k8 tf32: the low 13 bits of each f32 are ignored."""
+    rng = np.random.default_rng(9)
+    a = (rng.integers(-16, 16, (64, 8)) / 4).astype(np.float32)
+    b = (rng.integers(-16, 16, (8, 16)) / 4).astype(np.float32)
+    noisy_a = (a.view(np.uint32) | rng.integers(0, 1 << 13, a.shape).astype(np.uint32)).view(np.float32)
+    c = np.zeros((64, 16), np.float32)
+    d = run_wgmma(pm, noisy_a, b, c, n=16, k_major_a=True, k_major_b=True, swz=32, ta="tf32", tb="tf32", k=8)
+    np.testing.assert_array_equal(d, a @ b)
+
+
+@pytest.mark.parametrize("ta, tb, sat", [("s8", "s8", ""), ("u8", "s8", ""), ("u8", "u8", ", <satfinite>")])
+def test_wgmma_integer(pm, ta, tb, sat):
+    rng = np.random.default_rng(len(ta + tb + sat))
+    lo_a, lo_b = (-128, 0) if ta == "s8" else (0, 256), (-128, 0) if tb == "s8" else (0, 256)
+    a = rng.integers(lo_a[0], lo_a[0] + 256, (64, 32)).astype(np.int8 if ta == "s8" else np.uint8)
+    b = rng.integers(lo_b[0], lo_b[0] + 256, (32, 16)).astype(np.int8 if tb == "s8" else np.uint8)
+    c = rng.integers(-(1 << 31), (1 << 31) - 1, (64, 16)).astype(np.int32)
+    d = run_wgmma(pm, a, b, c, n=16, k_major_a=True, k_major_b=True, swz=64, ta=ta, tb=tb, td="s32",
+                  acc_ty="i32", k=32, sat=sat)
+    full = a.astype(np.int64) @ b.astype(np.int64) + c
+    want = np.clip(full, -(1 << 31), (1 << 31) - 1) if sat else (full + (1 << 31)) % (1 << 32) - (1 << 31)
+    np.testing.assert_array_equal(d, want.astype(np.int32))
+
+
+@pytest.mark.parametrize("ta, tb", [("e4m3", "e4m3"), ("e5m2", "e4m3")])
+def test_wgmma_fp8(pm, ta, tb):
+    from tilecore.narrow_floats import decode as f8_decode
+
+    names = {"e4m3": "f8E4M3FN", "e5m2": "f8E5M2"}
+    rng = np.random.default_rng(4)
+
+    def codes(t, shape):  # finite codes of small magnitude
+        vals = np.array([f8_decode(x, names[t]) for x in range(256)])
+        ok = np.flatnonzero(np.isfinite(vals) & (np.abs(vals) <= 4))
+        cd = rng.choice(ok, shape).astype(np.uint8)
+        return cd, vals[cd]
+
+    a, av = codes(ta, (64, 32))
+    b, bv = codes(tb, (32, 8))
+    c = np.zeros((64, 8), np.float32)
+    d = run_wgmma(pm, a, b, c, n=8, k_major_a=True, k_major_b=True, swz=128, ta=ta, tb=tb, k=32)
+    np.testing.assert_array_equal(d, (av @ bv).astype(np.float32))
+
+
+def wgmma_case(pm, n=16, swz=64, k_major=(True, False), **kw):
+    """(module text, args, expected D) of an f16 -> f32 m64n{n}k16 case."""
+    rng = np.random.default_rng(n + swz)
+    a, b = quarters(rng, (64, 16)), quarters(rng, (16, n))
+    lbo_a, sbo_a = layout_params(64, 32, k_major[0], swz)
+    lbo_b, sbo_b = layout_params(n, 32, k_major[1], swz)
+    words = n // 2
+    mma = mma_text(n, 16, "f16", "f16", "f32", "f32", words, "row" if k_major[0] else "col",
+                   "col" if k_major[1] else "row")
+    text = gpu_module(wgmma_kernel(n, "f32", words, mma, **kw))
+    args = [operand_image(a, k_major[0], swz, lbo_a, sbo_a, SMEM_BYTES).view(np.int32),
+            operand_image(np.ascontiguousarray(b.T), k_major[1], swz, lbo_b, sbo_b, SMEM_BYTES).view(np.int32),
+            np.zeros((128, words), np.float32), np.zeros((128, words), np.float32),
+            np.uint64(descriptor_high(lbo_a, sbo_a, swz)).view(np.int64),
+            np.uint64(descriptor_high(lbo_b, sbo_b, swz)).view(np.int64)]
+    return text, args, d_fragment_expected(a.astype(np.float32) @ b.astype(np.float32))
+
+
+def test_wgmma_as_inline_ptx_after_convert_nvvm_to_llvm(pm):
+    """MLIR lowers nvvm.wgmma.mma_async to inline PTX (convert-nvvm-to-llvm; scale-d through setp, the
+    immediates as constants): the emulator runs that form with the same numbers."""
+    from tilecore.conversion import run_native_pipeline
+
+    for k_major, swz in (((True, False), 64), ((False, True), 128), ((True, True), 0)):
+        text, args, want = wgmma_case(pm, 16, swz, k_major)
+        m = parse(pm, text)
+        run_native_pipeline(m.operation, "gpu.module(convert-nvvm-to-llvm)", m.context)
+        assert "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16" in str(m)
+        launch(m, "k", grid=1, block=128, shared_bytes=SMEM_BYTES, args=args)
+        np.testing.assert_array_equal(args[3], want)
+
+
+def test_wgmma_two_warpgroups(pm):
+    """256 threads: each warpgroup runs its own mma_async on the same operands."""
+    text, args, want = wgmma_case(pm, 8, 32, (True, True))
+    args[2], args[3] = np.zeros((256, 4), np.float32), np.zeros((256, 4), np.float32)
+    launch(parse(pm, text), "k", grid=1, block=256, shared_bytes=SMEM_BYTES, args=args)
+    np.testing.assert_array_equal(args[3][:128], want)
+    np.testing.assert_array_equal(args[3][128:], want)
+
+
+STORE_TO_A = """%z8 = llvm.mlir.constant(85 : i8) : i8
+    llvm.store %z8, %sa : i8, !llvm.ptr<3>"""
+
+
+@pytest.mark.parametrize("kw, block, message", [
+    ({"fence": False}, 128, "without a wgmma.fence"),
+    ({}, 96, "needs the 128 threads of warpgroup 0"),
+    ({"waits": "nvvm.wgmma.commit.group.sync.aligned\n" + STORE_TO_A + "\nnvvm.wgmma.wait.group.sync.aligned 0"},
+     128, "changed before the wgmma.wait_group"),
+])
+def test_wgmma_misuse_fails_the_launch(pm, kw, block, message):
+    text, args, _ = wgmma_case(pm, 8, 0, (True, True), **kw)
+    with pytest.raises(TilecoreError, match=message):
+        launch(parse(pm, text), "k", grid=1, block=block, shared_bytes=SMEM_BYTES, args=args)
+
+
+def test_wgmma_store_after_the_wait_is_fine(pm):
+    """Overwriting the operand after wait_group retired the group is not a race (the same store as above,
+    after the wait); a wait_group 1 keeps the newest group pending, so a store then is not checked yet
+    either, only when a later wait retires it."""
+    text, args, want = wgmma_case(pm, 8, 0, (True, True), after=STORE_TO_A)
+    launch(parse(pm, text), "k", grid=1, block=128, shared_bytes=SMEM_BYTES, args=args)
+    np.testing.assert_array_equal(args[3], want)
+    waits = "nvvm.wgmma.commit.group.sync.aligned\nnvvm.wgmma.wait.group.sync.aligned 1\n" + STORE_TO_A
+    text, args, want = wgmma_case(pm, 8, 0, (True, True), waits=waits)
+    launch(parse(pm, text), "k", grid=1, block=128, shared_bytes=SMEM_BYTES, args=args)
+    with pytest.raises(TilecoreError, match="changed before the wgmma.wait_group"):
+        text, args, want = wgmma_case(pm, 8, 0, (True, True),
+                                      waits=waits + "\nnvvm.wgmma.wait.group.sync.aligned 0")
+        launch(parse(pm, text), "k", grid=1, block=128, shared_bytes=SMEM_BYTES, args=args)
+
+
+def test_wgmma_descriptor_outside_shared_memory_fails(pm):
+    text, args, _ = wgmma_case(pm, 8, 0, (True, True))
+    # A's SBO about 16 KiB: its 8-row groups spread over 114 KiB of the shared window, which holds 32 KiB
+    args[4] = np.int64(args[4]) | np.int64(0x3FF << 32)
+    with pytest.raises(TilecoreError, match="lies in no shared-memory buffer"):
+        launch(parse(pm, text), "k", grid=1, block=128, shared_bytes=SMEM_BYTES, args=args)
+
+
+def test_ptxas_accepts_the_wgmma_forms_for_sm_90a(pm):
+    bodies = []
+    for n, k, ta, tb, td, acc, la, lb, sat in (
+            (16, 16, "f16", "f16", "f32", "f32", "row", "col", ""), (32, 16, "bf16", "bf16", "f32", "f32", "col", "row", ""),
+            (16, 16, "f16", "f16", "f16", "i32", "row", "row", ""), (16, 8, "tf32", "tf32", "f32", "f32", "row", "col", ""),
+            (16, 32, "s8", "u8", "s32", "i32", "row", "col", ", <satfinite>"),
+            (16, 32, "e4m3", "e5m2", "f32", "f32", "row", "col", "")):
+        words = n // 4 if td == "f16" else n // 2
+        bodies.append(wgmma_kernel(n, acc, words, mma_text(n, k, ta, tb, td, acc, words, la, lb, sat=sat), steps=2))
+    ptx = "\n".join(_ptxas_round_trip(pm, body, "convert-nvvm-to-llvm") for body in bodies)
+    for needle in ("wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned",
+                   "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16", "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16",
+                   "wgmma.mma_async.sync.aligned.m64n16k16.f16.f16.f16", "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32",
+                   "wgmma.mma_async.sync.aligned.m64n16k32.s32.s8.u8.satfinite",
+                   "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e5m2"):
+        assert needle in ptx, needle

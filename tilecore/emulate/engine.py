@@ -57,6 +57,25 @@ def _dims(v, what: str) -> tuple[int, int, int]:
     return tuple(vals + [1] * (3 - len(vals)))
 
 
+SHARED_WINDOW = 1 << 18  # the shared address space a wgmma descriptor's start address reaches (:mod:`.hopper`)
+DYN_SHARED_ALIGN = 1024  # the 128B swizzle pattern repeats every 1024 bytes
+
+
+def place_dynamic_shared(dyn: int, static) -> tuple[np.ndarray, int]:
+    """The host buffer for ``dyn`` bytes of dynamic shared memory and its address: aligned to 1024 bytes,
+    and placed so that no byte of it has the same low 18 address bits as a byte of the static shared
+    variables ``static`` ((label, lo, hi)): the low 18 bits are then a byte's shared address, unique in
+    the CTA, as wgmma matrix descriptors need (:mod:`.hopper`)."""
+    buf = np.zeros(dyn + SHARED_WINDOW + DYN_SHARED_ALIGN, dtype=np.uint8)
+    first = (buf.ctypes.data + DYN_SHARED_ALIGN - 1) // DYN_SHARED_ALIGN * DYN_SHARED_ALIGN
+    used = [(lo % SHARED_WINDOW, hi - lo) for _, lo, hi in static if hi > lo]
+    for base in range(first, first + SHARED_WINDOW, DYN_SHARED_ALIGN):
+        o = base % SHARED_WINDOW
+        if not dyn or all((s - o) % SHARED_WINDOW >= dyn and (o - s) % SHARED_WINDOW >= n for s, n in used):
+            return buf, base
+    return buf, first  # more than the window in all: addresses cannot be unique
+
+
 class EmulatedKernel:
     """A kernel compiled for the host; :meth:`launch` runs it on a grid."""
 
@@ -131,8 +150,7 @@ class EmulatedKernel:
         ncta = grid[0] * grid[1] * grid[2]
         storage, device, originals, arrays = self._marshal(list(args))
         dyn = int(shared_bytes)
-        shared = np.zeros(dyn + 16, dtype=np.uint8)
-        shared_ptr = (shared.ctypes.data + 15) // 16 * 16
+        shared, shared_ptr = place_dynamic_shared(dyn, self._shared_vars)
         memory = Memory(arrays + self._global_vars,
                         self._shared_vars + [("the dynamic shared memory", shared_ptr, shared_ptr + dyn)],
                         self.host.local_labels, self.host.sites)
@@ -141,6 +159,7 @@ class EmulatedKernel:
                   len(memory.shared), (sink.ctypes.data + 4095) // 4096 * 4096)  # what every context gets
         with self._lock:
             self._rt = rt = DeviceRuntime(block, grid, memory if self.host.check_bounds else None)
+            rt.shared_buffers = memory.shared
             if self.collective:
                 self._run_concurrent(rt, storage, grid, block, ncta, nthreads, shared_ptr, dyn, checks)
             else:

@@ -25,9 +25,18 @@ Emulated tensor-core / async-copy forms (PTX ISA sections cited at each row):
   ``nvvm.cp.async.wait.group N``: per thread, the copies land late (when a wait retires their group, or
   at the thread's exit; :data:`CP_ASYNC_ISSUE`);
 - ``nvvm.mma.sync`` row.col m16n8k16 / m16n8k8 f16 / bf16 -> f32, f16 -> f16, m16n8k8 tf32 -> f32,
-  m16n8k32 s8 / u8 -> s32; m16n8k32 e4m3 / e5m2 -> f32 only as inline PTX (:data:`INLINE_ASM`).
+  m16n8k32 s8 / u8 -> s32; m16n8k32 e4m3 / e5m2 -> f32 only as inline PTX (:data:`INLINE_ASM`);
+- mbarrier (sm_90 forms of MLIR 22: ``nvvm.mbarrier.init`` / ``arrive`` / ``arrive_drop`` / ``.nocomplete`` /
+  ``arrive.expect_tx`` / ``expect_tx`` / ``complete_tx`` / ``test.wait`` / ``try_wait`` / ``try_wait.parity`` /
+  ``inval``, ``nvvm.cp.async.mbarrier.arrive``, ``nvvm.fence.mbarrier.init``; try_wait.parity also as the
+  inline PTX of convert-nvvm-to-llvm): objects in the runtime, blocking waits in deadlock detection;
+- wgmma (sm_90a): ``nvvm.wgmma.fence.aligned``, ``nvvm.wgmma.commit.group.sync.aligned``,
+  ``nvvm.wgmma.wait.group.sync.aligned N``, ``nvvm.wgmma.mma_async`` m64nNk16 f16 / bf16 -> f32 (f16 -> f16),
+  m64nNk8 tf32 -> f32, m64nNk32 e4m3 / e5m2 -> f32 / f16, s8 / u8 -> s32 (satfinite), K- or MN-major (16-bit
+  types), all four swizzle modes (:mod:`.hopper`); also as the inline PTX of convert-nvvm-to-llvm.
 
-Not emulated: ``stmatrix``, ``mbarrier``, ``cp.async.bulk`` (TMA), ``cp.async.mbarrier.arrive``, wgmma.
+Not emulated: ``stmatrix``, ``cp.async.bulk`` (TMA) and tensor maps, wgmma with A from registers, sparse
+wgmma, b1 wgmma, descriptors with a non-zero base offset, clusters of more than one CTA.
 """
 
 from __future__ import annotations
@@ -512,6 +521,130 @@ def _cp_async_mbarrier_arrive(op, rw):
     return _mbar_call(op, rw, "cp.async.arrive", rw.const(int(noinc)))
 
 
+# ---------------------------------------------------------------- wgmma (sm_90a)
+# PTX ISA, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions": wgmma.fence,
+# wgmma.commit_group, wgmma.wait_group, wgmma.mma_async (semantics, descriptors and layouts in
+# :mod:`.hopper`; the runtime part in :meth:`.runtime.DeviceRuntime.wgmma`).
+#
+# Asynchrony: the emulator computes D when the last of the warpgroup's 128 threads issues the
+# mma_async (a warpgroup collective) and hands every thread its D registers as the op's result at once,
+# so a kernel that uses the accumulators before wgmma.wait_group gets the final values here (undefined on
+# the GPU; MLIR's SSA result leaves nothing to intercept). What is checked: a thread's first mma_async
+# must follow a wgmma.fence; the shared memory an mma_async read must be unchanged when the
+# wait_group that retires its group runs (a kernel that overwrites a stage before waiting fails the
+# launch); all 128 threads of the warpgroup must issue the same form.
+WG_FENCE, WG_COMMIT, WG_WAIT, WG_MMA = 0, 1, 2, 3
+
+
+def _wgmma_sync(what: int):
+    def rewrite(op, rw):
+        """``nvvm.wgmma.fence.aligned`` / ``nvvm.wgmma.commit.group.sync.aligned`` /
+        ``nvvm.wgmma.wait.group.sync.aligned N`` (per thread; see above)."""
+        n = ir.IntegerAttr(op.attributes["group"]).value if what == WG_WAIT else 0
+        if what == WG_FENCE:
+            rw.fence()
+        rw.call("__emu_wgmma", [rw.const(what), rw.const(n), rw.const(0, "i64")], None, can_abort=True)
+        return []
+    return rewrite
+
+
+def _struct_members(ty: str) -> list[str]:
+    m = re.fullmatch(r"!llvm\.struct<\((.*)\)>", ty)
+    return [x.strip() for x in re.split(r",\s*(?![^<]*>)", m.group(1))] if m else []
+
+
+def _wgmma_emit(op, rw, n: int, k: int, a: str, b: str, d: str, neg: tuple, kmajor: tuple, satfinite: bool,
+                acc_values, desc_a, desc_b, scale_d):
+    """The call of the helper that runs one wgmma.mma_async; ``acc_values``: the accumulator struct (one
+    value) or its members (inline asm); returns D (the op's result struct type)."""
+    from . import hopper
+
+    result = str(op.results[0].type)
+    members = _struct_members(result)
+    words = n // 4 if d == "f16" else n // 2
+    elem = {"f32": ("f32",), "s32": ("i32",), "f16": ("i32", "vector<2xf16>")}.get(d, ())
+    if not hopper.valid_form(n, k, a, b, d, *kmajor) or len(members) != words or members[0] not in elem \
+            or len(set(members)) != 1 or (satfinite and d != "s32") or (d == "s32" and any(neg)):
+        rw.unknown(op)
+    form = hopper.form_id(n, k, a, b, d, neg[0], neg[1], kmajor[0], kmajor[1], satfinite)
+    et = members[0]
+    scalars = len(acc_values) > 1
+    sym = f"__emu_wgmma_{form}_{re.sub(r'[^a-z0-9]', '', et)}_{'s' if scalars else 'v'}"
+    buf = f"!llvm.struct<(i64, i64, i32, i32, array<{words} x i32>)>"
+    params = ["%ctx: !llvm.ptr"] + ([f"%a{i}: {et}" for i in range(words)] if scalars else [f"%acc: {result}"]) + \
+        ["%da: i64", "%db: i64", "%sd: i32"]
+    body = ["%one = llvm.mlir.constant(1 : i32) : i32", f"%buf = llvm.alloca %one x {buf} : (i32) -> !llvm.ptr"]
+    for i, (v, t) in enumerate((("%da", "i64"), ("%db", "i64"), ("%sd", "i32"))):
+        body += [f"%f{i} = llvm.getelementptr %buf[0, {i}] : (!llvm.ptr) -> !llvm.ptr, {buf}",
+                 f"llvm.store {v}, %f{i} : {t}, !llvm.ptr"]
+    for i in range(words):
+        v = f"%a{i}"
+        if not scalars:
+            body.append(f"%a{i} = llvm.extractvalue %acc[{i}] : {result}")
+        if et != "i32":
+            body.append(f"%w{i} = llvm.bitcast %a{i} : {et} to i32")
+            v = f"%w{i}"
+        body += [f"%p{i} = llvm.getelementptr %buf[0, 4, {i}] : (!llvm.ptr) -> !llvm.ptr, {buf}",
+                 f"llvm.store {v}, %p{i} : i32, !llvm.ptr"]
+    body += ["%e = llvm.ptrtoint %buf : !llvm.ptr to i64", f"%what = llvm.mlir.constant({WG_MMA} : i32) : i32",
+             f"%form = llvm.mlir.constant({form} : i32) : i32",
+             "llvm.call @__emu_wgmma(%ctx, %what, %form, %e) : (!llvm.ptr, i32, i32, i64) -> ()",
+             f"%s0 = llvm.mlir.poison : {result}"]
+    for i in range(words):
+        out = "%r" if i == words - 1 else f"%s{i + 1}"
+        body.append(f"%l{i} = llvm.load %p{i} : !llvm.ptr -> i32")
+        v = f"%l{i}"
+        if et != "i32":
+            body.append(f"%v{i} = llvm.bitcast %l{i} : i32 to {et}")
+            v = f"%v{i}"
+        body.append(f"{out} = llvm.insertvalue {v}, %s{i}[{i}] : {result}")
+    rw.define(sym, ", ".join(params), "\n".join(body), result)
+    return [rw.call(sym, list(acc_values) + [desc_a, desc_b, scale_d], result, can_abort=True)]
+
+
+def _wgmma_mma_async(op, rw):
+    """``nvvm.wgmma.mma_async %descA, %descB, %acc, #nvvm.shape<m = 64, n = N, k = K>,
+    D [<f32|f16|s32>, #nvvm.wgmma_scale_out<one|zero>(, <satfinite>)], A [<ta>, #nvvm.wgmma_scale_in<one|neg>,
+    <row|col>], B [<tb>, #nvvm.wgmma_scale_in<one|neg>, <row|col>] : !llvm.struct<(...)> -> same`` (PTX ISA
+    "wgmma.mma_async"): the forms of :func:`.hopper.valid_form`; layoutA row / layoutB col = K-major
+    (imm-trans 0), col / row = MN-major (16-bit types); scale-d zero ignores the input accumulator; neg
+    negates A / B (float types); satfinite (s32) saturates instead of wrapping. The accumulator struct:
+    N/2 f32 / i32, or (f16) N/4 i32 or vector<2xf16> words. A warpgroup collective."""
+    def kw(name: str) -> str:
+        return re.findall(r"<(\w+)>", str(op.attributes[name]))[-1]
+
+    m, n, k = (int(x) for x in re.findall(r"= (\d+)", str(op.attributes["shape"])))
+    if m != 64:
+        rw.unknown(op)
+    acc, desc_a, desc_b = op.operands
+    neg = (kw("scaleA") == "neg", kw("scaleB") == "neg")
+    kmajor = (kw("layoutA") == "row", kw("layoutB") == "col")
+    sat = "satfinite" in op.attributes
+    scale_d = rw.const(int(kw("scaleD") == "one"))
+    return _wgmma_emit(op, rw, n, k, kw("typeA"), kw("typeB"), kw("typeD"), neg, kmajor, sat, [acc], desc_a,
+                       desc_b, scale_d)
+
+
+def _asm_wgmma(op, rw, m):
+    """``wgmma.mma_async.sync.aligned.m64nNkK.<d>.<a>.<b>[.satfinite]`` as MLIR's convert-nvvm-to-llvm
+    writes it (``setp.ne.b32 p, $scale_d, 0`` first; imm-scale-a / -b and imm-trans-a / -b as ``n``
+    operands, which must be ``llvm.mlir.constant`` values): the same semantics as the op."""
+    n, k, d, a, b, sat = int(m.group(2)), int(m.group(3)), m.group(4), m.group(5), m.group(6), bool(m.group(7))
+    words = len(m.group(8).split(","))
+    ops = list(op.operands)
+    imms = []
+    for i in [int(x) for x in re.findall(r"\$(\d+)", m.group(11) or "")]:
+        idx = i - words  # operands of the asm: the `words` outputs are tied ("0", "1", ...), not operands
+        owner = ops[idx].owner
+        if getattr(getattr(owner, "operation", None), "name", "") != "llvm.mlir.constant":
+            rw.unknown(op)
+        imms.append(ir.IntegerAttr(owner.attributes["value"]).value)
+    imms += [1, 1, 0, 0][len(imms):]
+    sd, da, db = (ops[int(m.group(g)) - words] for g in (1, 9, 10))
+    return _wgmma_emit(op, rw, n, k, a, b, d, (imms[0] == -1, imms[1] == -1), (imms[2] == 0, imms[3] == 0), sat,
+                       ops[:words], da, db, sd)
+
+
 # ---------------------------------------------------------------- inline PTX
 @dataclass
 class AsmRow:
@@ -547,6 +680,12 @@ INLINE_ASM: list[AsmRow] = [
                       r"@P1 bra\.uni DONE; bra\.uni LAB_WAIT; DONE: \}"),
            re.compile(r"[rl],[rn],[rn]"), re.compile(r"!llvm\.ptr(<3>)?, i32, i32"), "",
            lambda op, rw, m: _mbar_try_wait_parity(op, rw), collective=True),
+    # nvvm.wgmma.mma_async after convert-nvvm-to-llvm
+    AsmRow(re.compile(r"\{ \.reg \.pred p; setp\.ne\.b32 p, \$(\d+), 0; wgmma\.mma_async\.sync\.aligned\."
+                      r"m64n(\d+)k(\d+)\.(f32|f16|s32)\.(\w+)\.(\w+)(\.satfinite)? \{(\$\d+(?:, \$\d+)*)\}, "
+                      r"\$(\d+), \$(\d+), p((?:, \$\d+)*); \}"),
+           re.compile(r"(=[fr],)+(\d+,)+l,l(,[nr])+"), re.compile(r".*"), re.compile(r"!llvm\.struct<.*>"),
+           _asm_wgmma, collective=True),
 ]
 
 
@@ -711,6 +850,10 @@ NVVM_OPS: dict[str, OpRow] = {
     "nvvm.mbarrier.inval": OpRow(_mbar_inval, collective=True),
     "nvvm.cp.async.mbarrier.arrive": OpRow(_cp_async_mbarrier_arrive, collective=True),
     "nvvm.fence.mbarrier.init": OpRow(_fence),
+    "nvvm.wgmma.fence.aligned": OpRow(_wgmma_sync(WG_FENCE), collective=True),
+    "nvvm.wgmma.commit.group.sync.aligned": OpRow(_wgmma_sync(WG_COMMIT), collective=True),
+    "nvvm.wgmma.wait.group.sync.aligned": OpRow(_wgmma_sync(WG_WAIT), collective=True),
+    "nvvm.wgmma.mma_async": OpRow(_wgmma_mma_async, collective=True),
 }
 
 
@@ -780,6 +923,7 @@ RUNTIME_SYMBOLS: dict[str, str] = {
     "__emu_fault": "(!llvm.ptr, i64, i64, i64, i32, i32, i32) -> ()",
     "__emu_cp_async": "(!llvm.ptr, i32, i64, i64, i32, i32) -> ()",
     "__emu_mbarrier": "(!llvm.ptr, i32, i64, i64, i32) -> i64",
+    "__emu_wgmma": "(!llvm.ptr, i32, i32, i64) -> ()",
 }
 
 # memory ops checked against the buffers their address space may touch (:mod:`.memcheck`):

@@ -19,6 +19,8 @@ import threading
 import time
 from collections import deque
 
+import numpy as np
+
 from ..errors import TilecoreError
 from . import context as C
 from .memcheck import Memory, describe_fault
@@ -89,6 +91,7 @@ class DeviceRuntime:
     def __init__(self, block, grid, memory: Memory | None = None):
         self.block, self.grid = block, grid
         self.memory = memory  # the buffers checked accesses may touch; None: no checks
+        self.shared_buffers: list = []  # (label, lo, hi) of the CTA's shared memory (set by the engine)
         self.nthreads = block[0] * block[1] * block[2]
         self.lock = threading.Lock()
         self.cta_cond = threading.Condition(self.lock)
@@ -108,7 +111,7 @@ class DeviceRuntime:
         self.slots: dict[tuple, _WarpSlot] = {}
         self.mbarriers: dict[int, _MBarrier] = {}  # shared-memory address -> object (one CTA's)
         self.wg_slots: dict[int, _WarpSlot] = {}  # warpgroup -> threads gathered for a wgmma.mma_async
-        self.wgmma: dict[int, _WgmmaState] = {}  # warpgroup -> its issued / committed wgmma.mma_async ops
+        self.wgmma_state: dict[int, _WgmmaState] = {}  # warpgroup -> its issued / committed wgmma.mma_async ops
         self.done = 0
 
     # ---- helpers
@@ -333,6 +336,91 @@ class DeviceRuntime:
                 return int(ready())
             return self._mb_block(ctx, mb, ready)
 
+    # ---- wgmma (PTX ISA, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions")
+    def wgmma(self, ctx, what, form, buf):
+        """``what`` 0: wgmma.fence; 1: wgmma.commit_group; 2: wgmma.wait_group ``form`` (N); 3:
+        wgmma.mma_async of form ``form`` (:data:`.hopper.FORMS` index) with the thread's buffer at ``buf``
+        (descriptor A, descriptor B: i64; scale-d: i32; pad; the accumulator words)."""
+        t = C.slot(ctx, C.LINEAR_TID)
+        g = t >> 7
+        with self.lock:
+            if self._aborted(ctx):
+                return
+            st = self.wgmma_state.setdefault(g, _WgmmaState())
+            if what == 0:
+                st.fenced.add(t)
+            elif what == 1:
+                j = st.commits.get(t, 0)
+                if j == len(st.groups):
+                    st.groups.append(st.open)
+                    st.open = []
+                st.commits[t] = j + 1
+            elif what == 2:
+                upto = st.commits.get(t, 0) - form
+                for group in st.groups[st.checked:max(upto, 0)]:
+                    for operands in group:
+                        self._wgmma_check_operands(ctx, operands)
+                st.checked = max(st.checked, upto)
+            else:
+                self._wgmma_issue(ctx, t, g, st, form, buf)
+
+    def _wgmma_check_operands(self, ctx, operands) -> None:
+        from .hopper import SharedMemory
+
+        for host, raw in operands:
+            if not np.array_equal(SharedMemory.read(host, raw.shape[-1]), raw):
+                self.fail(TilecoreError("shared memory read by a wgmma.mma_async changed before the "
+                                        f"wgmma.wait_group that retires it (undefined in PTX) ({self._where(ctx)})"))
+                self._aborted(ctx)
+                return
+
+    def _wgmma_issue(self, ctx, t, g, st, form, buf) -> None:
+        if t not in st.issued and t not in st.fenced:
+            self.fail(TilecoreError(f"wgmma.mma_async without a wgmma.fence before the warpgroup's first one "
+                                    f"(PTX ISA: required) ({self._where(ctx)})"))
+            self._aborted(ctx)
+            return
+        st.issued.add(t)
+        slot = self.wg_slots.get(g)
+        if slot is None:
+            need = min(128, self.nthreads - 128 * g)
+            slot = self.wg_slots[g] = _WarpSlot(form, need)
+        if slot.code != form:
+            self.fail(TilecoreError(f"threads of warpgroup {g} execute different wgmma.mma_async forms "
+                                    f"({self._where(ctx)})"))
+            self._aborted(ctx)
+            return
+        slot.lanes[t & 127] = buf
+        if len(slot.lanes) >= slot.need:
+            del self.wg_slots[g]
+            if slot.need < 128:
+                self.fail(TilecoreError(f"wgmma.mma_async needs the 128 threads of warpgroup {g} (4 warps); the "
+                                        f"block has {slot.need} of them ({self._where(ctx)})"))
+                self._aborted(ctx)
+                return
+            from . import hopper
+
+            first = slot.lanes[0]
+            desc_a = ctypes.c_uint64.from_address(first).value
+            desc_b = ctypes.c_uint64.from_address(first + 8).value
+            scale_d = ctypes.c_int32.from_address(first + 16).value
+            f = hopper.FORMS[form]
+            words = f["words"]
+            accs = {lane: (ctypes.c_uint32 * words).from_address(a + 24) for lane, a in slot.lanes.items()}
+            try:
+                operands = hopper.wgmma(f, desc_a, desc_b, scale_d, accs, hopper.SharedMemory(self.shared_buffers))
+            except ValueError as e:
+                self.fail(TilecoreError(f"wgmma.mma_async: {e} ({self._where(ctx)})"))
+                self._aborted(ctx)
+                return
+            st.open.append(operands)
+            slot.results = True
+            self.blocked -= slot.waiting
+            self.cta_cond.notify_all()
+            return
+        slot.waiting += 1
+        self._wait(self.cta_cond, lambda: slot.results is not None, ctx)
+
     # ---- end of a thread's CTA
     def cta_done(self, ctx):
         t = C.slot(ctx, C.LINEAR_TID)
@@ -343,6 +431,9 @@ class DeviceRuntime:
                 for b in self.barriers.values():
                     if b.count <= 0:
                         self._release_if_full(b)
+                if (t >> 7) in self.wg_slots:
+                    self.fail(TilecoreError(f"a thread of warpgroup {t >> 7} exited while the others wait in "
+                                            f"wgmma.mma_async ({self._where(ctx)})"))
                 for (w, m), s in list(self.slots.items()):
                     if w == t >> 5 and (m >> (t & 31)) & 1:
                         s.need -= 1
@@ -464,6 +555,7 @@ CALLBACKS = {
     "__emu_fault": (ctypes.CFUNCTYPE(None, _P, _I64, _I64, _I64, _I32, _I32, _I32), "fault", None),
     "__emu_cp_async": (ctypes.CFUNCTYPE(None, _P, _I32, _I64, _I64, _I32, _I32), "cp_async", None),
     "__emu_mbarrier": (ctypes.CFUNCTYPE(_I64, _P, _I32, _I64, _I64, _I32), "mbarrier", 0),
+    "__emu_wgmma": (ctypes.CFUNCTYPE(None, _P, _I32, _I32, _I64), "wgmma", None),
 }
 
 
