@@ -241,6 +241,44 @@ def test_native_pass_runs_after_python_patterns():
     assert stats.native_passes == ["gpu.module(convert-gpu-to-nvvm)"]
 
 
+SCF_KERNEL = """
+gpu.module @m {
+  gpu.func @k(%n: index) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    scf.for %i = %c0 to %n step %c1 {
+      gpu.printf "%d", %i : index
+    }
+    gpu.return
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("with_patterns", [True, False])
+def test_native_pass_with_needs_runs_only_when_such_an_op_is_left(with_patterns):
+    """NativePass.needs: the driver notes the watched op names as it visits them (no extra walk)."""
+    pats = [FunctionPattern("gpu.thread_id", tid_to_sreg, name="Tid")] if with_patterns else []
+    cf = NativePass("gpu.module(convert-scf-to-cf)", needs=("scf.for", "scf.if"))
+    m = parse()  # no scf op
+    stats = apply_conversion(m, None, pats, TypeConverter(), native_passes=[cf])
+    assert stats.native_passes == []
+    m = parse(SCF_KERNEL)
+    stats = apply_conversion(m, None, pats, TypeConverter(), native_passes=[cf])
+    assert stats.native_passes == ["gpu.module(convert-scf-to-cf)"]
+    assert "scf.for" not in op_names(m) and "cf.cond_br" in op_names(m)
+
+
+def test_native_pass_needs_an_op_a_pattern_rewrites():
+    """A watched op that a Python pattern also matches still counts (the pass may run for nothing, never skipped wrongly)."""
+    m = parse(SCF_KERNEL)
+    printf = FunctionPattern("gpu.printf", lambda op, rw: rw.erase(op), name="DropPrintf")
+    stats = apply_conversion(m, None, [printf], TypeConverter(),
+                             native_passes=[NativePass("gpu.module(canonicalize)", needs=("gpu.printf",))])
+    assert stats.fired == {"DropPrintf": 1}
+    assert stats.native_passes == ["gpu.module(canonicalize)"]
+
+
 def test_native_pass_failure_is_a_located_error_and_module_unchanged():
     m = parse()
     before = str(m)
