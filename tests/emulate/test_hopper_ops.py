@@ -455,7 +455,7 @@ def layout_params(rows: int, k_bytes: int, k_major: bool, swz: int, variant: int
 
 
 def run_wgmma(pm, a, b, c, *, n, k_major_a, k_major_b, swz, variant=0, ta="f16", tb="f16", td="f32",
-              acc_ty="f32", steps=1, k=16, **mma_kw):
+              acc_ty="f32", steps=1, k=16, lower=False, **mma_kw):
     """Run the wgmma kernel for A (64 x K_total), B (K_total x N) (numpy arrays of the element's storage
     type) and C (64 x N, f32 / f16 / i32); returns D (64 x N) from the fragments."""
     kt = a.shape[1]
@@ -471,7 +471,13 @@ def run_wgmma(pm, a, b, c, *, n, k_major_a, k_major_b, swz, variant=0, ta="f16",
     mma = mma_text(n, k, ta, tb, td, acc_ty, words, "row" if k_major_a else "col", "col" if k_major_b else "row",
                    **mma_kw)
     text = gpu_module(wgmma_kernel(n, acc_ty, words, mma, steps, k * esize))
-    launch(parse(pm, text), "k", grid=1, block=128, shared_bytes=SMEM_BYTES,
+    m = parse(pm, text)
+    if lower:  # the inline PTX form of convert-nvvm-to-llvm
+        from tilecore.conversion import run_native_pipeline
+
+        run_native_pipeline(m.operation, "gpu.module(convert-nvvm-to-llvm)", m.context)
+        assert "wgmma.mma_async.sync.aligned" in str(m) and "nvvm.wgmma.mma_async" not in str(m)
+    launch(m, "k", grid=1, block=128, shared_bytes=SMEM_BYTES,
            args=[img_a.view(np.int32), img_b.view(np.int32), c_words, d_words,
                  np.int64(np.uint64(descriptor_high(lbo_a, sbo_a, swz)).view(np.int64)),
                  np.int64(np.uint64(descriptor_high(lbo_b, sbo_b, swz)).view(np.int64))])
@@ -695,3 +701,334 @@ def test_ptxas_accepts_the_wgmma_forms_for_sm_90a(pm):
                    "wgmma.mma_async.sync.aligned.m64n16k32.s32.s8.u8.satfinite",
                    "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e5m2"):
         assert needle in ptx, needle
+
+
+# ---------------------------------------------------------------- cp.async.bulk.tensor (TMA)
+def tma_kernel(rank: int, box_bytes: int, coords: list[int], pred: str = "") -> str:
+    """128 threads; thread 0 inits the mbarrier, expects ``box_bytes`` (unless predicated) and issues the
+    tile-mode copy of the box at ``coords`` (tensor map argument %tm) into dynamic shared memory; every
+    thread waits for phase 0, then the threads copy the box's bytes to %out."""
+    cs = ", ".join(f"%k{i}" for i in range(rank))
+    consts = "\n".join(f"%k{i} = llvm.mlir.constant({c} : i32) : i32" for i, c in enumerate(coords))
+    expect = "" if pred else "%s = nvvm.mbarrier.arrive.expect_tx %b, %nb : !llvm.ptr<3>, i32 -> i64"
+    arrive = "%s2 = nvvm.mbarrier.arrive %b : !llvm.ptr<3> -> i64" if pred else ""
+    pred_text = f" predicate = {pred}" if pred else ""
+    return f"""
+  {MBAR_GLOBAL}
+  llvm.mlir.global external @dyn() {{addr_space = 3 : i32, alignment = 1024 : i64}} : !llvm.array<0 x i8>
+  llvm.func @k(%tm: !llvm.ptr<1>, %g: !llvm.ptr<1>, %out: !llvm.ptr<1>) attributes {{nvvm.kernel}} {{
+    %t = nvvm.read.ptx.sreg.tid.x : i32
+    %b = llvm.mlir.addressof @bar : !llvm.ptr<3>
+    %sm = llvm.mlir.addressof @dyn : !llvm.ptr<3>
+    %sm7 = llvm.addrspacecast %sm : !llvm.ptr<3> to !llvm.ptr<7>
+    %tmg = llvm.addrspacecast %tm : !llvm.ptr<1> to !llvm.ptr
+    %c0 = llvm.mlir.constant(0 : i32) : i32
+    %c1 = llvm.mlir.constant(1 : i32) : i32
+    %c128 = llvm.mlir.constant(128 : i32) : i32
+    %nb = llvm.mlir.constant({box_bytes} : i32) : i32
+    %nw = llvm.mlir.constant({box_bytes // 4} : i32) : i32
+    %false = llvm.mlir.constant(false) : i1
+    {consts}
+    %is0 = llvm.icmp "eq" %t, %c0 : i32
+    llvm.cond_br %is0, ^init, ^go
+  ^init:
+    nvvm.mbarrier.init %b, %c1 : !llvm.ptr<3>, i32
+    nvvm.fence.mbarrier.init
+    {expect}
+    nvvm.cp.async.bulk.tensor.shared.cluster.global %sm7, %tmg, %b, box[{cs}]{pred_text} : !llvm.ptr<7>, !llvm.ptr
+    {arrive}
+    llvm.br ^go
+  ^go:
+    nvvm.barrier0
+    nvvm.mbarrier.try_wait.parity %b, %c0, %c128 : !llvm.ptr<3>, i32, i32
+    llvm.br ^h(%t : i32)
+  ^h(%i: i32):
+    %more = llvm.icmp "ult" %i, %nw : i32
+    llvm.cond_br %more, ^body, ^done
+  ^body:
+    %sp = llvm.getelementptr %sm[%i] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32
+    %v = llvm.load %sp : !llvm.ptr<3> -> i32
+    %op = llvm.getelementptr %out[%i] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+    llvm.store %v, %op : i32, !llvm.ptr<1>
+    %n = llvm.add %i, %c128 : i32
+    llvm.br ^h(%n : i32)
+  ^done:
+    llvm.return
+  }}"""
+
+
+def box_expected(tensor: np.ndarray, box: list[int], coords: list[int], swz: int, fill=0) -> np.ndarray:
+    """The shared-memory bytes of a tile-mode box (PTX ISA "Tiled mode": dimension 0 innermost, elements
+    outside the tensor filled; the swizzle permutes the 16-byte units u of 128-byte line L to u ^ (L mod
+    (S / 16)), the figures' pattern, the destination being 1024-byte aligned). ``tensor`` is indexed
+    [dim r-1, ..., dim 0]."""
+    rank = len(box)
+    out = np.full(box[::-1], fill, tensor.dtype)
+    src = tuple(slice(max(c, 0), min(c + b, n)) for c, b, n in zip(coords[::-1], box[::-1], tensor.shape))
+    dst = tuple(slice(s.start - c, s.stop - c) for s, c in zip(src, coords[::-1]))
+    if all(s.stop > s.start for s in src):
+        out[dst] = tensor[src]
+    raw = out.reshape(-1).view(np.uint8)
+    if not swz:
+        return raw
+    img = np.zeros_like(raw)
+    for off in range(0, raw.size, 16):
+        line, unit = divmod(off, 128)
+        unit //= 16
+        new = line * 128 + 16 * (unit ^ (line % (swz // 16)))
+        img[new:new + 16] = raw[off:off + 16]
+    assert rank
+    return img
+
+
+def run_tma(pm, tensor: np.ndarray, data_type: int, box: list[int], coords: list[int], swizzle: int = 0,
+            oob_fill: int = 0, pred: str = "") -> np.ndarray:
+    from tilecore.emulate.tensormap import encode_tiled
+
+    rank = len(box)
+    dims = list(tensor.shape[::-1])
+    strides = [tensor.strides[::-1][i] for i in range(1, rank)]
+    tm = encode_tiled(data_type, rank, 1, dims, strides, box, swizzle=swizzle, oob_fill=oob_fill)
+    nbytes = int(np.prod(box)) * tensor.itemsize
+    out = np.full(nbytes, 0xEE, np.uint8)
+    launch(parse(pm, gpu_module(tma_kernel(rank, nbytes, coords, pred))), "k", grid=1, block=128,
+           shared_bytes=nbytes, args=[tm, tensor, out.view(np.int32)])
+    return out
+
+
+@pytest.mark.parametrize("swizzle", [0, 1, 2, 3])
+def test_tma_2d_f16_box_with_edges_and_swizzle(pm, swizzle):
+    """A 40 x 100 f16 tensor (rows padded to 128 elements: stride 256 bytes), the box of S / 2 (or 64)
+    x 32 elements at (64 - S / 4, 20): partly outside in both dimensions, zero-filled."""
+    swz = {0: 0, 1: 32, 2: 64, 3: 128}[swizzle]
+    inner = swz // 2 if swz else 64
+    base = np.arange(40 * 128, dtype=np.float32).reshape(40, 128).astype(np.float16)
+    tensor = base[:, :100]  # a view: the kernel argument is the padded array, the map says 100 columns
+    coords = [100 - inner // 2, 20]
+    from tilecore.emulate.tensormap import encode_tiled
+
+    tm = encode_tiled(6, 2, 1, [100, 40], [256], [inner, 32], swizzle=swizzle)
+    nbytes = inner * 32 * 2
+    out = np.full(nbytes, 0xEE, np.uint8)
+    launch(parse(pm, gpu_module(tma_kernel(2, nbytes, coords))), "k", grid=1, block=128, shared_bytes=nbytes,
+           args=[tm, base, out.view(np.int32)])
+    np.testing.assert_array_equal(out, box_expected(tensor, [inner, 32], coords, swz))
+
+
+@pytest.mark.parametrize("rank", [1, 3, 5])
+def test_tma_ranks_and_negative_coordinates(pm, rank):
+    rng = np.random.default_rng(rank)
+    shape = {1: (200,), 3: (5, 7, 24), 5: (3, 2, 4, 3, 8)}[rank]
+    box = {1: [64], 3: [8, 4, 4], 5: [8, 2, 2, 2, 2]}[rank]
+    coords = {1: [-16], 3: [20, -1, 3], 5: [4, 2, 3, -1, 1]}[rank]
+    tensor = rng.integers(-1000, 1000, shape).astype(np.int32)
+    out = run_tma(pm, tensor, 3, box, coords)
+    np.testing.assert_array_equal(out, box_expected(tensor, box, coords, 0))
+
+
+def test_tma_nan_fill_and_predicate(pm):
+    tensor = np.arange(12 * 8, dtype=np.float32).reshape(12, 8) + 0.5
+    out = run_tma(pm, tensor, 7, [8, 8], [4, 8], oob_fill=1).view(np.float32).reshape(8, 8)
+    want = box_expected(tensor, [8, 8], [4, 8], 0, fill=np.nan).view(np.float32).reshape(8, 8)
+    np.testing.assert_array_equal(out, want)
+    assert np.isnan(out[5, 0]) and np.isnan(out[0, 5])
+    out = run_tma(pm, tensor, 7, [8, 8], [0, 0], pred="%false")  # predicated off: shared memory unchanged (zero)
+    np.testing.assert_array_equal(out, np.zeros(256, np.uint8))
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("magic", "does not point to an emulator tensor map"),
+    ("arg", "names kernel argument 0, which is no array|larger than kernel argument"),
+    ("dims", "larger than kernel argument 1"),
+])
+def test_tma_bad_tensor_maps_fail(pm, bad, message):
+    from tilecore.emulate.tensormap import encode_tiled
+
+    tensor = np.zeros((8, 8), np.float32)
+    tm = encode_tiled(7, 2, 2 if bad == "arg" else 1, [8, 16 if bad == "dims" else 8], [32], [8, 8])
+    if bad == "magic":
+        tm[0] ^= 1
+    if bad == "arg":
+        tm[4] = 0
+    with pytest.raises(TilecoreError, match=message):
+        launch(parse(pm, gpu_module(tma_kernel(2, 256, [0, 0]))), "k", grid=1, block=128, shared_bytes=256,
+               args=[tm, tensor, np.zeros(64, np.int32)])
+
+
+def test_tma_encoder_checks_the_driver_requirements():
+    from tilecore.emulate.tensormap import encode_tiled
+
+    with pytest.raises(ValueError, match="multiples of 16"):
+        encode_tiled(6, 2, 0, [100, 40], [200], [64, 32])
+    with pytest.raises(ValueError, match="at most the swizzle width"):
+        encode_tiled(6, 2, 0, [100, 40], [256], [64, 32], swizzle=2)
+
+
+def test_tma_predicated_as_inline_ptx(pm):
+    """With a predicate, convert-nvvm-to-llvm writes the copy as inline PTX (``@$6 cp.async.bulk.tensor``):
+    the emulator runs that form (predicate true: the copy; false: none)."""
+    from tilecore.conversion import run_native_pipeline
+    from tilecore.emulate.tensormap import encode_tiled
+
+    tensor = np.arange(64, dtype=np.int32).reshape(8, 8)
+    for pred, want in (("%is0", tensor.reshape(-1)), ("%false", np.zeros(64, np.int32))):
+        text = tma_kernel(2, 256, [0, 0], pred)
+        if pred == "%is0":  # predicated on, so the expect_tx is needed again
+            text = text.replace("%s2 = nvvm.mbarrier.arrive %b : !llvm.ptr<3> -> i64",
+                                "%s2 = nvvm.mbarrier.arrive.expect_tx %b, %nb : !llvm.ptr<3>, i32 -> i64")
+        m = parse(pm, gpu_module(text))
+        run_native_pipeline(m.operation, "gpu.module(convert-nvvm-to-llvm)", m.context)
+        assert "cp.async.bulk.tensor.2d" in str(m)
+        out = np.full(64, 7, np.int32)
+        launch(m, "k", grid=1, block=128, shared_bytes=256, args=[encode_tiled(3, 2, 1, [8, 8], [32], [8, 8]),
+                                                                 tensor, out])
+        np.testing.assert_array_equal(out, want)
+
+
+def test_tma_lands_when_the_mbarrier_is_waited_on(pm):
+    """Without the wait, the threads read the old shared memory (the copy is queued on the mbarrier);
+    the copy lands at the next wait (here none: the launch ends with it pending, nothing fails)."""
+    from tilecore.emulate.tensormap import encode_tiled
+
+    text = tma_kernel(2, 256, [0, 0]).replace(
+        "nvvm.mbarrier.try_wait.parity %b, %c0, %c128 : !llvm.ptr<3>, i32, i32", "")
+    out = np.full(64, 7, np.int32)
+    launch(parse(pm, gpu_module(text)), "k", grid=1, block=128, shared_bytes=256,
+           args=[encode_tiled(3, 2, 1, [8, 8], [32], [8, 8]), np.ones((8, 8), np.int32), out])
+    np.testing.assert_array_equal(out, 0)
+
+
+def tma_wgmma_kernel() -> str:
+    """The Hopper GEMM step: thread 0 loads A (64 x 64 f16) and B^T (64 x 64 f16, K contiguous) with
+    128B-swizzled TMA boxes (64 x 64: 128-byte rows, the K-major SW128 canonical layout with SBO 1024)
+    onto one mbarrier (expect_tx 16384); the warpgroup waits, then four m64n64k16 mma_async advance both
+    descriptors by 32 bytes along K; D to %d by fragments."""
+    words = 32
+    st = f"!llvm.struct<({', '.join(['f32'] * words)})>"
+    hi = descriptor_high(16, 1024, 128)
+    mma = mma_text(64, 16, "f16", "f16", "f32", "f32", words)
+    steps = []
+    for s in range(4):
+        steps.append(f"""
+    %ks{s} = llvm.mlir.constant({32 * s} : i64) : i64
+    %as{s} = llvm.add %abase, %ks{s} : i64
+    %bs{s} = llvm.add %bbase, %ks{s} : i64
+    %a4{s} = llvm.lshr %as{s}, %c4 : i64
+    %b4{s} = llvm.lshr %bs{s}, %c4 : i64
+    %am{s} = llvm.and %a4{s}, %m14 : i64
+    %bm{s} = llvm.and %b4{s}, %m14 : i64
+    %da{s} = llvm.or %am{s}, %hi : i64
+    %db{s} = llvm.or %bm{s}, %hi : i64
+    {mma.format(acc=f"%r{s}", da=f"%da{s}", db=f"%db{s}", out=f"%r{s + 1}")}""")
+    stores = [f"%v{i} = llvm.extractvalue %r4[{i}] : {st}\n%ci{i} = llvm.mlir.constant({i} : i32) : i32\n"
+              f"%co{i} = llvm.add %cb, %ci{i} : i32\n"
+              f"%dp{i} = llvm.getelementptr %d[%co{i}] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32\n"
+              f"llvm.store %v{i}, %dp{i} : f32, !llvm.ptr<1>" for i in range(words)]
+    zero = [f"%r0_{i + 1} = llvm.insertvalue %fz, %r0_{i}[{i}] : {st}" for i in range(words)]
+    return f"""
+  {MBAR_GLOBAL}
+  llvm.mlir.global internal @sa() {{addr_space = 3 : i32, alignment = 1024 : i64}} : !llvm.array<8192 x i8>
+  llvm.mlir.global external @dyn() {{addr_space = 3 : i32, alignment = 1024 : i64}} : !llvm.array<0 x i8>
+  llvm.func @k(%tma: !llvm.ptr<1>, %tmb: !llvm.ptr<1>, %ga: !llvm.ptr<1>, %gb: !llvm.ptr<1>, %d: !llvm.ptr<1>)
+      attributes {{nvvm.kernel}} {{
+    %t = nvvm.read.ptx.sreg.tid.x : i32
+    %b = llvm.mlir.addressof @bar : !llvm.ptr<3>
+    %sa = llvm.mlir.addressof @sa : !llvm.ptr<3>
+    %sb = llvm.mlir.addressof @dyn : !llvm.ptr<3>
+    %sa7 = llvm.addrspacecast %sa : !llvm.ptr<3> to !llvm.ptr<7>
+    %sb7 = llvm.addrspacecast %sb : !llvm.ptr<3> to !llvm.ptr<7>
+    %tag = llvm.addrspacecast %tma : !llvm.ptr<1> to !llvm.ptr
+    %tbg = llvm.addrspacecast %tmb : !llvm.ptr<1> to !llvm.ptr
+    %c0 = llvm.mlir.constant(0 : i32) : i32
+    %c1 = llvm.mlir.constant(1 : i32) : i32
+    %c32 = llvm.mlir.constant(32 : i32) : i32
+    %nb = llvm.mlir.constant(16384 : i32) : i32
+    %c4 = llvm.mlir.constant(4 : i64) : i64
+    %m14 = llvm.mlir.constant(16383 : i64) : i64
+    %hi = llvm.mlir.constant({np.uint64(hi).view(np.int64)} : i64) : i64
+    %fz = llvm.mlir.constant(0.0 : f32) : f32
+    %cb = llvm.mul %t, %c32 : i32
+    %is0 = llvm.icmp "eq" %t, %c0 : i32
+    llvm.cond_br %is0, ^init, ^go
+  ^init:
+    nvvm.mbarrier.init %b, %c1 : !llvm.ptr<3>, i32
+    nvvm.fence.mbarrier.init
+    %s = nvvm.mbarrier.arrive.expect_tx %b, %nb : !llvm.ptr<3>, i32 -> i64
+    nvvm.cp.async.bulk.tensor.shared.cluster.global %sa7, %tag, %b, box[%c0, %c0] : !llvm.ptr<7>, !llvm.ptr
+    nvvm.cp.async.bulk.tensor.shared.cluster.global %sb7, %tbg, %b, box[%c0, %c0] : !llvm.ptr<7>, !llvm.ptr
+    llvm.br ^go
+  ^go:
+    nvvm.barrier0
+    nvvm.mbarrier.try_wait.parity %b, %c0, %nb : !llvm.ptr<3>, i32, i32
+    %abase = llvm.ptrtoint %sa : !llvm.ptr<3> to i64
+    %bbase = llvm.ptrtoint %sb : !llvm.ptr<3> to i64
+    %r0_0 = llvm.mlir.undef : {st}
+    {NL.join(zero)}
+    %r0 = llvm.insertvalue %fz, %r0_{words}[0] : {st}
+    nvvm.wgmma.fence.aligned
+    {NL.join(steps)}
+    nvvm.wgmma.commit.group.sync.aligned
+    nvvm.wgmma.wait.group.sync.aligned 0
+    {NL.join(stores)}
+    llvm.return
+  }}"""
+
+
+def test_tma_128b_swizzled_tiles_feed_wgmma(pm):
+    """TMA's 128B swizzle and wgmma's K-major SW128 layout are the same layout: the GEMM of two TMA tiles
+    through four k16 steps is A @ B."""
+    from tilecore.emulate.tensormap import encode_tiled
+
+    rng = np.random.default_rng(12)
+    a, bt = quarters(rng, (64, 64)), quarters(rng, (64, 64))  # bt: B^T, N x K
+    tma = encode_tiled(6, 2, 2, [64, 64], [128], [64, 64], swizzle=3)
+    tmb = encode_tiled(6, 2, 3, [64, 64], [128], [64, 64], swizzle=3)
+    d = np.zeros((128, 32), np.float32)
+    launch(parse(pm, gpu_module(tma_wgmma_kernel())), "k", grid=1, block=128, shared_bytes=8192,
+           args=[tma, tmb, a, bt, d])
+    np.testing.assert_array_equal(d, d_fragment_expected(a.astype(np.float32) @ bt.astype(np.float32).T))
+
+
+def test_ptxas_accepts_the_tma_forms_for_sm_90a(pm):
+    ptx = "\n".join(_ptxas_round_trip(pm, body, "convert-nvvm-to-llvm") for body in (
+        tma_kernel(2, 4096, [0, 0]), tma_kernel(5, 1024, [0, 0, 0, 0, 0]), tma_kernel(3, 512, [1, 2, 3], "%is0"),
+        tma_wgmma_kernel()))
+    for needle in ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+                   "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+                   "cp.async.bulk.tensor.3d", "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"):
+        assert needle in ptx, needle
+
+
+@pytest.mark.parametrize("form", ["f16acc", "tf32", "s8sat", "e4m3", "bf16neg"])
+def test_wgmma_inline_ptx_forms(pm, form):
+    """Each type family through convert-nvvm-to-llvm's inline PTX gives the numbers of the op form."""
+    rng = np.random.default_rng(21)
+    if form == "f16acc":
+        a, b, c = quarters(rng, (64, 16)), quarters(rng, (16, 16)), quarters(rng, (64, 16))
+        kw = dict(n=16, k_major_a=False, k_major_b=True, swz=128, td="f16", acc_ty="i32")
+    elif form == "tf32":
+        a = (rng.integers(-16, 16, (64, 8)) / 4).astype(np.float32)
+        b = (rng.integers(-16, 16, (8, 16)) / 4).astype(np.float32)
+        c = np.ones((64, 16), np.float32)
+        kw = dict(n=16, k_major_a=True, k_major_b=True, swz=64, ta="tf32", tb="tf32", k=8)
+    elif form == "s8sat":
+        a = rng.integers(-128, 128, (64, 32)).astype(np.int8)
+        b = rng.integers(0, 256, (32, 16)).astype(np.uint8)
+        c = np.full((64, 16), (1 << 31) - 5000, np.int32)
+        kw = dict(n=16, k_major_a=True, k_major_b=True, swz=0, ta="s8", tb="u8", td="s32", acc_ty="i32", k=32,
+                  sat=", <satfinite>")
+    elif form == "e4m3":
+        a = rng.choice(np.array([0x38, 0x30, 0xB8, 0x40, 0x00], np.uint8), (64, 32))  # 1, .5, -1, 2, 0
+        b = rng.choice(np.array([0x38, 0xB0, 0x28], np.uint8), (32, 8))  # 1, -.5, .25
+        c = np.zeros((64, 8), np.float32)
+        kw = dict(n=8, k_major_a=True, k_major_b=True, swz=32, ta="e4m3", tb="e4m3", k=32)
+    else:
+        a = (quarters(rng, (64, 16)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+        b = (quarters(rng, (16, 8)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+        c = np.zeros((64, 8), np.float32)
+        kw = dict(n=8, k_major_a=False, k_major_b=False, swz=64, ta="bf16", tb="bf16", neg_a="neg", neg_b="neg")
+    want = run_wgmma(pm, a, b, c, **kw)
+    got = run_wgmma(pm, a, b, c, lower=True, **kw)
+    np.testing.assert_array_equal(got, want)
+    if form == "s8sat":
+        assert want.max() == (1 << 31) - 1  # saturated somewhere

@@ -160,6 +160,7 @@ class EmulatedKernel:
         with self._lock:
             self._rt = rt = DeviceRuntime(block, grid, memory if self.host.check_bounds else None)
             rt.shared_buffers = memory.shared
+            rt.arg_ranges = {i: (lo, hi) for i, (_, lo, hi) in zip(self.pointer_indices(), arrays)}
             if self.collective:
                 self._run_concurrent(rt, storage, grid, block, ncta, nthreads, shared_ptr, dyn, checks)
             else:

@@ -33,10 +33,13 @@ Emulated tensor-core / async-copy forms (PTX ISA sections cited at each row):
 - wgmma (sm_90a): ``nvvm.wgmma.fence.aligned``, ``nvvm.wgmma.commit.group.sync.aligned``,
   ``nvvm.wgmma.wait.group.sync.aligned N``, ``nvvm.wgmma.mma_async`` m64nNk16 f16 / bf16 -> f32 (f16 -> f16),
   m64nNk8 tf32 -> f32, m64nNk32 e4m3 / e5m2 -> f32 / f16, s8 / u8 -> s32 (satfinite), K- or MN-major (16-bit
-  types), all four swizzle modes (:mod:`.hopper`); also as the inline PTX of convert-nvvm-to-llvm.
+  types), all four swizzle modes (:mod:`.hopper`); also as the inline PTX of convert-nvvm-to-llvm;
+- ``nvvm.cp.async.bulk.tensor.shared.cluster.global`` tile mode, 1-5-D, completing on an mbarrier, with the
+  emulator's tensor maps (:mod:`.tensormap`); the predicated form also as convert-nvvm-to-llvm's inline PTX.
 
-Not emulated: ``stmatrix``, ``cp.async.bulk`` (TMA) and tensor maps, wgmma with A from registers, sparse
-wgmma, b1 wgmma, descriptors with a non-zero base offset, clusters of more than one CTA.
+Not emulated: ``stmatrix``, the other cp.async.bulk forms (shared -> global, prefetch, reduce, im2col,
+multicast), wgmma with A from registers, sparse wgmma, b1 wgmma, descriptors with a non-zero base offset,
+tensor maps with elementStrides other than 1 or interleave, clusters of more than one CTA.
 """
 
 from __future__ import annotations
@@ -521,6 +524,76 @@ def _cp_async_mbarrier_arrive(op, rw):
     return _mbar_call(op, rw, "cp.async.arrive", rw.const(int(noinc)))
 
 
+# ---------------------------------------------------------------- cp.async.bulk.tensor (TMA)
+# PTX ISA, "Data Movement and Conversion Instructions: cp.async.bulk.tensor" (global -> shared::cluster,
+# .tile, .mbarrier::complete_tx::bytes) and "Tensor Access Modes: Tiled mode": the box of the tensor map
+# (:mod:`.tensormap`, the emulator's 128-byte encoding) at the coordinates lands in shared memory and
+# completes its bytes on the mbarrier. The emulator queues the copy per mbarrier and performs it when a
+# thread next waits on (or tests) that mbarrier, or at once when threads already wait on it
+# (:meth:`.runtime.DeviceRuntime.tma`): a kernel that reads the destination without waiting on the
+# mbarrier sees the old shared memory. The global source is read when the copy lands.
+def _tma_load(op, rw):
+    """``nvvm.cp.async.bulk.tensor.shared.cluster.global %dst, %tmap, %mbar, box[%c0, ...] [predicate = %p]
+    : !llvm.ptr<7>, !llvm.ptr`` in tile mode, 1 to 5 i32 coordinates (innermost first); no im2col,
+    multicast or CTA-only destination (the sm_90a back end rejects isCTAOnly); an L2 cache hint is
+    accepted and ignored. With bounds checks the mbarrier's 8 bytes must be in shared memory; the tensor
+    map must hold 128 readable bytes; the destination is checked when queued (128-byte aligned, the box
+    inside one shared buffer)."""
+    ops = _optional_operands(op, ["dstMem", "tmaDescriptor", "coordinates", "mbar", "im2colOffsets",
+                                  "multicastMask", "l2CacheHint", "predicate"])
+    sizes = _segments(op)
+    rank = sizes[2]
+    mode = _kind(op, "mode") if "mode" in op.attributes else "tile"
+    cta_only = "isCTAOnly" in op.attributes and ir.BoolAttr(op.attributes["isCTAOnly"]).value
+    if mode != "tile" or sizes[4] or ops["multicastMask"] is not None or cta_only or not 1 <= rank <= 5:
+        rw.unknown(op)
+    start = sizes[0] + sizes[1]
+    coords = list(op.operands)[start:start + rank]
+    return _tma_emit(rw, ops["dstMem"], ops["tmaDescriptor"], coords, ops["mbar"], ops["predicate"])
+
+
+def _asm_tma_load(op, rw, m):
+    """``[@$p ]cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {...} ],
+    [$mbar];`` as convert-nvvm-to-llvm writes the predicated op: the same semantics."""
+    rank = int(m.group(2))
+    ops = list(op.operands)
+    if len(ops) != 3 + rank + (1 if m.group(1) else 0):
+        rw.unknown(op)
+    pred = ops[-1] if m.group(1) else None
+    return _tma_emit(rw, ops[0], ops[1], ops[2:2 + rank], ops[2 + rank], pred)
+
+
+def _tma_emit(rw, dst, tmap, coords, mbar, pred):
+    rank = len(coords)
+    dt, tt, mt = str(dst.type), str(tmap.type), str(mbar.type)
+    ms = memcheck.space_of(mt)
+    sym = f"__emu_tma_{rank}d_{re.sub(r'[^a-z0-9]', '', dt + tt + mt)}{'_p' if pred is not None else ''}" \
+          f"{'_chk' if rw.check_bounds else ''}"
+    params = [f"%ctx: !llvm.ptr, %d: {dt}, %t: {tt}", *[f"%c{i}: i32" for i in range(rank)], f"%b: {mt}"] + \
+        (["%pred: i1"] if pred is not None else []) + ["%site: i32"]
+    arr = "!llvm.array<5 x i32>"
+    body = ["%one = llvm.mlir.constant(1 : i32) : i32", f"%buf = llvm.alloca %one x {arr} : (i32) -> !llvm.ptr"]
+    for i in range(rank):
+        body += [f"%p{i} = llvm.getelementptr %buf[0, {i}] : (!llvm.ptr) -> !llvm.ptr, {arr}",
+                 f"llvm.store %c{i}, %p{i} : i32, !llvm.ptr"]
+    body.append("%e8 = llvm.mlir.constant(8 : i64) : i64")
+    body.append(_check_call(rw, ms, "%b", "%e8", "%e8", ATOMIC, "%site", "%bq") if rw.check_bounds else
+                f"%bq = llvm.bitcast %b : {mt} to {mt}")
+    body += [f"%di = llvm.ptrtoint %d : {dt} to i64", f"%ti = llvm.ptrtoint %t : {tt} to i64",
+             "%ci = llvm.ptrtoint %buf : !llvm.ptr to i64", f"%bi = llvm.ptrtoint %bq : {mt} to i64",
+             f"%rank = llvm.mlir.constant({rank} : i32) : i32", "%k256 = llvm.mlir.constant(256 : i32) : i32"]
+    if pred is not None:
+        body += ["%pz = llvm.zext %pred : i1 to i32", "%pb = llvm.mul %pz, %k256 : i32"]
+    else:
+        body.append("%pb = llvm.bitcast %k256 : i32 to i32")
+    body += ["%fl = llvm.or %rank, %pb : i32",
+             "llvm.call @__emu_tma(%ctx, %di, %ti, %ci, %bi, %fl) : (!llvm.ptr, i64, i64, i64, i64, i32) -> ()"]
+    rw.define(sym, ", ".join(params), "\n".join(body), "void")
+    rw.call(sym, [dst, tmap, *coords, mbar] + ([pred] if pred is not None else []) + [rw.const(rw.site())], None,
+            can_abort=True)
+    return []
+
+
 # ---------------------------------------------------------------- wgmma (sm_90a)
 # PTX ISA, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions": wgmma.fence,
 # wgmma.commit_group, wgmma.wait_group, wgmma.mma_async (semantics, descriptors and layouts in
@@ -686,6 +759,11 @@ INLINE_ASM: list[AsmRow] = [
                       r"\$(\d+), \$(\d+), p((?:, \$\d+)*); \}"),
            re.compile(r"(=[fr],)+(\d+,)+l,l(,[nr])+"), re.compile(r".*"), re.compile(r"!llvm\.struct<.*>"),
            _asm_wgmma, collective=True),
+    # nvvm.cp.async.bulk.tensor.shared.cluster.global with a predicate, after convert-nvvm-to-llvm
+    AsmRow(re.compile(r"(@\$\d+ )?cp\.async\.bulk\.tensor\.([1-5])d\.shared::cluster\.global\."
+                      r"mbarrier::complete_tx::bytes \[\$0\], \[\$1, \{\$\d+(?:, ?\$\d+)*\} ?\], \[\$\d+\];"),
+           re.compile(r"l,l(,[nr])+,r(,[nrb])?"), re.compile(r"!llvm\.ptr<7>, !llvm\.ptr, (i32, )+!llvm\.ptr<3>(, i1)?"),
+           "", _asm_tma_load, collective=True),
 ]
 
 
@@ -854,6 +932,7 @@ NVVM_OPS: dict[str, OpRow] = {
     "nvvm.wgmma.commit.group.sync.aligned": OpRow(_wgmma_sync(WG_COMMIT), collective=True),
     "nvvm.wgmma.wait.group.sync.aligned": OpRow(_wgmma_sync(WG_WAIT), collective=True),
     "nvvm.wgmma.mma_async": OpRow(_wgmma_mma_async, collective=True),
+    "nvvm.cp.async.bulk.tensor.shared.cluster.global": OpRow(_tma_load, collective=True),
 }
 
 
@@ -924,6 +1003,7 @@ RUNTIME_SYMBOLS: dict[str, str] = {
     "__emu_cp_async": "(!llvm.ptr, i32, i64, i64, i32, i32) -> ()",
     "__emu_mbarrier": "(!llvm.ptr, i32, i64, i64, i32) -> i64",
     "__emu_wgmma": "(!llvm.ptr, i32, i32, i64) -> ()",
+    "__emu_tma": "(!llvm.ptr, i64, i64, i64, i64, i32) -> ()",
 }
 
 # memory ops checked against the buffers their address space may touch (:mod:`.memcheck`):

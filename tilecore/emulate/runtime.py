@@ -92,6 +92,7 @@ class DeviceRuntime:
         self.block, self.grid = block, grid
         self.memory = memory  # the buffers checked accesses may touch; None: no checks
         self.shared_buffers: list = []  # (label, lo, hi) of the CTA's shared memory (set by the engine)
+        self.arg_ranges: dict[int, tuple[int, int]] = {}  # kernel argument -> its array's host range (TMA)
         self.nthreads = block[0] * block[1] * block[2]
         self.lock = threading.Lock()
         self.cta_cond = threading.Condition(self.lock)
@@ -110,6 +111,7 @@ class DeviceRuntime:
         self.barriers: dict[int, _Barrier] = {}
         self.slots: dict[tuple, _WarpSlot] = {}
         self.mbarriers: dict[int, _MBarrier] = {}  # shared-memory address -> object (one CTA's)
+        self.tma_pending: dict[int, list] = {}  # mbarrier address -> bulk tensor copies not landed yet
         self.wg_slots: dict[int, _WarpSlot] = {}  # warpgroup -> threads gathered for a wgmma.mma_async
         self.wgmma_state: dict[int, _WgmmaState] = {}  # warpgroup -> its issued / committed wgmma.mma_async ops
         self.done = 0
@@ -324,7 +326,11 @@ class DeviceRuntime:
                 if value & 1:
                     return self._mb_arrive(ctx, mb, 1, False, True, "cp.async.mbarrier.arrive.noinc")
                 return 0  # the pending count goes up by one and the copies' arrive takes it down again
-            # waits: a state (the phase number arrive returned) or a phase parity
+            # waits: a state (the phase number arrive returned) or a phase parity; the bulk tensor copies
+            # that signal this mbarrier land first
+            self._tma_land(ctx, addr)
+            if self.aborted:
+                return 0
             if name.endswith("state"):
                 ready = lambda: mb.phase > value  # noqa: E731 - phase number `value` completed
             else:
@@ -335,6 +341,70 @@ class DeviceRuntime:
                     self.cta_cond.wait(0.0005)
                 return int(ready())
             return self._mb_block(ctx, mb, ready)
+
+    # ---- cp.async.bulk.tensor (TMA), tile mode (see optable)
+    def tma(self, ctx, dst, tmap, coords, mbar, flags):
+        """Queue the copy of the box at ``coords`` (i32[rank] at host address ``coords``; rank = flags & 7,
+        predicate bit 8) of the tensor map at ``tmap`` to shared ``dst``, completing its bytes on the
+        mbarrier at ``mbar`` when it lands (at the next wait on that mbarrier; at once when threads
+        already wait on it)."""
+        from . import tensormap
+        from .hopper import WINDOW
+
+        if not flags & 0x100:
+            return
+        rank = flags & 7
+        cs = list((ctypes.c_int32 * rank).from_address(coords))
+        with self.lock:
+            if self._aborted(ctx):
+                return
+            try:
+                if self.memory is not None and self.memory.readable(ctx, tmap) < 128:
+                    raise ValueError(f"the tensor map pointer {tmap:#x} does not point to 128 readable bytes")
+                tm = tensormap.decode(ctypes.string_at(tmap, 128))
+                if tm["rank"] != rank:
+                    raise ValueError(f"a {rank}-D copy with a {tm['rank']}-D tensor map")
+                if tm["arg"] not in self.arg_ranges:
+                    raise ValueError(f"the tensor map names kernel argument {tm['arg']}, which is no array")
+                lo, hi = self.arg_ranges[tm["arg"]]
+                esize, dims = tm["esize"], tm["global_dim"]
+                last = tm["offset"] + esize * (1 + (dims[0] - 1)) + sum(
+                    (d - 1) * s for d, s in zip(dims[1:], tm["global_strides"]))
+                if lo + last > hi:
+                    raise ValueError(f"the tensor map's tensor ({last} bytes from offset {tm['offset']}) is larger "
+                                     f"than kernel argument {tm['arg']} ({hi - lo} bytes)")
+                nbytes = esize * int(np.prod(tm["box_dim"]))
+                if dst % 128 or not any(b_lo <= dst and dst + nbytes <= b_hi for _, b_lo, b_hi in self.shared_buffers):
+                    raise ValueError(f"the destination (shared address {dst % WINDOW:#x}, {nbytes} bytes) must be "
+                                     "128-byte aligned inside one shared-memory buffer")
+                if mbar not in self.mbarriers:
+                    raise ValueError(f"the mbarrier at shared address {mbar % WINDOW:#x} is not initialised")
+            except ValueError as e:
+                self.fail(TilecoreError(f"cp.async.bulk.tensor: {e} ({self._where(ctx)})"))
+                self._aborted(ctx)
+                return
+            self.tma_pending.setdefault(mbar, []).append((tm, lo + tm["offset"], cs, dst, dst % WINDOW))
+            if self.mbarriers[mbar].waiting:
+                self._tma_land(ctx, mbar)
+
+    def _tma_land(self, ctx, mbar: int) -> None:
+        from . import tensormap
+
+        for tm, base, cs, dst, window in self.tma_pending.pop(mbar, []):
+            try:
+                n = tensormap.box_copy(tm, base, cs, dst, window)
+            except ValueError as e:
+                self.fail(TilecoreError(f"cp.async.bulk.tensor: {e} ({self._where(ctx)})"))
+                self._aborted(ctx)
+                return
+            mb = self.mbarriers.get(mbar)
+            if mb is None:
+                self.fail(TilecoreError(f"cp.async.bulk.tensor completes on an mbarrier that was invalidated "
+                                        f"({self._where(ctx)})"))
+                self._aborted(ctx)
+                return
+            mb.tx -= n
+            self._mb_complete_if_done(mb)
 
     # ---- wgmma (PTX ISA, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions")
     def wgmma(self, ctx, what, form, buf):
@@ -556,6 +626,7 @@ CALLBACKS = {
     "__emu_cp_async": (ctypes.CFUNCTYPE(None, _P, _I32, _I64, _I64, _I32, _I32), "cp_async", None),
     "__emu_mbarrier": (ctypes.CFUNCTYPE(_I64, _P, _I32, _I64, _I64, _I32), "mbarrier", 0),
     "__emu_wgmma": (ctypes.CFUNCTYPE(None, _P, _I32, _I32, _I64), "wgmma", None),
+    "__emu_tma": (ctypes.CFUNCTYPE(None, _P, _I64, _I64, _I64, _I64, _I32), "tma", None),
 }
 
 
