@@ -1,10 +1,12 @@
-"""Emulator: Hopper (sm_90a) ops: mbarrier and wgmma.
+"""Emulator: Hopper (sm_90a) ops: mbarrier, wgmma and cp.async.bulk.tensor (TMA).
 
 Each kernel is llvm + nvvm dialect MLIR text; expected values come from the PTX ISA text
 ("Parallel Synchronization and Communication Instructions: mbarrier"; "Asynchronous Warpgroup Level
 Matrix Multiply-Accumulate Instructions": "Matrix Descriptor Format", "Shared Memory Matrix Layout",
-"Register Fragments", computed here independently in numpy). The same MLIR forms go through the NVPTX
-back end and ptxas for sm_90a at the end.
+"Register Fragments"; "cp.async.bulk.tensor", "Tensor Access Modes: Tiled mode"), computed here
+independently in numpy. The same MLIR forms go through the NVPTX back end (after
+convert-nvvm-to-llvm, which turns the ops without an NVVM intrinsic into inline PTX, also run here in
+the emulator) and ptxas for sm_90a.
 """
 
 from __future__ import annotations
