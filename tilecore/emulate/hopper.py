@@ -166,6 +166,25 @@ class SharedMemory:
         return mem[(host - lo)[..., None] + np.arange(esize)]
 
 
+def exact_sums(terms: np.ndarray) -> np.ndarray:
+    """Row sums of ``terms`` (rows x count, float64), each the exact sum rounded once to a double (what
+    ``math.fsum`` gives): summed in order with Knuth's TwoSum, whose error term is exactly what a step
+    rounded away; rows where every step was exact (and finite) keep that sum, the others go through
+    ``math.fsum``."""
+    s = terms[:, 0].copy()
+    inexact = np.zeros(len(s), bool)
+    for j in range(1, terms.shape[1]):
+        x = terms[:, j]
+        t = s + x
+        bp = t - s
+        err = (s - (t - bp)) + (x - bp)
+        inexact |= (err != 0) | ~np.isfinite(t)
+        s = t
+    for i in np.flatnonzero(inexact):
+        s[i] = _exact_sum(terms[i].tolist())
+    return s
+
+
 def _exact_sum(terms: list) -> float:
     try:
         return math.fsum(terms)
@@ -205,9 +224,9 @@ def wgmma(form: dict, desc_a: int, desc_b: int, scale_d: int, accs: dict[int, ct
         # (math.fsum) and rounded once to f32; an f16 accumulator then rounds that f32 to f16 (the model
         # of the mma.sync rows, :func:`.warp._mma`: the ISA leaves the internal precision open)
         prod = a[:, None, :] * b.T[None, :, :]  # (64, n, k)
-        terms = np.concatenate([prod, cm[:, :, None]], axis=2).reshape(64 * n, k + 1).tolist()
-        with np.errstate(over="ignore"):
-            f32 = np.array([_exact_sum(row) for row in terms], np.float64).reshape(64, n).astype(np.float32)
+        terms = np.concatenate([prod, cm[:, :, None]], axis=2).reshape(64 * n, k + 1)
+        with np.errstate(over="ignore", invalid="ignore"):
+            f32 = exact_sums(terms).reshape(64, n).astype(np.float32)
             if d == "f16":
                 out = f32.astype(np.float16)[rows, cols].view(np.uint16)
                 out = out[:, 0::2].astype(np.uint32) | out[:, 1::2].astype(np.uint32) << 16
