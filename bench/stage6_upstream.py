@@ -13,10 +13,11 @@ its symbol table) and lowered twice:
   gpu / scf / memref / func / arith lowerings to LLVM, then reconcile-unrealized-casts).
 
 A function "lowers" when the pipeline succeeds, the result verifies and only ``llvm.*`` /
-``nvvm.*`` ops (and the ``gpu.module`` / ``builtin.module`` containers) remain. Prints one row per
-function (``-v``: with the first line of each error) and the summary
-``N of M functions lower (upstream lowers K)``. Exit status 1 when a function upstream lowers does
-not lower through stage 6.
+``nvvm.*`` ops (and the ``gpu.module`` / ``builtin.module`` containers) remain. With ``--ptxas``
+a function lowered by stage 6 must also go through the rest of tilecore's pipeline to PTX and be
+accepted by ptxas for the target. Prints one row per function (``-v``: with the first line of
+each error) and the summary ``N of M functions lower (upstream lowers K)``. Exit status 1 when a
+function upstream lowers does not lower through stage 6.
 """
 
 from __future__ import annotations
@@ -99,6 +100,7 @@ def main(argv=None) -> int:
     ap.add_argument("path", help="nvgpu-to-nvvm.mlir (a file of func.func device functions)")
     ap.add_argument("--gpu-name", default="sm_90a")
     ap.add_argument("-v", "--verbose", action="store_true", help="print the first error line of each failure")
+    ap.add_argument("--ptxas", action="store_true", help="also emit PTX and assemble it with ptxas")
     args = ap.parse_args(argv)
 
     from tilecore.compiler import compile_module
@@ -110,14 +112,30 @@ def main(argv=None) -> int:
 
     pm = PluginManager()
     target = resolve_target(args.gpu_name, pm.targets())
-    with open(args.path) as f:
-        text = f.read()
+    try:
+        with open(args.path) as f:
+            text = f.read()
+    except OSError as e:
+        print(f"error: cannot read {args.path}: {e.strerror}", file=sys.stderr)
+        return 2
     with pm.make_context():
-        source = ir.Module.parse(text)
+        try:
+            source = ir.Module.parse(text)
+        except Exception as e:  # noqa: BLE001 - MLIRError: the file is not valid for this MLIR
+            print(f"error: {args.path} does not parse with MLIR 22.1.8:\n{e}", file=sys.stderr)
+            return 2
         fns = functions(source)
 
         def ours(m):
             compile_module(m, target, CompileOptions(), pm, stages=[STAGE])
+            if args.ptxas:  # on a copy: the check below looks at stage 6's output
+                from tilecore.serialize import ptx_to_cubin
+
+                copy = ir.Module.parse(str(m))
+                res = compile_module(copy, target, CompileOptions(emit="ptx"), pm,
+                                     stages=["attach-nvvm-target", "translate-debug-info", "serialize"])
+                for ptx in res.artifacts["ptx"].values():
+                    ptx_to_cubin(ptx, args.gpu_name)
 
         def theirs(m):
             run_native_pipeline(m.operation, UPSTREAM)
@@ -137,7 +155,8 @@ def main(argv=None) -> int:
                 for who, why in (("stage6", mine), ("upstream", other)):
                     if why:
                         print(f"    {who}: {why[:300]}")
-    print(f"{ok} of {len(fns)} functions lower (upstream lowers {up})")
+    through = " (stage 6 + PTX + ptxas)" if args.ptxas else ""
+    print(f"{ok} of {len(fns)} functions lower{through} (upstream lowers {up})")
     if missed:
         print("upstream lowers, stage 6 does not: " + ", ".join(missed))
     return 1 if missed else 0
