@@ -434,7 +434,7 @@ def cmd_pipeline(args) -> int:
             "custom_run": s.run is not None,
             "patterns": {root: [{"pattern": p.name, "plugin": p.plugin, "benefit": p.benefit} for p in pats]
                          for root, pats in sorted(by_root.items())},
-            "native_passes": [{"pipeline": n.pipeline, "plugin": n.plugin} for n in natives],
+            "native_passes": [{"pipeline": n.pipeline, "plugin": n.plugin, "needs": list(n.needs)} for n in natives],
         })
     if args.json:
         print(json.dumps({"target": target.name, "stages": out}, indent=2))
@@ -449,7 +449,8 @@ def cmd_pipeline(args) -> int:
             others = "".join(f"; then {p['plugin']}:{p['pattern']} ({p['benefit']})" for p in rest)
             print(f"      {root:<40} -> {win['plugin']}:{win['pattern']} (benefit {win['benefit']}){others}")
         for n in st["native_passes"]:
-            print(f"      native pass: {n['pipeline']} [{n['plugin']}]")
+            when = f" (only with {', '.join(n['needs'])})" if n["needs"] else ""
+            print(f"      native pass: {n['pipeline']} [{n['plugin']}]{when}")
     return 0
 
 
