@@ -9,7 +9,8 @@
 | !nvgpu.warpgroup.accumulator<vector<MxNxT>>  | !llvm.struct of M/64 structs of N/2 T values  |
 | !nvgpu.device.async.token                    | i32 (the core token row, ``typeconv``)        |
 
-The same rows type function arguments, results, calls and returns (``signature.py``).
+The same rows type the nvgpu values at function boundaries (``signature.py``) and in the ops that
+pass them on (``carriers.py``).
 """
 
 from __future__ import annotations
@@ -38,15 +39,20 @@ def _mbarrier_group(t):
     return ptr(group_info(t)[0])
 
 
+ACCUMULATOR_ELEMENTS = ("f32", "f16", "i32")  # WGMMA's D types
+
+
 def _accumulator(t):
     vec = fragmented_vector(t)
-    if vec.rank != 2 or vec.shape[0] % 64 or not vec.shape[0] or vec.shape[1] % 8 or not 8 <= vec.shape[1] <= 256:
-        raise ValueError(f"a warpgroup accumulator is M x N registers with M a multiple of 64 and N a multiple "
-                         f"of 8 in 8..256 (one m64nN WGMMA tile per 64 rows); this one is {vec}")
+    if vec.rank != 2 or vec.shape[0] % 64 or not vec.shape[0] or vec.shape[1] % 8 or not 8 <= vec.shape[1] <= 256 \
+            or str(vec.element_type) not in ACCUMULATOR_ELEMENTS:
+        raise ValueError(f"a warpgroup accumulator holds an M x N tile of {' / '.join(ACCUMULATOR_ELEMENTS)} "
+                         f"with M a multiple of 64 and N a multiple of 8 in 8..256 (one m64nN WGMMA tile per "
+                         f"64 rows); this one is {vec}")
     return accumulator_struct(vec)
 
 
-# (spelling prefix, LLVM type of a type with that prefix), most specific prefixes first
+# (type name as printed, up to its parameters; its LLVM type)
 TYPE_ROWS = (
     ("!nvgpu.mbarrier.group", _mbarrier_group),
     ("!nvgpu.mbarrier.token", lambda t: i64()),
