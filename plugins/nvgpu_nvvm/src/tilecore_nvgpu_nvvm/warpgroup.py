@@ -32,7 +32,7 @@ from .common import (
     raise_workgroup_alignment,
 )
 from .tma import tensormap_fields
-from .types import accumulator_struct, fragmented_vector
+from .types import accumulator_struct, fragmented_vector, lower_type
 
 llvm = dialects.llvm
 nvvm = dialects.nvvm
@@ -199,8 +199,12 @@ class WarpgroupMmaInitAccumulatorPattern(NvgpuPattern):
     family = "wgmma"
 
     def lower(self, op, rw):
+        try:
+            acc_type = lower_type(op.results[0].type)
+        except ValueError as e:
+            raise LoweringError(f"'{op.name}': {e}", op) from None
         with rw.ip:
-            rw.replace(op, llvm.mlir_zero(rw.convert_type(op.results[0].type)))
+            rw.replace(op, llvm.mlir_zero(acc_type))
 
 
 def patterns():
