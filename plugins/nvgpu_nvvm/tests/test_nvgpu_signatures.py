@@ -366,3 +366,15 @@ def test_integer_memory_space_barrier_group(pm):
     }""")
     m, _ = lower(pm, text)
     assert signature(m, "f") == (["!llvm.ptr<3>", "i64"], "void")
+
+
+def test_init_accumulator_without_an_llvm_form_is_a_located_error(pm):
+    bad = "!nvgpu.warpgroup.accumulator<fragmented = vector<64x16xbf16>>"
+    e = _fails(pm, module(f"""    func.func @f(%c: i1, %p: !llvm.ptr) {{
+      %z = nvgpu.warpgroup.mma.init.accumulator -> {bad}
+      %s = arith.select %c, %z, %z : {bad}
+      llvm.store %c, %p : i1, !llvm.ptr
+      return
+    }}"""))
+    assert e.location == "-:14:12"
+    assert e.message.startswith("'nvgpu.warpgroup.mma.init.accumulator': a warpgroup accumulator holds")
