@@ -665,17 +665,15 @@ def test_wgmma_misuse_fails_the_launch(pm, kw, block, message):
 
 def test_wgmma_store_after_the_wait_is_fine(pm):
     """Overwriting the operand after wait_group retired the group is not a race (the same store as above,
-    after the wait); a wait_group 1 keeps the newest group pending, so a store then is not checked yet
-    either, only when a later wait retires it."""
+    after the wait); after a wait_group 1, which leaves the newest group pending, it is: the wait_group 0
+    that retires the group finds the changed bytes."""
     text, args, want = wgmma_case(pm, 8, 0, (True, True), after=STORE_TO_A)
     launch(parse(pm, text), "k", grid=1, block=128, shared_bytes=SMEM_BYTES, args=args)
     np.testing.assert_array_equal(args[3], want)
-    waits = "nvvm.wgmma.commit.group.sync.aligned\nnvvm.wgmma.wait.group.sync.aligned 1\n" + STORE_TO_A
+    waits = "nvvm.wgmma.commit.group.sync.aligned\nnvvm.wgmma.wait.group.sync.aligned 1\n" + STORE_TO_A + \
+        "\nnvvm.wgmma.wait.group.sync.aligned 0"
     text, args, want = wgmma_case(pm, 8, 0, (True, True), waits=waits)
-    launch(parse(pm, text), "k", grid=1, block=128, shared_bytes=SMEM_BYTES, args=args)
     with pytest.raises(TilecoreError, match="changed before the wgmma.wait_group"):
-        text, args, want = wgmma_case(pm, 8, 0, (True, True),
-                                      waits=waits + "\nnvvm.wgmma.wait.group.sync.aligned 0")
         launch(parse(pm, text), "k", grid=1, block=128, shared_bytes=SMEM_BYTES, args=args)
 
 
@@ -1034,3 +1032,29 @@ def test_wgmma_inline_ptx_forms(pm, form):
     np.testing.assert_array_equal(got, want)
     if form == "s8sat":
         assert want.max() == (1 << 31) - 1  # saturated somewhere
+
+
+@pytest.mark.parametrize("lower", [False, True])
+def test_wgmma_chained_k_steps_through_inline_ptx(pm, lower):
+    """Chained mma_async (each one's result the next one's accumulator, no wait between) pass the
+    accumulator check in both forms (convert-nvvm-to-llvm extracts the members for the next asm)."""
+    rng = np.random.default_rng(30)
+    a, b = quarters(rng, (64, 64)), quarters(rng, (64, 8))
+    c = np.zeros((64, 8), np.float32)
+    d = run_wgmma(pm, a, b, c, n=8, k_major_a=True, k_major_b=True, swz=128, steps=4, lower=lower)
+    np.testing.assert_array_equal(d, a.astype(np.float32) @ b.astype(np.float32))
+
+
+@pytest.mark.parametrize("waits", ["", "nvvm.wgmma.commit.group.sync.aligned",
+                                   "nvvm.wgmma.commit.group.sync.aligned\nnvvm.wgmma.wait.group.sync.aligned 1",
+                                   "nvvm.wgmma.wait.group.sync.aligned 0\nnvvm.wgmma.commit.group.sync.aligned"])
+@pytest.mark.parametrize("lower", [False, True])
+def test_wgmma_accumulator_read_before_the_wait_is_refused(pm, waits, lower):
+    from tilecore.conversion import run_native_pipeline
+
+    text, args, _ = wgmma_case(pm, 8, 0, (True, True), waits=waits)
+    m = parse(pm, text)
+    if lower:
+        run_native_pipeline(m.operation, "gpu.module(convert-nvvm-to-llvm)", m.context)
+    with pytest.raises(TilecoreError, match="used before a wgmma.wait_group retires it"):
+        launch(m, "k", grid=1, block=128, shared_bytes=SMEM_BYTES, args=args)

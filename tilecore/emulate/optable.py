@@ -48,6 +48,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+from ..errors import TilecoreError, format_location
 from ..mlir import ir
 from . import context as C
 from . import memcheck, prelude
@@ -600,12 +601,13 @@ def _tma_emit(rw, dst, tmap, coords, mbar, pred):
 # :mod:`.hopper`; the runtime part in :meth:`.runtime.DeviceRuntime.wgmma`).
 #
 # Asynchrony: the emulator computes D when the last of the warpgroup's 128 threads issues the
-# mma_async (a warpgroup collective) and hands every thread its D registers as the op's result at once,
-# so a kernel that uses the accumulators before wgmma.wait_group gets the final values here (undefined on
-# the GPU; MLIR's SSA result leaves nothing to intercept). What is checked: a thread's first mma_async
-# must follow a wgmma.fence; the shared memory an mma_async read must be unchanged when the
-# wait_group that retires its group runs (a kernel that overwrites a stage before waiting fails the
-# launch); all 128 threads of the warpgroup must issue the same form.
+# mma_async (a warpgroup collective) and hands every thread its D registers as the op's result at once.
+# What is checked: a use of the result in the same block before a wait_group that retires it fails
+# when the kernel is built (:func:`check_accumulator_uses`; uses in other blocks, through block
+# arguments, would read the final values here, undefined on the GPU); a thread's first mma_async must
+# follow a wgmma.fence; the shared memory an mma_async read must be unchanged when the wait_group that
+# retires its group runs (a kernel that overwrites a stage before waiting fails the launch); all 128
+# threads of the warpgroup must issue the same form.
 WG_FENCE, WG_COMMIT, WG_WAIT, WG_MMA = 0, 1, 2, 3
 
 
@@ -675,6 +677,44 @@ def _wgmma_emit(op, rw, n: int, k: int, a: str, b: str, d: str, neg: tuple, kmaj
     return [rw.call(sym, list(acc_values) + [desc_a, desc_b, scale_d], result, can_abort=True)]
 
 
+_WG_PASS_THROUGH = ("nvvm.wgmma.mma_async", "llvm.inline_asm", "llvm.br", "llvm.cond_br")
+
+
+def _feeds_only_wgmma(o) -> bool:
+    """An ``llvm.extractvalue`` whose value only feeds wgmma inline PTX (convert-nvvm-to-llvm passes the
+    accumulator of a chained mma_async member by member)."""
+    return o.operation.name == "llvm.extractvalue" and all(
+        u.owner.operation.name == "llvm.inline_asm" and "wgmma.mma_async" in str(u.owner.attributes["asm_string"])
+        for u in o.results[0].uses)
+
+
+def check_accumulator_uses(op, rw) -> None:
+    """Before rewriting a wgmma.mma_async: a later use of its result in the same block must come after a
+    wgmma.wait_group that retires it (after the mma, c commit_groups, then a wait_group N with N < c: the
+    mma's group is not among the newest N), unless it is the accumulator of another mma_async or a branch
+    operand. Else the launch fails before it starts: on the GPU the registers are not written yet (PTX
+    ISA, "wgmma.mma_async": accessing them before the wait is undefined). Uses in other blocks (also
+    through block arguments) are not checked."""
+    users = [u.owner.operation for u in op.results[0].uses]
+    after, commits, retired = False, 0, False
+    for o in op.operation.block.operations:
+        if o.operation == op.operation:
+            after = True
+            continue
+        if not after:
+            continue
+        name = o.operation.name
+        if name == "nvvm.wgmma.commit.group.sync.aligned":
+            commits += 1
+        elif name == "nvvm.wgmma.wait.group.sync.aligned":
+            retired |= ir.IntegerAttr(o.attributes["group"]).value < commits
+        if not retired and any(o.operation == u for u in users) and name not in _WG_PASS_THROUGH \
+                and not _feeds_only_wgmma(o):
+            raise TilecoreError("the accumulator of a wgmma.mma_async is used before a wgmma.wait_group retires "
+                                f"it (undefined in PTX: the registers are not written yet), by '{name}'",
+                                format_location(o.location))
+
+
 def _wgmma_mma_async(op, rw):
     """``nvvm.wgmma.mma_async %descA, %descB, %acc, #nvvm.shape<m = 64, n = N, k = K>,
     D [<f32|f16|s32>, #nvvm.wgmma_scale_out<one|zero>(, <satfinite>)], A [<ta>, #nvvm.wgmma_scale_in<one|neg>,
@@ -689,6 +729,7 @@ def _wgmma_mma_async(op, rw):
     m, n, k = (int(x) for x in re.findall(r"= (\d+)", str(op.attributes["shape"])))
     if m != 64:
         rw.unknown(op)
+    check_accumulator_uses(op, rw)
     acc, desc_a, desc_b = op.operands
     neg = (kw("scaleA") == "neg", kw("scaleB") == "neg")
     kmajor = (kw("layoutA") == "row", kw("layoutB") == "col")
@@ -713,6 +754,7 @@ def _asm_wgmma(op, rw, m):
             rw.unknown(op)
         imms.append(ir.IntegerAttr(owner.attributes["value"]).value)
     imms += [1, 1, 0, 0][len(imms):]
+    check_accumulator_uses(op, rw)
     sd, da, db = (ops[int(m.group(g)) - words] for g in (1, 9, 10))
     return _wgmma_emit(op, rw, n, k, a, b, d, (imms[0] == -1, imms[1] == -1), (imms[2] == 0, imms[3] == 0), sat,
                        ops[:words], da, db, sd)
