@@ -233,6 +233,22 @@ def test_memref_arguments_in_global_and_workgroup_memory_and_a_device_async_toke
     ptxas_accepts(pm, COPY, ["cp.async.ca.shared.global", "cp.async.commit_group", "cp.async.wait_group 0"])
 
 
+def test_llvm_func_body_with_nvgpu_values(pm):
+    """An llvm.func cannot have nvgpu types in its signature (its parser wants LLVM types), only in its body."""
+    text = module("""    llvm.func @g(%n: i64) -> i1 {
+      %c0 = arith.constant 0 : index
+      %ni = arith.index_cast %n : i64 to index
+      %bar = nvgpu.mbarrier.create -> !bar
+      nvgpu.mbarrier.init %bar[%c0], %ni : !bar
+      %t = nvgpu.mbarrier.arrive %bar[%c0] : !bar -> !tok
+      %d = nvgpu.mbarrier.test.wait %bar[%c0], %t : !bar, !tok
+      llvm.return %d : i1
+    }""")
+    m, _ = lower(pm, text)
+    assert only_llvm_nvvm(m) == []
+    assert signature(m, "g") == (["i64"], "i1")
+
+
 # -- values carried by loops and branches ------------------------------------------------------------
 
 LOOP = module("""    func.func @mainloop(%a: !dA, %b: !dB, %n: index, %c: i1, %tm: !tm, %tm2: !tm) -> (!acc, !tm) {
