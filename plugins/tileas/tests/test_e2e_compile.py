@@ -81,11 +81,13 @@ def test_matmul_compiles_through_ptxas(sm):
 @pytest.mark.parametrize("sm", SMS)
 def test_integer_matmul_runs_on_the_tensor_cores_and_wraps(sm):
     """mmai i8 x i8 -> i32 (64x64x32 tiles): mma.sync m16n8k32 s8, no .satfinite (mmai wraps like the
-    FMA path; numbers: test_e2e_numeric test_mma_i8 / test_mma_u8_on_tensor_cores)."""
+    FMA path; numbers: test_e2e_numeric test_mma_i8 / test_mma_u8_on_tensor_cores). 2 x 2 warps of 32 x 32:
+    8 per K step, in the cp.async-pipelined loop and in its fallback (no stride hints: run-time check)."""
     import cutile_kernels
 
     ptx = _ptx(compile_file(cutile_kernels.kernel_path("matmul_i8"), sm))
-    assert ptx.count("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32") == 8
+    assert ptx.count("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32") == 2 * 8
+    assert "cp.async.cg.shared.global" in ptx
     assert "satfinite" not in ptx
 
 
