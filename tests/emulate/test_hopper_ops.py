@@ -1058,3 +1058,124 @@ def test_wgmma_accumulator_read_before_the_wait_is_refused(pm, waits, lower):
         run_native_pipeline(m.operation, "gpu.module(convert-nvvm-to-llvm)", m.context)
     with pytest.raises(TilecoreError, match="used before a wgmma.wait_group retires it"):
         launch(m, "k", grid=1, block=128, shared_bytes=SMEM_BYTES, args=args)
+
+
+def pipelined_gemm_kernel(kt: int, stages: int = 2) -> str:
+    """A Hopper K loop (unrolled, kt tiles of K = 64): ``stages`` shared stages, each with a "full"
+    mbarrier; thread 0 fills stage s with TMA (A and B^T 64 x 64 f16 boxes, 128B swizzle, expect_tx
+    16384); every iteration the warpgroup waits on full[s] with the parity of its use count, runs four
+    m64n64k16 (descriptors advanced 32 bytes along K), commits, waits for the group, syncs, and thread 0
+    refills the stage with tile k + stages. D accumulates in the SSA chain."""
+    words = 32
+    st = f"!llvm.struct<({', '.join(['f32'] * words)})>"
+    hi = descriptor_high(16, 1024, 128)
+    mma = mma_text(64, 16, "f16", "f16", "f32", "f32", words)
+    lines = []
+
+    def load(tile: int, s: int) -> str:
+        return f"""
+    llvm.cond_br %is0, ^ld{tile}, ^ldd{tile}
+  ^ld{tile}:
+    %ex{tile} = nvvm.mbarrier.arrive.expect_tx %full{s}, %nb : !llvm.ptr<3>, i32 -> i64
+    %kc{tile} = llvm.mlir.constant({64 * tile} : i32) : i32
+    nvvm.cp.async.bulk.tensor.shared.cluster.global %sa7_{s}, %tag, %full{s}, box[%kc{tile}, %c0] : !llvm.ptr<7>, !llvm.ptr
+    nvvm.cp.async.bulk.tensor.shared.cluster.global %sb7_{s}, %tbg, %full{s}, box[%kc{tile}, %c0] : !llvm.ptr<7>, !llvm.ptr
+    llvm.br ^ldd{tile}
+  ^ldd{tile}:"""
+
+    for s in range(stages):
+        lines.append(f"""
+    %oa{s} = llvm.mlir.constant({8192 * s} : i32) : i32
+    %ob{s} = llvm.mlir.constant({8192 * (stages + s)} : i32) : i32
+    %sa_{s} = llvm.getelementptr %sm[%oa{s}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+    %sb_{s} = llvm.getelementptr %sm[%ob{s}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+    %sa7_{s} = llvm.addrspacecast %sa_{s} : !llvm.ptr<3> to !llvm.ptr<7>
+    %sb7_{s} = llvm.addrspacecast %sb_{s} : !llvm.ptr<3> to !llvm.ptr<7>
+    %abase{s} = llvm.ptrtoint %sa_{s} : !llvm.ptr<3> to i64
+    %bbase{s} = llvm.ptrtoint %sb_{s} : !llvm.ptr<3> to i64
+    %fi{s} = llvm.mlir.constant({s} : i32) : i32
+    %full{s} = llvm.getelementptr %bars[%fi{s}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i64""")
+    lines.append("llvm.cond_br %is0, ^init, ^go\n  ^init:")
+    lines += [f"nvvm.mbarrier.init %full{s}, %c1 : !llvm.ptr<3>, i32" for s in range(stages)]
+    lines.append("nvvm.fence.mbarrier.init\n    llvm.br ^go\n  ^go:\n    nvvm.barrier0")
+    lines += [load(t, t) for t in range(min(stages, kt))]
+    acc = "%r0"
+    for k in range(kt):
+        s, par = k % stages, (k // stages) % 2
+        lines.append(f"%par{k} = llvm.mlir.constant({par} : i32) : i32\n"
+                     f"    nvvm.mbarrier.try_wait.parity %full{s}, %par{k}, %nb : !llvm.ptr<3>, i32, i32\n"
+                     "    nvvm.wgmma.fence.aligned")
+        for j in range(4):
+            q = f"{k}_{j}"
+            lines.append(f"""
+    %ks{q} = llvm.mlir.constant({32 * j} : i64) : i64
+    %as{q} = llvm.add %abase{s}, %ks{q} : i64
+    %bs{q} = llvm.add %bbase{s}, %ks{q} : i64
+    %a4{q} = llvm.lshr %as{q}, %c4 : i64
+    %b4{q} = llvm.lshr %bs{q}, %c4 : i64
+    %am{q} = llvm.and %a4{q}, %m14 : i64
+    %bm{q} = llvm.and %b4{q}, %m14 : i64
+    %da{q} = llvm.or %am{q}, %hi : i64
+    %db{q} = llvm.or %bm{q}, %hi : i64
+    {mma.format(acc=acc, da=f"%da{q}", db=f"%db{q}", out=f"%mm{q}")}""")
+            acc = f"%mm{q}"
+        lines.append("nvvm.wgmma.commit.group.sync.aligned\n    nvvm.wgmma.wait.group.sync.aligned 0\n"
+                     "    nvvm.barrier0")
+        if k + stages < kt:
+            lines.append(load(k + stages, s))
+    stores = [f"%v{i} = llvm.extractvalue {acc}[{i}] : {st}\n%ci{i} = llvm.mlir.constant({i} : i32) : i32\n"
+              f"%co{i} = llvm.add %cb, %ci{i} : i32\n"
+              f"%dp{i} = llvm.getelementptr %d[%co{i}] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32\n"
+              f"llvm.store %v{i}, %dp{i} : f32, !llvm.ptr<1>" for i in range(words)]
+    zero = [f"%r0_{i + 1} = llvm.insertvalue %fz, %r0_{i}[{i}] : {st}" for i in range(words)]
+    return f"""
+  llvm.mlir.global internal @bars() {{addr_space = 3 : i32, alignment = 8 : i64}} : !llvm.array<{stages} x i64>
+  llvm.mlir.global external @dyn() {{addr_space = 3 : i32, alignment = 1024 : i64}} : !llvm.array<0 x i8>
+  llvm.func @k(%tma: !llvm.ptr<1>, %tmb: !llvm.ptr<1>, %ga: !llvm.ptr<1>, %gb: !llvm.ptr<1>, %d: !llvm.ptr<1>)
+      attributes {{nvvm.kernel}} {{
+    %t = nvvm.read.ptx.sreg.tid.x : i32
+    %bars = llvm.mlir.addressof @bars : !llvm.ptr<3>
+    %sm = llvm.mlir.addressof @dyn : !llvm.ptr<3>
+    %tag = llvm.addrspacecast %tma : !llvm.ptr<1> to !llvm.ptr
+    %tbg = llvm.addrspacecast %tmb : !llvm.ptr<1> to !llvm.ptr
+    %c0 = llvm.mlir.constant(0 : i32) : i32
+    %c1 = llvm.mlir.constant(1 : i32) : i32
+    %c32 = llvm.mlir.constant(32 : i32) : i32
+    %nb = llvm.mlir.constant(16384 : i32) : i32
+    %c4 = llvm.mlir.constant(4 : i64) : i64
+    %m14 = llvm.mlir.constant(16383 : i64) : i64
+    %hi = llvm.mlir.constant({np.uint64(hi).view(np.int64)} : i64) : i64
+    %fz = llvm.mlir.constant(0.0 : f32) : f32
+    %cb = llvm.mul %t, %c32 : i32
+    %is0 = llvm.icmp "eq" %t, %c0 : i32
+    %r0_0 = llvm.mlir.undef : {st}
+    {NL.join(zero)}
+    %r0 = llvm.insertvalue %fz, %r0_{words}[0] : {st}
+    {NL.join(lines)}
+    {NL.join(stores)}
+    llvm.return
+  }}"""
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+def test_pipelined_tma_mbarrier_wgmma_k_loop(pm, stages):
+    """64 x 64 x 384 through a 2- / 3-stage TMA + mbarrier + wgmma pipeline: the stages' mbarriers go
+    through several phases (the wait parity flips per reuse), the refills overwrite stages the group
+    finished reading; the result is A @ B."""
+    from tilecore.emulate.tensormap import encode_tiled
+
+    kt = 6
+    rng = np.random.default_rng(stages)
+    a, bt = quarters(rng, (64, 64 * kt), -4, 4), quarters(rng, (64, 64 * kt), -4, 4)
+    tma = encode_tiled(6, 2, 2, [64 * kt, 64], [128 * kt], [64, 64], swizzle=3)
+    tmb = encode_tiled(6, 2, 3, [64 * kt, 64], [128 * kt], [64, 64], swizzle=3)
+    d = np.zeros((128, 32), np.float32)
+    launch(parse(pm, gpu_module(pipelined_gemm_kernel(kt, stages))), "k", grid=1, block=128,
+           shared_bytes=2 * stages * 8192, args=[tma, tmb, a, bt, d])
+    np.testing.assert_array_equal(d, d_fragment_expected(a.astype(np.float32) @ bt.astype(np.float32).T))
+
+
+def test_ptxas_accepts_the_pipelined_k_loop(pm):
+    ptx = _ptxas_round_trip(pm, pipelined_gemm_kernel(4, 2), "convert-nvvm-to-llvm")
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16") == 16
+    assert ptx.count("cp.async.bulk.tensor.2d") == 8
