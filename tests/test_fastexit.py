@@ -28,6 +28,15 @@ def test_status_atexit_threads_and_buffered_output():
     assert proc.stderr == "err text"
 
 
+def test_c_stdio_flushed():
+    # C-level buffered output (native code printing through libc) survives the os._exit
+    code = ("import ctypes, tilecore.fastexit as f\n"
+            "ctypes.CDLL(None).printf(b'from C\\n')\n"
+            "f.exit_now(0)")
+    proc = run(code)
+    assert proc.returncode == 0 and proc.stdout == "from C\n"
+
+
 def test_steps_aside_when_asked_or_profiled():
     code = "import tilecore.fastexit as f; print(f.enabled())"
     assert run(code).stdout.strip() == "True"

@@ -5,7 +5,7 @@ vadd_f32 for sm_90a): it destroys every Python object (thousands of MLIR wrapper
 modules' classes), then the C++ static destructors of libMLIR / libLLVM run. A one-shot command
 needs none of it. :func:`exit_now` does what the interpreter would do first — wait for non-daemon
 threads, run the ``atexit`` handlers (multiprocessing, concurrent.futures, tempfile ...), flush
-stdout / stderr — and then ends the process with ``os._exit``.
+stdout / stderr (and C stdio, where ctypes is loaded) — and then ends the process with ``os._exit``.
 
 It is used by the command-line entry points only (``python -m tilecore``; ``tilecore.cli.main`` when
 called as the console script), never by ``main(argv)`` called from Python. It steps aside (plain
@@ -45,6 +45,12 @@ def exit_now(code: int | None = 0) -> None:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe (tilecore ... | head): what Python reports as 120
             code = code or 120
+    ctypes = sys.modules.get("ctypes")  # native code (a JIT-compiled kernel, a library) may have used C stdio
+    if ctypes is not None:
+        try:
+            ctypes.CDLL(None).fflush(None)
+        except Exception:  # noqa: BLE001
+            pass
     os._exit(code)
 
 
