@@ -33,7 +33,7 @@ def test_c_stdio_flushed():
     code = ("import ctypes, tilecore.fastexit as f\n"
             "ctypes.CDLL(None).printf(b'from C\\n')\n"
             "f.exit_now(0)")
-    proc = run(code)
+    proc = run(code, {"PYTHONUNBUFFERED": ""})  # buffered C stdio (-u / PYTHONUNBUFFERED unbuffers it too)
     assert proc.returncode == 0 and proc.stdout == "from C\n"
 
 
