@@ -57,6 +57,7 @@ class MmaRequest:
     threads: int = 128
     cc: int = 80
     smem_budget: int = SMEM_BUDGET
+    arch: str = ""  # the target's name (sm_90a: arch-specific instructions such as wgmma)
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,52 @@ class SmemOperand:
         if self.dynamic is not None:
             index = cg.op("arith.addi", index, self.dynamic)
         return cg.smem_ptr(self.offset, index, self.elem)
+
+
+@dataclass(frozen=True)
+class SwizzledOperand:
+    """A dot operand in shared memory in the canonical swizzled layout of warpgroup MMA descriptors (PTX ISA,
+    "Shared Memory Matrix Layout" of wgmma): ``rows`` x ``cols`` elements of ``elem_bytes`` bytes, ``cols``
+    contiguous (A: M x K, K-major; B: K x N, N-major); the contiguous axis is cut into columns of
+    ``swizzle`` bytes (32, 64 or 128), each a block of ``rows x swizzle`` bytes (``rows * swizzle`` apart),
+    8-row atoms ``8 * swizzle`` bytes apart; the 16-byte unit of byte address ``a`` is then XOR-ed with
+    ``(a / 128) % (swizzle / 16)``. ``offset``: bytes into the scratch buffer (a multiple of 1024, as is
+    the buffer, so the XOR pattern is the absolute address's)."""
+
+    offset: int
+    rows: int
+    cols: int
+    elem_bytes: int
+    swizzle: int
+    elem: object = None
+    dynamic: object = None  # an i32 value of bytes added at run time (a pipeline stage's buffer; 1024-multiple)
+
+    @property
+    def nbytes(self) -> int:
+        return (self.rows * self.cols * self.elem_bytes + 1023) // 1024 * 1024
+
+    def base(self, cg):
+        """i32 byte offset of the operand (``offset`` + ``dynamic``)."""
+        return cg.c32(self.offset) if self.dynamic is None else cg.op("arith.addi", self.dynamic,
+                                                                        cg.c32(self.offset))
+
+    def byte_offset(self, cg, row, col):
+        """i32 byte offset (from the scratch buffer) of element (``row``, ``col``) (i32 values)."""
+        s = self.swizzle
+        b = cg.op("arith.muli", col, cg.c32(self.elem_bytes)) if self.elem_bytes != 1 else col
+        column = cg.op("arith.divui", b, cg.c32(s))
+        within = cg.op("arith.remui", b, cg.c32(s))
+        off = cg.op("arith.addi", cg.op("arith.muli", column, cg.c32(self.rows * s)),
+                    cg.op("arith.muli", row, cg.c32(s)))  # (row / 8) * 8s + (row % 8) * s
+        off = cg.op("arith.addi", off, within)
+        key = cg.op("arith.shli", cg.op("arith.remui", cg.op("arith.shrui", off, cg.c32(7)), cg.c32(s // 16)),
+                    cg.c32(4))
+        return cg.op("arith.addi", cg.op("arith.xori", off, key), self.base(cg))
+
+
+def swizzle_for(nbytes: int) -> int:
+    """The widest swizzle (128 / 64 / 32 bytes) dividing a contiguous extent of ``nbytes``, or 0."""
+    return next((s for s in (128, 64, 32) if nbytes % s == 0), 0)
 
 
 def element_bytes(name: str) -> int:

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 from tilecore_cute.mma_sm80 import ATOMS
+from tilecore_cute.mma_sm90 import ATOMS as WG_ATOMS
 
 from tilecore.atoms import select_atom
 from tilecore.compiler import compile_module
@@ -53,7 +54,7 @@ def test_registrations(pm):
     assert {"cute", "cute_nvgpu"} <= set(pm.dialects())
     assert pm.stages()["convert-cute-to-llvm"].plugin == "cute"
     atoms = {n: a for n, a in pm.atoms(resolve_target("sm_80", pm.targets())).items() if a.plugin == "cute"}
-    assert set(atoms) == set(ATOMS) | {"copy.sm80.cp_async"}  # every atom cute lists has a lowering
+    assert set(atoms) == set(ATOMS) | set(WG_ATOMS) | {"copy.sm80.cp_async"}  # every atom cute lists has a lowering
     mma = [a for n, a in atoms.items() if n in ATOMS]
     assert all(a.kind == "mma" and a.lower is not None and a.data["interface"] == MMA_INTERFACE for a in mma)
     cp = atoms["copy.sm80.cp_async"]
@@ -72,6 +73,12 @@ def test_registrations(pm):
     (MmaRequest(8, 64, 16, "f16", "f16", "f32"), "sm_80", None),  # M not a multiple of 16
     (MmaRequest(256, 256, 64, "f16", "f16", "f32"), "sm_80", None),  # operands exceed the smem budget
     (MmaRequest(64, 64, 16, "f64", "f64", "f64"), "sm_80", None),  # no tensor-core atom
+    (MmaRequest(128, 128, 64, "f16", "f16", "f32", arch="sm_90a"), "sm_90a", "mma.sm90a.m64nNk16.f16.f32"),
+    (MmaRequest(64, 64, 32, "bf16", "bf16", "f32", arch="sm_90a"), "sm_90a", "mma.sm90a.m64nNk16.bf16.f32"),
+    (MmaRequest(32, 64, 32, "f16", "f16", "f32", arch="sm_90a"), "sm_90a", "mma.sm80.m16n8k16.f16.f32"),  # M < 64
+    (MmaRequest(128, 128, 64, "f16", "f16", "f32", arch="sm_90"), "sm_90", "mma.sm80.m16n8k16.f16.f32"),  # not 90a
+    (MmaRequest(128, 128, 64, "i8", "i8", "i32", arch="sm_90a"), "sm_90a", "mma.sm80.m16n8k32.i8.i32"),  # N-major B
+    (MmaRequest(128, 128, 64, "f16", "f16", "f32", arch="sm_100a"), "sm_100a", "mma.sm80.m16n8k16.f16.f32"),
 ])
 def test_atom_selection_per_request(pm, req, sm, want):
     target = resolve_target(sm, pm.targets())
@@ -202,3 +209,48 @@ def test_cp_async_atom_ops_lower_to_nvvm_and_ptxas_accepts(pm):
     from tilecore.serialize import ptx_to_cubin
 
     assert ptx_to_cubin(ptx, "sm_80")[:4] == b"\x7fELF"
+
+
+WGMMA_KERNEL = """
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    llvm.func @k(%out: !llvm.ptr<1>, %da: i64, %db: i64, %x: f32) attributes {nvvm.kernel} {
+      %p = llvm.mlir.poison : !llvm.struct<(f32, f32, f32, f32)>
+      %c0 = llvm.insertvalue %x, %p[0] : !llvm.struct<(f32, f32, f32, f32)>
+      %c1 = llvm.insertvalue %x, %c0[1] : !llvm.struct<(f32, f32, f32, f32)>
+      %c2 = llvm.insertvalue %x, %c1[2] : !llvm.struct<(f32, f32, f32, f32)>
+      %c = llvm.insertvalue %x, %c2[3] : !llvm.struct<(f32, f32, f32, f32)>
+      "cute_nvgpu.wgmma_fence"() : () -> ()
+      %d = "cute_nvgpu.wgmma"(%da, %db, %c) {shape = array<i32: 64, 8, 16>, a_type = "f16", b_type = "f16",
+          acc_type = "f32"} : (i64, i64, !llvm.struct<(f32, f32, f32, f32)>) -> !llvm.struct<(f32, f32, f32, f32)>
+      "cute_nvgpu.wgmma_commit"() : () -> ()
+      "cute_nvgpu.wgmma_wait"() {n = 0 : i32} : () -> ()
+      %v = llvm.extractvalue %d[3] : !llvm.struct<(f32, f32, f32, f32)>
+      llvm.store %v, %out : f32, !llvm.ptr<1>
+      llvm.return
+    }
+  }
+}
+"""
+
+
+def test_wgmma_atom_ops_lower_to_nvvm_and_ptxas_accepts(pm):
+    """The sm_90a warpgroup atom's ops: wgmma.mma_async with A K-major / B N-major (layout row / row), f16 -> f32,
+    fence, commit, wait 0."""
+    m, _ = lower(pm, WGMMA_KERNEL, gpu="sm_90a")
+    ops = op_list(m)
+    assert not [o for o in ops if o.name.startswith("cute_nvgpu.")]
+    mma = next(o for o in ops if o.name == "nvvm.wgmma.mma_async")
+    assert str(mma.attributes["shape"]) == "#nvvm.shape<m = 64, n = 8, k = 16>"
+    assert str(mma.attributes["layoutA"]) == str(mma.attributes["layoutB"]) == "#nvvm.mma_layout<row>"
+    assert [o.name for o in ops if o.name.startswith("nvvm.wgmma")] == [
+        "nvvm.wgmma.fence.aligned", "nvvm.wgmma.mma_async", "nvvm.wgmma.commit.group.sync.aligned",
+        "nvvm.wgmma.wait.group.sync.aligned"]
+    stages = ["convert-cute-to-llvm", "convert-nvgpu-and-gpu-to-nvvm", "attach-nvvm-target", "translate-debug-info",
+              "serialize"]
+    _, res = lower(pm, WGMMA_KERNEL, gpu="sm_90a", stages=stages)
+    ptx = res.artifacts["ptx"]["m"]
+    assert "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16" in ptx and "wgmma.wait_group.sync.aligned \t0;" in ptx
+    from tilecore.serialize import ptx_to_cubin
+
+    assert ptx_to_cubin(ptx, "sm_90a")[:4] == b"\x7fELF"

@@ -222,3 +222,45 @@ def _export_from(kset: KernelSet, name: str) -> str:
         kernel, params = kset.table[name]
         ck.export_spec(kernel, params, name, path)
     return path
+
+
+# ------------------------------------------------------------------ sm_90a: warpgroup MMA (wgmma)
+@pytest.mark.parametrize("aligned", [False, True])
+def test_wgmma_atom_numbers_on_sm90a(aligned):
+    """f16 64 x 32 x 32 tiles on sm_90a take cute's wgmma atom (one m64n32k16 per K step for the warpgroup,
+    operands in the 64-byte swizzled layouts through descriptors); the K loop is pipelined (cp.async into the
+    swizzled stages) behind the alignment check: aligned rows run the pipelined loop, odd ones the fallback."""
+    name = "mma_f16_f32"
+    path = _export(name)
+    assert '#nv_tileas.atom<"mma.sm90a.m64nNk16.f16.f32">' in str(
+        compile_file(path, "sm_90a", stop_after="tileas-select-atoms").module)
+    text = str(compile_file(path, "sm_90a", stop_after="convert-tileas-to-llvm").module)
+    assert text.count('"cute_nvgpu.wgmma"') == 2 * 2  # 2 K steps, pipelined loop + fallback
+    assert text.count('"cute_nvgpu.wgmma_fence"') == 2 and text.count('"cute_nvgpu.wgmma_wait"') == 2
+    assert "cute_nvgpu.mma_sync" not in text and "cute_nvgpu.ldmatrix" not in text
+    m, n, k = (133, 40, 72) if aligned else (133, 35, 71)
+    rng = np.random.default_rng(8)
+    (a, av), (b, bv) = _operand(rng, (m, k), "f16"), _operand(rng, (k, n), "f16")
+    c = np.zeros((m, n), np.float32)
+    _KERNELS.run(name, "sm_90a", (cdiv(m, 64), cdiv(n, 32), 1), arr(a) + arr(b) + arr(c))
+    want = av @ bv
+    np.testing.assert_allclose(c, want, atol=1e-4 * np.abs(want).max(), rtol=0)
+
+
+def test_wgmma_with_stride_hints_two_instructions_per_step():
+    """128 x 64 x 32 bf16 tiles with stride hints on sm_90a: one pipelined loop (no fallback), two m64n64k16
+    per K step (the warpgroup's 128 rows), numbers on partial tiles; ptxas accepts it."""
+    kernel, params = ck.KERNELS["matmul_bf16_aligned"]
+    kset = KernelSet({"matmul_bf16_aligned": (kernel, params)}, "tileas-wgmma-aligned-")
+    path = _export_from(kset, "matmul_bf16_aligned")
+    text = str(compile_file(path, "sm_90a", stop_after="convert-tileas-to-llvm").module)
+    assert text.count('"cute_nvgpu.wgmma"') == 2 * 2  # 2 instructions x 2 K steps, one loop (no fallback)
+    assert "shape = array<i32: 64, 64, 16>" in text
+    assert compile_file(path, "sm_90a").artifacts["cubin"][:4] == b"\x7fELF"
+    m, n, k = 130, 72, 40
+    rng = np.random.default_rng(9)
+    (a, av), (b, bv) = _operand(rng, (m, k), "bf16"), _operand(rng, (k, n), "bf16")
+    c = np.zeros((m, n), np.float32)
+    kset.run("matmul_bf16_aligned", "sm_90a", (cdiv(m, 128), cdiv(n, 64), 1), arr(a) + arr(b) + arr(c))
+    want = av @ bv
+    np.testing.assert_allclose(c, want, atol=1e-4 * np.abs(want).max(), rtol=0)

@@ -8,6 +8,10 @@ lowers them, :mod:`.mma_lowering`):
 - ``cute_nvgpu.mma_sync %a..., %b..., %c... {atom = "<atom name>", shape = array<i32: M, N, K>,
   a_type = "f16", b_type = "f16", acc_type = "f32", num_a = 4, num_b = 2}`` -> the D fragment, one
   scalar per accumulator element (a 16-bit float accumulator is packed in pairs by stage 5).
+- ``cute_nvgpu.wgmma %desc_a, %desc_b, %c {shape = array<i32: 64, N, K>, a_type, b_type, acc_type}``
+  (one warpgroup's m64nNkK; the accumulator an ``!llvm.struct`` of N / 2 scalars, chained from mma to
+  mma and unpacked only after the wait), ``cute_nvgpu.wgmma_fence`` / ``_commit`` /
+  ``_wait {n}``: the sm_90a warpgroup MMA atom (:mod:`.mma_sm90`).
 - ``cute_nvgpu.cp_async %dst, %src, %src_bytes {size = 16 : i32}``, ``cute_nvgpu.cp_async_commit``,
   ``cute_nvgpu.cp_async_wait {n = N : i32}``: the global -> shared copy atom (:mod:`.copy_sm80`).
 """
@@ -41,6 +45,18 @@ irdl.dialect @cute_nvgpu {
   irdl.operation @cp_async_commit {
   }
   irdl.operation @cp_async_wait {
+  }
+  irdl.operation @wgmma_fence {
+  }
+  irdl.operation @wgmma_commit {
+  }
+  irdl.operation @wgmma_wait {
+  }
+  irdl.operation @wgmma {
+    %d = irdl.is i64
+    %acc = irdl.any
+    irdl.operands(desc_a: %d, desc_b: %d, c: %acc)
+    irdl.results(d: %acc)
   }
   irdl.operation @mma_sync {
     %w = irdl.is i32

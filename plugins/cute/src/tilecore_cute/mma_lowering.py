@@ -124,6 +124,51 @@ class CpAsyncWaitPattern(Pattern):
         rw.erase(op)
 
 
+class WgmmaPattern(Pattern):
+    """``cute_nvgpu.wgmma`` -> ``nvvm.wgmma.mma_async`` (A K-major: ``layout_a = row``; B N-major:
+    ``layout_b = row``) on the accumulator struct."""
+
+    root = "cute_nvgpu.wgmma"
+
+    def rewrite(self, op, rw):
+        m, n, k = list(ir.DenseI32ArrayAttr(op.attributes["shape"]))
+        da, db, acc = op.operands
+        with rw.ip, op.location:
+            d = dialects.nvvm.wgmma_mma_async(
+                acc.type, acc, da, db, ir.Attribute.parse(f"#nvvm.shape<m = {m}, n = {n}, k = {k}>"),
+                ir.Attribute.parse(f"#nvvm.wgmma_type<{_str(op, 'a_type')}>"),
+                ir.Attribute.parse(f"#nvvm.wgmma_type<{_str(op, 'b_type')}>"),
+                ir.Attribute.parse(f"#nvvm.wgmma_type<{_str(op, 'acc_type')}>"),
+                ir.Attribute.parse("#nvvm.wgmma_scale_out<one>"), ir.Attribute.parse("#nvvm.wgmma_scale_in<one>"),
+                ir.Attribute.parse("#nvvm.wgmma_scale_in<one>"), ir.Attribute.parse("#nvvm.mma_layout<row>"),
+                ir.Attribute.parse("#nvvm.mma_layout<row>"))
+        rw.replace(op, [d])
+
+
+class WgmmaSyncPattern(Pattern):
+    """``cute_nvgpu.wgmma_fence`` / ``_commit`` / ``_wait {n}`` -> ``nvvm.wgmma.fence.aligned`` /
+    ``commit.group.sync.aligned`` / ``wait.group.sync.aligned n``."""
+
+    def __init__(self, which: str):
+        self.which = which
+        self.root = f"cute_nvgpu.wgmma_{which}"
+
+    @property
+    def name(self) -> str:
+        return f"Wgmma{self.which.capitalize()}Pattern"
+
+    def rewrite(self, op, rw):
+        nvvm = dialects.nvvm
+        with rw.ip, op.location:
+            if self.which == "fence":
+                nvvm.wgmma_fence_aligned()
+            elif self.which == "commit":
+                nvvm.wgmma_commit_group_sync_aligned()
+            else:
+                nvvm.wgmma_wait_group_sync_aligned(_int(op, "n"))
+        rw.erase(op)
+
+
 def _c32(v: int):
     i32 = ir.IntegerType.get_signless(32)
     return ir.Operation.create("llvm.mlir.constant", results=[i32],
@@ -131,4 +176,5 @@ def _c32(v: int):
 
 
 def patterns():
-    return [LdmatrixPattern(), MmaSyncPattern(), CpAsyncPattern(), CpAsyncCommitPattern(), CpAsyncWaitPattern()]
+    return [LdmatrixPattern(), MmaSyncPattern(), CpAsyncPattern(), CpAsyncCommitPattern(), CpAsyncWaitPattern(),
+            WgmmaPattern(), *[WgmmaSyncPattern(w) for w in ("fence", "commit", "wait")]]

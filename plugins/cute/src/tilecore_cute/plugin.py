@@ -36,6 +36,6 @@ def tilecore_register_patterns(stage, target, options):
 
 @hookimpl
 def tilecore_register_atoms(target):
-    from . import copy_sm80, mma_sm80
+    from . import copy_sm80, mma_sm80, mma_sm90
 
-    return mma_sm80.atoms() + copy_sm80.atoms()
+    return mma_sm80.atoms() + mma_sm90.atoms() + copy_sm80.atoms()

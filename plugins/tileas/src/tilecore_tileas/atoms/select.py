@@ -104,7 +104,7 @@ def mma_request(op, threads: int, target) -> MmaRequest:
     n = ir.RankedTensorType(rhs.type).shape[1]
     return MmaRequest(m, n, k, element_name(lhs.type), element_name(rhs.type), element_name(acc.type),
                       signed(op, "signedness_lhs"), signed(op, "signedness_rhs"), threads=threads,
-                      cc=target.cc if target is not None else 80)
+                      cc=target.cc if target is not None else 80, arch=target.name if target is not None else "")
 
 
 def dot_path(ctx) -> str:

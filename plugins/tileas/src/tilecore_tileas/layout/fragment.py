@@ -97,3 +97,68 @@ def fragment(m: int, n: int, threads: int) -> Fragment | None:
     """The fragment layout of an ``m x n`` warp-level MMA result over ``threads`` threads."""
     grid = arrange_warps(m, n, threads // 32) if threads % 32 == 0 else None
     return Fragment((m, n), grid[0], grid[1], threads) if grid else None
+
+
+WG_M = 64  # rows of one warpgroup-level MMA instruction (wgmma m64nNkK)
+
+
+@dataclass(frozen=True)
+class WgFragment:
+    """The accumulator layout of a warpgroup-level MMA atom (``wgmma.mma_async`` m64nNkK, PTX ISA "Register
+    Fragments" of wgmma D): warpgroups (4 consecutive warps) form a ``groups_m x groups_n`` grid over the
+    tile; a warpgroup owns ``M / groups_m`` rows (one instruction per 64) and ``inst_n = N / groups_n``
+    columns; in each instruction warp ``w`` of the group holds rows ``16w .. 16w + 15`` laid out as the
+    16 x 8 blocks of :class:`Fragment`. Register ``k``: instruction ``k / (inst_n / 2)``, element
+    ``k % (inst_n / 2)`` = block ``/ 4`` along N, position ``% 4`` in the block."""
+
+    shape: tuple[int, int]
+    groups_m: int
+    groups_n: int
+    threads: int
+
+    @property
+    def n(self) -> int:
+        return self.shape[0] * self.shape[1]
+
+    @property
+    def inst_n(self) -> int:
+        return self.shape[1] // self.groups_n
+
+    @property
+    def insts(self) -> int:
+        """wgmma instructions per warpgroup per K step (along M)."""
+        return self.shape[0] // self.groups_m // WG_M
+
+    @property
+    def regs(self) -> int:
+        return self.insts * self.inst_n // 2
+
+    def offset(self, k: int) -> tuple[int, int]:
+        per = self.inst_n // 2
+        r, i = divmod(k, per)
+        return r * WG_M + 8 * ((i % 4) // 2), 8 * (i // 4) + i % 2
+
+    def static_coords(self, k: int, tid: int) -> tuple[int, int]:
+        q = (tid // 128) % (self.groups_m * self.groups_n)
+        w, lane = (tid // 32) % 4, tid % 32
+        gr, gc = divmod(q, self.groups_n)
+        dr, dc = self.offset(k)
+        return gr * (self.shape[0] // self.groups_m) + 16 * w + lane // 4 + dr, gc * self.inst_n + 2 * (lane % 4) + dc
+
+
+def wg_fragment(m: int, n: int, threads: int, n_ok=lambda n: n % 8 == 0 and n <= 256) -> WgFragment | None:
+    """The warpgroup fragment layout of an ``m x n`` result over ``threads`` threads (whole warpgroups): the
+    grid of warpgroups using the most of them whose instruction N is admissible (``n_ok``), then the
+    squarest."""
+    if threads % 128 or m % WG_M:
+        return None
+    groups = threads // 128
+    best = None
+    for gm in range(1, groups + 1):
+        for gn in range(1, groups // gm + 1):
+            if (m // WG_M) % gm or n % gn or not n_ok(n // gn):
+                continue
+            key = (-(gm * gn), m // gm + n // gn, gm)
+            if best is None or key < best[0]:
+                best = (key, (gm, gn))
+    return WgFragment((m, n), best[1][0], best[1][1], threads) if best else None

@@ -103,14 +103,14 @@ def lower_function(fn, gpu_module, ctx) -> dict:
     del new_fn.attributes["tileas.kernel"]
     fn.erase()
     with ir.InsertionPoint.at_block_begin(gpu_module.regions[0].blocks[0]), ir.Location.unknown():
-        _smem_global(cg.smem_symbol, max(16, cg.smem_bytes))
+        _smem_global(cg.smem_symbol, max(16, cg.smem_bytes), cg.smem_align)
     return rb.fired
 
 
-def _smem_global(symbol: str, nbytes: int):
+def _smem_global(symbol: str, nbytes: int, align: int = 16):
     ty = ir.Type.parse(f"!llvm.array<{nbytes} x i8>")
     g = dialects.llvm.GlobalOp(ty, symbol, ir.Attribute.parse("#llvm.linkage<internal>"),
-                               addr_space=3, alignment=16)
+                               addr_space=3, alignment=align)
     g.regions[0].blocks.append()
     with ir.InsertionPoint(g.regions[0].blocks[0]):
         u = dialects.llvm.mlir_undef(ty)

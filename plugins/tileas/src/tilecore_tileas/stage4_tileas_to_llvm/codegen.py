@@ -34,6 +34,7 @@ class CodeGen:
         self.i32 = ir.IntegerType.get_signless(32)
         self.i64 = ir.IntegerType.get_signless(64)
         self.smem_bytes = 0
+        self.smem_align = 16  # of the scratch buffer (1024: swizzled wgmma operands need the atom's alignment)
         with ir.InsertionPoint(entry_block), ir.Location.unknown():
             tid = create("gpu.thread_id", [ir.IndexType.get()], [], {"dimension": ir.Attribute.parse("#gpu<dim x>")})
             self.tid = create("arith.index_cast", [self.i32], [tid.results[0]]).results[0]
@@ -114,7 +115,24 @@ class CodeGen:
     def fragment_origin(self, frag):
         """i32 (row, column) of register 0 of an MMA fragment layout in this thread: its warp's
         sub-tile origin + (lane / 4, 2 * (lane % 4)) (see :mod:`tilecore_tileas.layout.fragment`)."""
-        key = (frag.shape, frag.warps_m, frag.warps_n)
+        key = _origin_key(frag)
+        if key not in self._origin and hasattr(frag, "groups_m"):  # a warpgroup layout (wgmma)
+            lane, warp = self.lane_and_warp()
+            with self.entry_ip, ir.Location.unknown():
+                grid = frag.groups_m * frag.groups_n
+                q = self.op("arith.divui", warp, self.c32(4))
+                if grid * 128 < self.threads:
+                    q = self.op("arith.remui", q, self.c32(grid))
+                gr = self.op("arith.divui", q, self.c32(frag.groups_n))
+                gc = self.op("arith.remui", q, self.c32(frag.groups_n))
+                wrow = self.op("arith.muli", gr, self.c32(frag.shape[0] // frag.groups_m))
+                wcol = self.op("arith.muli", gc, self.c32(frag.inst_n))
+                w = self.op("arith.remui", warp, self.c32(4))
+                row = self.op("arith.addi", self.op("arith.addi", wrow, self.op("arith.muli", w, self.c32(16))),
+                              self.op("arith.shrui", lane, self.c32(2)))
+                col = self.op("arith.addi", wcol,
+                              self.op("arith.muli", self.op("arith.andi", lane, self.c32(3)), self.c32(2)))
+                self._origin[key] = (row, col, wrow, wcol)
         if key not in self._origin:
             lane, warp = self.lane_and_warp()
             with self.entry_ip, ir.Location.unknown():
@@ -131,9 +149,9 @@ class CodeGen:
         return self._origin[key][:2]
 
     def warp_origin(self, frag):
-        """i32 (row, column) of the first element of this warp's sub-tile of a fragment layout."""
+        """i32 (row, column) of the first element of this warp's (warpgroup's) sub-tile of a fragment layout."""
         self.fragment_origin(frag)
-        return self._origin[(frag.shape, frag.warps_m, frag.warps_n)][2:]
+        return self._origin[_origin_key(frag)][2:]
 
     def flat_in_tile(self, lay: Blocked, k: int):
         """:meth:`flat`, or 0 for a register past the tile (so a read through it stays inside the buffer)."""
@@ -274,6 +292,11 @@ class CodeGen:
 
     def barrier(self):
         create("gpu.barrier", [], [])
+
+
+def _origin_key(frag) -> tuple:
+    return (type(frag).__name__, frag.shape, getattr(frag, "warps_m", getattr(frag, "groups_m", 0)),
+            getattr(frag, "warps_n", getattr(frag, "groups_n", 0)))
 
 
 def elem_bytes(ty) -> int:

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 from tilecore.errors import LoweringError
 from tilecore.mlir import ir
+from tilecore.mma import SwizzledOperand
 
 from ..atoms.mma import ROW_PAD_BYTES, SmemOperand, fma_atom, is_tensor_core
 from ..atoms.select import mma_request, signed
-from ..layout.fragment import fragment
 from . import narrow_float
 from .codegen import create, elem_bytes
 from .exchange import write
-from .fragments import is_fragment, store_fragment, to_blocked, to_fragment
+from .fragments import atom_fragment, fragment_coords, is_fragment, store_fragment, to_blocked, to_fragment
 from .memory import as_tile
 from .values import TileV
 
@@ -73,14 +73,25 @@ def dot(op, rb):
     n = _shape(rhs_v)[1]
     elems = (narrow_float.element_name(lhs_v.type), narrow_float.element_name(rhs_v.type))
     atom = _atom_of(cg, op)
-    frag = fragment(m, n, cg.threads) if is_tensor_core(atom) else None
+    req = mma_request(op, cg.threads, cg.target)
+    frag = atom_fragment(atom, req) if is_tensor_core(atom) else None
+    if frag is not None and atom.data.get("fragment") == "wgmma":
+        lhs, rhs = rb.get(lhs_v), rb.get(rhs_v)
+        piped = isinstance(lhs, SwizzledOperand) and isinstance(rhs, SwizzledOperand)  # a pipelined loop's stage
+        if not piped:
+            lhs, rhs = (v if is_fragment(v) else _blocked(cg, v, s) for v, s in ((lhs, (m, k_dim)), (rhs, (k_dim, n))))
+        acc = to_fragment(cg, rb.get(acc_v), frag)
+        regs = _dot_wgmma(cg, atom, req, lhs, rhs, acc, k_dim)
+        if not piped:
+            cg.barrier()
+        return [TileV(frag, regs)]
     if frag is not None:
         lhs, rhs = rb.get(lhs_v), rb.get(rhs_v)
         piped = isinstance(lhs, SmemOperand) and isinstance(rhs, SmemOperand)  # a pipelined K loop's stage
         if not piped:
             lhs, rhs = (v if is_fragment(v) else _blocked(cg, v, s) for v, s in ((lhs, (m, k_dim)), (rhs, (k_dim, n))))
         acc = to_fragment(cg, rb.get(acc_v), frag)
-        regs = _dot_atom(cg, atom, mma_request(op, cg.threads, cg.target), lhs, rhs, acc, m, n, k_dim)
+        regs = _dot_atom(cg, atom, req, lhs, rhs, acc, m, n, k_dim)
         if not piped:
             cg.barrier()
         return [TileV(frag, regs)]
@@ -229,3 +240,45 @@ def _dot_atom(cg, atom, req, lhs: TileV, rhs: TileV, acc: TileV, m: int, n: int,
         return out
 
     return cg.for_(cg.c32(0), cg.c32(k_dim), list(acc.regs), k_step, step=inst_k)
+
+
+# -- tensor cores: warpgroup-level MMA atoms (wgmma) -----------------------------------------------
+def _write_swizzled(cg, tile: TileV, layout) -> None:
+    """Store ``tile`` (blocked or fragment) into its operand's canonical swizzled layout."""
+    if is_fragment(tile):
+        places = [fragment_coords(cg, tile.layout, k) for k in range(tile.layout.regs)]
+        conds = [None] * len(places)
+    else:
+        lay = tile.layout
+        places = [cg.coords(tile.shape, cg.flat_in_tile(lay, k)) for k in range(lay.regs)]
+        conds = [cg.and_(cg.valid(lay, k), cg.owner_mask(lay)) for k in range(lay.regs)]
+    for (row, col), cond, v in zip(places, conds, tile.regs):
+        cg.masked(cond, lambda row=row, col=col, v=v: cg.smem_store(0, cg.op(
+            "arith.divui", layout.byte_offset(cg, row, col), cg.c32(layout.elem_bytes)), v))
+
+
+def _dot_wgmma(cg, atom, req, lhs: TileV, rhs: TileV, acc: TileV, k_dim: int) -> list:
+    """Both operands into the atom's swizzled layouts, then per warpgroup: fence, one m64nNk per 64 rows and
+    K step, commit, wait 0 (registers in the fragment's instruction order)."""
+    frag = acc.layout
+    cg.smem_align = max(cg.smem_align, 1024)
+    if isinstance(lhs, SwizzledOperand):
+        a_l, b_l = lhs, rhs
+    else:
+        a_l, b_l = atom.lower(cg, "layouts", req, 0)
+        _write_swizzled(cg, lhs, a_l)
+        _write_swizzled(cg, rhs, b_l)
+        cg.reserve(a_l.nbytes + b_l.nbytes)
+        cg.barrier()
+    wrow, wcol = cg.warp_origin(frag)
+    per = frag.inst_n // 2
+    accs = [atom.lower(cg, "pack", req, list(acc.regs[r * per:(r + 1) * per])) for r in range(frag.insts)]
+    atom.lower(cg, "fence", req)
+    k_inst = atom.data["inst"][2]
+    for k0 in range(0, k_dim, k_inst):
+        for r in range(frag.insts):
+            row = cg.op("arith.addi", wrow, cg.c32(64 * r)) if r else wrow
+            accs[r] = atom.lower(cg, "wg_mma", req, a_l, b_l, row, wcol, k0, frag.inst_n, accs[r])
+    atom.lower(cg, "commit", req)
+    atom.lower(cg, "wait", req, 0)
+    return [v for a in accs for v in atom.lower(cg, "unpack", req, a)]

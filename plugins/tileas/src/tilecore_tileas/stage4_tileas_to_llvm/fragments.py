@@ -15,14 +15,14 @@ from __future__ import annotations
 from tilecore.mlir import ir
 
 from ..layout import Blocked
-from ..layout.fragment import Fragment, fragment
+from ..layout.fragment import Fragment, WgFragment, fragment
 from .codegen import elem_bytes
 from .exchange import write
 from .values import TileV
 
 
 def is_fragment(v) -> bool:
-    return isinstance(v, TileV) and isinstance(v.layout, Fragment)
+    return isinstance(v, TileV) and isinstance(v.layout, (Fragment, WgFragment))
 
 
 def _uniform(tile: TileV):
@@ -90,7 +90,7 @@ def to_layout(cg, tile, layout):
     """``tile`` in ``layout`` (blocked or fragment); scalars and tokens pass through."""
     if not isinstance(tile, TileV) or tile.layout == layout:
         return tile
-    if isinstance(layout, Fragment):
+    if isinstance(layout, (Fragment, WgFragment)):
         return to_fragment(cg, tile, layout)
     if isinstance(layout, Blocked) and is_fragment(tile):
         return to_blocked(cg, tile)
@@ -132,17 +132,25 @@ def unify(cg, tiles: list) -> list:
 ELEMENTWISE_DIALECTS = ("arith", "math")
 
 
-def dot_fragment(cg, op) -> Fragment | None:
+def atom_fragment(atom, req):
+    """The accumulator layout a tensor-core atom gives an ``m x n`` result: the atom's own
+    (``data["fragment_of"](request)``, e.g. a warpgroup layout), else the 16 x 8 block layout."""
+    if "fragment_of" in atom.data:
+        return atom.data["fragment_of"](req)
+    return fragment(req.m, req.n, req.threads)
+
+
+def dot_fragment(cg, op):
     """The result layout of ``nv_tileas.dot`` ``op``: its tensor-core atom's fragment, or None."""
     from ..atoms.mma import is_tensor_core
+    from ..atoms.select import mma_request
 
     if "atom" not in op.attributes:
         return None
-    name = str(op.attributes["atom"]).split('"')[1]
-    if not is_tensor_core(cg.atoms.get(name)):
+    atom = cg.atoms.get(str(op.attributes["atom"]).split('"')[1])
+    if not is_tensor_core(atom):
         return None
-    m, n = ir.RankedTensorType(op.results[0].type).shape
-    return fragment(m, n, cg.threads)
+    return atom_fragment(atom, mma_request(op, cg.threads, cg.target))
 
 
 def preferred_layout(cg, value, depth: int = 0):

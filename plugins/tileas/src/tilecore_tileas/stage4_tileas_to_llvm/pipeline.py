@@ -27,7 +27,7 @@ the loop runs un-pipelined when the check fails (:func:`alignment_check`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tilecore.mlir import dialects, ir
 from tilecore.mma import G2S_INTERFACE, ROW_PAD_BYTES, SMEM_BUDGET, SmemOperand
@@ -53,9 +53,12 @@ class PipedLoad:
     elem_bytes: int
     pitch: int
     offset: int = 0
+    swizzled: object = None  # the SwizzledOperand (offset 0) a warpgroup atom reads this tile in, or None
 
     @property
     def nbytes(self) -> int:
+        if self.swizzled is not None:
+            return self.swizzled.nbytes  # 1024-byte multiples: stages keep the swizzle pattern's alignment
         return (self.rows * self.pitch * self.elem_bytes + 15) // 16 * 16
 
 
@@ -146,7 +149,8 @@ def plan(cg, loop) -> Plan | None:
         return None
     frag = dot_fragment(cg, dots[0])
     atom = default_atom(cg.atoms, "copy", cg.target, None, interface=G2S_INTERFACE)
-    if atom is None or any(not is_tensor_core(cg.atoms.get(str(d.attributes["atom"]).split('"')[1])) for d in dots):
+    dot_atoms = [cg.atoms.get(str(d.attributes["atom"]).split('"')[1]) for d in dots]
+    if atom is None or any(not is_tensor_core(a) for a in dot_atoms):
         return None
     loads, slice_ops = [], {}
     for d in dots:
@@ -186,11 +190,20 @@ def plan(cg, loop) -> Plan | None:
             acc.owner == body else preferred_layout(cg, acc)
         if lay != dot_fragment(cg, d):
             return None
+    for d, a in zip(dots, dot_atoms):  # warpgroup atoms read their operands in their swizzled layouts
+        if a.data.get("fragment") == "wgmma":
+            from ..atoms.select import mma_request
+
+            lay_a, lay_b = a.lower(cg, "layouts", mma_request(d, cg.threads, cg.target), 0)
+            for p in loads:
+                if p.load.results[0] in (d.operands[0], d.operands[1]):
+                    p.swizzled = lay_a if p.load.results[0] == d.operands[0] else lay_b
     at = 0
     for p in loads:
         p.offset = at
         at += p.nbytes
-    stages = min(MAX_STAGES, SMEM_BUDGET // at) if at else 0
+    budget = SMEM_BUDGET - (1024 if any(p.swizzled is not None for p in loads) else 0)  # 1024-byte alignment
+    stages = min(MAX_STAGES, budget // at) if at else 0
     if stages < 1:
         return None
     order = {o.operation: i for i, o in enumerate(ops)}
@@ -252,12 +265,16 @@ def _copy_chunk(cg, atom, p: PipedLoad, acc, shape, cid, stage_base) -> None:
     n = cg.select(inside, cg.select(cg.cmpi(6, left, vec_c), left, vec_c), cg.const(idx_t, 0))
     nbytes = cg.op("arith.muli", resize_int(n, cg.i32), cg.c32(p.elem_bytes))
     src = acc.address([cg.select(inside, c, cg.const(idx_t, 0)) for c in g])
-    dst_index = cg.op("arith.addi", cg.op("arith.muli", row, cg.c32(p.pitch)), col)
-    dst_bytes = cg.op("arith.addi", cg.op("arith.muli", dst_index, cg.c32(p.elem_bytes)), stage_base)
     p3 = ir.Type.parse("!llvm.ptr<3>")
-    dst = llvm.getelementptr(p3, cg.smem_base, [dst_bytes], [-2147483648], cg.i8, 0)
-    if p.offset:
-        dst = llvm.getelementptr(p3, dst, [], [p.offset], cg.i8, 0)
+    if p.swizzled is not None:  # the chunk is one 16-byte unit of the swizzled layout
+        dst_bytes = replace(p.swizzled, offset=p.offset, dynamic=stage_base).byte_offset(cg, row, col)
+        dst = llvm.getelementptr(p3, cg.smem_base, [dst_bytes], [-2147483648], cg.i8, 0)
+    else:
+        dst_index = cg.op("arith.addi", cg.op("arith.muli", row, cg.c32(p.pitch)), col)
+        dst_bytes = cg.op("arith.addi", cg.op("arith.muli", dst_index, cg.c32(p.elem_bytes)), stage_base)
+        dst = llvm.getelementptr(p3, cg.smem_base, [dst_bytes], [-2147483648], cg.i8, 0)
+        if p.offset:
+            dst = llvm.getelementptr(p3, dst, [], [p.offset], cg.i8, 0)
     atom.lower(cg, "copy", dst, src, nbytes)
 
 
@@ -301,6 +318,8 @@ def pipelined_for(op, rb, plan_: Plan, lb, ub, step, inits, body_into) -> list:
     s_count = plan_.stages
     iv_old = op.regions[0].blocks[0].arguments[0]
     cg.reserve(s_count * plan_.stage_bytes)
+    if any(p.swizzled is not None for p in plan_.loads):
+        cg.smem_align = max(cg.smem_align, 1024)
     atom = plan_.atom
 
     def stage_base(stage):
@@ -333,9 +352,14 @@ def pipelined_for(op, rb, plan_: Plan, lb, ub, step, inits, body_into) -> list:
             cg.barrier()
         operands = {}
         for p in plan_.loads:
-            dyn = cg.op("arith.muli", rd, cg.c32(plan_.stage_bytes // p.elem_bytes))
             elem = rb.convert_type(ir.RankedTensorType(p.load.results[0].type).element_type)
-            operands[p.load.results[0]] = SmemOperand(p.offset, p.rows, p.cols, p.pitch, elem, p.elem_bytes, dyn)
+            if p.swizzled is not None:  # bytes
+                dyn = cg.op("arith.muli", rd, cg.c32(plan_.stage_bytes))
+                operands[p.load.results[0]] = replace(p.swizzled, offset=p.offset, elem=elem, dynamic=dyn)
+            else:  # elements
+                dyn = cg.op("arith.muli", rd, cg.c32(plan_.stage_bytes // p.elem_bytes))
+                operands[p.load.results[0]] = SmemOperand(p.offset, p.rows, p.cols, p.pitch, elem, p.elem_bytes,
+                                                          dyn)
         rb.data["piped"] = operands
         try:
             body_into(blk, [iv, *list(blk.arguments)[1:len(flat) + 1]])

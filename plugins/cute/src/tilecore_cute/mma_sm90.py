@@ -1,0 +1,135 @@
+"""The sm_90a warpgroup MMA atoms (``wgmma.mma_async`` m64nNk16), for tileas' MMA interface.
+
+PTX ISA, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate" (wgmma): a warpgroup (4 warps) computes
+``D (64 x N) += A (64 x 16) @ B (16 x N)`` with A and B read from shared memory through 64-bit matrix
+descriptors ("Matrix Descriptor Format": start address >> 4 in bits 0-13, leading dimension byte offset
+>> 4 in 16-29, stride dimension byte offset >> 4 in 32-45, swizzle mode in 62-63: 1 = 128B, 2 = 64B,
+3 = 32B). The operands are laid out as :class:`tilecore.mma.SwizzledOperand` (the canonical swizzled
+layouts: A K-major, B N-major, i.e. ``layout_b = row``, which wgmma allows for 16-bit types only):
+
+- A, K-major: start = the 64-row block's first atom + the K step's byte offset within its swizzle column
+  (the swizzle applies to the absolute address, so stepping inside a column is legal); SBO = 8 rows x
+  swizzle bytes; LBO unused (1).
+- B, N-major: start = the K step's first 8-row atom of the warpgroup's first swizzle column; LBO = the
+  distance between swizzle columns (K x swizzle bytes), SBO = 8 rows x swizzle bytes.
+
+``wgmma.fence`` precedes the first mma of a dot (the accumulator registers were written by other
+instructions), ``commit_group`` / ``wait_group 0`` end it. The accumulator layout is
+:class:`tilecore_tileas.layout.fragment.WgFragment`.
+
+| atom | A x B -> C | instruction | target |
+|---|---|---|---|
+| ``mma.sm90a.m64nNk16.f16.f32`` | f16 x f16 -> f32 | wgmma.mma_async.sync.aligned.m64nNk16.f32.f16.f16 | sm_90a |
+| ``mma.sm90a.m64nNk16.bf16.f32`` | bf16 x bf16 -> f32 | wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16 | sm_90a |
+"""
+
+from __future__ import annotations
+
+from tilecore.atoms import Atom
+from tilecore.mlir import dialects, ir
+from tilecore.mma import MMA_INTERFACE, SwizzledOperand, element_bytes, swizzle_for
+
+ATOMS = {"mma.sm90a.m64nNk16.f16.f32": "f16", "mma.sm90a.m64nNk16.bf16.f32": "bf16"}
+K_INST = 16
+PRIORITY = 20  # above the mma.sync atoms on sm_90a
+SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
+
+
+def n_ok(n: int) -> bool:
+    """An instruction N wgmma f16 / bf16 has (multiples of 8 up to 256) whose N-major B rows take a swizzle."""
+    return n % 8 == 0 and 16 <= n <= 256 and swizzle_for(n * 2) > 0
+
+
+def fragment_of(req):
+    from tilecore_tileas.layout.fragment import wg_fragment
+
+    return wg_fragment(req.m, req.n, req.threads, n_ok)
+
+
+class Wgmma:
+    """One wgmma atom (module docstring): admissibility, operand layouts and the lowering actions."""
+
+    def __init__(self, name: str, elem: str):
+        self.name, self.elem = name, elem
+
+    def admits(self, req) -> bool:
+        if not (req.a == req.b == self.elem and req.acc == "f32" and req.arch == "sm_90a"):
+            return False
+        if req.k % K_INST or req.threads % 128 or fragment_of(req) is None:
+            return False
+        eb = element_bytes(self.elem)
+        return (swizzle_for(req.k * eb) > 0 and
+                self.layouts(req)[0].nbytes + self.layouts(req)[1].nbytes <= req.smem_budget)
+
+    def layouts(self, req, at: int = 0) -> tuple[SwizzledOperand, SwizzledOperand]:
+        """A (M x K, K-major) at byte ``at``, B (K x N, N-major) after it (1024-byte aligned regions)."""
+        eb = element_bytes(self.elem)
+        frag = fragment_of(req)
+        a = SwizzledOperand(at, req.m, req.k, eb, swizzle_for(req.k * eb))
+        b = SwizzledOperand(at + a.nbytes, req.k, req.n, eb, swizzle_for(frag.inst_n * eb))
+        return a, b
+
+    def lower(self, cg, action: str, req, *args):
+        if action == "layouts":
+            return self.layouts(req, *args)
+        if action in ("fence", "commit"):
+            ir.Operation.create(f"cute_nvgpu.wgmma_{action}")
+            return []
+        if action == "wait":
+            ir.Operation.create("cute_nvgpu.wgmma_wait", attributes={"n": ir.IntegerAttr.get(cg.i32, int(args[0]))})
+            return []
+        if action == "wg_mma":
+            return self.mma(cg, *args)
+        if action == "pack":  # accumulator scalars -> the struct the mma chain carries
+            llvm = dialects.llvm
+            regs = args[0]
+            acc = llvm.mlir_poison(ir.Type.parse(f"!llvm.struct<({', '.join([str(regs[0].type)] * len(regs))})>"))
+            for i, v in enumerate(regs):
+                acc = llvm.insertvalue(acc, v, [i])
+            return acc
+        if action == "unpack":  # after the wait: the struct's members
+            acc = args[0]
+            el = ir.Type.parse(str(acc.type)[len("!llvm.struct<("):].split(",")[0].rstrip(")>"))
+            n = str(acc.type).count(",") + 1
+            return [dialects.llvm.extractvalue(el, acc, [i]) for i in range(n)]
+        raise ValueError(f"atom {self.name}: unknown action '{action}'")
+
+    @staticmethod
+    def _descriptor(cg, byte_offset, lbo: int, sbo: int, swizzle: int):
+        """The i64 matrix descriptor of the operand starting ``byte_offset`` (i32) into the scratch buffer."""
+        llvm = dialects.llvm
+        i64 = cg.i64
+        p = llvm.getelementptr(ir.Type.parse("!llvm.ptr<3>"), cg.smem_base, [byte_offset], [-2147483648], cg.i8, 0)
+        addr = llvm.ptrtoint(i64, p)
+        start = cg.op("arith.andi", cg.op("arith.shrui", addr, cg.const(i64, 4)), cg.const(i64, 0x3FFF))
+        fixed = ((lbo >> 4) & 0x3FFF) << 16 | ((sbo >> 4) & 0x3FFF) << 32 | SWIZZLE_MODE[swizzle] << 62
+        fixed = fixed - (1 << 64) if fixed >= 1 << 63 else fixed
+        return cg.op("arith.ori", start, cg.const(i64, fixed))
+
+    def mma(self, cg, a: SwizzledOperand, b: SwizzledOperand, row, col, k0: int, inst_n: int, c):
+        """One m64nNk16 for rows ``row`` .. + 64 and columns ``col`` .. + ``inst_n`` (i32 values) at K step
+        ``k0`` (int) on the accumulator struct ``c`` (``pack``); returns D's struct."""
+        eb = a.elem_bytes
+        kb = k0 * eb
+        a_start = cg.op("arith.addi", cg.op("arith.muli", row, cg.c32(a.swizzle)),
+                        cg.op("arith.addi", a.base(cg), cg.c32((kb // a.swizzle) * a.rows * a.swizzle + kb % a.swizzle)))
+        b_col = cg.op("arith.divui", cg.op("arith.muli", col, cg.c32(eb)), cg.c32(b.swizzle))
+        b_start = cg.op("arith.addi", cg.op("arith.muli", b_col, cg.c32(b.rows * b.swizzle)),
+                        cg.op("arith.addi", b.base(cg), cg.c32((k0 // 8) * 8 * b.swizzle)))
+        da = self._descriptor(cg, a_start, 16, 8 * a.swizzle, a.swizzle)
+        db = self._descriptor(cg, b_start, b.rows * b.swizzle, 8 * b.swizzle, b.swizzle)
+        attrs = {"shape": ir.DenseI32ArrayAttr.get([64, inst_n, K_INST]), "a_type": ir.StringAttr.get(self.elem),
+                 "b_type": ir.StringAttr.get(self.elem), "acc_type": ir.StringAttr.get("f32")}
+        return ir.Operation.create("cute_nvgpu.wgmma", results=[c.type], operands=[da, db, c],
+                                   attributes=attrs).results[0]
+
+
+def atoms() -> list[Atom]:
+    out = []
+    for name, elem in ATOMS.items():
+        impl = Wgmma(name, elem)
+        out.append(Atom(name, "mma", lower=impl.lower, min_cc=90, max_cc=90, admits=impl.admits, priority=PRIORITY,
+                        data={"interface": MMA_INTERFACE, "inst": (64, 0, K_INST), "fragment": "wgmma",
+                              "fragment_of": fragment_of, "impl": impl},
+                        description=f"wgmma.mma_async m64nNk16 {elem} -> f32, swizzled shared-memory descriptors"))
+    return out
