@@ -98,6 +98,7 @@ class SwizzledOperand:
     swizzle: int
     elem: object = None
     dynamic: object = None  # an i32 value of bytes added at run time (a pipeline stage's buffer; 1024-multiple)
+    transposed: bool = False  # holds the operand's transpose (B K-major: rows = N); coordinates stay (k, n)
 
     @property
     def nbytes(self) -> int:
@@ -109,7 +110,9 @@ class SwizzledOperand:
                                                                         cg.c32(self.offset))
 
     def byte_offset(self, cg, row, col):
-        """i32 byte offset (from the scratch buffer) of element (``row``, ``col``) (i32 values)."""
+        """i32 byte offset (from the scratch buffer) of the operand's element (``row``, ``col``) (i32 values)."""
+        if self.transposed:
+            row, col = col, row
         s = self.swizzle
         b = cg.op("arith.muli", col, cg.c32(self.elem_bytes)) if self.elem_bytes != 1 else col
         column = cg.op("arith.divui", b, cg.c32(s))

@@ -77,7 +77,7 @@ def test_registrations(pm):
     (MmaRequest(64, 64, 32, "bf16", "bf16", "f32", arch="sm_90a"), "sm_90a", "mma.sm90a.m64nNk16.bf16.f32"),
     (MmaRequest(32, 64, 32, "f16", "f16", "f32", arch="sm_90a"), "sm_90a", "mma.sm80.m16n8k16.f16.f32"),  # M < 64
     (MmaRequest(128, 128, 64, "f16", "f16", "f32", arch="sm_90"), "sm_90", "mma.sm80.m16n8k16.f16.f32"),  # not 90a
-    (MmaRequest(128, 128, 64, "i8", "i8", "i32", arch="sm_90a"), "sm_90a", "mma.sm80.m16n8k32.i8.i32"),  # N-major B
+    (MmaRequest(128, 128, 64, "i8", "i8", "i32", arch="sm_90a"), "sm_90a", "mma.sm90a.m64nNk32.i8.i32"),  # K-major B
     (MmaRequest(128, 128, 64, "f16", "f16", "f32", arch="sm_100a"), "sm_100a", "mma.sm80.m16n8k16.f16.f32"),
 ])
 def test_atom_selection_per_request(pm, req, sm, want):

@@ -64,6 +64,12 @@ KERNELS = {
     "mma_e4m3_f32": (mma_loop, ["f8e4m3[2]", "f8e4m3[2]", "f32[2]", 32, 32, 64]),
     "mma_e5m2_f32": (mma_loop, ["f8e5m2[2]", "f8e5m2[2]", "f32[2]", 32, 32, 64]),
     "mma_epilogue": (mma_epilogue, ["f16[2]", "f16[2]", "f32[1]", "f16[2]", "f32", 32, 64, 32]),
+    # 64-row tiles: a warpgroup's m64 (sm_90a wgmma atoms)
+    "wg_tf32_f32": (mma_tf32_loop, ["f32[2]", "f32[2]", "f32[2]", 64, 32, 16]),
+    "wg_s8_i32": (mma_loop, ["i8[2]", "i8[2]", "i32[2]", 64, 32, 64]),
+    "wg_u8_i32": (mma_loop, ["u8[2]", "u8[2]", "i32[2]", 64, 64, 32]),
+    "wg_e4m3_f32": (mma_loop, ["f8e4m3[2]", "f8e4m3[2]", "f32[2]", 64, 32, 64]),
+    "wg_e5m2_f32": (mma_loop, ["f8e5m2[2]", "f8e5m2[2]", "f32[2]", 64, 64, 32]),
 }
 ATOM = {
     "mma_f16_f32": "mma.sm80.m16n8k16.f16.f32", "mma_f16_f16": "mma.sm80.m16n8k16.f16.f16",
@@ -106,7 +112,7 @@ def _tf32(x: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("sm", SMS)
-@pytest.mark.parametrize("name", [n for n in KERNELS if n != "mma_epilogue"])
+@pytest.mark.parametrize("name", [n for n in KERNELS if n.startswith("mma_") and n != "mma_epilogue"])
 def test_mma_atom_numbers(name, sm):
     if "e4m3" in name or "e5m2" in name:
         if sm != "sm_89":
@@ -264,3 +270,34 @@ def test_wgmma_with_stride_hints_two_instructions_per_step():
     kset.run("matmul_bf16_aligned", "sm_90a", (cdiv(m, 128), cdiv(n, 64), 1), arr(a) + arr(b) + arr(c))
     want = av @ bv
     np.testing.assert_allclose(c, want, atol=1e-4 * np.abs(want).max(), rtol=0)
+
+
+WG_ATOM = {"wg_tf32_f32": "mma.sm90a.m64nNk8.tf32.f32", "wg_s8_i32": "mma.sm90a.m64nNk32.i8.i32",
+           "wg_u8_i32": "mma.sm90a.m64nNk32.i8.i32", "wg_e4m3_f32": "mma.sm90a.m64nNk32.f8.f32",
+           "wg_e5m2_f32": "mma.sm90a.m64nNk32.f8.f32"}
+
+
+@pytest.mark.parametrize("name", list(WG_ATOM))
+def test_wgmma_k_major_b_types_on_sm90a(name):
+    """tf32, s8, u8, e4m3, e5m2 on sm_90a: wgmma with B stored K-major (its transpose, written from registers:
+    such loops are not cp.async-pipelined), ``layout_b = col``; numbers on partial tiles."""
+    path = _export(name)
+    assert f'#nv_tileas.atom<"{WG_ATOM[name]}">' in str(compile_file(path, "sm_90a",
+                                                                     stop_after="tileas-select-atoms").module)
+    text = str(compile_file(path, "sm_90a", stop_after="convert-cute-to-llvm").module)
+    assert "nvvm.wgmma.mma_async" in text and "cute_nvgpu.cp_async" not in text
+    assert "B[<" in text and ", <col>]" in text  # layout_b = col: K-major B
+    _kernel, params = KERNELS[name]
+    tm, tn, tk = params[-3:]
+    el = name.split("_")[1]
+    m, n, k = tm + 9, tn + 5, 2 * tk + 3
+    rng = np.random.default_rng(12)
+    (a, av), (b, bv) = _operand(rng, (m, k), el), _operand(rng, (k, n), el)
+    acc_dt = np.int32 if name.endswith("i32") else np.float32
+    c = np.zeros((m, n), acc_dt)
+    _KERNELS.run(name, "sm_90a", (cdiv(m, tm), cdiv(n, tn), 1), arr(a) + arr(b) + arr(c))
+    want = av @ bv
+    if acc_dt == np.int32:
+        np.testing.assert_array_equal(c.astype(np.int64), (want + 2**31) % 2**32 - 2**31)
+    else:
+        np.testing.assert_allclose(c, want, atol=1e-4 * np.abs(want).max(), rtol=0)

@@ -126,7 +126,8 @@ class CpAsyncWaitPattern(Pattern):
 
 class WgmmaPattern(Pattern):
     """``cute_nvgpu.wgmma`` -> ``nvvm.wgmma.mma_async`` (A K-major: ``layout_a = row``; B N-major:
-    ``layout_b = row``) on the accumulator struct."""
+    ``layout_b = row``, K-major with ``b_major = "k"``: ``col``) on the accumulator struct (integers wrap:
+    no satfinite, as cuda_tile mmai)."""
 
     root = "cute_nvgpu.wgmma"
 
@@ -141,8 +142,12 @@ class WgmmaPattern(Pattern):
                 ir.Attribute.parse(f"#nvvm.wgmma_type<{_str(op, 'acc_type')}>"),
                 ir.Attribute.parse("#nvvm.wgmma_scale_out<one>"), ir.Attribute.parse("#nvvm.wgmma_scale_in<one>"),
                 ir.Attribute.parse("#nvvm.wgmma_scale_in<one>"), ir.Attribute.parse("#nvvm.mma_layout<row>"),
-                ir.Attribute.parse("#nvvm.mma_layout<row>"))
+                ir.Attribute.parse(f"#nvvm.mma_layout<{'col' if _b_k_major(op) else 'row'}>"))
         rw.replace(op, [d])
+
+
+def _b_k_major(op) -> bool:
+    return "b_major" in op.attributes and _str(op, "b_major") == "k"
 
 
 class WgmmaSyncPattern(Pattern):

@@ -21,6 +21,13 @@ instructions), ``commit_group`` / ``wait_group 0`` end it. The accumulator layou
 |---|---|---|---|
 | ``mma.sm90a.m64nNk16.f16.f32`` | f16 x f16 -> f32 | wgmma.mma_async.sync.aligned.m64nNk16.f32.f16.f16 | sm_90a |
 | ``mma.sm90a.m64nNk16.bf16.f32`` | bf16 x bf16 -> f32 | wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16 | sm_90a |
+| ``mma.sm90a.m64nNk8.tf32.f32`` | tf32 x tf32 -> f32 | wgmma.mma_async.sync.aligned.m64nNk8.f32.tf32.tf32 | sm_90a |
+| ``mma.sm90a.m64nNk32.i8.i32`` | s8 / u8 x s8 / u8 -> s32 (wrapping) | wgmma.mma_async.sync.aligned.m64nNk32.s32.{s8,u8}.{s8,u8} | sm_90a |
+| ``mma.sm90a.m64nNk32.f8.f32`` | e4m3 / e5m2 x e4m3 / e5m2 -> f32 | wgmma.mma_async.sync.aligned.m64nNk32.f32.{e4m3,e5m2}.{e4m3,e5m2} | sm_90a |
+
+wgmma takes an N-major B for 16-bit types only: for tf32 / 8-bit types B is stored K-major (its transpose,
+``SwizzledOperand.transposed``; written from registers, so those K loops are not cp.async-pipelined) and
+read with ``layout_b = col``.
 """
 
 from __future__ import annotations
@@ -29,44 +36,64 @@ from tilecore.atoms import Atom
 from tilecore.mlir import dialects, ir
 from tilecore.mma import MMA_INTERFACE, SwizzledOperand, element_bytes, swizzle_for
 
-ATOMS = {"mma.sm90a.m64nNk16.f16.f32": "f16", "mma.sm90a.m64nNk16.bf16.f32": "bf16"}
-K_INST = 16
+# atom name -> (A / B elements of the request, accumulator, instruction K, B N-major)
+ATOMS = {
+    "mma.sm90a.m64nNk16.f16.f32": (("f16",), "f32", 16, True),
+    "mma.sm90a.m64nNk16.bf16.f32": (("bf16",), "f32", 16, True),
+    "mma.sm90a.m64nNk8.tf32.f32": (("tf32",), "f32", 8, False),
+    "mma.sm90a.m64nNk32.i8.i32": (("i8",), "i32", 32, False),
+    "mma.sm90a.m64nNk32.f8.f32": (("f8E4M3FN", "f8E5M2"), "f32", 32, False),
+}
 PRIORITY = 20  # above the mma.sync atoms on sm_90a
 SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
+PTX = {"f8E4M3FN": "e4m3", "f8E5M2": "e5m2", "f32": "f32", "i32": "s32"}
 
 
-def n_ok(n: int) -> bool:
-    """An instruction N wgmma f16 / bf16 has (multiples of 8 up to 256) whose N-major B rows take a swizzle."""
-    return n % 8 == 0 and 16 <= n <= 256 and swizzle_for(n * 2) > 0
+def n_ok(n: int, eb: int, n_major: bool, acc: str) -> bool:
+    """An instruction N wgmma has for the types (multiples of 8 up to 256; s32: 8, 16, 24 and multiples of 16)
+    whose B layout takes a swizzle (N-major: the rows of N elements)."""
+    if n % 8 or not 8 <= n <= 256 or (acc == "i32" and n > 24 and n % 16):
+        return False
+    return swizzle_for(n * eb) > 0 if n_major else True
 
 
-def fragment_of(req):
-    from tilecore_tileas.layout.fragment import wg_fragment
+class _FragmentOf:
+    """The warpgroup layout an atom gives a request (``data["fragment_of"]``)."""
 
-    return wg_fragment(req.m, req.n, req.threads, n_ok)
+    def __init__(self, eb: int, n_major: bool, acc: str):
+        self.eb, self.n_major, self.acc = eb, n_major, acc
+
+    def __call__(self, req):
+        from tilecore_tileas.layout.fragment import wg_fragment
+
+        return wg_fragment(req.m, req.n, req.threads, lambda n: n_ok(n, self.eb, self.n_major, self.acc))
 
 
 class Wgmma:
     """One wgmma atom (module docstring): admissibility, operand layouts and the lowering actions."""
 
-    def __init__(self, name: str, elem: str):
-        self.name, self.elem = name, elem
+    def __init__(self, name: str, elems: tuple, acc: str, k: int, n_major: bool):
+        self.name, self.elems, self.acc, self.k, self.n_major = name, elems, acc, k, n_major
+        self.eb = element_bytes(elems[0])
+        self.fragment_of = _FragmentOf(self.eb, n_major, acc)
 
     def admits(self, req) -> bool:
-        if not (req.a == req.b == self.elem and req.acc == "f32" and req.arch == "sm_90a"):
+        if not (req.a in self.elems and req.b in self.elems and req.acc == self.acc and req.arch == "sm_90a"):
             return False
-        if req.k % K_INST or req.threads % 128 or fragment_of(req) is None:
+        if req.k % self.k or req.threads % 128 or self.fragment_of(req) is None:
             return False
-        eb = element_bytes(self.elem)
-        return (swizzle_for(req.k * eb) > 0 and
-                self.layouts(req)[0].nbytes + self.layouts(req)[1].nbytes <= req.smem_budget)
+        a, b = self.layouts(req)
+        return swizzle_for(req.k * self.eb) > 0 and a.nbytes + b.nbytes <= req.smem_budget
 
     def layouts(self, req, at: int = 0) -> tuple[SwizzledOperand, SwizzledOperand]:
-        """A (M x K, K-major) at byte ``at``, B (K x N, N-major) after it (1024-byte aligned regions)."""
-        eb = element_bytes(self.elem)
-        frag = fragment_of(req)
+        """A (M x K, K-major) at byte ``at``, B after it (N-major K x N, or K-major: its N x K transpose);
+        1024-byte aligned regions."""
+        eb = self.eb
         a = SwizzledOperand(at, req.m, req.k, eb, swizzle_for(req.k * eb))
-        b = SwizzledOperand(at + a.nbytes, req.k, req.n, eb, swizzle_for(frag.inst_n * eb))
+        if self.n_major:
+            b = SwizzledOperand(at + a.nbytes, req.k, req.n, eb, swizzle_for(self.fragment_of(req).inst_n * eb))
+        else:
+            b = SwizzledOperand(at + a.nbytes, req.n, req.k, eb, swizzle_for(req.k * eb), transposed=True)
         return a, b
 
     def lower(self, cg, action: str, req, *args):
@@ -79,7 +106,7 @@ class Wgmma:
             ir.Operation.create("cute_nvgpu.wgmma_wait", attributes={"n": ir.IntegerAttr.get(cg.i32, int(args[0]))})
             return []
         if action == "wg_mma":
-            return self.mma(cg, *args)
+            return self.mma(cg, req, *args)
         if action == "pack":  # accumulator scalars -> the struct the mma chain carries
             llvm = dialects.llvm
             regs = args[0]
@@ -106,30 +133,40 @@ class Wgmma:
         fixed = fixed - (1 << 64) if fixed >= 1 << 63 else fixed
         return cg.op("arith.ori", start, cg.const(i64, fixed))
 
-    def mma(self, cg, a: SwizzledOperand, b: SwizzledOperand, row, col, k0: int, inst_n: int, c):
-        """One m64nNk16 for rows ``row`` .. + 64 and columns ``col`` .. + ``inst_n`` (i32 values) at K step
+    def mma(self, cg, req, a: SwizzledOperand, b: SwizzledOperand, row, col, k0: int, inst_n: int, c):
+        """One m64nNkK for rows ``row`` .. + 64 and columns ``col`` .. + ``inst_n`` (i32 values) at K step
         ``k0`` (int) on the accumulator struct ``c`` (``pack``); returns D's struct."""
         eb = a.elem_bytes
         kb = k0 * eb
-        a_start = cg.op("arith.addi", cg.op("arith.muli", row, cg.c32(a.swizzle)),
-                        cg.op("arith.addi", a.base(cg), cg.c32((kb // a.swizzle) * a.rows * a.swizzle + kb % a.swizzle)))
-        b_col = cg.op("arith.divui", cg.op("arith.muli", col, cg.c32(eb)), cg.c32(b.swizzle))
-        b_start = cg.op("arith.addi", cg.op("arith.muli", b_col, cg.c32(b.rows * b.swizzle)),
-                        cg.op("arith.addi", b.base(cg), cg.c32((k0 // 8) * 8 * b.swizzle)))
-        da = self._descriptor(cg, a_start, 16, 8 * a.swizzle, a.swizzle)
-        db = self._descriptor(cg, b_start, b.rows * b.swizzle, 8 * b.swizzle, b.swizzle)
-        attrs = {"shape": ir.DenseI32ArrayAttr.get([64, inst_n, K_INST]), "a_type": ir.StringAttr.get(self.elem),
-                 "b_type": ir.StringAttr.get(self.elem), "acc_type": ir.StringAttr.get("f32")}
+
+        def k_major_start(op, first):  # the 64 (A) / inst_n (B) rows from ``first``, the K step's bytes
+            return cg.op("arith.addi", cg.op("arith.muli", first, cg.c32(op.swizzle)), cg.op(
+                "arith.addi", op.base(cg), cg.c32((kb // op.swizzle) * op.rows * op.swizzle + kb % op.swizzle)))
+
+        da = self._descriptor(cg, k_major_start(a, row), 16, 8 * a.swizzle, a.swizzle)
+        if b.transposed:  # K-major B
+            db = self._descriptor(cg, k_major_start(b, col), 16, 8 * b.swizzle, b.swizzle)
+        else:
+            b_col = cg.op("arith.divui", cg.op("arith.muli", col, cg.c32(eb)), cg.c32(b.swizzle))
+            b_start = cg.op("arith.addi", cg.op("arith.muli", b_col, cg.c32(b.rows * b.swizzle)),
+                            cg.op("arith.addi", b.base(cg), cg.c32((k0 // 8) * 8 * b.swizzle)))
+            db = self._descriptor(cg, b_start, b.rows * b.swizzle, 8 * b.swizzle, b.swizzle)
+        from .mma_sm80 import ptx_type
+
+        attrs = {"shape": ir.DenseI32ArrayAttr.get([64, inst_n, self.k]),
+                 "a_type": ir.StringAttr.get(ptx_type(req.a, req.a_signed)),
+                 "b_type": ir.StringAttr.get(ptx_type(req.b, req.b_signed)),
+                 "acc_type": ir.StringAttr.get(PTX[self.acc]), "b_major": ir.StringAttr.get("n" if self.n_major else "k")}
         return ir.Operation.create("cute_nvgpu.wgmma", results=[c.type], operands=[da, db, c],
                                    attributes=attrs).results[0]
 
 
 def atoms() -> list[Atom]:
     out = []
-    for name, elem in ATOMS.items():
-        impl = Wgmma(name, elem)
+    for name, (elems, acc, k, n_major) in ATOMS.items():
+        impl = Wgmma(name, elems, acc, k, n_major)
         out.append(Atom(name, "mma", lower=impl.lower, min_cc=90, max_cc=90, admits=impl.admits, priority=PRIORITY,
-                        data={"interface": MMA_INTERFACE, "inst": (64, 0, K_INST), "fragment": "wgmma",
-                              "fragment_of": fragment_of, "impl": impl},
-                        description=f"wgmma.mma_async m64nNk16 {elem} -> f32, swizzled shared-memory descriptors"))
+                        data={"interface": MMA_INTERFACE, "inst": (64, 0, k), "fragment": "wgmma",
+                              "fragment_of": impl.fragment_of, "impl": impl},
+                        description=f"wgmma.mma_async m64nNk{k} {'/'.join(elems)} -> {acc}, swizzled descriptors"))
     return out

@@ -195,6 +195,8 @@ def plan(cg, loop) -> Plan | None:
             from ..atoms.select import mma_request
 
             lay_a, lay_b = a.lower(cg, "layouts", mma_request(d, cg.threads, cg.target), 0)
+            if lay_b.transposed:  # a K-major B is the tile's transpose: 16-byte copies cannot make it
+                return None
             for p in loads:
                 if p.load.results[0] in (d.operands[0], d.operands[1]):
                     p.swizzled = lay_a if p.load.results[0] == d.operands[0] else lay_b
