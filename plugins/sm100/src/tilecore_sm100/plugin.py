@@ -1,6 +1,8 @@
-"""Hook implementations of the ``sm100`` plugin: sm_100a+ targets, tcgen05 patterns and atoms."""
+"""Hook implementations of the ``sm100`` plugin: sm_100a+ targets and tcgen05 patterns.
 
-from tilecore.atoms import Atom
+It registers no MMA atoms yet: the tcgen05 (UMMA) and block-scaled atoms arrive with their lowering
+(an atom listed by ``tilecore plugins`` always has one); until then sm_100a dots take cute's atoms."""
+
 from tilecore.hookspecs import hookimpl
 
 
@@ -18,11 +20,3 @@ def tilecore_register_patterns(stage, target, options):
     from .tcgen05 import patterns
 
     return patterns()
-
-
-@hookimpl
-def tilecore_register_atoms(target):
-    return [
-        Atom("mma.sm100.umma", "mma", min_cc=100, priority=2, description="tcgen05.mma (UMMA), accumulator in TMEM"),
-        Atom("mma.sm100.block_scaled", "mma", min_cc=100, description="tcgen05.mma block-scaled (mxf8 / mxf4)"),
-    ]
