@@ -125,6 +125,13 @@ class SwizzledOperand:
         return cg.op("arith.addi", cg.op("arith.xori", off, key), self.base(cg))
 
 
+    def address(self, cg, row, col):
+        """``!llvm.ptr<3>`` of the operand's element (``row``, ``col``) (i32 values), as :class:`SmemOperand`."""
+        index = cg.op("arith.divui", self.byte_offset(cg, row, col), cg.c32(self.elem_bytes)) \
+            if self.elem_bytes > 1 else self.byte_offset(cg, row, col)
+        return cg.smem_ptr(0, index, self.elem)
+
+
 def swizzle_for(nbytes: int) -> int:
     """The widest swizzle (128 / 64 / 32 bytes) dividing a contiguous extent of ``nbytes``, or 0."""
     return next((s for s in (128, 64, 32) if nbytes % s == 0), 0)

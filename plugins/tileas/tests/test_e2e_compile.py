@@ -66,13 +66,16 @@ def test_corpus_kernel_compiles(name, sm):
 @pytest.mark.parametrize("sm", SMS)
 def test_matmul_compiles_through_ptxas(sm):
     """mmaf (dot) f16 -> f32 runs on the tensor cores: mma.sync m16n8k16 through shared memory (numbers:
-    test_e2e_numeric); ``--option tileas.dot=fma`` keeps the FMA loop over K."""
+    test_e2e_numeric), wgmma m64n128k16 on sm_90a (the warpgroup atoms); ``--option tileas.dot=fma`` keeps the
+    FMA loop over K."""
     path = os.path.join(CORPUS, "matmul_f16.tileirbc")
     res = compile_file(path, sm)
     assert res.artifacts["cubin"][:4] == b"\x7fELF"
     ptx = _ptx(res)
     assert ".entry matmul_f16(" in ptx and "bar.sync" in ptx
-    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx and "fma.rn.f32" not in ptx
+    inst = "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16" if sm == "sm_90a" else \
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+    assert inst in ptx and "fma.rn.f32" not in ptx
     fma = compile_file(path, sm, CompileOptions(extra={"tileas.dot": "fma"}))
     assert fma.artifacts["cubin"][:4] == b"\x7fELF"
     assert "fma.rn.f32" in _ptx(fma) and "mma.sync" not in _ptx(fma)
@@ -82,12 +85,16 @@ def test_matmul_compiles_through_ptxas(sm):
 def test_integer_matmul_runs_on_the_tensor_cores_and_wraps(sm):
     """mmai i8 x i8 -> i32 (64x64x32 tiles): mma.sync m16n8k32 s8, no .satfinite (mmai wraps like the
     FMA path; numbers: test_e2e_numeric test_mma_i8 / test_mma_u8_on_tensor_cores). 2 x 2 warps of 32 x 32:
-    8 per K step, in the cp.async-pipelined loop and in its fallback (no stride hints: run-time check)."""
+    8 per K step, in the cp.async-pipelined loop and in its fallback (no stride hints: run-time check). On
+    sm_90a: wgmma m64n64k32 s8 (B stored K-major from registers: not pipelined), one per K step."""
     import cutile_kernels
 
     ptx = _ptx(compile_file(cutile_kernels.kernel_path("matmul_i8"), sm))
-    assert ptx.count("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32") == 2 * 8
-    assert "cp.async.cg.shared.global" in ptx
+    if sm == "sm_90a":
+        assert ptx.count("wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8") == 1
+    else:
+        assert ptx.count("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32") == 2 * 8
+        assert "cp.async.cg.shared.global" in ptx
     assert "satfinite" not in ptx
 
 

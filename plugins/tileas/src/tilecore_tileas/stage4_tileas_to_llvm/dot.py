@@ -21,9 +21,11 @@ CUDA-core atom for every dot (to compare the two paths).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tilecore.errors import LoweringError
-from tilecore.mlir import ir
-from tilecore.mma import SwizzledOperand
+from tilecore.mlir import dialects, ir
+from tilecore.mma import SwizzledOperand, swizzle_for
 
 from ..atoms.mma import ROW_PAD_BYTES, SmemOperand, fma_atom, is_tensor_core
 from ..atoms.select import mma_request, signed
@@ -87,7 +89,7 @@ def dot(op, rb):
         return [TileV(frag, regs)]
     if frag is not None:
         lhs, rhs = rb.get(lhs_v), rb.get(rhs_v)
-        piped = isinstance(lhs, SmemOperand) and isinstance(rhs, SmemOperand)  # a pipelined K loop's stage
+        piped = all(isinstance(v, (SmemOperand, SwizzledOperand)) for v in (lhs, rhs))  # a pipelined loop's stage
         if not piped:
             lhs, rhs = (v if is_fragment(v) else _blocked(cg, v, s) for v, s in ((lhs, (m, k_dim)), (rhs, (k_dim, n))))
         acc = to_fragment(cg, rb.get(acc_v), frag)
@@ -200,16 +202,39 @@ def _write_operand(cg, tile: TileV, at: int, pitch: int) -> None:
         cg.masked(cond, lambda f=f, k=k: cg.smem_store(at, f, tile.regs[k]))
 
 
-def _operands_to_smem(cg, lhs: TileV, rhs: TileV, m: int, n: int, k: int) -> tuple[SmemOperand, SmemOperand]:
-    """A (m x k) and B (k x n) row-major in shared memory, rows padded by ``ROW_PAD_BYTES``."""
+def smem_operand(rows: int, cols: int, el, eb: int, at: int):
+    """How a warp-level atom's operand (``rows x cols``, ``cols`` contiguous) lies in shared memory from byte
+    ``at``: the XOR-swizzled layout (:class:`tilecore.mma.SwizzledOperand`; 16-byte units of each 8-row
+    group permuted, so the 8 rows an ldmatrix phase reads and the 16-byte chunks 8 consecutive threads copy
+    hit 8 different groups of 4 banks) when the rows are a multiple of 32 bytes (``at`` rounded up to 1024),
+    else rows padded by 16 bytes (:class:`tilecore.mma.SmemOperand`)."""
+    s = swizzle_for(cols * eb)
+    if s:
+        return SwizzledOperand((at + 1023) // 1024 * 1024, rows, cols, eb, s, el)
+    pitch = cols + ROW_PAD_BYTES // eb
+    return SmemOperand(at, rows, cols, pitch, el, eb)
+
+
+def smem_end(op) -> int:
+    """The first byte after operand ``op`` (a SwizzledOperand / SmemOperand)."""
+    if isinstance(op, SwizzledOperand):
+        return op.offset + op.nbytes
+    return op.offset + (op.rows * op.pitch * op.elem_bytes + 15) // 16 * 16
+
+
+def _operands_to_smem(cg, lhs: TileV, rhs: TileV, m: int, n: int, k: int):
+    """A (m x k) and B (k x n) in shared memory (:func:`smem_operand`), written from their registers."""
     out, at = [], 0
     for tile, rows, cols in ((lhs, m, k), (rhs, k, n)):
         el = tile.regs[0].type
-        eb = max(1, elem_bytes(cg.storage_type(el)))
-        pitch = cols + ROW_PAD_BYTES // eb
-        _write_operand(cg, tile, at, pitch)
-        out.append(SmemOperand(at, rows, cols, pitch, el, eb))
-        at += (rows * pitch * eb + 15) // 16 * 16
+        op = smem_operand(rows, cols, el, max(1, elem_bytes(cg.storage_type(el))), at)
+        if isinstance(op, SwizzledOperand):
+            cg.smem_align = max(cg.smem_align, 1024)
+            _write_swizzled(cg, tile, op)
+        else:
+            _write_operand(cg, tile, op.offset, op.pitch)
+        out.append(op)
+        at = smem_end(op)
     cg.reserve(at)
     cg.barrier()
     return out[0], out[1]
@@ -219,7 +244,7 @@ def _dot_atom(cg, atom, req, lhs: TileV, rhs: TileV, acc: TileV, m: int, n: int,
     """Each warp: loop over K in instruction steps; A fragments per block row, B per block column, one
     atom mma per 16 x 8 block of its sub-tile (registers in the fragment's block order)."""
     frag = acc.layout
-    if isinstance(lhs, SmemOperand):
+    if isinstance(lhs, (SmemOperand, SwizzledOperand)):
         a_smem, b_smem = lhs, rhs
     else:
         a_smem, b_smem = _operands_to_smem(cg, lhs, rhs, m, n, k_dim)
@@ -245,6 +270,8 @@ def _dot_atom(cg, atom, req, lhs: TileV, rhs: TileV, acc: TileV, m: int, n: int,
 # -- tensor cores: warpgroup-level MMA atoms (wgmma) -----------------------------------------------
 def _write_swizzled(cg, tile: TileV, layout) -> None:
     """Store ``tile`` (blocked or fragment) into its operand's canonical swizzled layout."""
+    if layout.elem is None:
+        layout = replace(layout, elem=tile.regs[0].type)
     if is_fragment(tile):
         places = [fragment_coords(cg, tile.layout, k) for k in range(tile.layout.regs)]
         conds = [None] * len(places)
@@ -253,8 +280,8 @@ def _write_swizzled(cg, tile: TileV, layout) -> None:
         places = [cg.coords(tile.shape, cg.flat_in_tile(lay, k)) for k in range(lay.regs)]
         conds = [cg.and_(cg.valid(lay, k), cg.owner_mask(lay)) for k in range(lay.regs)]
     for (row, col), cond, v in zip(places, conds, tile.regs):
-        cg.masked(cond, lambda row=row, col=col, v=v: cg.smem_store(0, cg.op(
-            "arith.divui", layout.byte_offset(cg, row, col), cg.c32(layout.elem_bytes)), v))
+        cg.masked(cond, lambda row=row, col=col, v=v: dialects.llvm.store(cg.to_storage(v),
+                                                                          layout.address(cg, row, col)))
 
 
 def _dot_wgmma(cg, atom, req, lhs: TileV, rhs: TileV, acc: TileV, k_dim: int) -> list:

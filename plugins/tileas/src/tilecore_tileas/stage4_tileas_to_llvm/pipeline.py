@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from tilecore.mlir import dialects, ir
-from tilecore.mma import G2S_INTERFACE, ROW_PAD_BYTES, SMEM_BUDGET, SmemOperand
+from tilecore.mma import G2S_INTERFACE, ROW_PAD_BYTES, SMEM_BUDGET, SmemOperand, SwizzledOperand
 
 from ..atoms import default_atom
 from ..atoms.mma import is_tensor_core
@@ -114,7 +114,11 @@ def _load_ok(load, dot, body) -> PipedLoad | None:
     eb = width // 8
     if (tile[1] * eb) % 16:
         return None
-    return PipedLoad(load, tile[0], tile[1], eb, tile[1] + ROW_PAD_BYTES // eb)
+    from .dot import smem_operand
+
+    op = smem_operand(tile[0], tile[1], None, eb, 0)  # swizzled rows, or padded ones (see dot.smem_operand)
+    return PipedLoad(load, tile[0], tile[1], eb, tile[1] + ROW_PAD_BYTES // eb,
+                     swizzled=op if isinstance(op, SwizzledOperand) else None)
 
 
 def _index_slice(load, body, iv, seen: dict) -> bool:
@@ -202,8 +206,12 @@ def plan(cg, loop) -> Plan | None:
                     p.swizzled = lay_a if p.load.results[0] == d.operands[0] else lay_b
     at = 0
     for p in loads:
+        if p.swizzled is not None:  # the swizzle pattern repeats every 1024 bytes of the absolute address
+            at = (at + 1023) // 1024 * 1024
         p.offset = at
         at += p.nbytes
+    if any(p.swizzled is not None for p in loads):
+        at = (at + 1023) // 1024 * 1024  # every stage starts 1024-byte aligned
     budget = SMEM_BUDGET - (1024 if any(p.swizzled is not None for p in loads) else 0)  # 1024-byte alignment
     stages = min(MAX_STAGES, budget // at) if at else 0
     if stages < 1:
