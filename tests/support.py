@@ -53,3 +53,18 @@ def walk_ops(m, name: str | None = None) -> list:
     out = []
     m.operation.walk(lambda op: out.append(op) or ir.WalkResult.ADVANCE, ir.WalkOrder.PRE_ORDER)
     return [o for o in out if name is None or o.name == name]
+
+
+def parse_module(pm, text: str):
+    """``text`` parsed in a context of ``pm`` (every plugin dialect loaded)."""
+    from tilecore.mlir import ir
+
+    with pm.make_context():
+        return ir.Module.parse(text)
+
+
+def gpu_module(body: str, target: str = "") -> str:
+    """``body`` in a gpu.module (with an ``#nvvm.target`` when ``target`` is given, for the PTX path)."""
+    if not target:
+        return f"gpu.module @m {{\n{body}\n}}"
+    return f"module attributes {{gpu.container_module}} {{\ngpu.module @m [{target}] {{\n{body}\n}}\n}}"

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support import has_plugin
+from support import gpu_module, has_plugin
+from support import parse_module as parse
 
 from tilecore.emulate import launch
 from tilecore.errors import TilecoreError
@@ -30,17 +31,6 @@ def pm():
     return get_plugin_manager()
 
 
-def parse(pm, text: str):
-    from tilecore.mlir import ir
-
-    with pm.make_context():
-        return ir.Module.parse(text)
-
-
-def gpu_module(body: str, target: str = "") -> str:
-    if not target:
-        return f"gpu.module @m {{\n{body}\n}}"
-    return f"module attributes {{gpu.container_module}} {{\ngpu.module @m [{target}] {{\n{body}\n}}\n}}"
 
 
 def _ptxas_round_trip(pm, body: str, passes: str = "") -> str:

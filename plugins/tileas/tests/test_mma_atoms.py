@@ -111,6 +111,27 @@ def _tf32(x: np.ndarray) -> np.ndarray:
     return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
 
 
+def _run_and_check(kset, name: str, sm: str, mnk: tuple, seed: int) -> None:
+    """Run kernel ``name`` (``mma_loop``-like: a, b, c and TM / TN / TK last) on ``m x n x k`` random operands of
+    its element type and compare c with numpy: exact for integers (wrapping), else within the accumulation
+    error (f32: exact products summed in f32; an f16 accumulator is rounded after every mma)."""
+    _kernel, params = kset.table[name]
+    tm, tn, _tk = params[-3:]
+    el = name.split("_")[1]
+    m, n, k = mnk
+    rng = np.random.default_rng(seed)
+    (a, av), (b, bv) = _operand(rng, (m, k), el), _operand(rng, (k, n), el)
+    acc_dt = {"f32": np.float32, "f16": np.float16, "i32": np.int32}[name.split("_")[2]]
+    c = np.zeros((m, n), acc_dt)
+    kset.run(name, sm, (cdiv(m, tm), cdiv(n, tn), 1), arr(a) + arr(b) + arr(c))
+    want = av @ bv
+    if acc_dt == np.int32:
+        np.testing.assert_array_equal(c.astype(np.int64), (want + 2**31) % 2**32 - 2**31)
+        return
+    tol = 2e-2 * np.abs(want).max() if acc_dt == np.float16 else 1e-4 * np.abs(want).max()
+    np.testing.assert_allclose(c.astype(np.float64), want, atol=tol, rtol=0)
+
+
 @pytest.mark.parametrize("sm", SMS)
 @pytest.mark.parametrize("name", [n for n in KERNELS if n.startswith("mma_") and n != "mma_epilogue"])
 def test_mma_atom_numbers(name, sm):
@@ -121,20 +142,7 @@ def test_mma_atom_numbers(name, sm):
     tm, tn, tk = params[-3:]
     chosen = compile_file(_export(name), sm, stop_after="tileas-select-atoms").module
     assert f'#nv_tileas.atom<"{ATOM[name]}">' in str(chosen)
-    el = name.split("_")[1]
-    m, n, k = 2 * tm + 5, tn + 3, 2 * tk + 7  # no size a tile multiple
-    rng = np.random.default_rng(3)
-    (a, av), (b, bv) = _operand(rng, (m, k), el), _operand(rng, (k, n), el)
-    acc_dt = {"f32": np.float32, "f16": np.float16, "i32": np.int32}[name.split("_")[2]]
-    c = np.zeros((m, n), acc_dt)
-    _KERNELS.run(name, sm, (cdiv(m, tm), cdiv(n, tn), 1), arr(a) + arr(b) + arr(c))
-    want = av @ bv
-    if el in ("s8", "u8"):
-        np.testing.assert_array_equal(c.astype(np.int64), (want + 2**31) % 2**32 - 2**31)
-        return
-    # f32 accumulation of exact products; an f16 accumulator is rounded after every mma (K / 16 roundings)
-    tol = 2e-2 * np.abs(want).max() if acc_dt == np.float16 else 1e-4 * np.abs(want).max()
-    np.testing.assert_allclose(c.astype(np.float64), want, atol=tol, rtol=0)
+    _run_and_check(_KERNELS, name, sm, (2 * tm + 5, tn + 3, 2 * tk + 7), 3)  # no size a tile multiple
 
 
 @pytest.mark.parametrize("sm", ("sm_80", "sm_90a"))
@@ -165,23 +173,9 @@ PIPELINED = {  # kernel -> (M, N, K): rows of whole 16-byte chunks (the run-time
 @pytest.mark.parametrize("name", list(PIPELINED))
 def test_pipelined_k_loop_numbers(name):
     sm = "sm_89" if "e4m3" in name else "sm_80"
-    _kernel, params = KERNELS[name]
-    tm, tn, tk = params[-3:]
     text = str(compile_file(_export(name), sm, stop_after="convert-tileas-to-llvm").module)
     assert "cute_nvgpu.cp_async" in text  # the loop is pipelined (behind the alignment check)
-    el = name.split("_")[1]
-    m, n, k = PIPELINED[name]
-    rng = np.random.default_rng(11)
-    (a, av), (b, bv) = _operand(rng, (m, k), el), _operand(rng, (k, n), el)
-    acc_dt = {"f32": np.float32, "f16": np.float16, "i32": np.int32}[name.split("_")[2]]
-    c = np.zeros((m, n), acc_dt)
-    _KERNELS.run(name, sm, (cdiv(m, tm), cdiv(n, tn), 1), arr(a) + arr(b) + arr(c))
-    want = av @ bv
-    if el in ("s8", "u8"):
-        np.testing.assert_array_equal(c.astype(np.int64), (want + 2**31) % 2**32 - 2**31)
-        return
-    tol = 2e-2 * np.abs(want).max() if acc_dt == np.float16 else 1e-4 * np.abs(want).max()
-    np.testing.assert_allclose(c.astype(np.float64), want, atol=tol, rtol=0)
+    _run_and_check(_KERNELS, name, sm, PIPELINED[name], 11)
 
 
 def test_pipelined_k_loop_structure():
@@ -289,15 +283,4 @@ def test_wgmma_k_major_b_types_on_sm90a(name):
     assert "B[<" in text and ", <col>]" in text  # layout_b = col: K-major B
     _kernel, params = KERNELS[name]
     tm, tn, tk = params[-3:]
-    el = name.split("_")[1]
-    m, n, k = tm + 9, tn + 5, 2 * tk + 3
-    rng = np.random.default_rng(12)
-    (a, av), (b, bv) = _operand(rng, (m, k), el), _operand(rng, (k, n), el)
-    acc_dt = np.int32 if name.endswith("i32") else np.float32
-    c = np.zeros((m, n), acc_dt)
-    _KERNELS.run(name, "sm_90a", (cdiv(m, tm), cdiv(n, tn), 1), arr(a) + arr(b) + arr(c))
-    want = av @ bv
-    if acc_dt == np.int32:
-        np.testing.assert_array_equal(c.astype(np.int64), (want + 2**31) % 2**32 - 2**31)
-    else:
-        np.testing.assert_allclose(c, want, atol=1e-4 * np.abs(want).max(), rtol=0)
+    _run_and_check(_KERNELS, name, "sm_90a", (tm + 9, tn + 5, 2 * tk + 3), 12)
