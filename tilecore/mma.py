@@ -132,6 +132,24 @@ class SwizzledOperand:
         return cg.smem_ptr(0, index, self.elem)
 
 
+def warpgroup_grid(m: int, n: int, threads: int, n_ok) -> tuple[int, int] | None:
+    """The ``groups_m x groups_n`` grid of warpgroups (128 threads) for an ``m x n`` warpgroup-MMA result: the one
+    using the most warpgroups whose instruction N (``n / groups_n``) ``n_ok`` admits and whose rows are
+    whole 64-row instructions, then the squarest; None when there is none."""
+    if threads % 128 or m % 64:
+        return None
+    groups = threads // 128
+    best = None
+    for gm in range(1, groups + 1):
+        for gn in range(1, groups // gm + 1):
+            if (m // 64) % gm or n % gn or not n_ok(n // gn):
+                continue
+            key = (-(gm * gn), m // gm + n // gn, gm)
+            if best is None or key < best[0]:
+                best = (key, (gm, gn))
+    return best[1] if best else None
+
+
 def swizzle_for(nbytes: int) -> int:
     """The widest swizzle (128 / 64 / 32 bytes) dividing a contiguous extent of ``nbytes``, or 0."""
     return next((s for s in (128, 64, 32) if nbytes % s == 0), 0)

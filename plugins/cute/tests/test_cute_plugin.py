@@ -81,6 +81,8 @@ def test_registrations(pm):
     (MmaRequest(128, 128, 64, "f16", "f16", "f32", arch="sm_100a"), "sm_100a", "mma.sm80.m16n8k16.f16.f32"),
 ])
 def test_atom_selection_per_request(pm, req, sm, want):
+    if sm not in pm.targets():  # sm_100a comes with the sm100 plugin (not installed with cute alone)
+        pytest.skip(f"{sm} needs the plugin that provides it")
     target = resolve_target(sm, pm.targets())
     atoms = {n: a for n, a in pm.atoms(target).items() if a.plugin == "cute"}
     got = select_atom(atoms, "mma", target, replace(req, cc=target.cc))

@@ -14,8 +14,8 @@ layouts: A K-major, B N-major, i.e. ``layout_b = row``, which wgmma allows for 1
   distance between swizzle columns (K x swizzle bytes), SBO = 8 rows x swizzle bytes.
 
 ``wgmma.fence`` precedes the first mma of a dot (the accumulator registers were written by other
-instructions), ``commit_group`` / ``wait_group 0`` end it. The accumulator layout is
-:class:`tilecore_tileas.layout.fragment.WgFragment`.
+instructions), ``commit_group`` / ``wait_group 0`` end it. The accumulator layout is the warpgroup D fragment on the grid
+:func:`tilecore.mma.warpgroup_grid` picks (tileas' ``WgFragment``).
 
 | atom | A x B -> C | instruction | target |
 |---|---|---|---|
@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from tilecore.atoms import Atom
 from tilecore.mlir import dialects, ir
-from tilecore.mma import MMA_INTERFACE, SwizzledOperand, element_bytes, swizzle_for
+from tilecore.mma import MMA_INTERFACE, SwizzledOperand, element_bytes, swizzle_for, warpgroup_grid
 
 # atom name -> (A / B elements of the request, accumulator, instruction K, B N-major)
 ATOMS = {
@@ -57,16 +57,14 @@ def n_ok(n: int, eb: int, n_major: bool, acc: str) -> bool:
     return swizzle_for(n * eb) > 0 if n_major else True
 
 
-class _FragmentOf:
-    """The warpgroup layout an atom gives a request (``data["fragment_of"]``)."""
+class _InstN:
+    """``data["n_ok"]``: whether this atom has an instruction of N columns (the warpgroup grid depends on it)."""
 
     def __init__(self, eb: int, n_major: bool, acc: str):
         self.eb, self.n_major, self.acc = eb, n_major, acc
 
-    def __call__(self, req):
-        from tilecore_tileas.layout.fragment import wg_fragment
-
-        return wg_fragment(req.m, req.n, req.threads, lambda n: n_ok(n, self.eb, self.n_major, self.acc))
+    def __call__(self, n: int) -> bool:
+        return n_ok(n, self.eb, self.n_major, self.acc)
 
 
 class Wgmma:
@@ -75,12 +73,16 @@ class Wgmma:
     def __init__(self, name: str, elems: tuple, acc: str, k: int, n_major: bool):
         self.name, self.elems, self.acc, self.k, self.n_major = name, elems, acc, k, n_major
         self.eb = element_bytes(elems[0])
-        self.fragment_of = _FragmentOf(self.eb, n_major, acc)
+        self.n_ok = _InstN(self.eb, n_major, acc)
+
+    def grid(self, req):
+        """The warpgroup grid (groups_m, groups_n) of the request's result, or None."""
+        return warpgroup_grid(req.m, req.n, req.threads, self.n_ok)
 
     def admits(self, req) -> bool:
         if not (req.a in self.elems and req.b in self.elems and req.acc == self.acc and req.arch == "sm_90a"):
             return False
-        if req.k % self.k or req.threads % 128 or self.fragment_of(req) is None:
+        if req.k % self.k or req.threads % 128 or self.grid(req) is None:
             return False
         a, b = self.layouts(req)
         return swizzle_for(req.k * self.eb) > 0 and a.nbytes + b.nbytes <= req.smem_budget
@@ -91,7 +93,7 @@ class Wgmma:
         eb = self.eb
         a = SwizzledOperand(at, req.m, req.k, eb, swizzle_for(req.k * eb))
         if self.n_major:
-            b = SwizzledOperand(at + a.nbytes, req.k, req.n, eb, swizzle_for(self.fragment_of(req).inst_n * eb))
+            b = SwizzledOperand(at + a.nbytes, req.k, req.n, eb, swizzle_for(req.n // self.grid(req)[1] * eb))
         else:
             b = SwizzledOperand(at + a.nbytes, req.n, req.k, eb, swizzle_for(req.k * eb), transposed=True)
         return a, b
@@ -167,6 +169,6 @@ def atoms() -> list[Atom]:
         impl = Wgmma(name, elems, acc, k, n_major)
         out.append(Atom(name, "mma", lower=impl.lower, min_cc=90, max_cc=90, admits=impl.admits, priority=PRIORITY,
                         data={"interface": MMA_INTERFACE, "inst": (64, 0, k), "fragment": "wgmma",
-                              "fragment_of": impl.fragment_of, "impl": impl},
+                              "n_ok": impl.n_ok, "impl": impl},
                         description=f"wgmma.mma_async m64nNk{k} {'/'.join(elems)} -> {acc}, swizzled descriptors"))
     return out

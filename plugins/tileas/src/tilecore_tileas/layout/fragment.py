@@ -147,18 +147,9 @@ class WgFragment:
 
 
 def wg_fragment(m: int, n: int, threads: int, n_ok=lambda n: n % 8 == 0 and n <= 256) -> WgFragment | None:
-    """The warpgroup fragment layout of an ``m x n`` result over ``threads`` threads (whole warpgroups): the
-    grid of warpgroups using the most of them whose instruction N is admissible (``n_ok``), then the
-    squarest."""
-    if threads % 128 or m % WG_M:
-        return None
-    groups = threads // 128
-    best = None
-    for gm in range(1, groups + 1):
-        for gn in range(1, groups // gm + 1):
-            if (m // WG_M) % gm or n % gn or not n_ok(n // gn):
-                continue
-            key = (-(gm * gn), m // gm + n // gn, gm)
-            if best is None or key < best[0]:
-                best = (key, (gm, gn))
-    return WgFragment((m, n), best[1][0], best[1][1], threads) if best else None
+    """The warpgroup fragment layout of an ``m x n`` result over ``threads`` threads (whole warpgroups), on the
+    grid :func:`tilecore.mma.warpgroup_grid` picks (``n_ok``: the instruction N the atom admits)."""
+    from tilecore.mma import warpgroup_grid
+
+    grid = warpgroup_grid(m, n, threads, n_ok)
+    return WgFragment((m, n), grid[0], grid[1], threads) if grid else None

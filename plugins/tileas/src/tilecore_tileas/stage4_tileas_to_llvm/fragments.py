@@ -15,7 +15,7 @@ from __future__ import annotations
 from tilecore.mlir import ir
 
 from ..layout import Blocked
-from ..layout.fragment import Fragment, WgFragment, fragment
+from ..layout.fragment import Fragment, WgFragment, fragment, wg_fragment
 from .codegen import elem_bytes
 from .exchange import write
 from .values import TileV
@@ -133,10 +133,10 @@ ELEMENTWISE_DIALECTS = ("arith", "math")
 
 
 def atom_fragment(atom, req):
-    """The accumulator layout a tensor-core atom gives an ``m x n`` result: the atom's own
-    (``data["fragment_of"](request)``, e.g. a warpgroup layout), else the 16 x 8 block layout."""
-    if "fragment_of" in atom.data:
-        return atom.data["fragment_of"](req)
+    """The accumulator layout a tensor-core atom gives an ``m x n`` result: the warpgroup layout for
+    ``data["fragment"] == "wgmma"`` (instruction N as ``data["n_ok"]`` admits), else the 16 x 8 block layout."""
+    if atom.data.get("fragment") == "wgmma":
+        return wg_fragment(req.m, req.n, req.threads, atom.data["n_ok"])
     return fragment(req.m, req.n, req.threads)
 
 
