@@ -284,3 +284,29 @@ def test_wgmma_k_major_b_types_on_sm90a(name):
     _kernel, params = KERNELS[name]
     tm, tn, tk = params[-3:]
     _run_and_check(_KERNELS, name, "sm_90a", (tm + 9, tn + 5, 2 * tk + 3), 12)
+
+
+@pytest.mark.parametrize("sm", ["sm_80", "sm_90a"])
+def test_corpus_matmul_f16_pipelined(sm):
+    """The corpus matmul_f16 (128 x 128 x 64 tiles, no stride hints) on arrays whose rows are 16-byte
+    multiples: the run-time check takes the cp.async-pipelined loop (mma.sync on sm_80, wgmma m64n128k16 on
+    sm_90a); partial tiles in M, N and K."""
+    import os
+
+    from tileas_test_paths import VISIBLE_CORPUS
+
+    from tilecore import emulate
+
+    path = os.path.join(VISIBLE_CORPUS, "matmul_f16.tileirbc")
+    module = compile_file(path, sm, stop_after="convert-nvgpu-and-gpu-to-nvvm").module
+    m, n, k = 200, 136, 104
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((m, k)).astype(np.float16), rng.standard_normal((k, n)).astype(np.float16)
+    c = np.zeros((m, n), np.float16)
+
+    def arr5(x):  # pointer, shape, strides: the corpus kernel's ABI
+        return [x, *[np.int32(d) for d in x.shape], *[np.int32(s // x.itemsize) for s in x.strides]]
+
+    emulate.launch(module, "matmul_f16", (cdiv(m, 128), cdiv(n, 128), 1), (128, 1, 1), arr5(a) + arr5(b) + arr5(c))
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(c.astype(np.float32), want, atol=2e-2 * np.abs(want).max(), rtol=0)
