@@ -68,3 +68,23 @@ def gpu_module(body: str, target: str = "") -> str:
     if not target:
         return f"gpu.module @m {{\n{body}\n}}"
     return f"module attributes {{gpu.container_module}} {{\ngpu.module @m [{target}] {{\n{body}\n}}\n}}"
+
+
+def ptxas_round_trip(pm, body: str, chip: str, features: str | None = None, passes: str = "") -> str:
+    """``body`` in a gpu.module for ``chip`` (``features``: the target's own when None) through MLIR's NVPTX back
+    end and ptxas (skipped without ptxas); ``passes`` first run on the gpu.module (``convert-nvvm-to-llvm`` for
+    the ops MLIR 22 lowers to inline PTX). Returns the PTX."""
+    from tilecore.serialize import find_nvidia_tool, module_to_ptx, ptx_to_cubin
+    from tilecore.targets import resolve_target
+
+    if not find_nvidia_tool("ptxas"):
+        pytest.skip("needs ptxas")
+    features = resolve_target(chip, pm.targets()).feature_string if features is None else features
+    m = parse_module(pm, gpu_module(body, f'#nvvm.target<chip = "{chip}", features = "{features}">'))
+    if passes:
+        from tilecore.conversion import run_native_pipeline
+
+        run_native_pipeline(m.operation, f"gpu.module({passes})", m.context)
+    ptx = module_to_ptx(m)["m"]
+    assert ptx_to_cubin(ptx, chip)[:4] == b"\x7fELF"
+    return ptx

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support import gpu_module, has_plugin
+from support import gpu_module, has_plugin, ptxas_round_trip
 from support import parse_module as parse
 
 from tilecore.emulate import launch
@@ -31,25 +31,6 @@ def pm():
     return get_plugin_manager()
 
 
-
-
-def _ptxas_round_trip(pm, body: str, passes: str = "") -> str:
-    """PTX for sm_90a (tilecore's target features) through ptxas; ``passes`` first run on the gpu.module
-    (``convert-nvvm-to-llvm`` for the ops MLIR 22 lowers to inline PTX)."""
-    from tilecore.serialize import find_nvidia_tool, module_to_ptx, ptx_to_cubin
-    from tilecore.targets import resolve_target
-
-    if not find_nvidia_tool("ptxas"):
-        pytest.skip("needs ptxas")
-    feat = resolve_target("sm_90a", pm.targets()).feature_string
-    m = parse(pm, gpu_module(body, f'#nvvm.target<chip = "sm_90a", features = "{feat}">'))
-    if passes:
-        from tilecore.conversion import run_native_pipeline
-
-        run_native_pipeline(m.operation, f"gpu.module({passes})", m.context)
-    ptx = module_to_ptx(m)["m"]
-    assert ptx_to_cubin(ptx, "sm_90a")[:4] == b"\x7fELF"
-    return ptx
 
 
 # ---------------------------------------------------------------- mbarrier
@@ -276,7 +257,7 @@ def test_mbarrier_try_wait_parity_as_inline_ptx(pm):
 
 
 def test_ptxas_accepts_the_mbarrier_forms_for_sm_90a(pm):
-    ptx = "\n".join(_ptxas_round_trip(pm, body, "convert-nvvm-to-llvm") for body in (
+    ptx = "\n".join(ptxas_round_trip(pm, body, "sm_90a", passes="convert-nvvm-to-llvm") for body in (
         one_thread_kernel(MBAR_STATE_BODY), producer_consumer_kernel(2, True), CP_ASYNC_MBAR))
     for needle in ("mbarrier.init.shared.b64", "mbarrier.arrive.shared.b64", "mbarrier.arrive.expect_tx.shared.b64",
                    "mbarrier.expect_tx", "mbarrier.complete_tx", "mbarrier.test_wait.shared.b64",
@@ -684,7 +665,7 @@ def test_ptxas_accepts_the_wgmma_forms_for_sm_90a(pm):
             (16, 32, "e4m3", "e5m2", "f32", "f32", "row", "col", "")):
         words = n // 4 if td == "f16" else n // 2
         bodies.append(wgmma_kernel(n, acc, words, mma_text(n, k, ta, tb, td, acc, words, la, lb, sat=sat), steps=2))
-    ptx = "\n".join(_ptxas_round_trip(pm, body, "convert-nvvm-to-llvm") for body in bodies)
+    ptx = "\n".join(ptxas_round_trip(pm, body, "sm_90a", passes="convert-nvvm-to-llvm") for body in bodies)
     for needle in ("wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned",
                    "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16", "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16",
                    "wgmma.mma_async.sync.aligned.m64n16k16.f16.f16.f16", "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32",
@@ -980,7 +961,7 @@ def test_tma_128b_swizzled_tiles_feed_wgmma(pm):
 
 
 def test_ptxas_accepts_the_tma_forms_for_sm_90a(pm):
-    ptx = "\n".join(_ptxas_round_trip(pm, body, "convert-nvvm-to-llvm") for body in (
+    ptx = "\n".join(ptxas_round_trip(pm, body, "sm_90a", passes="convert-nvvm-to-llvm") for body in (
         tma_kernel(2, 4096, [0, 0]), tma_kernel(5, 1024, [0, 0, 0, 0, 0]), tma_kernel(3, 512, [1, 2, 3], "%is0"),
         tma_wgmma_kernel()))
     for needle in ("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
@@ -1166,6 +1147,6 @@ def test_pipelined_tma_mbarrier_wgmma_k_loop(pm, stages):
 
 
 def test_ptxas_accepts_the_pipelined_k_loop(pm):
-    ptx = _ptxas_round_trip(pm, pipelined_gemm_kernel(4, 2), "convert-nvvm-to-llvm")
+    ptx = ptxas_round_trip(pm, pipelined_gemm_kernel(4, 2), "sm_90a", passes="convert-nvvm-to-llvm")
     assert ptx.count("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16") == 16
     assert ptx.count("cp.async.bulk.tensor.2d") == 8

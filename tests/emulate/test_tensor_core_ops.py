@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support import gpu_module, has_plugin
+from support import gpu_module, has_plugin, ptxas_round_trip
 from support import parse_module as parse
 
 from tilecore.emulate import launch
@@ -551,19 +551,8 @@ def test_mlir_22_rejects_the_fp8_mma_op_form(pm):
 
 
 # ---------------------------------------------------------------- the same forms through ptxas
-def _ptxas_round_trip(pm, body: str, chip: str, features: str) -> str:
-    from tilecore.serialize import find_nvidia_tool, module_to_ptx, ptx_to_cubin
-
-    if not find_nvidia_tool("ptxas"):
-        pytest.skip("needs ptxas")
-    m = parse(pm, gpu_module(body, f'#nvvm.target<chip = "{chip}", features = "{features}">'))
-    ptx = module_to_ptx(m)["m"]
-    assert ptx_to_cubin(ptx, chip)[:4] == b"\x7fELF"
-    return ptx
-
-
 def test_ptxas_accepts_ldmatrix_cp_async_and_f16_mma_for_sm_80(pm):
-    ptx = "\n".join(_ptxas_round_trip(pm, body, "sm_80", "+ptx80") for body in (
+    ptx = "\n".join(ptxas_round_trip(pm, body, "sm_80", "+ptx80") for body in (
         *(ldmatrix_kernel(n, lay) for n in (1, 2, 4) for lay in ("row", "col")),
         cp_async_kernel(16, "cg", True, "nvvm.cp.async.wait.group 0"),
         cp_async_kernel(8, "ca", False, "nvvm.cp.async.wait.group 1"),
@@ -582,13 +571,11 @@ def test_ptxas_accepts_fp8_mma_inline_asm_for_the_sm_89_target(pm):
     """FP8 mma needs PTX ISA 8.4 (ptxas: "Feature 'mma with FP8 floating point type' requires PTX ISA
     .version 8.4 or later"): with tilecore's sm_89 target features (+ptx84) ptxas accepts it, with
     +ptx81 not."""
-    from tilecore.targets import resolve_target
-
     body = mma_kernel("i32", "f32", 4, MMA_F8_ASM.format(a="e4m3", b="e5m2"))
-    ptx = _ptxas_round_trip(pm, body, "sm_89", resolve_target("sm_89", pm.targets()).feature_string)
+    ptx = ptxas_round_trip(pm, body, "sm_89")  # the target's own features
     assert "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32" in ptx
     with pytest.raises(TilecoreError, match="requires PTX ISA .version 8.4"):
-        _ptxas_round_trip(pm, body, "sm_89", "+ptx81")
+        ptxas_round_trip(pm, body, "sm_89", "+ptx81")
 
 
 def test_without_bounds_checks_the_same_numbers(pm):
