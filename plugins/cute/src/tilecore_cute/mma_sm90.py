@@ -118,9 +118,8 @@ class Wgmma:
             return acc
         if action == "unpack":  # after the wait: the struct's members
             acc = args[0]
-            el = ir.Type.parse(str(acc.type)[len("!llvm.struct<("):].split(",")[0].rstrip(")>"))
-            n = str(acc.type).count(",") + 1
-            return [dialects.llvm.extractvalue(el, acc, [i]) for i in range(n)]
+            members = dialects.llvm.StructType(acc.type).body
+            return [dialects.llvm.extractvalue(t, acc, [i]) for i, t in enumerate(members)]
         raise ValueError(f"atom {self.name}: unknown action '{action}'")
 
     @staticmethod

@@ -72,8 +72,7 @@ def for_op(op, rb):
     ins = rb.gets(op.operands)
     lb, ub, step, inits = ins[0], ins[1], ins[2], ins[3:]
     term = list(op.regions[0].blocks[0].operations)[-1]
-    inits = [to_layout(cg, v, preferred_layout(cg, y)) if preferred_layout(cg, y) is not None else v
-             for v, y in zip(inits, term.operands)]
+    inits = [to_layout(cg, v, preferred_layout(cg, y)) for v, y in zip(inits, term.operands)]
     flat = flatten(inits)
     plan = pipeline.plan(cg, op)
     if plan is None:

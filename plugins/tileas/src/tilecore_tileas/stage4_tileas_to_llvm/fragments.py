@@ -87,7 +87,7 @@ def to_fragment(cg, tile, frag: Fragment) -> TileV:
 
 
 def to_layout(cg, tile, layout):
-    """``tile`` in ``layout`` (blocked or fragment); scalars and tokens pass through."""
+    """``tile`` in ``layout`` (blocked or fragment; None: as it is); scalars and tokens pass through."""
     if not isinstance(tile, TileV) or tile.layout == layout:
         return tile
     if isinstance(layout, (Fragment, WgFragment)):
