@@ -20,6 +20,20 @@ K loop (``data["chunk_bytes"]``: bytes per copy, the alignment it needs):
 - ``lower(cg, "commit")``: close the group of copies issued since the last commit;
 - ``lower(cg, "wait", n)``: wait until at most ``n`` of this thread's groups are still pending.
 
+A **tensor-memory-access copy atom** (kind ``copy``, ``data["interface"] == TMA_INTERFACE``, sm_90+) feeds
+a pipelined K loop from tensor maps (the kernel's trailing tensor-map parameters, :mod:`tilecore.tensormaps`),
+each stage completing on an mbarrier (one thread issues, every thread waits):
+
+- ``lower(cg, "barrier_init", bar)``: initialise the mbarrier at ``bar`` (``!llvm.ptr<3>``) for one arrival
+  (and make the initialisation visible to the async proxy);
+- ``lower(cg, "expect_tx", bar, nbytes)``: arrive on ``bar`` expecting ``nbytes`` (i32) more bytes;
+- ``lower(cg, "load", dst, tensor_map, bar, coords)``: copy the box of ``tensor_map`` (``!llvm.ptr``) at
+  ``coords`` (i32 values, innermost dimension first) to ``dst`` (``!llvm.ptr<3>``), completing on ``bar``;
+- ``lower(cg, "wait", bar, phase)``: wait until the phase of parity ``phase`` (i32) of ``bar`` completed;
+- ``lower(cg, "inval", bar)``: the mbarrier's memory becomes ordinary shared memory again;
+- ``lower(cg, "fence_proxy")``: order this thread's generic-proxy shared-memory accesses before later
+  async-proxy ones (a stage the threads read with ld.shared / ldmatrix is refilled by TMA).
+
 ``cg`` is the lowering stage's code generator (``cg.op``, ``cg.c32``, ``cg.i32``, ``cg.lane_and_warp()``,
 ``cg.smem_ptr`` ...). See ``plugins/tileas/README.md`` ("MMA atoms") for the full contract.
 """
@@ -30,6 +44,7 @@ from dataclasses import dataclass
 
 MMA_INTERFACE = "tileas-mma/1"
 G2S_INTERFACE = "tileas-g2s/1"
+TMA_INTERFACE = "tileas-tma/1"
 SMEM_BUDGET = 48 * 1024  # static shared memory of a CTA: what the operands of one dot may use
 # Operand rows in shared memory are padded by 16 bytes: the 8 rows an ldmatrix phase reads (16 bytes each)
 # then fall in 8 different groups of 4 banks when the row length is a multiple of 128 bytes.

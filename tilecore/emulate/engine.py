@@ -117,6 +117,13 @@ class EmulatedKernel:
 
     def _marshal(self, args):
         types = self.host.param_types
+        if self.host.tensor_maps:  # the kernel's trailing tensor maps, encoded from the other arguments
+            from ..tensormaps import append_maps, emulator_map
+
+            try:
+                args = append_maps(self.host.tensor_maps, args, emulator_map)
+            except ValueError as e:
+                raise TilecoreError(f"kernel '{self.host.kernel}': {e}", self.host.location) from None
         if len(args) != len(types):
             raise TilecoreError(f"kernel '{self.host.kernel}' takes {len(types)} arguments "
                                 f"({', '.join(types)}), got {len(args)}", self.host.location)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from ..errors import TilecoreError, format_location
 from ..mlir import ir
+from ..tensormaps import recipes_of
 from . import libdevice, memcheck, optable, prelude
 
 
@@ -43,6 +44,7 @@ class HostModule:
     sites: list[str] = field(default_factory=list)          # source location of each checked access
     local_labels: list[str] = field(default_factory=list)   # name of each registered alloca
     check_bounds: bool = True  # accesses are checked (:mod:`.memcheck`)
+    tensor_maps: list = field(default_factory=list)  # the kernel's tensor-map recipes (:mod:`tilecore.tensormaps`)
 
 
 def _fail(msg: str, op=None) -> TilecoreError:
@@ -319,11 +321,15 @@ def _add_ctx_param(func) -> None:
     params.append("ptr")
     func.attributes["function_type"] = ir.TypeAttr.get(ir.Type.parse(f"!llvm.func<{ret} ({', '.join(params)})>"))
     if "arg_attrs" in func.attributes:
-        attrs = list(func.attributes["arg_attrs"]) + [ir.DictAttr.get({})]
+        # A grid-constant byval parameter (a tensor map: ``.param .align 64 .b8 p[128]``) is a plain pointer
+        # to the argument's launch-memory copy here; nvvm.* argument attributes are for kernels only.
+        attrs = [ir.DictAttr.get({a.name: a.attr for a in d if not _HOST_DROPPED_ARG_ATTRS.match(a.name)})
+                 for d in map(ir.DictAttr, func.attributes["arg_attrs"])] + [ir.DictAttr.get({})]
         func.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
     func.regions[0].blocks[0].add_argument(ir.Type.parse("!llvm.ptr"), ir.Location.unknown())
 
 
+_HOST_DROPPED_ARG_ATTRS = re.compile(r"^(nvvm\.|llvm\.byval$|llvm\.align$)")
 _GPU_ATTRS = re.compile(r"^(nvvm\.|gpu\.|rocdl\.|target_cpu$|target_features$|tune_cpu$)")
 
 
@@ -364,6 +370,7 @@ def _rewrite(host, kernel: str, check_bounds: bool) -> HostModule:
     kfunc = funcs[kernel]
     location = format_location(kfunc.location)
     param_types = [str(a.type) for a in kfunc.regions[0].blocks[0].arguments]
+    tensor_maps = recipes_of(kfunc)
     rw = Rewriter(host, check_bounds)
     collective = False
     for f in funcs.values():
@@ -395,7 +402,7 @@ def _rewrite(host, kernel: str, check_bounds: bool) -> HostModule:
     _append_support(host, rw, kernel, param_types, memory_globals)
     _pin_host_target(host)
     return HostModule(host, kernel, param_types, collective, location, [(g[0], g[2]) for g in memory_globals],
-                      rw.sites, rw.local_labels, check_bounds)
+                      rw.sites, rw.local_labels, check_bounds, tensor_maps)
 
 
 def _rewrite_op(op, rw: Rewriter, funcs: dict, dyn_shared: set) -> bool:

@@ -14,6 +14,10 @@ lowers them, :mod:`.mma_lowering`):
   ``_wait {n}``: the sm_90a warpgroup MMA atom (:mod:`.mma_sm90`).
 - ``cute_nvgpu.cp_async %dst, %src, %src_bytes {size = 16 : i32}``, ``cute_nvgpu.cp_async_commit``,
   ``cute_nvgpu.cp_async_wait {n = N : i32}``: the global -> shared copy atom (:mod:`.copy_sm80`).
+- ``cute_nvgpu.tma_load %dst, %tensor_map, %bar, %coords... `` (a tile-mode box of the tensor map at
+  ``coords``, innermost first, into shared ``%dst``, completing on mbarrier ``%bar``),
+  ``cute_nvgpu.mbarrier_init %bar {count}``, ``mbarrier_arrive_expect_tx %bar, %bytes``,
+  ``mbarrier_try_wait_parity %bar, %phase``, ``mbarrier_inval %bar``: the TMA copy atom (:mod:`.copy_sm90`).
 """
 
 from tilecore.dialects import DialectDef
@@ -57,6 +61,31 @@ irdl.dialect @cute_nvgpu {
     %acc = irdl.any
     irdl.operands(desc_a: %d, desc_b: %d, c: %acc)
     irdl.results(d: %acc)
+  }
+  irdl.operation @mbarrier_init {
+    %b = irdl.any
+    irdl.operands(bar: %b)
+  }
+  irdl.operation @mbarrier_arrive_expect_tx {
+    %b = irdl.any
+    %n = irdl.is i32
+    irdl.operands(bar: %b, tx_bytes: %n)
+  }
+  irdl.operation @mbarrier_try_wait_parity {
+    %b = irdl.any
+    %n = irdl.is i32
+    irdl.operands(bar: %b, phase: %n)
+  }
+  irdl.operation @mbarrier_inval {
+    %b = irdl.any
+    irdl.operands(bar: %b)
+  }
+  irdl.operation @tma_load {
+    %d = irdl.any
+    %t = irdl.any
+    %b = irdl.any
+    %c = irdl.is i32
+    irdl.operands(dst: %d, tensor_map: %t, bar: %b, coords: variadic %c)
   }
   irdl.operation @mma_sync {
     %w = irdl.is i32

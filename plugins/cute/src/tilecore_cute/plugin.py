@@ -29,13 +29,13 @@ def tilecore_register_stages():
 def tilecore_register_patterns(stage, target, options):
     if stage != STAGE:
         return []
-    from . import fences, mma_lowering
+    from . import fences, mma_lowering, tma_lowering
 
-    return fences.patterns() + mma_lowering.patterns()
+    return fences.patterns() + mma_lowering.patterns() + tma_lowering.patterns()
 
 
 @hookimpl
 def tilecore_register_atoms(target):
-    from . import copy_sm80, mma_sm80, mma_sm90
+    from . import copy_sm80, copy_sm90, mma_sm80, mma_sm90
 
-    return mma_sm80.atoms() + mma_sm90.atoms() + copy_sm80.atoms()
+    return mma_sm80.atoms() + mma_sm90.atoms() + copy_sm80.atoms() + copy_sm90.atoms()

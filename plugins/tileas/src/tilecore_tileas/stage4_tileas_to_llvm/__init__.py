@@ -24,6 +24,7 @@ from ..rebuild import Rebuilder, attrs_of, run_stage
 from . import control, dot, elementwise, memory, misc, narrow_float, shape_ops, tf32
 from .codegen import SMEM_SYMBOL, CodeGen
 from .fragments import blocked_operands
+from .tensor_maps import KernelTensorMaps
 
 NAME = "convert-tileas-to-llvm"
 
@@ -94,9 +95,10 @@ def lower_function(fn, gpu_module, ctx) -> dict:
     rb = Rebuilder([("tileas", populator())], convert_type, stage=NAME,
                    strict_dialects=("nv_tileas", "nv_tileas_term", "nv_tileaa", "nv_tileaa_term"),
                    fallback=elementwise.elementwise)
-    rb.data.update(cg=cg, div_by={})
+    rb.data.update(cg=cg, div_by={}, tensor_maps=KernelTensorMaps(new_block))
     try:
         rb.block_into(old, new_block)
+        rb.data["tensor_maps"].finish(new_fn)
     except Exception:
         new_fn.erase()
         raise

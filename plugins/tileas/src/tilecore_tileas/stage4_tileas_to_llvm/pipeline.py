@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from tilecore.mlir import dialects, ir
-from tilecore.mma import G2S_INTERFACE, ROW_PAD_BYTES, SMEM_BUDGET, SmemOperand, SwizzledOperand
+from tilecore.mma import G2S_INTERFACE, ROW_PAD_BYTES, SMEM_BUDGET, TMA_INTERFACE, SmemOperand, SwizzledOperand
 
 from ..atoms import default_atom
 from ..atoms.mma import is_tensor_core
@@ -40,6 +40,9 @@ from .codegen import create
 from .fragments import dot_fragment, preferred_layout
 
 PIPELINE_OPTION = "tileas.pipeline"  # --option tileas.pipeline=off: K loops stay un-pipelined
+TMA_OPTION = "tileas.tma"  # --option tileas.tma=off: pipelines copy by cp.async where TMA could
+MAX_BOX = 256  # elements per dimension of a TMA box
+MBARRIER_BYTES = 8
 MAX_STAGES = 3  # cuTile 1.7 has no stage-count hint (only a load's latency hint)
 
 
@@ -316,15 +319,46 @@ def alignment_check(cg, rb, plan_: Plan):
     return cg.and_(*conds)
 
 
-def pipelined_for(op, rb, plan_: Plan, lb, ub, step, inits, body_into) -> list:
+def _option_off(cg, name: str) -> bool:
+    return (cg.options.extra if cg.options is not None else {}).get(name, "on") in ("0", "off", "false")
+
+
+def tma_maps(cg, rb, plan_: Plan):
+    """``(atom, [tensor-map parameter per load])`` when every operand tile of the loop can come by TMA (a
+    TMA copy atom for the target, every tile in a swizzled layout of whole 8-row atoms, its tensor's base /
+    extents / row stride kernel parameters: :mod:`.tensor_maps`), else None. Only for loops whose chunk
+    alignment is known statically: TMA needs 16-byte aligned bases and row strides."""
+    maps = rb.data.get("tensor_maps")
+    atom = default_atom(cg.atoms, "copy", cg.target, None, interface=TMA_INTERFACE)
+    if maps is None or atom is None or _option_off(cg, TMA_OPTION):
+        return None
+    recipes = []
+    for p in plan_.loads:
+        sw = p.swizzled
+        if sw is None or sw.transposed or p.rows % 8 or p.rows > MAX_BOX or (p.cols * p.elem_bytes) % sw.swizzle:
+            return None
+        m = _view(rb, p).memref
+        elem = rb.convert_type(ir.RankedTensorType(p.load.results[0].type).element_type)
+        r = maps.recipe(m, elem if not m.narrow else cg.i8, (sw.swizzle // p.elem_bytes, p.rows), sw.swizzle)
+        if r is None:
+            return None
+        recipes.append(r)
+    return atom, [maps.parameter(r) for r in recipes]
+
+
+def pipelined_for(op, rb, plan_: Plan, lb, ub, step, inits, body_into, aligned: bool = False) -> list:
     """Build the pipelined loop (module docstring) at the current insertion point; returns the flat results.
 
     ``body_into(block, args)`` rebuilds the old body into ``block`` (with the dots' operands read from the
-    current stage) and returns nothing; the loop's extra iteration argument (the stage read) is appended to
-    its terminator here."""
+    current stage) and returns nothing; the loop's extra iteration arguments (the stage read; with TMA the
+    phase parity too) are appended to its terminator here. ``aligned``: the chunks' alignment is known
+    statically (then the tiles may come by TMA, :func:`tma_maps`)."""
     from .control import flatten
 
     cg = rb.data["cg"]
+    tma = tma_maps(cg, rb, plan_) if aligned else None
+    if tma is not None:
+        return _tma_pipelined_for(op, rb, plan_, lb, ub, step, inits, body_into, *tma)
     s_count = plan_.stages
     iv_old = op.regions[0].blocks[0].arguments[0]
     cg.reserve(s_count * plan_.stage_bytes)
@@ -360,27 +394,125 @@ def pipelined_for(op, rb, plan_: Plan, lb, ub, step, inits, body_into) -> list:
             atom.lower(cg, "commit")
             atom.lower(cg, "wait", 0)
             cg.barrier()
-        operands = {}
-        for p in plan_.loads:
-            elem = rb.convert_type(ir.RankedTensorType(p.load.results[0].type).element_type)
-            if p.swizzled is not None:  # bytes
-                dyn = cg.op("arith.muli", rd, cg.c32(plan_.stage_bytes))
-                operands[p.load.results[0]] = replace(p.swizzled, offset=p.offset, elem=elem, dynamic=dyn)
-            else:  # elements
-                dyn = cg.op("arith.muli", rd, cg.c32(plan_.stage_bytes // p.elem_bytes))
-                operands[p.load.results[0]] = SmemOperand(p.offset, p.rows, p.cols, p.pitch, elem, p.elem_bytes,
-                                                          dyn)
-        rb.data["piped"] = operands
-        try:
-            body_into(blk, [iv, *list(blk.arguments)[1:len(flat) + 1]])
-        finally:
-            rb.data.pop("piped", None)
+        _body_on_stage(cg, rb, plan_, blk, iv, rd, len(flat), body_into)
         term = list(blk.operations)[-1]
         with ir.InsertionPoint(term), term.location:
-            nxt = cg.op("arith.addi", rd, cg.c32(1))
-            nxt = cg.select(cg.cmpi(0, nxt, cg.c32(s_count)), cg.c32(0), nxt)
-            create("scf.yield", [], [*term.operands, nxt])
+            create("scf.yield", [], [*term.operands, _next_stage(cg, rd, s_count)])
         term.erase()
     atom.lower(cg, "wait", 0)
     cg.barrier()
     return list(node.results)[:-1]
+
+
+def _next_stage(cg, rd, s_count: int):
+    nxt = cg.op("arith.addi", rd, cg.c32(1))
+    return cg.select(cg.cmpi(0, nxt, cg.c32(s_count)), cg.c32(0), nxt)
+
+
+def _body_on_stage(cg, rb, plan_: Plan, blk, iv, rd, n_flat: int, body_into) -> None:
+    """Rebuild the old body into ``blk`` with the dots' operands read from stage ``rd`` (an i32 value)."""
+    operands = {}
+    for p in plan_.loads:
+        elem = rb.convert_type(ir.RankedTensorType(p.load.results[0].type).element_type)
+        if p.swizzled is not None:  # bytes
+            dyn = cg.op("arith.muli", rd, cg.c32(plan_.stage_bytes))
+            operands[p.load.results[0]] = replace(p.swizzled, offset=p.offset, elem=elem, dynamic=dyn)
+        else:  # elements
+            dyn = cg.op("arith.muli", rd, cg.c32(plan_.stage_bytes // p.elem_bytes))
+            operands[p.load.results[0]] = SmemOperand(p.offset, p.rows, p.cols, p.pitch, elem, p.elem_bytes, dyn)
+    rb.data["piped"] = operands
+    try:
+        body_into(blk, [iv, *list(blk.arguments)[1:n_flat + 1]])
+    finally:
+        rb.data.pop("piped", None)
+
+
+def _tma_pipelined_for(op, rb, plan_: Plan, lb, ub, step, inits, body_into, atom, maps) -> list:
+    """The pipelined loop with its tiles copied by TMA into a ring of S stages, stage s completing on
+    mbarrier s (placed after the stages; thread 0 issues, every thread waits)::
+
+        thread 0: init the S mbarriers (one arrival each); barrier
+        prologue: thread 0, for s < S - 1: if lb + s * step < ub: expect the stage's bytes on mbarrier s,
+                  TMA the tiles of iteration s into stage s
+        for iv (carrying the accumulators, the stage r read this iteration and its phase parity):
+            barrier                                              (every thread is done with stage r - 1)
+            thread 0: if iv + (S - 1) * step < ub: proxy fence; expect + TMA that iteration into stage r - 1
+            wait for the phase of mbarrier r                     (stage r landed)
+            the dots read their operands from stage r
+        barrier; thread 0 invalidates the mbarriers; barrier     (the buffer is scratch again)
+
+    A tile box out of the tensor reads zeros (TMA's out-of-bound fill), which is the loads' padding."""
+    from .control import flatten
+    from .memory import TiledAccess
+
+    cg = rb.data["cg"]
+    s_count = plan_.stages
+    iv_old = op.regions[0].blocks[0].arguments[0]
+    bar_at = s_count * plan_.stage_bytes
+    cg.reserve(bar_at + MBARRIER_BYTES * s_count)
+    cg.smem_align = max(cg.smem_align, 1024)
+    p3 = ir.Type.parse("!llvm.ptr<3>")
+    llvm = dialects.llvm
+    stage_tx = sum(p.rows * p.cols * p.elem_bytes for p in plan_.loads)
+
+    def bar(stage):
+        at = cg.op("arith.addi", cg.op("arith.muli", stage, cg.c32(MBARRIER_BYTES)), cg.c32(bar_at))
+        return llvm.getelementptr(p3, cg.smem_base, [at], [-2147483648], cg.i8, 0)
+
+    def ahead(iv, n):
+        return cg.op("arith.addi", iv, cg.op("arith.muli", step, resize_int(cg.c32(n), step.type))) if n else iv
+
+    leader = cg.cmpi(0, cg.tid, cg.c32(0))
+
+    def issue(iv_new, stage, fence: bool):
+        def copies():
+            if fence:
+                atom.lower(cg, "fence_proxy")
+            atom.lower(cg, "expect_tx", bar(stage), cg.c32(stage_tx))
+            base = cg.op("arith.muli", stage, cg.c32(plan_.stage_bytes))
+            for p, tmap in zip(plan_.loads, maps):
+                acc = TiledAccess(cg, _view(rb, p), _indices(rb, plan_, p, iv_old, iv_new), None, p.load)
+                row, col = (resize_int(o, cg.i32) for o in acc.origin)
+                sw = p.swizzled
+                for j in range(p.cols * p.elem_bytes // sw.swizzle):
+                    at = cg.op("arith.addi", base, cg.c32(p.offset + j * p.rows * sw.swizzle))
+                    dst = llvm.getelementptr(p3, cg.smem_base, [at], [-2147483648], cg.i8, 0)
+                    inner = cg.op("arith.addi", col, cg.c32(j * sw.swizzle // p.elem_bytes)) if j else col
+                    atom.lower(cg, "load", dst, tmap, bar(stage), [inner, row])
+            return []
+
+        cg.if_(cg.and_(leader, cg.cmpi(2, iv_new, ub)), copies)
+
+    def each_barrier(action):
+        def fn():
+            for s in range(s_count):
+                atom.lower(cg, action, bar(cg.c32(s)))
+            return []
+        cg.if_(leader, fn)
+
+    each_barrier("barrier_init")
+    cg.barrier()
+    for s in range(s_count - 1):
+        issue(ahead(lb, s), cg.c32(s), False)
+    flat = flatten(inits)
+    node = create("scf.for", [v.type for v in flat] + [cg.i32, cg.i32],
+                  [lb, ub, step, *flat, cg.c32(0), cg.c32(0)], regions=1)
+    blk = node.regions[0].blocks.append(lb.type, *[v.type for v in flat], cg.i32, cg.i32)
+    iv, rd, phase = blk.arguments[0], blk.arguments[len(flat) + 1], blk.arguments[len(flat) + 2]
+    with ir.InsertionPoint(blk):
+        cg.barrier()
+        wr = cg.select(cg.cmpi(0, rd, cg.c32(0)), cg.c32(s_count - 1), cg.op("arith.subi", rd, cg.c32(1))) \
+            if s_count > 1 else rd
+        issue(ahead(iv, s_count - 1), wr, True)
+        atom.lower(cg, "wait", bar(rd), phase)
+        _body_on_stage(cg, rb, plan_, blk, iv, rd, len(flat), body_into)
+        term = list(blk.operations)[-1]
+        with ir.InsertionPoint(term), term.location:
+            nxt = _next_stage(cg, rd, s_count)
+            flip = cg.op("arith.xori", phase, cg.c32(1))
+            create("scf.yield", [], [*term.operands, nxt, cg.select(cg.cmpi(0, nxt, cg.c32(0)), flip, phase)])
+        term.erase()
+    cg.barrier()
+    each_barrier("inval")
+    cg.barrier()
+    return list(node.results)[:-2]

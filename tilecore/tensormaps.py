@@ -1,0 +1,184 @@
+"""Tensor maps a kernel takes as trailing parameters: the launch contract of tilecore's TMA kernels.
+
+A kernel whose K loops read their tiles by TMA (``cp.async.bulk.tensor``, sm_90+) needs a 128-byte
+``CUtensorMap`` per tensor it reads that way. NVIDIA documents neither the map's bits nor a way to make one
+from PTX; ``tileiras`` has the CUDA driver build them at launch through an undocumented cubin attribute
+(``EICOMPAT_ATTR_INST_TENSORMAP_V1``: its cubins hold the maps in the parameter bank past the declared
+parameters). tilecore keeps the cuTile parameters as they are and appends one parameter per map,
+``.param .align 64 .b8 name[128]`` (an LLVM ``byval`` ``nvvm.grid_constant`` pointer), which the launcher
+fills: with ``cuTensorMapEncodeTiled`` on a GPU, with :func:`tilecore.emulate.tensormap.encode_tiled` in
+the emulator. What to encode is the kernel's **recipe** (:class:`TensorMapRecipe`), stored as JSON in the
+kernel's ``tilecore.tensor_maps`` attribute, printed in ``tilecore compile``'s summary and written by
+``--emit metadata``: every field is a constant or a kernel parameter (times a constant), so a launcher
+that has the cuTile parameters has everything.
+
+The recipe of one map (``CUtensorMapEncodeTiled``'s arguments, dimensions innermost first):
+
+| field | meaning |
+|---|---|
+| ``param`` | the index of the map's parameter (after the cuTile parameters) |
+| ``tensor`` | the parameter holding the tensor's base address (``globalAddress``) |
+| ``data_type`` | ``CUtensorMapDataType`` (6 FLOAT16, 9 BFLOAT16, 7 FLOAT32, 0 UINT8, 3 INT32 ...) |
+| ``global_dim`` | per dimension: an int, or ``{"param": i}`` (that parameter's value; below 1 counts as 1) |
+| ``global_strides`` | bytes, per dimension but the innermost: an int, or ``{"param": i, "scale": s}`` (value x s) |
+| ``box_dim`` / ``element_strides`` | ints |
+| ``swizzle`` | ``CUtensorMapSwizzle``: 0 none, 1 32B, 2 64B, 3 128B |
+| ``interleave`` / ``l2_promotion`` / ``oob_fill`` | ``CUtensorMapInterleave`` (0) / ``CUtensorMapL2promotion`` / ``CUtensorMapFloatOOBfill`` (0: zeros) |
+
+A kernel takes TMA only where the compiler knows the tensor's base and row strides are 16-byte multiples
+(cuTile's ``assume div_by`` facts, which its launcher guarantees), so a recipe always encodes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+ATTR = "tilecore.tensor_maps"
+MAP_BYTES = 128
+MAP_ALIGN = 64
+# CUtensorMapDataType of a tile element (tileas' element names)
+DATA_TYPES = {"f16": 6, "bf16": 9, "f32": 7, "tf32": 7, "i32": 3, "i16": 1, "i8": 0, "f8E4M3FN": 0, "f8E5M2": 0}
+DATA_TYPE_NAMES = {0: "u8", 1: "u16", 3: "i32", 6: "f16", 7: "f32", 9: "bf16"}
+SWIZZLE_CODES = {0: 0, 32: 1, 64: 2, 128: 3}  # bytes -> CUtensorMapSwizzle
+
+
+@dataclass(frozen=True)
+class TensorMapRecipe:
+    """How to encode the tensor map of kernel parameter ``param`` (module docstring)."""
+
+    param: int
+    tensor: int
+    data_type: int
+    global_dim: tuple
+    global_strides: tuple
+    box_dim: tuple
+    element_strides: tuple
+    swizzle: int = 0
+    interleave: int = 0
+    l2_promotion: int = 0
+    oob_fill: int = 0
+
+    @property
+    def rank(self) -> int:
+        return len(self.global_dim)
+
+    def to_json(self) -> dict:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    @staticmethod
+    def from_json(d: dict) -> TensorMapRecipe:
+        return TensorMapRecipe(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+
+    def resolve(self, params) -> dict:
+        """The encoder's arguments for the kernel parameter values ``params`` (ints for extents and strides;
+        the tensor's entry is passed through as ``tensor_value``)."""
+        def value(x, what):
+            if isinstance(x, int):
+                return x
+            try:
+                v = int(params[x["param"]])
+            except (IndexError, TypeError, ValueError):
+                raise ValueError(f"tensor map parameter {self.param}: {what} needs kernel parameter {x['param']}, "
+                                 f"which is not an integer") from None
+            return v * int(x.get("scale", 1))
+
+        dims = [max(1, value(d, "globalDim")) for d in self.global_dim]
+        strides = [value(s, "globalStrides") for s in self.global_strides]
+        return {"tensor_value": params[self.tensor], "data_type": self.data_type, "rank": self.rank,
+                "global_dim": dims, "global_strides": strides, "box_dim": list(self.box_dim),
+                "element_strides": list(self.element_strides), "interleave": self.interleave,
+                "swizzle": self.swizzle, "l2_promotion": self.l2_promotion, "oob_fill": self.oob_fill}
+
+    def describe(self) -> str:
+        """One line: ``param 15: tensor map of param 0 (f16, dims [p2, p1], strides [p3 x 2 B], ...)``."""
+        def show(x):
+            if isinstance(x, int):
+                return str(x)
+            return f"p{x['param']}" + (f" x {x['scale']}" if x.get("scale", 1) != 1 else "")
+
+        swz = {0: "none", 1: "32B", 2: "64B", 3: "128B"}[self.swizzle]
+        return (f"param {self.param}: tensor map of param {self.tensor} "
+                f"({DATA_TYPE_NAMES.get(self.data_type, self.data_type)}, dims [{', '.join(map(show, self.global_dim))}], "
+                f"strides [{', '.join(show(s) + ' B' for s in self.global_strides)}], box {list(self.box_dim)}, "
+                f"swizzle {swz}, {'zero' if self.oob_fill == 0 else 'NaN'} fill)")
+
+
+def dumps(recipes) -> str:
+    return json.dumps([r.to_json() for r in recipes], separators=(",", ":"))
+
+
+def loads(text: str) -> list[TensorMapRecipe]:
+    return [TensorMapRecipe.from_json(d) for d in json.loads(text)]
+
+
+def recipes_of(func) -> list[TensorMapRecipe]:
+    """The recipes of an ``llvm.func`` kernel (its ``tilecore.tensor_maps`` attribute; [] without one)."""
+    from .mlir import ir
+
+    if ATTR not in func.attributes:
+        return []
+    return loads(ir.StringAttr(func.attributes[ATTR]).value)
+
+
+def kernel_recipes(module) -> dict[str, list[TensorMapRecipe]]:
+    """Kernel symbol -> its recipes, for every kernel of ``module`` (an ``ir.Module``) that has some."""
+    out = {}
+
+    def walk(block):
+        for op in block.operations:
+            o = op.operation
+            if o.name == "llvm.func" and ATTR in o.attributes:
+                from .mlir import ir
+
+                out[ir.StringAttr(o.attributes["sym_name"]).value] = recipes_of(o)
+            for r in o.regions:
+                for b in r.blocks:
+                    walk(b)
+
+    walk(module.body)
+    return out
+
+
+def emulator_map(recipe: TensorMapRecipe, params):
+    """The emulator's 128 bytes (:func:`tilecore.emulate.tensormap.encode_tiled`) for the parameter values
+    ``params``: the tensor is named by its parameter index (the emulator's device addresses exist only
+    inside a launch)."""
+    from .emulate.tensormap import encode_tiled
+
+    f = recipe.resolve(params)
+    return encode_tiled(f["data_type"], f["rank"], recipe.tensor, f["global_dim"], f["global_strides"], f["box_dim"],
+                        f["element_strides"], f["interleave"], f["swizzle"], f["l2_promotion"], f["oob_fill"])
+
+
+def cuda_map(recipe: TensorMapRecipe, params, address: int) -> bytes:
+    """The driver's 128 bytes (``cuTensorMapEncodeTiled``, ``cuda.bindings``) for the parameter values
+    ``params``, the tensor at device ``address``."""
+    from cuda.bindings import driver as d
+
+    f = recipe.resolve(params)
+    err, tmap = d.cuTensorMapEncodeTiled(
+        d.CUtensorMapDataType(f["data_type"]), f["rank"], address, f["global_dim"], f["global_strides"],
+        f["box_dim"], f["element_strides"], d.CUtensorMapInterleave(f["interleave"]),
+        d.CUtensorMapSwizzle(f["swizzle"]), d.CUtensorMapL2promotion(f["l2_promotion"]),
+        d.CUtensorMapFloatOOBfill(f["oob_fill"]))
+    if err != d.CUresult.CUDA_SUCCESS:
+        raise ValueError(f"cuTensorMapEncodeTiled failed for tensor map parameter {recipe.param}: {err.name}")
+    import ctypes
+
+    return ctypes.string_at(tmap.getPtr(), MAP_BYTES)
+
+
+def append_maps(recipes, params, encode) -> list:
+    """``params`` (the cuTile parameters) followed by ``encode(recipe, params)`` for each map, in parameter
+    order; a list already holding the maps is returned as it is."""
+    params = list(params)
+    if not recipes:
+        return params
+    first = min(r.param for r in recipes)
+    if len(params) == first + len(recipes):
+        return params
+    if len(params) != first:
+        raise ValueError(f"the kernel takes {first} parameters and {len(recipes)} tensor maps after them; "
+                         f"got {len(params)} arguments")
+    return params + [encode(r, params) for r in sorted(recipes, key=lambda r: r.param)]
