@@ -318,9 +318,10 @@ def _build_generated(out_dir, gpu, tileiras, specs) -> None:
 
     for name in GENERATED:
         path = ck.kernel_path(name)
-        cubin = compile_file(path, gpu).artifacts["cubin"]
+        res = compile_file(path, gpu)
         with open(os.path.join(out_dir, f"{name}.cubin"), "wb") as fh:
-            fh.write(cubin)
+            fh.write(res.artifacts["cubin"])
+        _record_tensor_maps(out_dir, f"{name}.cubin", res)
         subprocess.run([tileiras, f"--gpu-name={gpu.rstrip('a')}", "--opt-level=3",
                         f"--output-file={os.path.join(out_dir, name + '.tileiras.cubin')}", path], check=True)
         specs[name] = [p for p in ck.KERNELS[name][1] if isinstance(p, str)]  # ints are compile-time constants
@@ -352,6 +353,7 @@ def build(out_dir: str, gpu: str) -> None:
         cubin = cubin if isinstance(cubin, bytes) else next(iter(cubin.values()))
         with open(os.path.join(out_dir, f"{name}.cubin"), "wb") as fh:
             fh.write(cubin)
+        _record_tensor_maps(out_dir, f"{name}.cubin", res)
         print(f"built {name}.cubin ({len(cubin)} bytes) for {gpu}")
         if name in FMA_VARIANTS:  # the same kernel with its dots on the CUDA cores, to time both paths
             fma = compile_file(os.path.join(CORPUS, f"{name}.tileirbc"), gpu,
@@ -371,6 +373,39 @@ def build(out_dir: str, gpu: str) -> None:
         _build_generated(out_dir, gpu, _tileiras(), generated)
     with open(os.path.join(out_dir, "manifest.json"), "w") as fh:
         json.dump({"gpu": gpu, "cases": CASES, "block": BLOCK, "generated": generated}, fh)
+
+
+def _record_tensor_maps(out_dir: str, cubin: str, res) -> None:
+    """Keep the kernels' tensor-map recipes (tilecore.tensormaps: trailing parameters the launcher encodes)
+    next to the cubins, in tensor_maps.json."""
+    from tilecore.tensormaps import kernel_recipes
+
+    path = os.path.join(out_dir, "tensor_maps.json")
+    known = json.load(open(path)) if os.path.exists(path) else {}
+    known[cubin] = {k: [r.to_json() for r in rs] for k, rs in kernel_recipes(res.module).items()}
+    with open(path, "w") as fh:
+        json.dump(known, fh)
+
+
+def _with_tensor_maps(out_dir: str, cubin: str, name: str, params: list) -> list:
+    """``params`` (the cuTile parameters) followed by the kernel's tensor maps, encoded by the driver from them
+    (the launch contract of tilecore.tensormaps), each passed by value as a 128-byte record."""
+    from tilecore.tensormaps import MAP_BYTES, TensorMapRecipe, append_maps, cuda_map
+
+    path = os.path.join(out_dir, "tensor_maps.json")
+    recipes = json.load(open(path)).get(cubin, {}).get(name, []) if os.path.exists(path) else []
+    if not recipes:
+        return params
+    record = np.dtype([("bytes", np.uint8, MAP_BYTES)], align=True)
+
+    def as_int(v):
+        return int(v.data.ptr) if hasattr(v, "data") and hasattr(v.data, "ptr") else int(v)
+
+    def encode(recipe, ps):
+        ints = [as_int(v) for v in ps]
+        return np.frombuffer(cuda_map(recipe, ints, ints[recipe.tensor]), record)[0]
+
+    return append_maps([TensorMapRecipe.from_json(r) for r in recipes], params, encode)
 
 
 def _tileiras() -> str | None:
@@ -463,6 +498,8 @@ def run(out_dir: str) -> int:
                     params.append(f32(a["f32"]))
                 else:
                     params.append(i32(a["i32"]))
+            if compiler != "tileiras":
+                params = _with_tensor_maps(out_dir, file, name, params)
             ms = _launch(cp, path, name, grid, manifest["block"].get(name, [128, 1, 1]), params)
             got = cp.asnumpy(dev[out_name]).astype(np.float64)
             err = float(np.max(np.abs(got - want) / (np.abs(want) + 1.0)))
@@ -504,6 +541,8 @@ def run_generated(out_dir: str, name: str) -> int:
                 params += [d, *[i32(x) for x in h.shape], *[i32(x // h.itemsize) for x in h.strides]]
             else:
                 params.append(d)
+        if compiler == "tilecore":
+            params = _with_tensor_maps(out_dir, file, name, params)
         kernel = cp.RawModule(path=os.path.join(out_dir, file)).get_function(name)
         kernel(tuple(override.get("grid", GEN_GRID)), (128, 1, 1), tuple(params))
         cp.cuda.runtime.deviceSynchronize()

@@ -93,25 +93,46 @@ def artifact_of(res, emit: str) -> bytes | str:
         return "\n".join(res.artifacts["ptx"].values())
     if emit == "llvm":
         return res.artifacts["llvm"]
+    if emit == "metadata":
+        import json
+
+        return json.dumps(kernel_metadata(res), indent=1) + "\n"
     return str(res.module)
 
 
-def kernel_summaries(res) -> list[str]:
-    """``name (N params, T threads/CTA)`` for every ``.entry`` of the result's PTX."""
+def kernel_metadata(res) -> dict:
+    """What a launcher needs of every ``.entry`` of the result's PTX (``--emit metadata``): its name,
+    parameter count, threads per CTA (``.reqntid``; None without one) and tensor-map recipes
+    (:mod:`tilecore.tensormaps`: the trailing parameters the launcher encodes)."""
     import re
 
-    out = []
+    from .tensormaps import kernel_recipes
+
+    recipes = kernel_recipes(res.module)
+    kernels = []
     for text in (res.artifacts.get("ptx") or {}).values():
         for m in re.finditer(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(([^)]*)\)([^{]*)", text):
-            nparams = m.group(2).count(".param")
             req = re.search(r"\.reqntid\s+(\d+)(?:,\s*(\d+))?(?:,\s*(\d+))?", m.group(3))
-            threads = ""
+            threads = None
             if req:
-                n = 1
+                threads = 1
                 for g in req.groups():
-                    n *= int(g) if g else 1
-                threads = f", {n} threads/CTA"
-            out.append(f"{m.group(1)} ({nparams} params{threads})")
+                    threads *= int(g) if g else 1
+            kernels.append({"name": m.group(1), "params": m.group(2).count(".param"), "threads_per_cta": threads,
+                            "tensor_maps": [r.to_json() for r in recipes.get(m.group(1), [])]})
+    return {"tilecore_metadata": 1, "kernels": kernels}
+
+
+def kernel_summaries(res) -> list[str]:
+    """``name (N params, T threads/CTA[, M tensor maps: ...])`` for every ``.entry`` of the result's PTX."""
+    from .tensormaps import TensorMapRecipe
+
+    out = []
+    for k in kernel_metadata(res)["kernels"]:
+        threads = f", {k['threads_per_cta']} threads/CTA" if k["threads_per_cta"] else ""
+        maps = [TensorMapRecipe.from_json(r) for r in k["tensor_maps"]]
+        tm = f", {len(maps)} tensor maps: " + "; ".join(r.describe() for r in maps) if maps else ""
+        out.append(f"{k['name']} ({k['params']} params{threads}{tm})")
     return out
 
 

@@ -22,7 +22,7 @@ import json
 import os
 import sys
 
-EMIT_SUFFIX = {"cubin": ".cubin", "ptx": ".ptx", "llvm": ".ll", "mlir": ".mlir"}
+EMIT_SUFFIX = {"cubin": ".cubin", "ptx": ".ptx", "llvm": ".ll", "mlir": ".mlir", "metadata": ".json"}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -48,7 +48,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="do not look up or store the result in the compile cache (see 'tilecore cache')")
     c.add_argument("-g", dest="debug", action="store_true", help="full debug info (ptxas -g)")
     c.add_argument("--lineinfo", action="store_true", help="line tables only (.loc / .file in PTX)")
-    c.add_argument("--emit", choices=list(EMIT_SUFFIX), default="cubin", help="what to write (default cubin)")
+    c.add_argument("--emit", choices=list(EMIT_SUFFIX), default="cubin",
+                   help="what to write (default cubin); metadata: JSON of each kernel's launch contract "
+                        "(parameters, threads per CTA, tensor-map recipes)")
     c.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every stage to stderr")
     c.add_argument("--dump-dir", metavar="DIR", help="write NN-<stage>.mlir after every stage")
     c.add_argument("--timing", action="store_true", help="per-stage wall time and patterns applied (stderr)")

@@ -11,7 +11,7 @@ class CompileOptions:
 
     ``opt_level``: -O0..-O3 (LLVM / ptxas level; the dialect cascade always runs);
     ``debug`` (-g) and ``lineinfo`` (--lineinfo): keep source locations to the PTX;
-    ``index_bitwidth``: width of ``index`` in LLVM; ``emit``: mlir | llvm | ptx | cubin;
+    ``index_bitwidth``: width of ``index`` in LLVM; ``emit``: mlir | llvm | ptx | cubin | metadata;
     ``print_ir_after_all`` / ``dump_dir`` / ``timing`` / ``remarks``: inspection;
     ``extra``: free-form plugin options (``--option key=value``).
     """

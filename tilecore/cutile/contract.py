@@ -6,6 +6,8 @@ parameter of rank n is its base pointer, its n extents and its n strides (in ele
 array's index type), a scalar is itself, a ``ct.Constant`` is no parameter. Threads per CTA come
 from the kernel's ``nvvm.reqntid``, the cluster shape from ``nvvm.cluster_dim``, and tilecore's
 kernels use no dynamic shared memory. The grid is the tile-block grid (one CTA per tile block).
+A kernel whose K loops read tiles by TMA takes one more parameter per tensor map after those, which the
+launcher encodes from the others by the kernel's recipes (:mod:`tilecore.tensormaps`).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class LaunchContract:
     cluster: tuple[int, int, int]
     shared_bytes: int
     params: tuple[ParamEntry, ...]
+    tensor_maps: tuple = ()  # TensorMapRecipe per trailing tensor-map parameter (tilecore.tensormaps)
 
     @property
     def threads_per_cta(self) -> int:
@@ -59,8 +62,10 @@ class LaunchContract:
     def describe(self) -> str:
         """Multi-line text: the kernel, its block, cluster, shared memory and every parameter."""
         lines = [f"kernel {self.kernel}: block {self.threads} ({self.threads_per_cta} threads per CTA), cluster "
-                 f"{self.cluster}, {self.shared_bytes} bytes of dynamic shared memory, {len(self.params)} parameters"]
+                 f"{self.cluster}, {self.shared_bytes} bytes of dynamic shared memory, {len(self.params)} parameters"
+                 + (f" and {len(self.tensor_maps)} tensor maps" if self.tensor_maps else "")]
         lines += [f"  {i}: {p}" for i, p in enumerate(self.params)]
+        lines += [f"  {r.describe()}" for r in self.tensor_maps]
         return "\n".join(lines)
 
 
@@ -78,7 +83,11 @@ def build_contract(module, symbol: str, specs, names) -> LaunchContract:
     holder = find_kernel_module(module, symbol)
     func = next(op for op in holder.regions[0].blocks[0].operations
                 if op.operation.name == "llvm.func" and op.attributes["sym_name"].value == symbol)
-    types = [str(a.type) for a in func.regions[0].blocks[0].arguments]
+    from ..tensormaps import recipes_of
+
+    maps = tuple(recipes_of(func.operation))
+    args = list(func.regions[0].blocks[0].arguments)
+    types = [str(a.type) for a in args[:len(args) - len(maps)]]  # the cuTile parameters
     attrs = func.attributes
     threads = _dense(attrs["nvvm.reqntid"]) if "nvvm.reqntid" in attrs else (1, 1, 1)
     cluster = _dense(attrs["nvvm.cluster_dim"]) if "nvvm.cluster_dim" in attrs else (1, 1, 1)
@@ -99,7 +108,7 @@ def build_contract(module, symbol: str, specs, names) -> LaunchContract:
             raise TilecoreError(f"kernel '{symbol}': parameter {len(params)} ({name}, {kind}) has LLVM type {t}")
         params.append(ParamEntry(kind, i, name, axis, t, dtype))
     return LaunchContract(symbol, tuple(threads) + (1,) * (3 - len(threads)),
-                          tuple(cluster) + (1,) * (3 - len(cluster)), 0, tuple(params))
+                          tuple(cluster) + (1,) * (3 - len(cluster)), 0, tuple(params), maps)
 
 
 def check_grid(grid, contract: LaunchContract) -> tuple[int, int, int]:
@@ -164,10 +173,12 @@ def index_value(v: int, type_: str, entry: ParamEntry):
     return np.int32(v) if key == "i32" else np.int64(v)
 
 
-def marshal(contract: LaunchContract, values, pointer) -> list:
+def marshal(contract: LaunchContract, values, pointer, tensor_map=None) -> list:
     """The kernel parameters for bound ``values`` (:class:`~.arrays.ArrayArg` / scalars, one per Python
     parameter), in the contract's order: ``pointer(array_arg)`` for each base pointer, numpy integers of
-    the index width for extents and strides, numpy scalars for scalars."""
+    the index width for extents and strides, numpy scalars for scalars; then, for a kernel with tensor maps,
+    ``tensor_map(recipe, params)`` for each (the encoded map; None leaves them to the launcher: the
+    emulator encodes them itself)."""
     out = []
     for e in contract.params:
         v = values[e.arg]
@@ -179,4 +190,11 @@ def marshal(contract: LaunchContract, values, pointer) -> list:
             out.append(index_value(v.strides[e.axis], e.type, e))
         else:
             out.append(scalar_value(v, e.dtype, e.name))
+    if contract.tensor_maps and tensor_map is not None:
+        from ..tensormaps import append_maps
+
+        try:
+            out = append_maps(contract.tensor_maps, out, tensor_map)
+        except ValueError as e:
+            raise TilecoreError(f"kernel '{contract.kernel}': {e}") from None
     return out

@@ -118,9 +118,15 @@ def launch_config(contract, grid):
 
 def parameters(contract, values) -> list:
     """The kernel parameters, marshalled by ``contract``: what ``cuda.core.launch`` receives."""
+    import ctypes
+
+    from ..tensormaps import MAP_BYTES, cuda_map
     from .contract import marshal
 
-    return marshal(contract, values, lambda a: int(a.ptr))
+    def tensor_map(recipe, params):  # the driver's encoding, passed by value (a 128-byte parameter)
+        return (ctypes.c_ubyte * MAP_BYTES).from_buffer_copy(cuda_map(recipe, params, int(params[recipe.tensor])))
+
+    return marshal(contract, values, lambda a: int(a.ptr), tensor_map)
 
 
 def run(compiled, stream, grid, values) -> None:

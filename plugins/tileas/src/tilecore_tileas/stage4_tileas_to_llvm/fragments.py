@@ -12,7 +12,7 @@ initial splat, the usual zero accumulator, costs nothing to convert).
 
 from __future__ import annotations
 
-from tilecore.mlir import ir
+from tilecore.mlir import dialects, ir
 
 from ..layout import Blocked
 from ..layout.fragment import Fragment, WgFragment, fragment, wg_fragment
@@ -46,21 +46,43 @@ def store_fragment(cg, tile: TileV, at: int, pitch: int) -> None:
         cg.smem_store(at, cg.op("arith.addi", cg.op("arith.muli", row, cg.c32(pitch)), col), v)
 
 
+EXCHANGE_BYTES = 32 * 1024  # shared memory one conversion of a fragment tile to blocked registers may take
+
+
 def to_blocked(cg, tile: TileV) -> TileV:
     """``tile`` (a fragment) in the blocked layout of its shape."""
     lay = cg.layout(tile.shape)
     one = _uniform(tile)
     if one is not None:
         return TileV(lay, [one] * lay.regs)
-    store_fragment(cg, tile, 0, tile.shape[1])
-    cg.reserve(tile.layout.n * elem_bytes(cg.storage_type(tile.regs[0].type)))
-    cg.barrier()
     el = tile.regs[0].type
-    regs = []
-    for k in range(lay.regs):
-        f = cg.flat_in_tile(lay, k)
-        regs.append(cg.smem_load(0, f, el))
-    cg.barrier()
+    rows, cols = tile.shape
+    row_bytes = cols * elem_bytes(cg.storage_type(el))
+    if rows * row_bytes <= EXCHANGE_BYTES:
+        store_fragment(cg, tile, 0, cols)
+        cg.reserve(rows * row_bytes)
+        cg.barrier()
+        regs = [cg.smem_load(0, cg.flat_in_tile(lay, k), el) for k in range(lay.regs)]
+        cg.barrier()
+        return TileV(lay, regs)
+    # A tile larger than the exchange budget (a 128 x 128 f32 accumulator: 64 KiB) goes through in bands of
+    # rows: each thread writes the registers of the band and reads back the blocked registers in it.
+    band = max(1, EXCHANGE_BYTES // row_bytes)
+    regs = [None] * lay.regs
+    cg.reserve(band * row_bytes)
+    for r0 in range(0, rows, band):
+        for k, v in enumerate(tile.regs):
+            row, col = fragment_coords(cg, tile.layout, k)
+            local = cg.op("arith.subi", row, cg.c32(r0))
+            index = cg.op("arith.addi", cg.op("arith.muli", local, cg.c32(cols)), col)
+            cg.masked(cg.cmpi(6, local, cg.c32(band)), lambda index=index, v=v: cg.smem_store(0, index, v))
+        cg.barrier()
+        for k in range(lay.regs):
+            local = cg.op("arith.subi", cg.flat_in_tile(lay, k), cg.c32(r0 * cols))
+            old = regs[k] if regs[k] is not None else dialects.llvm.mlir_poison(el)
+            regs[k] = cg.masked(cg.cmpi(6, local, cg.c32(band * cols)), lambda local=local: cg.smem_load(0, local, el),
+                                old, el)
+        cg.barrier()
     return TileV(lay, regs)
 
 

@@ -1,0 +1,154 @@
+"""TMA-fed K loops on sm_90 / sm_90a (cute's ``copy.sm90.tma.tile``): the stage-4 ops, the kernel's tensor-map
+parameters and recipes, the SASS, and the numbers in the emulator on partial tiles."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+
+import cutile_kernels as ck
+import numpy as np
+import pytest
+from emulated_kernels import KernelSet, arr, cdiv
+
+from tilecore.compiler import compile_file
+from tilecore.options import CompileOptions
+
+pytest.importorskip("cuda.tile")
+
+KERNELS = {
+    # f16 128 x 128 x 64: A rows of 128 bytes (128B swizzle), B two 128B-swizzle columns of 64 elements
+    "tma_f16": (ck.matmul_f32acc, ["f16[2]/16", "f16[2]/16", "f32[2]/16", 128, 128, 64]),
+    # bf16 128 x 64 x 32: A rows of 64 bytes (64B swizzle), B one 128B column
+    "tma_bf16": (ck.matmul_f32acc, ["bf16[2]/16", "bf16[2]/16", "f32[2]/16", 128, 64, 32]),
+    # no stride facts: the alignment is only known at run time, so no TMA
+    "no_facts": (ck.matmul_f32acc, ["f16[2]", "f16[2]", "f32[2]", 128, 128, 64]),
+}
+_K = KernelSet(KERNELS, "tileas-tma-")
+
+
+def _path(name: str) -> str:
+    path = os.path.join(_K._dir, f"{name}.tileirbc")
+    if not os.path.exists(path):
+        kernel, params = KERNELS[name]
+        ck.export_spec(kernel, params, name, path)
+    return path
+
+
+def _kernel_func(text: str) -> str:
+    return next(ln for ln in text.splitlines() if "llvm.func @" in ln and "nvvm.kernel" in ln)
+
+
+def test_tma_k_loop_ops_and_tensor_map_parameters():
+    """sm_90a, bf16 128 x 64 x 32 (12 KiB a stage: 3 stages): thread 0 initialises and invalidates 3 mbarriers
+    and issues one box for A and one for B per stage (2 stages in the prologue, 1 per iteration, each after a
+    proxy fence); every thread waits on the stage's phase; no cp.async. Two tensor-map parameters follow the
+    15 cuTile ones (byval 128 bytes, grid constant), their recipes in the kernel's tilecore.tensor_maps
+    attribute."""
+    text = str(compile_file(_path("tma_bf16"), "sm_90a", stop_after="convert-tileas-to-llvm").module)
+    assert text.count('"cute_nvgpu.tma_load"') == 2 * 2 + 2
+    assert text.count('"cute_nvgpu.mbarrier_init"') == 3 and text.count('"cute_nvgpu.mbarrier_inval"') == 3
+    assert text.count('"cute_nvgpu.mbarrier_try_wait_parity"') == 1
+    assert text.count('"cute_nvgpu.mbarrier_arrive_expect_tx"') == 2 + 1
+    assert text.count('"cute_nvgpu.fence_view_async_shared"') == 1  # before a refill, in the loop
+    assert "cute_nvgpu.cp_async" not in text and text.count('"cute_nvgpu.wgmma"') == 4  # one loop, no fallback
+    assert "arith.constant 12288 : i32" in text  # the bytes a stage expects
+    sig = _kernel_func(text)
+    assert sig.count("nvvm.grid_constant") == 2 and sig.count("llvm.byval = !llvm.array<128 x i8>") == 2
+    recipes = json.loads(re.search(r'tilecore.tensor_maps = "(.*?)"', text).group(1).replace("\\22", '"'))
+    assert recipes == [
+        {"param": 15, "tensor": 0, "data_type": 9, "global_dim": [{"param": 2}, {"param": 1}],
+         "global_strides": [{"param": 3, "scale": 2}], "box_dim": [32, 128], "element_strides": [1, 1],
+         "swizzle": 2, "interleave": 0, "l2_promotion": 0, "oob_fill": 0},
+        {"param": 16, "tensor": 5, "data_type": 9, "global_dim": [{"param": 7}, {"param": 6}],
+         "global_strides": [{"param": 8, "scale": 2}], "box_dim": [64, 32], "element_strides": [1, 1],
+         "swizzle": 3, "interleave": 0, "l2_promotion": 0, "oob_fill": 0}]
+
+
+def test_tma_one_stage_and_two_boxes_per_tile():
+    """f16 128 x 128 x 64 (32 KiB a stage: one stage in 48 KiB): no prologue, each iteration loads A (one
+    128B-swizzle box of 64 x 128) and B (two boxes of 64 x 64, one per 128-byte column) after the barrier."""
+    text = str(compile_file(_path("tma_f16"), "sm_90a", stop_after="convert-tileas-to-llvm").module)
+    assert text.count('"cute_nvgpu.tma_load"') == 3 and text.count('"cute_nvgpu.mbarrier_init"') == 1
+    assert text.count('"cute_nvgpu.mbarrier_arrive_expect_tx"') == 1 and "arith.constant 32768 : i32" in text
+
+
+def test_tma_stage5_forms_and_ptx():
+    """Stage 5 lowers the atom's ops to nvvm (cp.async.bulk.tensor tile mode on an mbarrier); the PTX takes the
+    maps as ``.param .align 64 .b8 ..[128]`` and ptxas accepts it."""
+    res = compile_file(_path("tma_f16"), "sm_90a", CompileOptions(emit="ptx"))
+    ptx = "\n".join(res.artifacts["ptx"].values())
+    assert len(re.findall(r"\.param \.align 64 \.b8 \w+_param_1[56]\[128\]", ptx)) == 2
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes" in ptx
+    assert "mbarrier.try_wait.parity" in ptx and "fence.proxy.async.shared::cta" in ptx
+    assert "mbarrier.inval" in ptx and "cp.async.cg" not in ptx
+
+
+def _sass_counts(cubin: bytes, tmp) -> dict:
+    from tilecore.serialize import find_nvidia_tool
+
+    tool = find_nvidia_tool("cuobjdump")
+    if not tool:
+        pytest.skip("needs cuobjdump")
+    path = tmp / "k.cubin"
+    path.write_bytes(cubin)
+    sass = subprocess.run([tool, "-sass", str(path)], capture_output=True, text=True, check=True).stdout
+    ops = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", sass)
+    return {k: ops.count(k) for k in ("UTMALDG", "HGMMA", "SYNCS", "LDGSTS", "HMMA")}
+
+
+@pytest.mark.parametrize("sm, mma", [("sm_90a", "HGMMA"), ("sm_90", "HMMA")])
+def test_tma_sass(sm, mma, tmp_path):
+    """The cubin loads tiles with UTMALDG on SYNCS (mbarrier) and no LDGSTS: wgmma (HGMMA) on sm_90a, mma.sync
+    (HMMA) reading the same swizzled stages on sm_90."""
+    c = _sass_counts(compile_file(_path("tma_f16"), sm).artifacts["cubin"], tmp_path)
+    assert c["UTMALDG"] >= 3 and c["SYNCS"] > 0 and c["LDGSTS"] == 0 and c[mma] > 0, c
+
+
+@pytest.mark.parametrize("name, sm, mnk", [("tma_f16", "sm_90a", (200, 136, 136)), ("tma_bf16", "sm_90a", (130, 72, 40)),
+                                           ("tma_f16", "sm_90", (136, 136, 72)), ("tma_bf16", "sm_90a", (64, 8, 8))])
+def test_tma_k_loop_numbers(name, sm, mnk):
+    """Partial tiles in M, N and K (TMA's zero fill is the loads' zero padding), rings that wrap (phases flip),
+    and a K loop shorter than the prologue: C = A @ B."""
+    m, n, k = mnk
+    rng = np.random.default_rng(3)
+    el = "bf16" if "bf16" in name else "f16"
+    from test_mma_atoms import _operand
+
+    (a, av), (b, bv) = _operand(rng, (m, k), el), _operand(rng, (k, n), el)
+    c = np.zeros((m, n), np.float32)
+    tm, tn = KERNELS[name][1][3:5]
+    _K.run(name, sm, (cdiv(m, tm), cdiv(n, tn), 1), arr(a) + arr(b) + arr(c))
+    want = av @ bv
+    np.testing.assert_allclose(c, want, atol=1e-4 * np.abs(want).max(), rtol=0)
+
+
+def test_tma_off_and_without_stride_facts():
+    """``--option tileas.tma=off`` keeps the cp.async pipeline and the cuTile parameters; so does a kernel
+    whose alignment is only known at run time."""
+    off = str(compile_file(_path("tma_f16"), "sm_90a", CompileOptions(emit="mlir", extra={"tileas.tma": "off"}),
+                           stop_after="convert-tileas-to-llvm").module)
+    plain = str(compile_file(_path("no_facts"), "sm_90a", stop_after="convert-tileas-to-llvm").module)
+    for text in (off, plain):
+        assert "tma_load" not in text and "tilecore.tensor_maps" not in text and "cute_nvgpu.cp_async" in text
+        assert "grid_constant" not in _kernel_func(text)
+
+
+def test_tma_kernel_through_the_cutile_front_door():
+    """tilecore.cutile on the CPU: the contract lists the two tensor maps after the cuTile parameters, the
+    emulator encodes them from the arguments, the numbers are A @ B."""
+    import tilecore.cutile as tc
+
+    m, n, k = 136, 72, 72
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    c = np.zeros((m, n), np.float32)
+    kern = tc.compile(ck.matmul_f32acc, (a, b, c, 128, 128, 64), gpu_name="sm_90a")
+    desc = kern.contract.describe()
+    assert "15 parameters and 2 tensor maps" in desc and "param 15: tensor map of param 0 (f16" in desc
+    kern.launch(None, (cdiv(m, 128), cdiv(n, 128)), (a, b, c, 128, 128, 64))
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c, want, atol=1e-4 * np.abs(want).max(), rtol=0)
