@@ -61,3 +61,10 @@ def tilecore_register_atoms(target):
 @hookspec
 def tilecore_register_input_formats():
     """Return :class:`tilecore.inputs.InputFormat` readers keyed by magic bytes / suffix."""
+
+
+@hookspec
+def tilecore_register_emulator_ops():
+    """Return :class:`tilecore.emulate.optable.EmulatorOps` objects: rows for the CPU emulator's op table
+    (nvvm op name -> rewrite), the runtime symbols those rewrites call (with their Python handlers) and
+    per-CTA state (see the :mod:`tilecore.emulate.optable` docstring)."""

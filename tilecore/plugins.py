@@ -197,6 +197,13 @@ class PluginManager:
         return self._cached("inputs", lambda: list(self._unique(
             "input format", self.call("tilecore_register_input_formats", InputFormat)).values()))
 
+    def emulator_ops(self) -> dict:
+        """The emulator extensions (:class:`~tilecore.emulate.optable.EmulatorOps`) by name."""
+        from .emulate.optable import EmulatorOps
+
+        return self._cached("emulator_ops", lambda: self._unique(
+            "emulator extension", self.call("tilecore_register_emulator_ops", EmulatorOps)))
+
     def atoms(self, target) -> dict:
         from .atoms import Atom
 

@@ -37,6 +37,16 @@ Emulated tensor-core / async-copy forms (PTX ISA sections cited at each row):
 - ``nvvm.cp.async.bulk.tensor.shared.cluster.global`` tile mode, 1-5-D, completing on an mbarrier, with the
   emulator's tensor maps (:mod:`.tensormap`); the predicated form also as convert-nvvm-to-llvm's inline PTX.
 
+Plugins add rows (hook ``tilecore_register_emulator_ops``): each returns :class:`EmulatorOps` objects with
+``rows`` (nvvm op name -> :class:`OpRow`, looked up by :func:`row` after the core's :data:`NVVM_OPS`, which a
+plugin cannot override), the runtime ``symbols`` those rows call (:class:`RuntimeSymbol`: MLIR signature,
+ctypes prototype and the Python handler ``handler(rt, ctx, *args)`` run with the launch's
+:class:`.runtime.DeviceRuntime`), and per-CTA state (``new_cta(rt)``, reached with ``rt.ext_state(ext)``;
+``cta_end(rt, ctx, state)`` when the CTA's last thread exits, e.g. to report leaks with ``rt.fail_at``). A
+handler may defer work until a thread waits on an mbarrier (``rt.defer_until_wait``, as the bulk tensor copies
+land). A blocked plugin (``TILECORE_DISABLED_PLUGINS``) contributes nothing: its ops fail with their name.
+The ``sm100`` plugin adds Blackwell's tensor memory and tcgen05 ops this way.
+
 Not emulated: ``stmatrix``, the other cp.async.bulk forms (shared -> global, prefetch, reduce, im2col,
 multicast), wgmma with A from registers, sparse wgmma, b1 wgmma, descriptors with a non-zero base offset,
 tensor maps with elementStrides other than 1 or interleave, clusters of more than one CTA.
@@ -45,7 +55,7 @@ tensor maps with elementStrides other than 1 or interleave, clusters of more tha
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import TilecoreError, format_location
@@ -978,11 +988,57 @@ NVVM_OPS: dict[str, OpRow] = {
 }
 
 
+@dataclass
+class RuntimeSymbol:
+    """A runtime symbol a plugin's rows call: its MLIR ``signature`` (context pointer first, as in
+    :data:`RUNTIME_SYMBOLS`), the ctypes ``proto`` of the callback, ``handler(rt, ctx, *args)`` and the value
+    returned when the handler raises (the launch then fails with an internal error)."""
+
+    signature: str
+    proto: object
+    handler: Callable
+    fallback: object = None
+
+
+@dataclass
+class EmulatorOps:
+    """A plugin's contribution to the emulator (see the module docstring): ``name`` (unique), ``rows``,
+    ``symbols``, ``new_cta(rt)`` (the per-CTA state, or None) and ``cta_end(rt, ctx, state)`` (or None)."""
+
+    name: str
+    rows: dict[str, OpRow] = field(default_factory=dict)
+    symbols: dict[str, RuntimeSymbol] = field(default_factory=dict)
+    new_cta: Callable | None = None
+    cta_end: Callable | None = None
+    plugin: str = ""
+
+
+def extensions() -> list[EmulatorOps]:
+    """The emulator extensions of the loaded plugins."""
+    from ..plugins import get_plugin_manager
+
+    return list(get_plugin_manager().emulator_ops().values())
+
+
+def _ext_row(ext: EmulatorOps, r: OpRow) -> OpRow:
+    def rewrite(op, rw):
+        for sym, s in ext.symbols.items():
+            rw.declare(sym, s.signature)
+        return r.rewrite(op, rw)
+    return OpRow(rewrite, r.collective)
+
+
 def row(op_name: str) -> OpRow | None:
-    """The table row for an nvvm op (special registers share one row)."""
+    """The table row for an nvvm op (special registers share one row; then the core's table, then the
+    plugins' rows)."""
     if op_name.startswith("nvvm.read.ptx.sreg."):
         return OpRow(_sreg)
-    return NVVM_OPS.get(op_name)
+    if op_name in NVVM_OPS:
+        return NVVM_OPS[op_name]
+    for ext in extensions():
+        if op_name in ext.rows:
+            return _ext_row(ext, ext.rows[op_name])
+    return None
 
 
 # ---------------------------------------------------------------- integer division

@@ -76,6 +76,14 @@ class _WgmmaState:
         self.issued: set[int] = set()
 
 
+class WaitToken:
+    """What threads wait for in :meth:`DeviceRuntime.wait_for` (a plugin's collective)."""
+
+    def __init__(self):
+        self.done = False
+        self.waiting = 0
+
+
 class _WarpSlot:
     def __init__(self, code: int, need: int):
         self.code = code
@@ -114,6 +122,8 @@ class DeviceRuntime:
         self.tma_pending: dict[int, list] = {}  # mbarrier address -> bulk tensor copies not landed yet
         self.wg_slots: dict[int, _WarpSlot] = {}  # warpgroup -> threads gathered for a wgmma.mma_async
         self.wgmma_state: dict[int, _WgmmaState] = {}  # warpgroup -> its issued / committed wgmma.mma_async ops
+        self.ext: dict[str, tuple] = {}  # plugin extension name -> (EmulatorOps, its state for this CTA)
+        self.mbar_deferred: dict[int, list] = {}  # mbarrier address -> work run when a thread waits on it
         self.done = 0
 
     # ---- helpers
@@ -135,6 +145,65 @@ class DeviceRuntime:
         if self.aborted:
             C.set_slot(ctx, C.ABORT, 1)
         return self.aborted
+
+    def fail_at(self, ctx: int, message: str) -> None:
+        """Fail the launch with ``message`` and the thread's place (lock held)."""
+        self.fail(TilecoreError(f"{message} ({self._where(ctx)})"))
+        self._aborted(ctx)
+
+    def is_aborted(self, ctx: int) -> bool:
+        """True (and the thread's abort flag set) when the launch has failed (lock held)."""
+        return self._aborted(ctx)
+
+    def warp_members(self, warp: int) -> int:
+        """How many threads of ``warp`` are in the block and have not exited (lock held)."""
+        return sum(1 for t in range(32 * warp, min(32 * warp + 32, self.nthreads)) if t not in self.exited)
+
+    def wait_for(self, ctx: int, token: WaitToken) -> bool:
+        """Block the thread until :meth:`release` of ``token`` (lock held; counts for deadlock detection);
+        False when the launch failed meanwhile."""
+        if token.done:
+            return not self._aborted(ctx)
+        token.waiting += 1
+        return self._wait(self.cta_cond, lambda: token.done, ctx)
+
+    def release(self, token: WaitToken) -> None:
+        """Wake the threads waiting for ``token`` (lock held)."""
+        token.done = True
+        self.blocked -= token.waiting
+        token.waiting = 0
+        self.cta_cond.notify_all()
+
+    def ext_state(self, ext):
+        """The running CTA's state of plugin extension ``ext`` (:class:`.optable.EmulatorOps`), made by
+        ``ext.new_cta(self)`` on first use (lock held)."""
+        got = self.ext.get(ext.name)
+        if got is None:
+            got = self.ext[ext.name] = (ext, ext.new_cta(self) if ext.new_cta else None)
+        return got[1]
+
+    def defer_until_wait(self, ctx: int, mbar: int, work) -> None:
+        """Run ``work(ctx)`` (lock held) when a thread next waits on (or tests) the mbarrier at host address
+        ``mbar``, before the wait looks at the phase; at once when threads already wait on it (lock held).
+        Asynchronous operations that complete on an mbarrier (tcgen05.commit) land this way, like the bulk
+        tensor copies."""
+        mb = self.mbarriers.get(mbar)
+        if mb is not None and mb.waiting:
+            work(ctx)
+        else:
+            self.mbar_deferred.setdefault(mbar, []).append(work)
+
+    def _run_deferred(self, ctx: int, mbar: int) -> None:
+        for work in self.mbar_deferred.pop(mbar, []):
+            if self.aborted:
+                return
+            work(ctx)
+
+    def arrive_on(self, ctx: int, mbar: int, name: str) -> None:
+        """One arrival (count 1) on the mbarrier at ``mbar`` on behalf of an asynchronous operation (lock held)."""
+        mb = self._mb_get(ctx, mbar, name)
+        if mb is not None:
+            self._mb_arrive(ctx, mb, 1, False, True, name)
 
     def _check_deadlock(self, ctx: int) -> None:
         if self.live and self.blocked >= self.live:
@@ -329,6 +398,7 @@ class DeviceRuntime:
             # waits: a state (the phase number arrive returned) or a phase parity; the bulk tensor copies
             # that signal this mbarrier land first
             self._tma_land(ctx, addr)
+            self._run_deferred(ctx, addr)
             if self.aborted:
                 return 0
             if name.endswith("state"):
@@ -512,6 +582,9 @@ class DeviceRuntime:
             self.done += 1
             gen = self.cta_gen
             if self.done == self.nthreads:
+                for ext, state in list(self.ext.values()):
+                    if ext.cta_end is not None and not self.aborted:
+                        ext.cta_end(self, ctx, state)
                 self._reset_cta()
                 self.cta_gen += 1
                 self.cta_cond.notify_all()
@@ -631,17 +704,27 @@ CALLBACKS = {
 
 
 def make_callbacks(current):
-    """ctypes callbacks for every runtime symbol, dispatching to ``current()`` (the running launch)."""
+    """ctypes callbacks for every runtime symbol, dispatching to ``current()`` (the running launch); also the
+    symbols of the plugins' emulator extensions (:class:`.optable.RuntimeSymbol`)."""
+    from .optable import extensions
+
+    table = {sym: (proto, method, fallback) for sym, (proto, method, fallback) in CALLBACKS.items()}
+    for ext in extensions():
+        for sym, s in ext.symbols.items():
+            table.setdefault(sym, (s.proto, s.handler, s.fallback))
     out = {}
-    for sym, (proto, method, fallback) in CALLBACKS.items():
+    for sym, (proto, method, fallback) in table.items():
         def tramp(ctx, *args, _m=method, _fb=fallback):
             rt = current()
             try:
+                if callable(_m):
+                    return _m(rt, ctx, *args)
                 return getattr(rt, _m)(ctx, *args)
             except Exception as e:  # noqa: BLE001 - never let a traceback escape a callback
                 with rt.lock:
                     rt.fail(e if isinstance(e, _BadPointer) else
-                            TilecoreError(f"internal error in the emulator ({_m}): {type(e).__name__}: {e}"))
+                            TilecoreError(f"internal error in the emulator ({getattr(_m, '__name__', _m)}): "
+                                          f"{type(e).__name__}: {e}"))
                 C.set_slot(ctx, C.ABORT, 1)
                 return _fb
         out[sym] = proto(tramp)

@@ -20,3 +20,10 @@ def tilecore_register_patterns(stage, target, options):
     from .tcgen05 import patterns
 
     return patterns()
+
+
+@hookimpl
+def tilecore_register_emulator_ops():
+    from .emulate_tcgen05 import emulator_ops
+
+    return [emulator_ops()]

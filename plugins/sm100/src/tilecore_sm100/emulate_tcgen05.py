@@ -1,0 +1,553 @@
+"""Blackwell tcgen05 ops in the CPU emulator: the ``sm100`` emulator extension (hook
+``tilecore_register_emulator_ops``; how extensions work: the :mod:`tilecore.emulate.optable` docstring).
+
+The forms (op, operand types, attributes) are listed in ``plugins/sm100/TCGEN05-FORMS.md``; the semantics
+follow the PTX ISA, "TensorCore 5th Generation Family Instructions" (section 9.7.16; numbers of PTX ISA 9.x):
+
+- ``nvvm.tcgen05.alloc`` / ``dealloc`` / ``relinquish_alloc_permit`` (9.7.16.7.1): :mod:`.emulate_tmem`;
+- ``nvvm.tcgen05.mma`` (9.7.16.10.9 "tcgen05.mma"): kinds f16 (f16 / bf16 -> f32), tf32 (-> f32), i8
+  (s8 / u8 -> s32, wrapping or saturating), f8f6f4 (e4m3 / e5m2 -> f32); cta_group::1, M = 64 or 128,
+  N a multiple of 8 (M = 64) or 16 (M = 128) up to 256, K = 32 bytes of A / B per row; A and B from shared
+  memory through shared-memory descriptors (9.7.16.4.1 "Shared memory descriptor"), the 32-bit instruction
+  descriptor (9.7.16.4.2 "Instruction descriptor", Table 42: sparsity, saturate, dtype, atype, btype,
+  negate A / B, transpose A / B, N >> 3, M >> 4), enable-input-d (D = A B, or A B + D), D in tensor memory
+  (9.7.16.10.5 "Data path layout": M = 128: row i in lane i; M = 64: row i in lane 32 (i / 16) + i % 16 of
+  the address's lane 0 or 16), column j of D in the column of the address + j (32-bit D types);
+- ``nvvm.tcgen05.commit`` (9.7.16.12.1 "tcgen05.commit"): one arrival on the mbarrier once the tcgen05.mma /
+  tcgen05.cp the thread issued before it complete;
+- ``nvvm.tcgen05.ld`` / ``nvvm.tcgen05.st`` (9.7.16.8.3 / 9.7.16.8.4) with shapes 32x32b, 16x64b, 16x128b,
+  16x256b (9.7.16.2.3 "Data Movement Shape", "Matrix fragments for shape ..."), ``nvvm.tcgen05.wait``
+  (9.7.16.8.5);
+- ``nvvm.tcgen05.cp`` (9.7.16.8.2 "tcgen05.cp") shapes 128x256b, 4x256b, 128x128b, no multicast, no
+  decompression;
+- ``nvvm.tcgen05.fence`` (9.7.16.6.4 "tcgen05.fence"): orders tcgen05 ops around thread synchronisation; the
+  emulator runs each op in program order, so it does nothing;
+- ``nvvm.tcgen05.mma_smem_desc``: the 64-bit descriptor from its fields (bit 46 = 1, the fixed 0b001).
+
+Asynchrony, as the emulator's wgmma / cp.async / bulk tensor copy models: tcgen05.mma and tcgen05.cp are
+queued per issuing thread; a tcgen05.commit takes the queue; the queued operations run, in issue order, and
+the commit's mbarrier gets its arrival when a thread next waits on (or tests) that mbarrier (at once when
+threads already wait on it). So D in tensor memory changes only when the MMA completes: a kernel that reads
+D with tcgen05.ld without waiting on the commit's mbarrier reads the old cells, as it may on the GPU. Operands
+are read from shared memory when the MMA runs. tcgen05.ld / tcgen05.st access tensor memory at once
+(``tcgen05.wait`` has nothing left to wait for). Operations never committed are dropped when the CTA ends.
+
+Shared-memory descriptors: the Blackwell layout of the wgmma descriptor (start address, LBO, SBO >> 4 in the
+same bits; swizzle in bits 61-63: 0 none, 2 128B, 4 64B, 6 32B = the wgmma codes 1, 2, 3 shifted by one bit)
+plus the fixed 0b001 in bits 46-48, so the canonical layouts, the swizzle and the address arithmetic are
+those of :mod:`tilecore.emulate.hopper` (imported). Not emulated (the launch fails naming them): base offset
+!= 0, the absolute-address LBO mode (bit 52), 128B swizzle with 32-byte atoms (mode 1), sparsity, f16 D,
+the f6 / f4 types of kind f8f6f4, the block-scaled kinds, cta_group::2, A in tensor memory, ``.ws``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+from functools import partial
+
+import numpy as np
+
+from tilecore.emulate import context as C
+from tilecore.emulate import hopper
+from tilecore.emulate.memcheck import ATOMIC, STORE
+from tilecore.emulate.optable import EmulatorOps, OpRow, RuntimeSymbol
+from tilecore.emulate.runtime import WaitToken
+
+from . import emulate_tmem as T
+from .emulate_tmem import TensorMemory, split_address
+
+NAME = "sm100-tcgen05"
+
+# ---------------------------------------------------------------- instruction descriptor
+# PTX ISA 9.7.16.4.2 "Instruction descriptor", Table 42 (.kind::tf32, ::f16, ::f8f6f4, ::i8): field -> (bit, width)
+IDESC_FIELDS = {
+    "sparse_sel": (0, 2), "sparse": (2, 1), "saturate": (3, 1), "dtype": (4, 2), "atype": (7, 3), "btype": (10, 3),
+    "neg_a": (13, 1), "neg_b": (14, 1), "trans_a": (15, 1), "trans_b": (16, 1), "n3": (17, 6), "m4": (24, 5),
+    "max_shift": (30, 2),
+}
+# kind -> the atype / btype codes of Table 42 the emulator runs (E2M3 3, E3M2 4, E2M1 5 of f8f6f4 are not)
+AB_TYPES = {"f16": {0: "f16", 1: "bf16"}, "tf32": {2: "tf32"}, "f8f6f4": {0: "e4m3", 1: "e5m2"},
+            "i8": {0: "u8", 1: "s8"}}
+D_TYPES = {"f16": {1: "f32"}, "tf32": {1: "f32"}, "f8f6f4": {1: "f32"}, "i8": {2: "s32"}}  # F16 = 0 not run
+K_BYTES = 32  # K of one MMA: 16 f16 / bf16, 8 tf32, 32 8-bit elements (PTX ISA "tcgen05.mma", valid shapes)
+KINDS = ("f16", "tf32", "f8f6f4", "i8")
+
+
+def decode_idesc(idesc: int, kind: str) -> dict:
+    """The fields of a 32-bit instruction descriptor of ``.kind::<kind>`` (ValueError for what is not run)."""
+    f = {name: (idesc >> lo) & ((1 << w) - 1) for name, (lo, w) in IDESC_FIELDS.items()}
+    what = f"instruction descriptor {idesc & 0xFFFFFFFF:#010x} (.kind::{kind})"
+    if f["sparse"]:
+        raise ValueError(f"{what}: sparsity (bit 2) is not emulated")
+    a, b = AB_TYPES[kind].get(f["atype"]), AB_TYPES[kind].get(f["btype"])
+    d = D_TYPES[kind].get(f["dtype"])
+    if a is None or b is None or d is None:
+        raise ValueError(f"{what}: atype {f['atype']} / btype {f['btype']} / dtype {f['dtype']} is not a "
+                         f"combination the emulator runs (atype / btype {AB_TYPES[kind]}, dtype {D_TYPES[kind]})")
+    if kind in ("f16", "i8") and (a == "bf16") != (b == "bf16"):
+        raise ValueError(f"{what}: A is {a} and B is {b} (.kind::f16 needs both f16 or both bf16)")
+    if kind == "i8" and (f["neg_a"] or f["neg_b"]):
+        raise ValueError(f"{what}: negate A / B must be 0 for .kind::i8")
+    if kind != "i8" and f["saturate"]:
+        raise ValueError(f"{what}: saturate (bit 3) is only for .kind::i8")
+    m, n = f["m4"] << 4, f["n3"] << 3
+    step = 8 if m == 64 else 16
+    if m not in (64, 128) or not step <= n <= 256 or n % step:
+        raise ValueError(f"{what}: M = {m}, N = {n} is not a cta_group::1 shape (M 64 with N a multiple of 8 up "
+                         "to 256, or M 128 with N a multiple of 16 up to 256)")
+    esize = hopper.ELEMENT_BYTES[a]
+    return {"kind": kind, "a": a, "b": b, "d": d, "m": m, "n": n, "k": K_BYTES // esize, "neg_a": f["neg_a"],
+            "neg_b": f["neg_b"], "a_kmajor": not f["trans_a"], "b_kmajor": not f["trans_b"],
+            "saturate": f["saturate"]}
+
+
+# ---------------------------------------------------------------- shared-memory descriptor
+# PTX ISA 9.7.16.4.1 "Shared memory descriptor": start >> 4 (0-13), LBO >> 4 (16-29), SBO >> 4 (32-45), fixed
+# 0b001 (46-48), base offset (49-51), LBO mode (52), swizzle (61-63: 0 none, 1 128B with 32B atoms, 2 128B,
+# 4 64B, 6 32B).
+def wgmma_descriptor(desc: int) -> int:
+    """The wgmma (Hopper) descriptor with the same fields, for :func:`tilecore.emulate.hopper.operand_addresses`
+    (ValueError for fields that are not emulated)."""
+    desc &= (1 << 64) - 1
+    what = f"shared-memory descriptor {desc:#018x}"
+    if (desc >> 46) & 7 != 1:
+        raise ValueError(f"{what}: bits 46-48 must hold the fixed value 0b001")
+    if (desc >> 52) & 1:
+        raise ValueError(f"{what}: the absolute-address leading-dimension mode (bit 52) is not emulated")
+    swz = desc >> 61
+    if swz not in (0, 2, 4, 6):
+        raise ValueError(f"{what}: swizzle mode {swz} is " + ("128B with 32-byte atoms, not emulated" if swz == 1
+                                                                else "invalid"))
+    return (desc & ((1 << 46) - 1)) | (desc & (7 << 49)) | ((swz >> 1) << 62)
+
+
+def make_descriptor(start: int, lbo: int, sbo: int, base: int = 0, lbo_mode: int = 0, swizzle: int = 0) -> int:
+    """The descriptor of ``nvvm.tcgen05.mma_smem_desc`` (``start`` / ``lbo`` / ``sbo`` already >> 4)."""
+    return ((start & 0x3FFF) | (lbo & 0x3FFF) << 16 | (sbo & 0x3FFF) << 32 | 1 << 46 | (base & 7) << 49
+            | (lbo_mode & 1) << 52 | (swizzle & 7) << 61)
+
+
+# ---------------------------------------------------------------- MMA
+def d_lanes(m: int, lane0: int) -> np.ndarray:
+    """Tensor-memory lane of each row of D (PTX ISA "Data path layout organization", cta_group::1)."""
+    i = np.arange(m)
+    if m == 128:
+        if lane0:
+            raise ValueError(f"an M = 128 D must start at lane 0, not lane {lane0}")
+        return i
+    if lane0 not in (0, 16):
+        raise ValueError(f"an M = 64 D must start at lane 0 or 16, not lane {lane0}")
+    return lane0 + 32 * (i // 16) + i % 16
+
+
+def run_mma(form: dict, lanes: np.ndarray, col: int, desc_a: int, desc_b: int, accumulate: bool,
+            tm: TensorMemory, smem: hopper.SharedMemory) -> None:
+    """D (tensor memory) = A B (+ D), A (M x K) and B (N x K as stored) read through wgmma descriptors."""
+    m, n, k = form["m"], form["n"], form["k"]
+    ea, eb = hopper.ELEMENT_BYTES[form["a"]], hopper.ELEMENT_BYTES[form["b"]]
+    ha = smem.host(hopper.operand_addresses(desc_a, m, k, ea, form["a_kmajor"]), ea)
+    hb = smem.host(hopper.operand_addresses(desc_b, n, k, eb, form["b_kmajor"]), eb)
+    a = hopper.decode(smem.read(ha, ea), form["a"]) * (-1 if form["neg_a"] else 1)  # (m, k)
+    b = hopper.decode(smem.read(hb, eb), form["b"]) * (-1 if form["neg_b"] else 1)  # (n, k)
+    cols = col + np.arange(n)
+    cells = tm.cells[lanes[:, None], cols[None, :]]
+    if form["d"] == "s32":
+        c = cells.view(np.int32).astype(np.int64) if accumulate else 0
+        dm = a.astype(np.int64) @ b.astype(np.int64).T + c
+        if form["saturate"]:
+            dm = np.clip(dm, -(1 << 31), (1 << 31) - 1)
+        out = (dm & 0xFFFFFFFF).astype(np.uint32)
+    else:
+        # exact products summed exactly with D and rounded once to f32 (the model of the wgmma rows:
+        # :func:`tilecore.emulate.hopper.wgmma`; the ISA leaves the internal precision open)
+        c = cells.view(np.float32).astype(np.float64) if accumulate else np.zeros((m, n))
+        prod = a[:, None, :] * b[None, :, :]
+        terms = np.concatenate([prod, c[:, :, None]], axis=2).reshape(m * n, k + 1)
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = hopper.exact_sums(terms).reshape(m, n).astype(np.float32).view(np.uint32)
+    tm.cells[lanes[:, None], cols[None, :]] = out
+
+
+# ---------------------------------------------------------------- tcgen05.cp
+# shape code (the Tcgen05CpShape enum) -> (name, rows, bytes per row)
+CP_SHAPES = {0: ("128x256b", 128, 32), 1: ("4x256b", 4, 32), 2: ("128x128b", 128, 16)}
+
+
+def run_cp(shape: int, lane0: int, col0: int, desc: int, tm: TensorMemory, smem: hopper.SharedMemory) -> None:
+    """tcgen05.cp: the source is ``rows`` rows of ``nbytes`` bytes in the canonical K-major layout the descriptor
+    describes (a row per lane, its bytes along the columns, 4 to a 32-bit cell)."""
+    _, rows, nbytes = CP_SHAPES[shape]
+    host = smem.host(hopper.operand_addresses(desc, rows, nbytes, 1, True), 1)
+    raw = np.ascontiguousarray(smem.read(host, 1)[..., 0])
+    tm.cells[lane0:lane0 + rows, col0:col0 + nbytes // 4] = raw.view(np.uint32)
+
+
+# ---------------------------------------------------------------- tcgen05.ld / st
+# shape code (the Tcgen05LdStShape enum) -> (name, registers per .num, largest .num)
+LDST_SHAPES = {3: ("32x32b", 1, 128), 0: ("16x64b", 1, 128), 1: ("16x128b", 2, 64), 2: ("16x256b", 4, 32)}
+
+
+def ldst_cells(shape: int, num: int, lane: int) -> tuple[np.ndarray, np.ndarray]:
+    """(lane offset, column offset) of each register of thread ``lane`` of the warp (PTX ISA 9.7.16.2.3.1
+    "Matrix fragments for shape .32x32b / .16x64b / .16x128b / .16x256b"; each repetition of the base shape
+    takes the next columns): 32x32b: register j = lane ``lane``, column j; 16x64b: lane lane / 4 + 8 (lane % 2),
+    column 2 j + (lane / 2) % 2; 16x128b: register 2 k + r = lane lane / 4 + 8 r, column 4 k + lane % 4;
+    16x256b: register 4 k + 2 r + c = lane lane / 4 + 8 r, column 8 k + 2 (lane % 4) + c."""
+    name = LDST_SHAPES[shape][0]
+    j = np.arange(num * LDST_SHAPES[shape][1])
+    if name == "32x32b":
+        return np.full_like(j, lane), j
+    if name == "16x64b":
+        return np.full_like(j, lane // 4 + 8 * (lane % 2)), 2 * j + (lane // 2) % 2
+    if name == "16x128b":
+        return lane // 4 + 8 * (j % 2), 4 * (j // 2) + lane % 4
+    return lane // 4 + 8 * ((j // 2) % 2), 8 * (j // 4) + 2 * (lane % 4) + j % 2
+
+
+# ---------------------------------------------------------------- runtime handlers
+LD, ST = 0, 1
+
+
+def _tid(ctx: int) -> int:
+    return C.slot(ctx, C.LINEAR_TID)
+
+
+def _fail(rt, ctx, e: ValueError) -> None:
+    rt.fail_at(ctx, str(e))
+
+
+def mma_issue(ext, rt, ctx, d, desc_a, desc_b, idesc, enable, kind) -> None:
+    """``__sm100_tcgen05_mma``: decode and check now, queue the MMA for the thread's next commit."""
+    with rt.lock:
+        if rt.is_aborted(ctx):
+            return
+        tm = rt.ext_state(ext)
+        try:
+            form = decode_idesc(idesc & 0xFFFFFFFF, KINDS[kind])
+            lane0, col = split_address(d)
+            lanes = d_lanes(form["m"], lane0)
+            tm.check_allocated(col, form["n"], "tcgen05.mma's D")
+            da, db = wgmma_descriptor(desc_a), wgmma_descriptor(desc_b)
+            for desc in (da, db):
+                if hopper.decode_descriptor(desc)["base_offset"]:
+                    raise ValueError(f"shared-memory descriptor {desc:#018x}: a base offset is not emulated")
+        except ValueError as e:
+            _fail(rt, ctx, ValueError(f"tcgen05.mma: {e}"))
+            return
+        tm.issued.setdefault(_tid(ctx), []).append(
+            ("tcgen05.mma", partial(run_mma, form, lanes, col, da, db, bool(enable & 1))))
+
+
+def cp_issue(ext, rt, ctx, taddr, desc, shape) -> None:
+    """``__sm100_tcgen05_cp``: check now, queue the copy for the thread's next commit."""
+    with rt.lock:
+        if rt.is_aborted(ctx):
+            return
+        tm = rt.ext_state(ext)
+        try:
+            name, rows, nbytes = CP_SHAPES[shape]
+            lane0, col0 = split_address(taddr)
+            if lane0 + rows > T.LANES or (rows == 128 and lane0):
+                raise ValueError(f"shape .{name} at lane {lane0} leaves the 128 lanes")
+            tm.check_allocated(col0, nbytes // 4, f"tcgen05.cp.{name}")
+            hd = wgmma_descriptor(desc)
+        except ValueError as e:
+            _fail(rt, ctx, ValueError(f"tcgen05.cp: {e}"))
+            return
+        tm.issued.setdefault(_tid(ctx), []).append(("tcgen05.cp", partial(run_cp, shape, lane0, col0, hd)))
+
+
+def commit(ext, rt, ctx, mbar) -> None:
+    """``__sm100_tcgen05_commit``: the thread's queued operations complete (run) and the mbarrier gets one
+    arrival when a thread waits on it."""
+    t = _tid(ctx)
+    with rt.lock:
+        if rt.is_aborted(ctx):
+            return
+        if mbar not in rt.mbarriers:
+            rt.fail_at(ctx, f"tcgen05.commit on shared address {mbar % hopper.WINDOW:#x}, which holds no mbarrier "
+                            "object (mbarrier.init missing, or after mbarrier.inval)")
+            return
+        tm = rt.ext_state(ext)
+        mine = tm.commits.setdefault(t, [])
+        mine.append([tm.issued.pop(t, []), mbar, False])
+        rt.defer_until_wait(ctx, mbar, partial(_land, ext, rt, t, len(mine) - 1))
+
+
+def _land(ext, rt, t: int, upto: int, ctx: int) -> None:
+    """Complete thread ``t``'s commits up to number ``upto`` (in order): run their operations, arrive."""
+    tm = rt.ext_state(ext)
+    smem = hopper.SharedMemory(rt.shared_buffers)
+    for entry in tm.commits.get(t, [])[:upto + 1]:
+        if entry[2]:
+            continue
+        entry[2] = True
+        for name, run in entry[0]:
+            try:
+                run(tm, smem)
+            except ValueError as e:
+                rt.fail_at(ctx, f"{name} (issued by thread {t}): {e}")
+                return
+        rt.arrive_on(ctx, entry[1], "tcgen05.commit")
+
+
+def ldst(ext, rt, ctx, what, taddr, buf, code) -> None:
+    """``__sm100_tcgen05_ldst``: a warp collective (``.sync.aligned``): the lanes of the warp that have not
+    exited gather (the thread's i-th tcgen05.ld / st meets the others' i-th), then every lane's registers
+    (``buf``) are read from / written to tensor memory at once and the warp goes on."""
+    t = _tid(ctx)
+    warp, lane = t >> 5, t & 31
+    with rt.lock:
+        if rt.is_aborted(ctx):
+            return
+        tm = rt.ext_state(ext)
+        i = tm.calls.get((t, "ldst"), 0)
+        tm.calls[(t, "ldst")] = i + 1
+        slot = tm.ldst_slots.get((warp, i))
+        if slot is None:
+            slot = tm.ldst_slots[(warp, i)] = (WaitToken(), {})
+        token, lanes = slot
+        lanes[lane] = (what, taddr, buf, code, ctx)
+        if len(lanes) < rt.warp_members(warp):
+            rt.wait_for(ctx, token)
+            return
+        del tm.ldst_slots[(warp, i)]
+        forms = {(w, c) for w, _, _, c, _ in lanes.values()}
+        if len(forms) > 1:
+            rt.fail_at(ctx, f"the lanes of warp {warp} execute different tcgen05.ld / tcgen05.st forms together")
+        else:
+            for ln, (w, a, b, c, cx) in sorted(lanes.items()):
+                if not _ldst_lane(tm, rt, cx, warp, ln, w, a, b, c):
+                    break
+        rt.release(token)
+
+
+def _ldst_lane(tm, rt, ctx, warp, lane, what, taddr, buf, code) -> bool:
+    shape, num = code & 0xFF, code >> 8
+    name = f"tcgen05.{'ld' if what == LD else 'st'}.{LDST_SHAPES[shape][0]}.x{num}"
+    lane0, col0 = split_address(taddr)
+    dl, dc = ldst_cells(shape, num, lane)
+    lanes, cols = lane0 + dl, col0 + dc
+    q = 32 * (warp % 4)
+    try:
+        if lanes.min() < q or lanes.max() >= q + 32:
+            raise ValueError(f"warp {warp} may access tensor-memory lanes {q}..{q + 31} only (warp % 4 picks the "
+                             f"32-lane sub-partition); the address {taddr & 0xFFFFFFFF:#x} reaches lane "
+                             f"{int(lanes.max() if lanes.max() >= q + 32 else lanes.min())}")
+        tm.check_allocated(col0, int(cols.max()) - col0 + 1, name)
+    except ValueError as e:
+        _fail(rt, ctx, ValueError(f"{name}: {e}"))
+        return False
+    regs = np.frombuffer((ctypes.c_uint32 * len(dl)).from_address(buf), np.uint32)
+    if what == LD:
+        regs[:] = tm.cells[lanes, cols]
+    else:
+        tm.cells[lanes, cols] = regs
+    return True
+
+
+# ---------------------------------------------------------------- rows
+def _kw(op, attr: str) -> str:
+    """The keyword of an nvvm enum attribute (``#nvvm.tcgen05_mma_kind<f16>`` -> ``f16``)."""
+    return re.findall(r"<(\w+)>", str(op.attributes[attr]))[-1] if attr in op.attributes else ""
+
+
+def _cta1(op, rw, attr: str) -> None:
+    if _kw(op, attr) not in ("", "cta_1"):
+        rw.unknown(op)
+
+
+def _i64(rw, v):
+    """``v`` (a pointer, i1, i32 or i64 value) as an i64 value (host address / zero-extended)."""
+    t = str(v.type)
+    if t == "i64":
+        return v
+    conv = f"%r = llvm.ptrtoint %p : {t} to i64" if t.startswith("!llvm.ptr") else f"%r = llvm.zext %p : {t} to i64"
+    sym = f"__sm100_i64_{re.sub(r'[^a-z0-9]', '', t)}"
+    rw.define(sym, f"%ctx: !llvm.ptr, %p: {t}", conv, "i64")
+    return rw.call(sym, [v], "i64")
+
+
+def _checked(rw, ptr, ty: str, kind: int):
+    return rw.check_access(ptr, ty, kind) if rw.check_bounds else ptr
+
+
+def _tmem_row(what: int):
+    def rewrite(op, rw):
+        """``nvvm.tcgen05.alloc %slot, %ncols`` / ``dealloc %taddr, %ncols`` / ``relinquish_alloc_permit``
+        (cta_group::1): :func:`.emulate_tmem.tmem_op`; alloc's shared-memory word is checked (4 bytes)."""
+        _cta1(op, rw, "group")
+        if what == T.ALLOC:
+            slot, n = op.operands
+            if str(n.type) != "i32":
+                rw.unknown(op)
+            addr = _i64(rw, _checked(rw, slot, "i32", STORE))
+        elif what == T.DEALLOC:
+            taddr, n = op.operands
+            addr = _i64(rw, taddr)
+        else:
+            addr, n = rw.const(0, "i64"), rw.const(0)
+        rw.call("__sm100_tmem", [rw.const(what), addr, n], None, can_abort=True)
+        return []
+    return rewrite
+
+
+def _segments(op) -> list[int]:
+    return list(op.attributes["operandSegmentSizes"]) if "operandSegmentSizes" in op.attributes else []
+
+
+def _mma(op, rw):
+    """``nvvm.tcgen05.mma %d, %adesc, %bdesc, %idesc, %enable {ctaGroup = cta_1, kind = f16|tf32|i8|f8f6f4}``
+    (any collector usage; no scaleInputD, disableOutputLane or aShift; A from shared memory)."""
+    seg = _segments(op)
+    if len(seg) != 7 or seg[5] or seg[6] or "aShift" in op.attributes or _kw(op, "kind") not in KINDS:
+        rw.unknown(op)
+    _cta1(op, rw, "ctaGroup")
+    d, a, b, idesc, en = list(op.operands)[:5]
+    if str(a.type) != "i64" or str(b.type) != "i64" or str(idesc.type) != "i32":
+        rw.unknown(op)
+    rw.call("__sm100_tcgen05_mma", [_i64(rw, d), a, b, idesc, _i64(rw, en), rw.const(KINDS.index(_kw(op, "kind")))],
+            None, can_abort=True)
+    return []
+
+
+def _commit(op, rw):
+    """``nvvm.tcgen05.commit %mbar`` (shared or generic pointer; no multicast): with bounds checks the
+    mbarrier's 8 bytes must be in shared memory."""
+    if len(op.operands) != 1:
+        rw.unknown(op)
+    _cta1(op, rw, "group")
+    rw.call("__sm100_tcgen05_commit", [_i64(rw, _checked(rw, op.operands[0], "i64", ATOMIC))], None, can_abort=True)
+    return []
+
+
+def _ldst_form(op, rw, ty: str) -> int:
+    """The shape | num << 8 code of a tcgen05.ld / st with register type ``ty`` (no offset, pack, unpack)."""
+    shape = {v[0]: k for k, v in LDST_SHAPES.items()}.get(_kw(op, "shape").replace("shape_", ""))
+    m = re.fullmatch(r"vector<(\d+)xi32>", ty)
+    regs = 1 if ty == "i32" else int(m.group(1)) if m else 0
+    if shape is None or "pack" in op.attributes or "unpack" in op.attributes or not regs:
+        rw.unknown(op)
+    per, largest = LDST_SHAPES[shape][1:]
+    num = regs // per
+    if regs % per or num > largest or num & (num - 1) or (regs == 1) != (ty == "i32"):
+        rw.unknown(op)
+    return shape | num << 8, regs
+
+
+def _ldst_helper(rw, what: int, ty: str, code: int, regs: int) -> str:
+    sym = f"__sm100_tcgen05_{'ld' if what == LD else 'st'}_{code}"
+    arr = f"!llvm.array<{regs} x i32>"
+    body = ["%one = llvm.mlir.constant(1 : i32) : i32", f"%buf = llvm.alloca %one x {arr} : (i32) -> !llvm.ptr",
+            "%b = llvm.ptrtoint %buf : !llvm.ptr to i64", f"%what = llvm.mlir.constant({what} : i32) : i32",
+            f"%code = llvm.mlir.constant({code} : i32) : i32"]
+    if what == ST:
+        body.insert(2, f"llvm.store %v, %buf {{alignment = 4 : i64}} : {ty}, !llvm.ptr")
+    body.append("llvm.call @__sm100_tcgen05_ldst(%ctx, %what, %t, %b, %code) : (!llvm.ptr, i32, i64, i64, i32) -> ()")
+    if what == LD:
+        body.append(f"%r = llvm.load %buf {{alignment = 4 : i64}} : !llvm.ptr -> {ty}")
+    rw.define(sym, "%ctx: !llvm.ptr, %t: i64" + (f", %v: {ty}" if what == ST else ""), "\n".join(body),
+              ty if what == LD else "void")
+    return sym
+
+
+def _ld(op, rw):
+    """``%r = nvvm.tcgen05.ld %taddr {shape = ...} : i32 | vector<Nxi32>`` (see :func:`ldst_cells`)."""
+    if len(op.operands) != 1:
+        rw.unknown(op)
+    ty = str(op.results[0].type)
+    code, regs = _ldst_form(op, rw, ty)
+    return [rw.call(_ldst_helper(rw, LD, ty, code, regs), [_i64(rw, op.operands[0])], ty, can_abort=True)]
+
+
+def _st(op, rw):
+    """``nvvm.tcgen05.st %taddr, %v {shape = ...} : i32 | vector<Nxi32>``."""
+    if len(op.operands) != 2:
+        rw.unknown(op)
+    ty = str(op.operands[1].type)
+    code, regs = _ldst_form(op, rw, ty)
+    rw.call(_ldst_helper(rw, ST, ty, code, regs), [_i64(rw, op.operands[0]), op.operands[1]], None, can_abort=True)
+    return []
+
+
+def _cp(op, rw):
+    """``nvvm.tcgen05.cp %taddr, %sdesc {shape = shape_128x256b | shape_4x256b | shape_128x128b}`` (cta_group::1,
+    no multicast, no srcFormat)."""
+    shape = {f"shape_{v[0]}": k for k, v in CP_SHAPES.items()}.get(_kw(op, "shape"))
+    if shape is None or _kw(op, "multicast") not in ("", "none") or "srcFormat" in op.attributes:
+        rw.unknown(op)
+    _cta1(op, rw, "group")
+    taddr, desc = op.operands
+    rw.call("__sm100_tcgen05_cp", [_i64(rw, taddr), desc, rw.const(shape)], None, can_abort=True)
+    return []
+
+
+def _nothing(kinds: tuple[str, ...]):
+    def rewrite(op, rw):
+        """``nvvm.tcgen05.wait <load|store>`` / ``nvvm.tcgen05.fence <before|after>``: nothing to do (the
+        emulator performs tcgen05.ld / st at once and every tcgen05 op in program order)."""
+        if _kw(op, "kind") not in kinds:
+            rw.unknown(op)
+        return []
+    return rewrite
+
+
+def _smem_desc(op, rw):
+    """``nvvm.tcgen05.mma_smem_desc(%start, %lbo, %sbo, %base, %mode, %swizzle)`` -> i64 (bit layout: PTX ISA
+    "Shared memory descriptor"; the start / LBO / SBO operands are already >> 4)."""
+    types = [str(v.type) for v in op.operands]
+    if types != ["i32", "i32", "i32", "i8", "i1", "i8"]:
+        rw.unknown(op)
+    body = []
+    fields = [("s", "i32", 0x3FFF, 0), ("l", "i32", 0x3FFF, 16), ("d", "i32", 0x3FFF, 32), ("b", "i8", 7, 49),
+              ("m", "i1", 1, 52), ("w", "i8", 7, 61)]
+    acc = "%fixed"
+    body.append(f"%fixed = llvm.mlir.constant({1 << 46} : i64) : i64")
+    for name, ty, mask, shift in fields:
+        body += [f"%{name}z = llvm.zext %{name} : {ty} to i64", f"%{name}k = llvm.mlir.constant({mask} : i64) : i64",
+                 f"%{name}a = llvm.and %{name}z, %{name}k : i64", f"%{name}c = llvm.mlir.constant({shift} : i64) : i64",
+                 f"%{name}x = llvm.shl %{name}a, %{name}c : i64", f"%{name}o = llvm.or {acc}, %{name}x : i64"]
+        acc = f"%{name}o"
+    body.append(f"%r = llvm.bitcast {acc} : i64 to i64")
+    rw.define("__sm100_tcgen05_smem_desc", "%ctx: !llvm.ptr, %s: i32, %l: i32, %d: i32, %b: i8, %m: i1, %w: i8",
+              "\n".join(body), "i64")
+    return [rw.call("__sm100_tcgen05_smem_desc", list(op.operands), "i64")]
+
+
+_P, _I32, _I64 = ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64
+
+
+def emulator_ops() -> EmulatorOps:
+    """The ``sm100`` emulator extension: tensor memory (per-CTA state) and the tcgen05 rows."""
+    ext = EmulatorOps(NAME, new_cta=TensorMemory, cta_end=T.cta_end)
+    ext.symbols = {
+        "__sm100_tmem": RuntimeSymbol("(!llvm.ptr, i32, i64, i32) -> ()", ctypes.CFUNCTYPE(None, _P, _I32, _I64, _I32),
+                                      partial(T.tmem_op, ext)),
+        "__sm100_tcgen05_mma": RuntimeSymbol("(!llvm.ptr, i64, i64, i64, i32, i64, i32) -> ()",
+                                             ctypes.CFUNCTYPE(None, _P, _I64, _I64, _I64, _I32, _I64, _I32),
+                                             partial(mma_issue, ext)),
+        "__sm100_tcgen05_commit": RuntimeSymbol("(!llvm.ptr, i64) -> ()", ctypes.CFUNCTYPE(None, _P, _I64),
+                                                partial(commit, ext)),
+        "__sm100_tcgen05_ldst": RuntimeSymbol("(!llvm.ptr, i32, i64, i64, i32) -> ()",
+                                              ctypes.CFUNCTYPE(None, _P, _I32, _I64, _I64, _I32), partial(ldst, ext)),
+        "__sm100_tcgen05_cp": RuntimeSymbol("(!llvm.ptr, i64, i64, i32) -> ()",
+                                            ctypes.CFUNCTYPE(None, _P, _I64, _I64, _I32), partial(cp_issue, ext)),
+    }
+    ext.rows = {
+        "nvvm.tcgen05.alloc": OpRow(_tmem_row(T.ALLOC), collective=True),
+        "nvvm.tcgen05.dealloc": OpRow(_tmem_row(T.DEALLOC), collective=True),
+        "nvvm.tcgen05.relinquish_alloc_permit": OpRow(_tmem_row(T.RELINQUISH), collective=True),
+        "nvvm.tcgen05.mma": OpRow(_mma, collective=True),
+        "nvvm.tcgen05.commit": OpRow(_commit, collective=True),
+        "nvvm.tcgen05.ld": OpRow(_ld, collective=True),
+        "nvvm.tcgen05.st": OpRow(_st, collective=True),
+        "nvvm.tcgen05.cp": OpRow(_cp, collective=True),
+        "nvvm.tcgen05.wait": OpRow(_nothing(("load", "store"))),
+        "nvvm.tcgen05.fence": OpRow(_nothing(("before", "after"))),
+        "nvvm.tcgen05.mma_smem_desc": OpRow(_smem_desc),
+    }
+    return ext
+
+
+__all__ = ["emulator_ops", "decode_idesc", "wgmma_descriptor", "make_descriptor", "ldst_cells"]
