@@ -219,7 +219,8 @@ def tmem_teardown() -> str:
     {warp0("dealloc", "nvvm.tcgen05.dealloc %tp, %ncols : !llvm.ptr<6>, i32")}"""
 
 
-def mma_kernel(n: int, kind: str, steps: int = 1, k_step: int = 32, wait: bool = True, ncols: int = 256) -> str:
+def mma_kernel(n: int, kind: str, steps: int = 1, k_step: int = 32, wait: bool | str = True, ncols: int = 256,
+               more_issue: str = "", more_globals: str = "") -> str:
     """128 threads: A's image into @sa, B's into dynamic shared memory; C (128 x n words, a row per lane) into
     tensor memory with tcgen05.st; thread 0 issues ``steps`` tcgen05.mma (step s adds s * k_step bytes to both
     start addresses; the first accumulates when %acc != 0, the others always) and a tcgen05.commit; everybody
@@ -238,12 +239,14 @@ def mma_kernel(n: int, kind: str, steps: int = 1, k_step: int = 32, wait: bool =
     %da{s} = llvm.or %am{s}, %hi_a : i64
     %db{s} = llvm.or %bm{s}, %hi_b : i64
     nvvm.tcgen05.mma %tp, %da{s}, %db{s}, %idesc, {en} {{ctaGroup = #nvvm.cta_group<cta_1>, kind = #nvvm.tcgen05_mma_kind<{kind}>}} : (!llvm.ptr<6>, i64, i64, i32, i1)""")
-    issue = "\n".join(mmas) + "\n    nvvm.tcgen05.commit %bar : !llvm.ptr<3>"
-    waits = "nvvm.mbarrier.try_wait.parity %bar, %c0, %ticks : !llvm.ptr<3>, i32, i32" if wait else ""
+    issue = "\n".join(mmas) + "\n    nvvm.tcgen05.commit %bar : !llvm.ptr<3>" + more_issue
+    waits = wait if isinstance(wait, str) else \
+        "nvvm.mbarrier.try_wait.parity %bar, %c0, %ticks : !llvm.ptr<3>, i32, i32" if wait else ""
     return f"""
   llvm.mlir.global internal @sa() {{addr_space = 3 : i32, alignment = 1024 : i64}} : !llvm.array<{SMEM} x i8>
   llvm.mlir.global external @dyn() {{addr_space = 3 : i32, alignment = 1024 : i64}} : !llvm.array<0 x i8>
   {GLOBALS}
+  {more_globals}
   llvm.func @k(%ga: !llvm.ptr<1>, %gb: !llvm.ptr<1>, %gc: !llvm.ptr<1>, %out: !llvm.ptr<1>, %hi_a: i64, %hi_b: i64,
                %idesc: i32, %acc: i32) attributes {{nvvm.kernel}} {{
     {PRELUDE}
@@ -423,6 +426,73 @@ def test_mma_n256(pm):
     c = quarters(rng, (128, 256)).astype(np.float32)
     got = run_mma(pm, as_type(a, "f16"), as_type(b, "f16"), c, kind="f16", ta="f16", tb="f16", swz=32)
     np.testing.assert_array_equal(got, (a @ b + c).astype(np.float32))
+
+
+def two_commit_kernel() -> str:
+    """Thread 0: MMA 1 (A, B at offset 0, enable-input-d false) and a commit on @bar, MMA 2 (the images at
+    +8192, accumulating) and a commit on @bar2; everybody waits on @bar2 only, then on @bar (already complete)."""
+    second = """
+    %bar2 = llvm.mlir.addressof @bar2 : !llvm.ptr<3>
+    nvvm.mbarrier.init %bar2, %c1 : !llvm.ptr<3>, i32
+    %k2 = llvm.mlir.constant(8192 : i64) : i64
+    %a2 = llvm.add %abase, %k2 : i64
+    %b2 = llvm.add %bbase, %k2 : i64
+    %a24 = llvm.lshr %a2, %c4 : i64
+    %b24 = llvm.lshr %b2, %c4 : i64
+    %a2m = llvm.and %a24, %m14 : i64
+    %b2m = llvm.and %b24, %m14 : i64
+    %da2 = llvm.or %a2m, %hi_a : i64
+    %db2 = llvm.or %b2m, %hi_b : i64
+    nvvm.tcgen05.mma %tp, %da2, %db2, %idesc, %true {ctaGroup = #nvvm.cta_group<cta_1>, kind = #nvvm.tcgen05_mma_kind<f16>} : (!llvm.ptr<6>, i64, i64, i32, i1)
+    nvvm.tcgen05.commit %bar2 : !llvm.ptr<3>"""
+    waits = """%bar2w = llvm.mlir.addressof @bar2 : !llvm.ptr<3>
+    nvvm.barrier0
+    nvvm.mbarrier.try_wait.parity %bar2w, %c0, %ticks : !llvm.ptr<3>, i32, i32
+    nvvm.mbarrier.try_wait.parity %bar, %c0, %ticks : !llvm.ptr<3>, i32, i32"""
+    return mma_kernel(32, "f16", wait=waits, more_issue=second, more_globals="llvm.mlir.global internal @bar2() "
+                      "{addr_space = 3 : i32, alignment = 8 : i64} : i64")
+
+
+def test_commits_complete_in_issue_order(pm):
+    """Waiting on the second commit's mbarrier completes the first commit's MMA too (a thread's tcgen05 ops run
+    in issue order): D = A1 B1 + A2 B2; the first mbarrier's phase is complete as well."""
+    rng = np.random.default_rng(10)
+    a1, b1, a2, b2 = (quarters(rng, (128, 16)), quarters(rng, (16, 32)), quarters(rng, (128, 16)),
+                      quarters(rng, (16, 32)))
+    lbo_a, sbo_a = layout_params(128, True, 32, 2)
+    lbo_b, sbo_b = layout_params(32, True, 32, 2)
+    img_a = operand_image(as_type(a1, "f16"), True, 32, lbo_a, sbo_a)
+    img_a[8192:] = operand_image(as_type(a2, "f16"), True, 32, lbo_a, sbo_a)[:8192]
+    img_b = operand_image(as_type(b1.T.copy(), "f16"), True, 32, lbo_b, sbo_b)
+    img_b[8192:] = operand_image(as_type(b2.T.copy(), "f16"), True, 32, lbo_b, sbo_b)[:8192]
+    out = np.zeros((128, 32), np.uint32)
+    text = two_commit_kernel()
+    assert "%bar2w" in text
+    launch(parse(pm, gpu_module(text)), "k", grid=1, block=128, shared_bytes=SMEM,
+           args=[img_a.view(np.int32), img_b.view(np.int32), np.zeros((128, 32), np.int32), out.view(np.int32),
+                 np.int64(np.uint64(desc_high(lbo_a, sbo_a, 32)).view(np.int64)),
+                 np.int64(np.uint64(desc_high(lbo_b, sbo_b, 32)).view(np.int64)),
+                 np.int32(idesc("f16", "f16", "f32", 128, 32)), np.int32(0)])
+    np.testing.assert_array_equal(out.view(np.float32), (a1 @ b1 + a2 @ b2).astype(np.float32))
+
+
+def test_two_ctas_and_no_bounds_checks(pm):
+    """Each CTA has its own tensor memory (both allocate column 0 and free it); without bounds checks the same."""
+    rng = np.random.default_rng(11)
+    a, b = quarters(rng, (128, 16)), quarters(rng, (16, 16))
+    lbo_a, sbo_a = layout_params(128, True, 64, 2)
+    lbo_b, sbo_b = layout_params(16, True, 64, 2)
+    img_a = operand_image(as_type(a, "f16"), True, 64, lbo_a, sbo_a)
+    img_b = operand_image(as_type(b.T.copy(), "f16"), True, 64, lbo_b, sbo_b)
+    for check in (True, False):
+        out = np.zeros((128, 16), np.uint32)
+        launch(parse(pm, gpu_module(mma_kernel(16, "f16", ncols=32))), "k", grid=2, block=128, shared_bytes=SMEM,
+               check_bounds=check,
+               args=[img_a.view(np.int32), img_b.view(np.int32), np.zeros((128, 16), np.int32), out.view(np.int32),
+                     np.int64(np.uint64(desc_high(lbo_a, sbo_a, 64)).view(np.int64)),
+                     np.int64(np.uint64(desc_high(lbo_b, sbo_b, 64)).view(np.int64)),
+                     np.int32(idesc("f16", "f16", "f32", 128, 16)), np.int32(0)])
+        np.testing.assert_array_equal(out.view(np.float32), (a @ b).astype(np.float32))
 
 
 def test_reading_d_without_waiting_for_the_commit_gives_stale_numbers(pm):
