@@ -77,9 +77,11 @@ class _WgmmaState:
 
 
 class WaitToken:
-    """What threads wait for in :meth:`DeviceRuntime.wait_for` (a plugin's collective)."""
+    """What threads wait for in :meth:`DeviceRuntime.wait_for` (a plugin's collective); ``what`` names it in a
+    deadlock message."""
 
-    def __init__(self):
+    def __init__(self, what: str = "a plugin's collective"):
+        self.what = what
         self.done = False
         self.waiting = 0
 
@@ -124,6 +126,7 @@ class DeviceRuntime:
         self.wgmma_state: dict[int, _WgmmaState] = {}  # warpgroup -> its issued / committed wgmma.mma_async ops
         self.ext: dict[str, tuple] = {}  # plugin extension name -> (EmulatorOps, its state for this CTA)
         self.mbar_deferred: dict[int, list] = {}  # mbarrier address -> work run when a thread waits on it
+        self.tokens: set = set()  # WaitTokens threads wait for (wait_for)
         self.done = 0
 
     # ---- helpers
@@ -165,6 +168,7 @@ class DeviceRuntime:
         if token.done:
             return not self._aborted(ctx)
         token.waiting += 1
+        self.tokens.add(token)
         return self._wait(self.cta_cond, lambda: token.done, ctx)
 
     def release(self, token: WaitToken) -> None:
@@ -172,6 +176,7 @@ class DeviceRuntime:
         token.done = True
         self.blocked -= token.waiting
         token.waiting = 0
+        self.tokens.discard(token)
         self.cta_cond.notify_all()
 
     def ext_state(self, ext):
@@ -216,6 +221,7 @@ class DeviceRuntime:
                       for a, b in self.mbarriers.items() if b.waiting]
             waits += [f"wgmma.mma_async in warpgroup {g} (threads {sorted(s.lanes)})"
                       for g, s in self.wg_slots.items()]
+            waits += [f"{tok.what} ({tok.waiting} waiting)" for tok in self.tokens if tok.waiting]
             self.fail(TilecoreError(f"deadlock: all {self.live} running threads of the CTA wait: "
                                     + "; ".join(waits)))
 

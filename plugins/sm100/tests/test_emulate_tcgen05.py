@@ -705,6 +705,59 @@ def test_ld_outside_the_warps_sub_partition_fails(pm):
         launch(parse(pm, gpu_module(warp_kernel(body))), "k", grid=1, block=64, args=[np.zeros(4, np.int32)])
 
 
+def test_ld_by_part_of_a_warp_is_a_deadlock(pm):
+    """tcgen05.ld is .sync.aligned: lane 0 alone waits for the rest of its warp, which waits at a barrier."""
+    body = f"""{warp0("a", ALLOC32)}
+    nvvm.barrier0
+    {ADDR}
+    {thread0("ld", "%v = nvvm.tcgen05.ld %tp {shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>} : i32")}
+    nvvm.barrier0
+    {DEALLOC32}"""
+    with pytest.raises(TilecoreError, match=r"deadlock: .*tcgen05.ld / tcgen05.st in warp 0 \(1 waiting\)"):
+        launch(parse(pm, gpu_module(warp_kernel(body))), "k", grid=1, block=32, args=[np.zeros(4, np.int32)])
+
+
+def test_generic_pointers_to_shared_memory_and_an_empty_commit(pm):
+    """tcgen05.alloc and tcgen05.commit also take generic pointers to shared memory; a commit with no MMA before
+    it still arrives (when waited on); the allocation lands at column 0, then 64 (aligned to its size)."""
+    body = f"""%gslot = llvm.addrspacecast %slot : !llvm.ptr<3> to !llvm.ptr
+    %gbar = llvm.addrspacecast %bar : !llvm.ptr<3> to !llvm.ptr
+    nvvm.tcgen05.alloc %gslot, %n32 : !llvm.ptr, i32
+    %ta0 = llvm.load %slot : !llvm.ptr<3> -> i32
+    nvvm.tcgen05.alloc %gslot, %n64 : !llvm.ptr, i32
+    {ADDR}
+    {thread0("init", "nvvm.mbarrier.init %bar, %c1 : !llvm.ptr<3>, i32")}
+    nvvm.barrier0
+    {thread0("commit", "nvvm.tcgen05.commit %gbar : !llvm.ptr")}
+    nvvm.mbarrier.try_wait.parity %bar, %c0, %ticks : !llvm.ptr<3>, i32, i32
+    llvm.store %ta0, %out : i32, !llvm.ptr<1>
+    %o1 = llvm.getelementptr %out[1] : (!llvm.ptr<1>) -> !llvm.ptr<1>, i32
+    llvm.store %ta, %o1 : i32, !llvm.ptr<1>
+    nvvm.tcgen05.dealloc %tp, %n64 : !llvm.ptr<6>, i32
+    %tp0 = llvm.inttoptr %ta0 : i32 to !llvm.ptr<6>
+    nvvm.tcgen05.dealloc %tp0, %n32 : !llvm.ptr<6>, i32"""
+    out = np.full(4, -1, np.int32)
+    launch(parse(pm, gpu_module(warp_kernel(body))), "k", grid=1, block=32, args=[out])
+    assert list(out[:2]) == [0, 64]
+
+
+def test_isolated_launch(pm):
+    """In a child process (launch(isolate=True)) the plugin's rows and runtime symbols are there too."""
+    rng = np.random.default_rng(12)
+    a, b = quarters(rng, (128, 16)), quarters(rng, (16, 16))
+    lbo_a, sbo_a = layout_params(128, True, 32, 2)
+    lbo_b, sbo_b = layout_params(16, True, 32, 2)
+    out = np.zeros((128, 16), np.uint32)
+    res = launch(gpu_module(mma_kernel(16, "f16", ncols=32)), "k", grid=1, block=128, shared_bytes=SMEM, isolate=True,
+                 args=[operand_image(as_type(a, "f16"), True, 32, lbo_a, sbo_a).view(np.int32),
+                       operand_image(as_type(b.T.copy(), "f16"), True, 32, lbo_b, sbo_b).view(np.int32),
+                       np.zeros((128, 16), np.int32), out.view(np.int32),
+                       np.int64(np.uint64(desc_high(lbo_a, sbo_a, 32)).view(np.int64)),
+                       np.int64(np.uint64(desc_high(lbo_b, sbo_b, 32)).view(np.int64)),
+                       np.int32(idesc("f16", "f16", "f32", 128, 16)), np.int32(0)])
+    np.testing.assert_array_equal(res.outputs[3].view(np.float32).reshape(128, 16), (a @ b).astype(np.float32))
+
+
 @pytest.mark.parametrize("hi_a, idesc_, message", [
     (desc_high(16, 1024, 128), idesc("f16", "f16", "f32", 32, 64), r"M = 32, N = 64 is not a cta_group::1 shape"),
     (desc_high(16, 1024, 128), idesc("f16", "f16", "f32", 128, 24), r"M = 128, N = 24 is not"),

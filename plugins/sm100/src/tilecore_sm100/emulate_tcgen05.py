@@ -306,7 +306,7 @@ def ldst(ext, rt, ctx, what, taddr, buf, code) -> None:
         tm.calls[(t, "ldst")] = i + 1
         slot = tm.ldst_slots.get((warp, i))
         if slot is None:
-            slot = tm.ldst_slots[(warp, i)] = (WaitToken(), {})
+            slot = tm.ldst_slots[(warp, i)] = (WaitToken(f"tcgen05.ld / tcgen05.st in warp {warp}"), {})
         token, lanes = slot
         lanes[lane] = (what, taddr, buf, code, ctx)
         if len(lanes) < rt.warp_members(warp):
