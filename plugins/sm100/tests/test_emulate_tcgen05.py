@@ -338,6 +338,34 @@ def test_mma_bf16_and_tf32(pm, t):
         np.testing.assert_array_equal(got, (a @ b + c).astype(np.float32))
 
 
+@pytest.mark.parametrize("swz", [0, 32, 64, 128])
+@pytest.mark.parametrize("k_major", [(True, True), (False, False)])
+@pytest.mark.parametrize("t", ["bf16", "tf32", "s8", "e5m2"])
+def test_mma_each_kind_layouts_and_swizzles(pm, t, k_major, swz):
+    """kinds f16 (bf16), tf32, i8, f8f6f4 for each swizzle mode, both operands K-major or both MN-major."""
+    rng = np.random.default_rng(20 + swz)
+    m, n = 128, 32
+    if t in ("bf16", "tf32"):
+        k = 16 if t == "bf16" else 8
+        a, b = quarters(rng, (m, k)), quarters(rng, (k, n))
+        c = quarters(rng, (m, n)).astype(np.float32)
+        sa, sb, want = as_type(a, t), as_type(b, t), (a @ b + c).astype(np.float32)
+        kind, ta, tb, d = ("f16" if t == "bf16" else "tf32"), t, t, "f32"
+    elif t == "s8":
+        a, b = rng.integers(-128, 128, (m, 32)), rng.integers(0, 256, (32, n))
+        c = rng.integers(-1000, 1000, (m, n)).astype(np.int32)
+        sa, sb, want = a.astype(np.int8), b.astype(np.uint8), a @ b + c
+        kind, ta, tb, d = "i8", "s8", "u8", "s32"
+    else:
+        sa, va = f8_codes("e5m2", rng, (m, 32))
+        sb, vb = f8_codes("e4m3", rng, (32, n))
+        c = quarters(rng, (m, n)).astype(np.float32)
+        want = (va @ vb + c).astype(np.float32)
+        kind, ta, tb, d = "f8f6f4", "e5m2", "e4m3", "f32"
+    got = run_mma(pm, sa, sb, c, kind=kind, ta=ta, tb=tb, d=d, swz=swz, k_major=k_major)
+    np.testing.assert_array_equal(got, want)
+
+
 def test_mma_tf32_ignores_the_low_mantissa_bits(pm):
     """tf32 operands are f32 words whose low 13 bits the tensor core ignores."""
     rng = np.random.default_rng(2)
