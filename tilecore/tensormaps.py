@@ -24,9 +24,10 @@ The recipe of one map (``CUtensorMapEncodeTiled``'s arguments, dimensions innerm
 | ``box_dim`` / ``element_strides`` | ints |
 | ``swizzle`` | ``CUtensorMapSwizzle``: 0 none, 1 32B, 2 64B, 3 128B |
 | ``interleave`` / ``l2_promotion`` / ``oob_fill`` | ``CUtensorMapInterleave`` (0) / ``CUtensorMapL2promotion`` / ``CUtensorMapFloatOOBfill`` (0: zeros) |
+| ``optional`` | true: the kernel checks at run time that the tensor's base and strides are 16-byte multiples and reads the map only then; a launcher encodes 128 zero bytes when they are not (the encoder refuses them) |
 
-A kernel takes TMA only where the compiler knows the tensor's base and row strides are 16-byte multiples
-(cuTile's ``assume div_by`` facts, which its launcher guarantees), so a recipe always encodes.
+Where the compiler knows the tensor's base and row strides are 16-byte multiples (cuTile's ``assume div_by``
+facts, which its launcher guarantees) the recipe is not optional and always encodes.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ class TensorMapRecipe:
     interleave: int = 0
     l2_promotion: int = 0
     oob_fill: int = 0
+    optional: bool = False
 
     @property
     def rank(self) -> int:
@@ -144,18 +146,35 @@ def emulator_map(recipe: TensorMapRecipe, params):
     """The emulator's 128 bytes (:func:`tilecore.emulate.tensormap.encode_tiled`) for the parameter values
     ``params``: the tensor is named by its parameter index (the emulator's device addresses exist only
     inside a launch)."""
+    import numpy as np
+
     from .emulate.tensormap import encode_tiled
 
+    if unaligned(recipe, params):  # the emulator's copy of the tensor starts 16-byte aligned
+        return np.zeros(MAP_BYTES, np.uint8)
     f = recipe.resolve(params)
     return encode_tiled(f["data_type"], f["rank"], recipe.tensor, f["global_dim"], f["global_strides"], f["box_dim"],
                         f["element_strides"], f["interleave"], f["swizzle"], f["l2_promotion"], f["oob_fill"])
 
 
+def unaligned(recipe: TensorMapRecipe, params, address: int | None = None) -> bool:
+    """True when an optional map's tensor (at ``address``, when known) is not 16-byte aligned in its base or
+    strides: the kernel will not read the map, a launcher passes :data:`ZERO_MAP`."""
+    f = recipe.resolve(params)
+    return recipe.optional and (any(s % 16 for s in f["global_strides"]) or (address is not None and address % 16 != 0))
+
+
+ZERO_MAP = bytes(MAP_BYTES)
+
+
 def cuda_map(recipe: TensorMapRecipe, params, address: int) -> bytes:
     """The driver's 128 bytes (``cuTensorMapEncodeTiled``, ``cuda.bindings``) for the parameter values
-    ``params``, the tensor at device ``address``."""
+    ``params``, the tensor at device ``address`` (:data:`ZERO_MAP` for an optional map the kernel will
+    not read)."""
     from cuda.bindings import driver as d
 
+    if unaligned(recipe, params, address):
+        return ZERO_MAP
     f = recipe.resolve(params)
     err, tmap = d.cuTensorMapEncodeTiled(
         d.CUtensorMapDataType(f["data_type"]), f["rank"], address, f["global_dim"], f["global_strides"],

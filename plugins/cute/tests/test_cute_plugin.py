@@ -54,7 +54,8 @@ def test_registrations(pm):
     assert {"cute", "cute_nvgpu"} <= set(pm.dialects())
     assert pm.stages()["convert-cute-to-llvm"].plugin == "cute"
     atoms = {n: a for n, a in pm.atoms(resolve_target("sm_80", pm.targets())).items() if a.plugin == "cute"}
-    assert set(atoms) == set(ATOMS) | set(WG_ATOMS) | {"copy.sm80.cp_async"}  # every atom cute lists has a lowering
+    # every atom cute lists has a lowering
+    assert set(atoms) == set(ATOMS) | set(WG_ATOMS) | {"copy.sm80.cp_async", "copy.sm90.tma.tile"}
     mma = [a for n, a in atoms.items() if n in ATOMS]
     assert all(a.kind == "mma" and a.lower is not None and a.data["interface"] == MMA_INTERFACE for a in mma)
     cp = atoms["copy.sm80.cp_async"]
@@ -253,6 +254,51 @@ def test_wgmma_atom_ops_lower_to_nvvm_and_ptxas_accepts(pm):
     _, res = lower(pm, WGMMA_KERNEL, gpu="sm_90a", stages=stages)
     ptx = res.artifacts["ptx"]["m"]
     assert "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16" in ptx and "wgmma.wait_group.sync.aligned \t0;" in ptx
+    from tilecore.serialize import ptx_to_cubin
+
+    assert ptx_to_cubin(ptx, "sm_90a")[:4] == b"\x7fELF"
+
+
+TMA_KERNEL = """
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    llvm.func @k(%tm: !llvm.ptr {llvm.byval = !llvm.array<128 x i8>, llvm.align = 64 : i64, nvvm.grid_constant},
+                 %x: i32, %y: i32, %p: i32) attributes {nvvm.kernel} {
+      %smem = llvm.mlir.addressof @buf : !llvm.ptr<3>
+      %bar = llvm.mlir.addressof @bar : !llvm.ptr<3>
+      %n = llvm.mlir.constant(4096 : i32) : i32
+      "cute_nvgpu.mbarrier_init"(%bar) : (!llvm.ptr<3>) -> ()
+      "cute_nvgpu.mbarrier_arrive_expect_tx"(%bar, %n) : (!llvm.ptr<3>, i32) -> ()
+      "cute_nvgpu.fence_view_async_shared"() : () -> ()
+      "cute_nvgpu.tma_load"(%smem, %tm, %bar, %x, %y) : (!llvm.ptr<3>, !llvm.ptr, !llvm.ptr<3>, i32, i32) -> ()
+      "cute_nvgpu.mbarrier_try_wait_parity"(%bar, %p) : (!llvm.ptr<3>, i32) -> ()
+      "cute_nvgpu.mbarrier_inval"(%bar) : (!llvm.ptr<3>) -> ()
+      llvm.return
+    }
+    llvm.mlir.global internal @buf() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<4096 x i8>
+    llvm.mlir.global internal @bar() {addr_space = 3 : i32, alignment = 8 : i64} : i64
+  }
+}
+"""
+
+
+def test_tma_atom_ops_lower_to_nvvm_and_ptxas_accepts(pm):
+    """copy.sm90.tma.tile's ops: mbarrier init (one arrival) + its fence, arrive.expect_tx, a 2-D tile-mode
+    cp.async.bulk.tensor on the mbarrier, try_wait.parity, inval; the tensor map a grid-constant parameter."""
+    m, _ = lower(pm, TMA_KERNEL, gpu="sm_90a")
+    names = [o.name for o in op_list(m)]
+    for op in ("nvvm.mbarrier.init", "nvvm.fence.mbarrier.init", "nvvm.mbarrier.arrive.expect_tx",
+               "nvvm.cp.async.bulk.tensor.shared.cluster.global", "nvvm.mbarrier.try_wait.parity",
+               "nvvm.mbarrier.inval", "nvvm.fence.proxy"):
+        assert op in names, op
+    assert not any(n.startswith("cute_nvgpu.") for n in names)
+    stages = ["convert-cute-to-llvm", "convert-nvgpu-and-gpu-to-nvvm", "attach-nvvm-target", "translate-debug-info",
+              "serialize"]
+    _, res = lower(pm, TMA_KERNEL, gpu="sm_90a", stages=stages)
+    ptx = res.artifacts["ptx"]["m"]
+    assert ".param .align 64 .b8 k_param_0[128]" in ptx
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes" in ptx
+    assert "mbarrier.try_wait.parity" in ptx and "fence.proxy.async.shared::cta" in ptx
     from tilecore.serialize import ptx_to_cubin
 
     assert ptx_to_cubin(ptx, "sm_90a")[:4] == b"\x7fELF"

@@ -84,8 +84,8 @@ def for_op(op, rb):
 
     aligned = pipeline.alignment_check(cg, rb, plan)
     if aligned is None:
-        return unflatten(inits, pipeline.pipelined_for(op, rb, plan, lb, ub, step, inits, body_into, aligned=True))
-    res = cg.if_(aligned, lambda: pipeline.pipelined_for(op, rb, plan, lb, ub, step, inits, body_into),
+        return unflatten(inits, pipeline.pipelined_for(op, rb, plan, lb, ub, step, inits, body_into))
+    res = cg.if_(aligned, lambda: pipeline.pipelined_for(op, rb, plan, lb, ub, step, inits, body_into, checked=True),
                  lambda: _plain_for(op, rb, lb, ub, step, inits), types=[v.type for v in flat])
     return unflatten(inits, res)
 

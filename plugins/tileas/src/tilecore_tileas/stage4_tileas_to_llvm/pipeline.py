@@ -323,11 +323,12 @@ def _option_off(cg, name: str) -> bool:
     return (cg.options.extra if cg.options is not None else {}).get(name, "on") in ("0", "off", "false")
 
 
-def tma_maps(cg, rb, plan_: Plan):
+def tma_maps(cg, rb, plan_: Plan, checked: bool):
     """``(atom, [tensor-map parameter per load])`` when every operand tile of the loop can come by TMA (a
     TMA copy atom for the target, every tile in a swizzled layout of whole 8-row atoms, its tensor's base /
-    extents / row stride kernel parameters: :mod:`.tensor_maps`), else None. Only for loops whose chunk
-    alignment is known statically: TMA needs 16-byte aligned bases and row strides."""
+    extents / row stride kernel parameters: :mod:`.tensor_maps`), else None. TMA needs 16-byte aligned bases
+    and row strides: ``checked`` says the loop runs only after a run-time check of that (the maps are then
+    optional: a launcher passes zeros for tensors that fail it)."""
     maps = rb.data.get("tensor_maps")
     atom = default_atom(cg.atoms, "copy", cg.target, None, interface=TMA_INTERFACE)
     if maps is None or atom is None or _option_off(cg, TMA_OPTION):
@@ -339,24 +340,24 @@ def tma_maps(cg, rb, plan_: Plan):
             return None
         m = _view(rb, p).memref
         elem = rb.convert_type(ir.RankedTensorType(p.load.results[0].type).element_type)
-        r = maps.recipe(m, elem if not m.narrow else cg.i8, (sw.swizzle // p.elem_bytes, p.rows), sw.swizzle)
+        r = maps.recipe(m, elem if not m.narrow else cg.i8, (sw.swizzle // p.elem_bytes, p.rows), sw.swizzle, checked)
         if r is None:
             return None
         recipes.append(r)
     return atom, [maps.parameter(r) for r in recipes]
 
 
-def pipelined_for(op, rb, plan_: Plan, lb, ub, step, inits, body_into, aligned: bool = False) -> list:
+def pipelined_for(op, rb, plan_: Plan, lb, ub, step, inits, body_into, checked: bool = False) -> list:
     """Build the pipelined loop (module docstring) at the current insertion point; returns the flat results.
 
     ``body_into(block, args)`` rebuilds the old body into ``block`` (with the dots' operands read from the
     current stage) and returns nothing; the loop's extra iteration arguments (the stage read; with TMA the
-    phase parity too) are appended to its terminator here. ``aligned``: the chunks' alignment is known
-    statically (then the tiles may come by TMA, :func:`tma_maps`)."""
+    phase parity too) are appended to its terminator here. The tiles come by TMA where they can
+    (:func:`tma_maps`; ``checked``: the loop runs behind :func:`alignment_check`)."""
     from .control import flatten
 
     cg = rb.data["cg"]
-    tma = tma_maps(cg, rb, plan_) if aligned else None
+    tma = tma_maps(cg, rb, plan_, checked)
     if tma is not None:
         return _tma_pipelined_for(op, rb, plan_, lb, ub, step, inits, body_into, *tma)
     s_count = plan_.stages

@@ -49,10 +49,11 @@ class KernelTensorMaps:
     def _param_type(self, i: int) -> str:
         return str(list(self.block.arguments)[i].type)
 
-    def recipe(self, memref, elem, box: tuple[int, int], swizzle: int) -> TensorMapRecipe | None:
+    def recipe(self, memref, elem, box: tuple[int, int], swizzle: int, optional: bool) -> TensorMapRecipe | None:
         """The recipe of a 2-D tile-mode map over ``memref`` (rows of contiguous elements of type ``elem``,
         tile order) with box ``(inner elements, rows)`` and ``swizzle`` bytes, or None when the tensor's base,
-        extents or row stride are not kernel parameters (or constants)."""
+        extents or row stride are not kernel parameters (or constants). ``optional``: the kernel reads the map
+        only after checking the tensor's alignment at run time."""
         if len(memref.shape) != 2 or memref.strides[1] != 1:
             return None
         tensor = self._source(memref.base)
@@ -74,7 +75,7 @@ class KernelTensorMaps:
         dt = DATA_TYPES.get(name, DATA_TYPE_BY_BYTES.get(eb))
         return TensorMapRecipe(param=-1, tensor=tensor, data_type=dt, global_dim=tuple(dims),
                                global_strides=(stride,), box_dim=tuple(box), element_strides=(1, 1),
-                               swizzle=SWIZZLE_CODES[swizzle])
+                               swizzle=SWIZZLE_CODES[swizzle], optional=optional)
 
     def parameter(self, recipe: TensorMapRecipe):
         """The ``!llvm.ptr`` parameter holding the map of ``recipe`` (appended on first use)."""
