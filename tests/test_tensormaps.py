@@ -10,7 +10,7 @@ import pytest
 from support import run_cli
 
 from tilecore.emulate.tensormap import decode
-from tilecore.tensormaps import TensorMapRecipe, ZERO_MAP, append_maps, dumps, emulator_map, loads, unaligned
+from tilecore.tensormaps import ZERO_MAP, TensorMapRecipe, append_maps, dumps, emulator_map, loads, unaligned
 
 R = TensorMapRecipe(param=5, tensor=0, data_type=6, global_dim=({"param": 2}, {"param": 1}),
                     global_strides=({"param": 3, "scale": 2},), box_dim=(64, 128), element_strides=(1, 1), swizzle=3)
