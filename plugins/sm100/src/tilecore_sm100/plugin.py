@@ -1,7 +1,5 @@
-"""Hook implementations of the ``sm100`` plugin: sm_100a+ targets and tcgen05 patterns.
-
-It registers no MMA atoms yet: the tcgen05 (UMMA) and block-scaled atoms arrive with their lowering
-(an atom listed by ``tilecore plugins`` always has one); until then sm_100a dots take cute's atoms."""
+"""Hook implementations of the ``sm100`` plugin: sm_100a+ targets, the ``sm100`` dialect, tcgen05 patterns
+and the tensor-memory MMA atoms (:mod:`.mma_sm100`, sm_100a / sm_103a)."""
 
 from tilecore.hookspecs import hookimpl
 
@@ -14,12 +12,26 @@ def tilecore_register_targets():
 
 
 @hookimpl
+def tilecore_register_dialects():
+    from .dialect import dialects
+
+    return dialects()
+
+
+@hookimpl
 def tilecore_register_patterns(stage, target, options):
     if stage != "convert-cute-to-llvm":
         return []
     from .tcgen05 import patterns
 
     return patterns()
+
+
+@hookimpl
+def tilecore_register_atoms(target):
+    from .mma_sm100 import atoms
+
+    return atoms()
 
 
 @hookimpl

@@ -1,11 +1,38 @@
-"""tcgen05 fences (sm_100a): ``cute_nvgpu.tcgen05_fence_*`` -> ``nvvm.tcgen05.fence``."""
+"""Stage 5 (``convert-cute-to-llvm``) patterns of the sm100 plugin: tcgen05 fences and the ``sm100`` dialect's
+tensor-memory MMA ops (:mod:`.dialect`) -> NVVM.
+
+On sm_100a / sm_101a (the targets MLIR 22's nvvm verifier accepts tcgen05 ops on) they become the nvvm ops:
+
+| source | nvvm | PTX |
+|---|---|---|
+| ``cute_nvgpu.tcgen05_fence_{before,after}_thread_sync`` | ``nvvm.tcgen05.fence <before/after>`` | ``tcgen05.fence::{before,after}_thread_sync`` |
+| ``sm100.tmem_alloc %slot {ncols}`` | ``nvvm.tcgen05.alloc %slot, %ncols`` | ``tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32`` |
+| ``sm100.tmem_dealloc %t {ncols}`` | ``nvvm.tcgen05.dealloc %t, %ncols`` | ``tcgen05.dealloc.cta_group::1.sync.aligned.b32`` |
+| ``sm100.tmem_relinquish`` | ``nvvm.tcgen05.relinquish_alloc_permit`` | ``tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned`` |
+| ``sm100.umma %d, %a, %b, %idesc, %en {kind}`` | ``nvvm.tcgen05.mma`` (cta_1, smem descriptors) | ``tcgen05.mma.cta_group::1.kind::<kind> [d], adesc, bdesc, idesc, p`` |
+| ``sm100.umma_commit %mbar`` | ``nvvm.tcgen05.commit %mbar`` | ``tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64`` |
+| ``sm100.tmem_load %t {num}`` | ``nvvm.tcgen05.ld`` shape_32x32b -> ``vector<num x i32>`` | ``tcgen05.ld.sync.aligned.32x32b.x<num>.b32`` |
+| ``sm100.tmem_store %t, %v`` | ``nvvm.tcgen05.st`` shape_32x32b | ``tcgen05.st.sync.aligned.32x32b.x<num>.b32`` |
+| ``sm100.tmem_wait {kind}`` | ``nvvm.tcgen05.wait <load/store>`` | ``tcgen05.wait::{ld,st}.sync.aligned`` |
+| ``sm100.mbarrier_init %mbar`` | ``nvvm.mbarrier.init %mbar, 1`` | ``mbarrier.init.shared.b64`` |
+| ``sm100.mbarrier_wait %mbar, %parity`` | ``nvvm.mbarrier.try_wait.parity`` | ``mbarrier.try_wait.parity.shared.b64`` (a loop) |
+
+TMEM addresses (i32 in the ``sm100`` ops) become ``!llvm.ptr<6>`` by ``llvm.inttoptr``.
+
+On sm_103a (tcgen05 hardware, but rejected by MLIR 22's nvvm verifier) the tcgen05 ops become the same PTX
+instructions as ``llvm.inline_asm`` (shared addresses as 32-bit ``r`` operands, :data:`ASM`); the mbarrier ops
+stay nvvm. Any other target gets a located error naming the targets.
+"""
 
 from tilecore.conversion import Pattern
 from tilecore.errors import LoweringError
-from tilecore.mlir import ir
+from tilecore.mlir import dialects, ir
 
 # Targets whose NVVM dialect accepts tcgen05 (MLIR 22's nvvm verifier: sm_100a / sm_101a only).
 TCGEN05_TARGETS = ("sm_100a", "sm_101a")
+ASM_TARGETS = ("sm_103a",)  # tcgen05 through inline PTX
+ALL_TARGETS = TCGEN05_TARGETS + ASM_TARGETS
+WAIT_TICKS = 0x989680  # try_wait.parity suspend-time hint (ns), as the TMA lowering
 
 # source op -> #nvvm.tcgen05_fence kind
 FENCES = {
@@ -13,8 +40,68 @@ FENCES = {
     "cute_nvgpu.tcgen05_fence_after_thread_sync": "after",
 }
 
+# inline PTX of the tcgen05 instructions (sm_103a)
+ASM = {
+    "fence": "tcgen05.fence::{kind}_thread_sync;",
+    "alloc": "tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [$0], $1;",
+    "dealloc": "tcgen05.dealloc.cta_group::1.sync.aligned.b32 $0, $1;",
+    "relinquish": "tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;",
+    "mma": "{{\n.reg .pred p;\nsetp.ne.b32 p, $4, 0;\ntcgen05.mma.cta_group::1.kind::{kind} [$0], $1, $2, $3, p;\n}}",
+    "commit": "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [$0];",
+    "ld": "tcgen05.ld.sync.aligned.32x32b.x{num}.b32 {{{regs}}}, [${addr}];",
+    "st": "tcgen05.st.sync.aligned.32x32b.x{num}.b32 [$0], {{{regs}}};",
+    "wait": "tcgen05.wait::{kind}.sync.aligned;",
+}
 
-class Tcgen05FencePattern(Pattern):
+
+def _i32():
+    return ir.IntegerType.get_signless(32)
+
+
+def _c32(v: int):
+    return dialects.llvm.ConstantOp(_i32(), ir.IntegerAttr.get(_i32(), v)).result
+
+
+def _int(op, name: str) -> int:
+    return ir.IntegerAttr(op.attributes[name]).value
+
+
+def _str(op, name: str) -> str:
+    return ir.StringAttr(op.attributes[name]).value
+
+
+def _asm(text: str, operands, constraints: str, results=()):
+    return ir.Operation.create("llvm.inline_asm", results=list(results), operands=list(operands), attributes={
+        "asm_string": ir.StringAttr.get(text), "constraints": ir.StringAttr.get(constraints),
+        "has_side_effects": ir.UnitAttr.get()})
+
+
+def _tmem(v):
+    return dialects.llvm.inttoptr(ir.Type.parse("!llvm.ptr<6>"), v)
+
+
+def _shared32(p):
+    """A shared pointer as the 32-bit shared-window address inline PTX takes."""
+    return dialects.llvm.ptrtoint(_i32(), p)
+
+
+class _Tcgen05Pattern(Pattern):
+    """Checks the target; ``nvvm(op)`` / ``asm(op)`` build the replacement at the op."""
+
+    def rewrite(self, op, rw):
+        name = rw.target.name if rw.target is not None else None
+        if name not in ALL_TARGETS:
+            raise LoweringError(f"'{op.name}' needs one of {', '.join(ALL_TARGETS)} (tcgen05); target is "
+                                f"{name or 'unknown'}", op)
+        with rw.ip, op.location:
+            new = self.nvvm(op) if name in TCGEN05_TARGETS else self.asm(op)
+        if new:
+            rw.replace(op, new)
+        else:
+            rw.erase(op)
+
+
+class Tcgen05FencePattern(_Tcgen05Pattern):
     """``cute_nvgpu.tcgen05_fence_<kind>_thread_sync`` -> ``nvvm.tcgen05.fence #nvvm.tcgen05_fence<kind>``."""
 
     def __init__(self, root: str):
@@ -25,15 +112,137 @@ class Tcgen05FencePattern(Pattern):
     def name(self):
         return f"Tcgen05Fence[{self.kind}]"
 
+    def nvvm(self, op):
+        ir.Operation.create("nvvm.tcgen05.fence",
+                            attributes={"kind": ir.Attribute.parse(f"#nvvm.tcgen05_fence<{self.kind}>")})
+
+    def asm(self, op):
+        _asm(ASM["fence"].format(kind=self.kind), [], "")
+
+
+class AllocPattern(_Tcgen05Pattern):
+    root = "sm100.tmem_alloc"
+
+    def nvvm(self, op):
+        dialects.nvvm.Tcgen05AllocOp(op.operands[0], _c32(_int(op, "ncols")))
+
+    def asm(self, op):
+        _asm(ASM["alloc"], [_shared32(op.operands[0]), _c32(_int(op, "ncols"))], "r,r")
+
+
+class DeallocPattern(_Tcgen05Pattern):
+    root = "sm100.tmem_dealloc"
+
+    def nvvm(self, op):
+        dialects.nvvm.Tcgen05DeallocOp(_tmem(op.operands[0]), _c32(_int(op, "ncols")))
+
+    def asm(self, op):
+        _asm(ASM["dealloc"], [op.operands[0], _c32(_int(op, "ncols"))], "r,r")
+
+
+class RelinquishPattern(_Tcgen05Pattern):
+    root = "sm100.tmem_relinquish"
+
+    def nvvm(self, op):
+        dialects.nvvm.Tcgen05RelinquishAllocPermitOp()
+
+    def asm(self, op):
+        _asm(ASM["relinquish"], [], "")
+
+
+class UmmaPattern(_Tcgen05Pattern):
+    root = "sm100.umma"
+
+    def nvvm(self, op):
+        d, a, b, idesc, en = op.operands
+        dialects.nvvm.Tcgen05MMAOp(ir.Attribute.parse(f"#nvvm.tcgen05_mma_kind<{_str(op, 'kind')}>"),
+                                   ir.Attribute.parse("#nvvm.cta_group<cta_1>"), _tmem(d), a, b, idesc, en)
+
+    def asm(self, op):
+        d, a, b, idesc, en = op.operands
+        _asm(ASM["mma"].format(kind=_str(op, "kind")), [d, a, b, idesc, dialects.llvm.zext(_i32(), en)],
+             "r,l,l,r,r")
+
+
+class CommitPattern(_Tcgen05Pattern):
+    root = "sm100.umma_commit"
+
+    def nvvm(self, op):
+        dialects.nvvm.Tcgen05CommitOp(op.operands[0])
+
+    def asm(self, op):
+        _asm(ASM["commit"], [_shared32(op.operands[0])], "r")
+
+
+class LoadPattern(_Tcgen05Pattern):
+    root = "sm100.tmem_load"
+
+    def nvvm(self, op):
+        return [dialects.nvvm.Tcgen05LdOp(op.results[0].type,
+                                          ir.Attribute.parse("#nvvm.tcgen05_ldst_shape<shape_32x32b>"),
+                                          _tmem(op.operands[0])).result]
+
+    def asm(self, op):
+        num = _int(op, "num")
+        llvm = dialects.llvm
+        struct = ir.Type.parse(f"!llvm.struct<({', '.join(['i32'] * num)})>")
+        text = ASM["ld"].format(num=num, regs=", ".join(f"${i}" for i in range(num)), addr=num)
+        s = _asm(text, [op.operands[0]], ",".join(["=r"] * num + ["r"]), [struct]).results[0]
+        vt = op.results[0].type
+        v = llvm.mlir_poison(vt)
+        for i in range(num):
+            v = llvm.insertelement(v, llvm.extractvalue(_i32(), s, [i]), _c32(i))
+        return [v]
+
+
+class StorePattern(_Tcgen05Pattern):
+    root = "sm100.tmem_store"
+
+    def nvvm(self, op):
+        dialects.nvvm.Tcgen05StOp(ir.Attribute.parse("#nvvm.tcgen05_ldst_shape<shape_32x32b>"),
+                                  _tmem(op.operands[0]), op.operands[1])
+
+    def asm(self, op):
+        v = op.operands[1]
+        num = ir.VectorType(v.type).shape[0]
+        words = [dialects.llvm.extractelement(v, _c32(i)) for i in range(num)]
+        text = ASM["st"].format(num=num, regs=", ".join(f"${i + 1}" for i in range(num)))
+        _asm(text, [op.operands[0], *words], ",".join(["r"] * (num + 1)))
+
+
+class WaitPattern(_Tcgen05Pattern):
+    root = "sm100.tmem_wait"
+
+    def nvvm(self, op):
+        dialects.nvvm.Tcgen05WaitOp(ir.Attribute.parse(f"#nvvm.tcgen05_wait<{_str(op, 'kind')}>"))
+
+    def asm(self, op):
+        _asm(ASM["wait"].format(kind={"load": "ld", "store": "st"}[_str(op, "kind")]), [], "")
+
+
+class MbarrierInitPattern(Pattern):
+    """``sm100.mbarrier_init %mbar`` -> ``nvvm.mbarrier.init %mbar, 1``."""
+
+    root = "sm100.mbarrier_init"
+
     def rewrite(self, op, rw):
-        if rw.target is None or rw.target.name not in TCGEN05_TARGETS:
-            raise LoweringError(f"'{op.name}' needs one of {', '.join(TCGEN05_TARGETS)} (tcgen05); target is "
-                                f"{rw.target.name if rw.target else 'unknown'}", op)
         with rw.ip, op.location:
-            ir.Operation.create("nvvm.tcgen05.fence",
-                                attributes={"kind": ir.Attribute.parse(f"#nvvm.tcgen05_fence<{self.kind}>")})
+            dialects.nvvm.mbarrier_init(op.operands[0], _c32(1))
+        rw.erase(op)
+
+
+class MbarrierWaitPattern(Pattern):
+    """``sm100.mbarrier_wait %mbar, %parity`` -> ``nvvm.mbarrier.try_wait.parity`` (loops until it succeeds)."""
+
+    root = "sm100.mbarrier_wait"
+
+    def rewrite(self, op, rw):
+        with rw.ip, op.location:
+            dialects.nvvm.mbarrier_try_wait_parity(op.operands[0], op.operands[1], _c32(WAIT_TICKS))
         rw.erase(op)
 
 
 def patterns():
-    return [Tcgen05FencePattern(r) for r in FENCES]
+    return [*[Tcgen05FencePattern(r) for r in FENCES], AllocPattern(), DeallocPattern(), RelinquishPattern(),
+            UmmaPattern(), CommitPattern(), LoadPattern(), StorePattern(), WaitPattern(), MbarrierInitPattern(),
+            MbarrierWaitPattern()]

@@ -153,3 +153,84 @@ def wg_fragment(m: int, n: int, threads: int, n_ok=lambda n: n % 8 == 0 and n <=
 
     grid = warpgroup_grid(m, n, threads, n_ok)
     return WgFragment((m, n), grid[0], grid[1], threads) if grid else None
+
+
+TM_M = 128  # rows of one tensor-memory MMA instruction (tcgen05.mma cta_group::1, M = 128): one per TMEM lane
+
+
+@dataclass(frozen=True)
+class TmemFragment:
+    """The accumulator layout of a tensor-memory MMA atom (``tcgen05.mma``, sm_100a) read back with
+    ``tcgen05.ld .32x32b`` (PTX ISA "Tensor Memory" / "Matrix fragments for tcgen05.ld 32x32b": thread ``l`` of
+    warp ``w`` of a warpgroup reads TMEM lane ``32 (w % 4) + l``, i.e. row ``l`` of the warp's 32 rows, one
+    32-bit column per register). Warpgroups form a ``groups_m x groups_n`` grid over the tile: a warpgroup owns
+    ``M / groups_m`` rows (blocks of 128, one per instruction) and ``cols = N / groups_n`` columns; thread ``t``
+    of it holds row ``t % 128`` of each of its blocks. Register ``k``: block ``k / cols``, column ``k % cols``."""
+
+    shape: tuple[int, int]
+    groups_m: int
+    groups_n: int
+    threads: int
+
+    @property
+    def n(self) -> int:
+        return self.shape[0] * self.shape[1]
+
+    @property
+    def cols(self) -> int:
+        return self.shape[1] // self.groups_n
+
+    @property
+    def insts(self) -> int:
+        """128-row blocks per warpgroup."""
+        return self.shape[0] // self.groups_m // TM_M
+
+    @property
+    def regs(self) -> int:
+        return self.insts * self.cols
+
+    def offset(self, k: int) -> tuple[int, int]:
+        r, c = divmod(k, self.cols)
+        return r * TM_M, c
+
+    def static_coords(self, k: int, tid: int) -> tuple[int, int]:
+        q = (tid // 128) % (self.groups_m * self.groups_n)
+        gr, gc = divmod(q, self.groups_n)
+        dr, dc = self.offset(k)
+        return gr * (self.shape[0] // self.groups_m) + tid % 128 + dr, gc * self.cols + dc
+
+    def origin_values(self, cg) -> tuple:
+        """i32 (row, column) of register 0 in this thread and of its warpgroup's sub-tile (built at the kernel
+        entry by :meth:`CodeGen.fragment_origin`)."""
+        grid = self.groups_m * self.groups_n
+        q = cg.op("arith.divui", cg.tid, cg.c32(128))
+        if grid * 128 < self.threads:
+            q = cg.op("arith.remui", q, cg.c32(grid))
+        wrow = cg.op("arith.muli", cg.op("arith.divui", q, cg.c32(self.groups_n)),
+                     cg.c32(self.shape[0] // self.groups_m))
+        wcol = cg.op("arith.muli", cg.op("arith.remui", q, cg.c32(self.groups_n)), cg.c32(self.cols))
+        row = cg.op("arith.addi", wrow, cg.op("arith.remui", cg.tid, cg.c32(128)))
+        return row, wcol, wrow, wcol
+
+
+def tmem_grid(m: int, n: int, threads: int, n_step: int = 8) -> tuple[int, int] | None:
+    """The ``groups_m x groups_n`` warpgroup grid of an ``m x n`` tensor-memory accumulator: the most warpgroups
+    whose rows are whole 128-row blocks and whose columns a multiple of ``n_step``, then the squarest."""
+    if threads % 128 or m % TM_M or n % n_step:
+        return None
+    groups, blocks = threads // 128, m // TM_M
+    best = None
+    for gm in range(1, groups + 1):
+        for gn in range(1, groups // gm + 1):
+            if blocks % gm or n % gn or (n // gn) % n_step:
+                continue
+            key = (-(gm * gn), m // gm + n // gn, gm)
+            if best is None or key < best[0]:
+                best = (key, (gm, gn))
+    return best[1] if best else None
+
+
+def tmem_fragment(m: int, n: int, threads: int) -> TmemFragment | None:
+    """The tensor-memory fragment layout of an ``m x n`` result over ``threads`` threads (whole warpgroups)."""
+    grid = tmem_grid(m, n, threads)
+    return TmemFragment((m, n), grid[0], grid[1], threads) if grid else None

@@ -98,6 +98,7 @@ def lower_function(fn, gpu_module, ctx) -> dict:
     rb.data.update(cg=cg, div_by={}, tensor_maps=KernelTensorMaps(new_block))
     try:
         rb.block_into(old, new_block)
+        cg.finish(new_fn)
         rb.data["tensor_maps"].finish(new_fn)
     except Exception:
         new_fn.erase()

@@ -45,6 +45,8 @@ class CodeGen:
         self._owner: dict[int, object] = {}
         self._padded: dict[tuple, object] = {}
         self._origin: dict[tuple, tuple] = {}
+        # Callables ``hook(cg, fn)`` run once the kernel body is lowered (an atom's kernel prologue / epilogue).
+        self.finish_hooks: dict[str, object] = {}
 
     # -- layouts ----------------------------------------------------------------------------
     def layout(self, shape) -> Blocked:
@@ -116,6 +118,9 @@ class CodeGen:
         """i32 (row, column) of register 0 of an MMA fragment layout in this thread: its warp's
         sub-tile origin + (lane / 4, 2 * (lane % 4)) (see :mod:`tilecore_tileas.layout.fragment`)."""
         key = _origin_key(frag)
+        if key not in self._origin and hasattr(frag, "origin_values"):  # a layout that computes its own
+            with self.entry_ip, ir.Location.unknown():
+                self._origin[key] = frag.origin_values(self)
         if key not in self._origin and hasattr(frag, "groups_m"):  # a warpgroup layout (wgmma)
             lane, warp = self.lane_and_warp()
             with self.entry_ip, ir.Location.unknown():
@@ -292,6 +297,11 @@ class CodeGen:
 
     def barrier(self):
         create("gpu.barrier", [], [])
+
+    def finish(self, fn) -> None:
+        """Run the finish hooks on the lowered kernel ``fn`` (in registration order)."""
+        for hook in list(self.finish_hooks.values()):
+            hook(self, fn)
 
 
 def _origin_key(frag) -> tuple:

@@ -77,6 +77,9 @@ def dot(op, rb):
     atom = _atom_of(cg, op)
     req = mma_request(op, cg.threads, cg.target)
     frag = atom_fragment(atom, req) if is_tensor_core(atom) else None
+    if frag is not None and atom.data.get("fragment") == "tcgen05":
+        return [_dot_tmem(cg, atom, req, frag, rb.get(lhs_v), rb.get(rhs_v), rb.get(acc_v), m, n, k_dim,
+                          _resident_loop(cg, op, rb))]
     if frag is not None and atom.data.get("fragment") == "wgmma":
         lhs, rhs = rb.get(lhs_v), rb.get(rhs_v)
         piped = isinstance(lhs, SwizzledOperand) and isinstance(rhs, SwizzledOperand)  # a pipelined loop's stage
@@ -309,3 +312,92 @@ def _dot_wgmma(cg, atom, req, lhs: TileV, rhs: TileV, acc: TileV, k_dim: int) ->
     atom.lower(cg, "commit", req)
     atom.lower(cg, "wait", req, 0)
     return [v for a in accs for v in atom.lower(cg, "unpack", req, a)]
+
+
+# -- tensor cores: tensor-memory MMA atoms (tcgen05) ------------------------------------------------
+def _zero_splat(tile) -> bool:
+    """Whether ``tile`` (a TileV or a scalar) is the constant 0 everywhere (+0.0 for floats)."""
+    regs = tile.regs if isinstance(tile, TileV) else [tile]
+    first = regs[0] if regs else None
+    if first is None or any(r != first for r in regs) or not isinstance(first, ir.OpResult):
+        return False
+    op = first.owner
+    if op.name not in ("arith.constant", "llvm.mlir.constant") or "value" not in op.attributes:
+        return False
+    attr = op.attributes["value"]
+    if isinstance(first.type, ir.FloatType):
+        return str(attr).lstrip().startswith(("0.0", "0.000000e+00")) and ir.FloatAttr(attr).value == 0.0
+    return isinstance(first.type, ir.IntegerType) and ir.IntegerAttr(attr).value == 0
+
+
+def _resident_loop(cg, op, rb):
+    """When dot ``op``'s accumulator is a loop-carried value of the enclosing ``scf.for`` used by this dot only
+    and the dot's result only goes back to it (``acc = mma(a, b, acc)``), what a tensor-memory atom needs to keep
+    the accumulator in tensor memory across the loop: ``first`` / ``last`` (i1: this is the loop's first / last
+    iteration), ``zero_init`` (the loop starts from a zero splat), ``key`` (the dot) and ``dots`` (the
+    :class:`MmaRequest` of every dot of the kernel: the atom sizes its scratch columns from them). Else None."""
+    acc_v = op.operands[2]
+    if not isinstance(acc_v, ir.BlockArgument) or acc_v.arg_number == 0:
+        return None
+    loop = acc_v.owner.owner
+    if loop.name != "scf.for" or len(list(acc_v.uses)) != 1 or len(list(op.results[0].uses)) != 1:
+        return None
+    term = list(acc_v.owner.operations)[-1]
+    i = acc_v.arg_number - 1
+    if term.name != "scf.yield" or i >= len(term.operands) or term.operands[i] != op.results[0]:
+        return None
+    iv = acc_v.owner.arguments[0]
+    if iv not in rb.map or any(v not in rb.map for v in list(loop.operands)[:3]):
+        return None
+    lb, ub, step = (rb.get(v) for v in list(loop.operands)[:3])
+    iv = rb.get(iv)
+    first = cg.cmpi(0, iv, lb)
+    last = cg.cmpi(5, cg.op("arith.addi", iv, step), ub)  # iv + step >= ub (signed)
+    return {"first": first, "last": last, "zero_init": _zero_splat(rb.get(loop.operands[3 + i])), "key": op,
+            "dots": _kernel_dots(cg, op)}
+
+
+def _kernel_dots(cg, op) -> list:
+    """The :class:`MmaRequest` of every 2-D dot of the kernel holding ``op`` (cached per kernel)."""
+    cached = getattr(cg, "_kernel_dots", None)
+    if cached is not None:
+        return cached
+    fn = op
+    while fn is not None and fn.name != "llvm.func":
+        fn = fn.parent
+    out = []
+
+    def walk(o):
+        for region in o.regions:
+            for block in region.blocks:
+                for x in block.operations:
+                    if x.operation.name == "nv_tileas.dot" and len(ir.RankedTensorType(x.operands[0].type).shape) == 2:
+                        out.append(mma_request(x.operation, cg.threads, cg.target))
+                    walk(x.operation)
+
+    if fn is not None:
+        walk(fn)
+    cg._kernel_dots = out
+    return out
+
+
+def _dot_tmem(cg, atom, req, frag, lhs, rhs, acc, m: int, n: int, k_dim: int, resident=None) -> TileV:
+    """A tensor-memory atom (``data["fragment"] == "tcgen05"``): both operands in the atom's swizzled layouts
+    (a pipelined loop's stage already holds them), then the atom's ``dot`` action on the accumulator registers
+    (None for a zero splat: the atom skips storing it) returns the result in ``frag``; ``resident``
+    (:func:`_resident_loop`) lets the atom keep the accumulator in tensor memory across the loop."""
+    piped = isinstance(lhs, SwizzledOperand) and isinstance(rhs, SwizzledOperand)
+    cg.smem_align = max(cg.smem_align, 1024)
+    if piped:
+        a_l, b_l = lhs, rhs
+    else:
+        lhs, rhs = (v if is_fragment(v) else _blocked(cg, v, s) for v, s in ((lhs, (m, k_dim)), (rhs, (k_dim, n))))
+        a_l, b_l = atom.lower(cg, "layouts", req, 0)
+        _write_swizzled(cg, lhs, a_l)
+        _write_swizzled(cg, rhs, b_l)
+        cg.reserve(a_l.nbytes + b_l.nbytes)
+    regs = None if _zero_splat(acc) else list(to_fragment(cg, acc, frag).regs)
+    out = atom.lower(cg, "dot", req, a_l, b_l, frag, regs, k_dim, resident)
+    if not piped:
+        cg.barrier()
+    return TileV(frag, out)

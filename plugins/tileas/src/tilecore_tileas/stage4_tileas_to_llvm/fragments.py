@@ -15,14 +15,16 @@ from __future__ import annotations
 from tilecore.mlir import dialects, ir
 
 from ..layout import Blocked
-from ..layout.fragment import Fragment, WgFragment, fragment, wg_fragment
+from ..layout.fragment import Fragment, TmemFragment, WgFragment, fragment, tmem_fragment, wg_fragment
 from .codegen import elem_bytes
 from .exchange import write
 from .values import TileV
 
+FRAGMENTS = (Fragment, WgFragment, TmemFragment)  # the accumulator layouts of tensor-core atoms
+
 
 def is_fragment(v) -> bool:
-    return isinstance(v, TileV) and isinstance(v.layout, (Fragment, WgFragment))
+    return isinstance(v, TileV) and isinstance(v.layout, FRAGMENTS)
 
 
 def _uniform(tile: TileV):
@@ -112,7 +114,7 @@ def to_layout(cg, tile, layout):
     """``tile`` in ``layout`` (blocked or fragment; None: as it is); scalars and tokens pass through."""
     if not isinstance(tile, TileV) or tile.layout == layout:
         return tile
-    if isinstance(layout, (Fragment, WgFragment)):
+    if isinstance(layout, FRAGMENTS):
         return to_fragment(cg, tile, layout)
     if isinstance(layout, Blocked) and is_fragment(tile):
         return to_blocked(cg, tile)
@@ -156,7 +158,10 @@ ELEMENTWISE_DIALECTS = ("arith", "math")
 
 def atom_fragment(atom, req):
     """The accumulator layout a tensor-core atom gives an ``m x n`` result: the warpgroup layout for
-    ``data["fragment"] == "wgmma"`` (instruction N as ``data["n_ok"]`` admits), else the 16 x 8 block layout."""
+    ``data["fragment"] == "wgmma"`` (instruction N as ``data["n_ok"]`` admits), the tensor-memory layout for
+    ``"tcgen05"`` (:class:`~tilecore_tileas.layout.fragment.TmemFragment`), else the 16 x 8 block layout."""
+    if atom.data.get("fragment") == "tcgen05":
+        return tmem_fragment(req.m, req.n, req.threads)
     if atom.data.get("fragment") == "wgmma":
         return wg_fragment(req.m, req.n, req.threads, atom.data["n_ok"])
     return fragment(req.m, req.n, req.threads)

@@ -1,0 +1,70 @@
+"""IRDL definition of the ``sm100`` companion dialect: the tensor-memory MMA atom's ops (stage 4 emits them
+through :mod:`.mma_sm100`, stage 5 lowers them, :mod:`.tcgen05`). TMEM addresses are i32 (PTX ISA "Tensor
+Memory Addressing": lane in bits 31-16, column in bits 15-0); shared addresses ``!llvm.ptr<3>``.
+
+- ``sm100.tmem_alloc %slot {ncols}`` / ``sm100.tmem_dealloc %taddr {ncols}`` / ``sm100.tmem_relinquish``:
+  ``tcgen05.alloc`` (the TMEM address written to ``%slot``) / ``dealloc`` / ``relinquish_alloc_permit``,
+  cta_group::1, by a whole warp.
+- ``sm100.umma %d_tmem, %a_desc, %b_desc, %idesc, %enable_input_d {kind = "f16"|"tf32"|"i8"|"f8f6f4"}``:
+  one ``tcgen05.mma.cta_group::1.kind::<kind>`` (one thread issues it).
+- ``sm100.umma_commit %mbar``: ``tcgen05.commit.cta_group::1.mbarrier::arrive::one`` (the MMAs issued
+  before it arrive on the mbarrier when done).
+- ``sm100.tmem_load %taddr {num}`` -> ``vector<num x i32>`` / ``sm100.tmem_store %taddr, %v``:
+  ``tcgen05.ld`` / ``st .sync.aligned.32x32b.x<num>.b32``; ``sm100.tmem_wait {kind = "load"|"store"}``:
+  ``tcgen05.wait::ld`` / ``::st``.
+- ``sm100.mbarrier_init %mbar`` (arrival count 1), ``sm100.mbarrier_wait %mbar, %parity``
+  (``mbarrier.try_wait.parity`` until the phase of that parity completed).
+"""
+
+from tilecore.dialects import DialectDef
+
+SM100_IRDL = """
+irdl.dialect @sm100 {
+  irdl.operation @tmem_alloc {
+    %p = irdl.any
+    irdl.operands(slot: %p)
+  }
+  irdl.operation @tmem_dealloc {
+    %t = irdl.is i32
+    irdl.operands(taddr: %t)
+  }
+  irdl.operation @tmem_relinquish {
+  }
+  irdl.operation @umma {
+    %t = irdl.is i32
+    %d = irdl.is i64
+    %e = irdl.is i1
+    irdl.operands(d_tmem: %t, a_desc: %d, b_desc: %d, idesc: %t, enable_input_d: %e)
+  }
+  irdl.operation @umma_commit {
+    %p = irdl.any
+    irdl.operands(mbar: %p)
+  }
+  irdl.operation @tmem_load {
+    %t = irdl.is i32
+    %v = irdl.any
+    irdl.operands(taddr: %t)
+    irdl.results(v: %v)
+  }
+  irdl.operation @tmem_store {
+    %t = irdl.is i32
+    %v = irdl.any
+    irdl.operands(taddr: %t, v: %v)
+  }
+  irdl.operation @tmem_wait {
+  }
+  irdl.operation @mbarrier_init {
+    %p = irdl.any
+    irdl.operands(mbar: %p)
+  }
+  irdl.operation @mbarrier_wait {
+    %p = irdl.any
+    %t = irdl.is i32
+    irdl.operands(mbar: %p, parity: %t)
+  }
+}
+"""
+
+
+def dialects() -> list[DialectDef]:
+    return [DialectDef("sm100", SM100_IRDL)]

@@ -1,0 +1,384 @@
+"""The sm_100a tensor-memory MMA atoms (``tcgen05.mma`` cta_group::1, M = 128), for tileas' MMA interface.
+
+PTX ISA 9.0, "TensorCore 5th Generation Family Instructions" (section 9.7.16):
+
+- **Tensor memory** (9.7.16.1): 128 lanes x 512 columns of 32-bit cells per CTA; an address is
+  ``lane << 16 | column``. ``tcgen05.alloc`` (9.7.16.7.1, one whole warp; columns a power of two >= 32)
+  writes the allocation's address to shared memory; ``tcgen05.dealloc`` frees it and
+  ``tcgen05.relinquish_alloc_permit`` gives up the CTA's right to allocate; all columns must be freed before
+  the kernel exits. Warp ``w`` may access lanes ``32 (w % 4) .. + 31`` only ("Access restrictions").
+- **Matrix descriptors** (9.7.16.4.1, "Shared memory descriptor"): the 64-bit wgmma descriptor plus the fixed
+  value 0b001 in bits 46-48: start address >> 4 (0-13), leading byte offset >> 4 (16-29), stride byte offset >> 4
+  (32-45), base offset (49-51, 0: the stages are 1024-byte aligned), swizzle (61-63: 2 = 128B, 4 = 64B,
+  6 = 32B). The operands lie as :class:`tilecore.mma.SwizzledOperand` (the canonical swizzled layouts, 9.7.16.5):
+  A K-major (M x K, SBO = 8 rows x swizzle bytes; a K step inside a swizzle column advances the start address),
+  B N-major (K x N: LBO = the distance between swizzle columns, K x swizzle bytes; SBO = 8 rows x swizzle),
+  i.e. exactly what the pipelined K loops copy (``dot.smem_operand``), for every kind (tcgen05 takes MN-major
+  operands for tf32, f16, i8 and 8-bit floats).
+- **Instruction descriptor** (9.7.16.4.2, table "Instruction descriptor format for .kind::tf32, .kind::f16,
+  .kind::f8f6f4 and .kind::i8"): dense (bits 0-2 = 0), dtype (4-5: F32 = 1, S32 = 2), atype / btype (7-9 / 10-12:
+  F16 = 0, BF16 = 1, TF32 = 2, E4M3 = 0, E5M2 = 1, U8 = 0, S8 = 1), no negation, transpose A = 0 (K-major),
+  transpose B = 1 (MN-major) (bits 15 / 16), N >> 3 (17-22), M >> 4 (24-28); :func:`instr_desc`.
+- **tcgen05.mma** (9.7.16.10.9): ``D (TMEM) = A * B + (enable_input_d ? D : 0)``, issued by one thread;
+  shapes (table 39, cta_group::1 dense): M = 128, N a multiple of 16 up to 256, K = 16 (f16), 8 (tf32), 32 (i8,
+  f8f6f4). ``tcgen05.commit`` (9.7.16.11.1) makes an mbarrier track the completion of the MMAs the thread issued
+  before it (``mbarrier::arrive::one``); the threads wait on the mbarrier's phase parity.
+- **tcgen05.ld / st** (9.7.16.8.3 / .4) ``.32x32b.xN``: thread ``l`` of warp ``w`` moves lane ``32 (w % 4) + l``,
+  N consecutive columns; ``tcgen05.wait::ld`` / ``::st`` (9.7.16.8.5) wait for them.
+- **Ordering** (9.7.16.6, "Memory consistency model for 5th generation of TensorCore operations"):
+  ``tcgen05.fence::before_thread_sync`` before and ``tcgen05.fence::after_thread_sync`` after a thread
+  synchronization (barrier, mbarrier wait) order tcgen05 operations of different threads; shared memory written
+  by the generic proxy (st.shared, cp.async) is made visible to the MMA (async proxy) by
+  ``fence.proxy.async.shared::cta`` before the barrier.
+
+Per dot (:meth:`Umma.dot`): the accumulator registers (tileas' ``TmemFragment``: thread ``t`` of a warpgroup holds
+row ``t % 128``) are stored to TMEM (``tcgen05.st``; skipped for a zero splat, whose first MMA has
+enable_input_d = 0); fence.proxy.async, fence::before, barrier, fence::after; thread 0 issues one MMA per
+128-row block, N instruction and K step and commits to the kernel's mbarrier; every thread waits for the phase
+(its parity kept per thread), fence::after, ``tcgen05.ld`` back into the registers. In a K loop
+``acc = mma(a, b, acc)`` whose carried value nothing else uses, the accumulator keeps its own columns across the
+loop instead: stored in the first iteration only (not at all from a zero splat), loaded in the last only. Per kernel
+(:class:`Tmem`, built at the first dot): warp 0 allocates the columns of the widest accumulator (a power of two
+>= 32, at most 512; ``sm100.tmem_alloc``'s ``ncols`` is set when the kernel is lowered), thread 0 initialises the
+mbarrier, the address is read back after a barrier; before every ``llvm.return``: fence::before, barrier, warp 0
+deallocates and relinquishes the allocation permit.
+
+| atom | A x B -> D | kind | K |
+|---|---|---|---|
+| ``mma.sm100a.m128nNk16.f16.f32`` | f16 x f16 -> f32 | f16 | 16 |
+| ``mma.sm100a.m128nNk16.bf16.f32`` | bf16 x bf16 -> f32 | f16 | 16 |
+| ``mma.sm100a.m128nNk8.tf32.f32`` | tf32 x tf32 -> f32 | tf32 | 8 |
+| ``mma.sm100a.m128nNk32.i8.i32`` | s8 / u8 x s8 / u8 -> s32 (wrapping) | i8 | 32 |
+| ``mma.sm100a.m128nNk32.f8.f32`` | e4m3 / e5m2 x e4m3 / e5m2 -> f32 | f8f6f4 | 32 |
+
+Targets: sm_100a and sm_103a (there the stage-5 patterns emit inline PTX, :mod:`.tcgen05`), except the i8 atom:
+ptxas has no ``.kind::i8`` on sm_103a ("Feature '.kind::i8' not supported on .target 'sm_103a'"), so s8 / u8 dots
+on sm_103a keep cute's mma.sync atom.
+"""
+
+from __future__ import annotations
+
+from tilecore.atoms import Atom
+from tilecore.mlir import dialects, ir
+from tilecore.mma import MMA_INTERFACE, SwizzledOperand, element_bytes, swizzle_for
+
+# atom name -> (A / B elements of the request, accumulator, kind, instruction K)
+ATOMS = {
+    "mma.sm100a.m128nNk16.f16.f32": (("f16",), "f32", "f16", 16),
+    "mma.sm100a.m128nNk16.bf16.f32": (("bf16",), "f32", "f16", 16),
+    "mma.sm100a.m128nNk8.tf32.f32": (("tf32",), "f32", "tf32", 8),
+    "mma.sm100a.m128nNk32.i8.i32": (("i8",), "i32", "i8", 32),
+    "mma.sm100a.m128nNk32.f8.f32": (("f8E4M3FN", "f8E5M2"), "f32", "f8f6f4", 32),
+}
+ARCHS = ("sm_100a", "sm_103a")
+PRIORITY = 30  # above the mma.sync atoms
+INST_M = 128
+MAX_N = 256
+TMEM_COLS = 512
+SWIZZLE_MODE = {128: 2, 64: 4, 32: 6}  # descriptor bits 61-63
+DTYPE = {"f32": 1, "i32": 2}
+ABTYPE = {"f16": 0, "bf16": 1, "tf32": 2, "f8E4M3FN": 0, "f8E5M2": 1}
+LD_CHUNK = 32  # columns per tcgen05.ld / st (.32x32b.x32: 32 registers)
+
+
+def instr_desc(kind: str, a: str, b: str, acc: str, n: int, a_signed=True, b_signed=True, m: int = INST_M) -> int:
+    """The 32-bit instruction descriptor (PTX ISA 9.7.16.4.2) of a dense MMA: A K-major, B MN-major."""
+    def ab(e, signed):
+        return (1 if signed else 0) if kind == "i8" else ABTYPE[e]
+
+    return (DTYPE[acc] << 4 | ab(a, a_signed) << 7 | ab(b, b_signed) << 10 | 1 << 16 | (n >> 3) << 17
+            | (m >> 4) << 24)
+
+
+def inst_n(n: int, eb: int) -> int:
+    """The instruction N for a tile N: the widest multiple of 16 up to 256 dividing ``n`` whose columns start
+    on B's swizzle columns; 0 when none."""
+    s = swizzle_for(n * eb)
+    for cand in range(min(n, MAX_N) // 16 * 16, 0, -16):
+        if n % cand == 0 and (cand == n or (cand * eb) % s == 0):
+            return cand
+    return 0
+
+
+def tmem_cols(m: int, n: int) -> int:
+    """TMEM columns of an ``m x n`` accumulator (a 128-row block per ``n`` columns)."""
+    return m // INST_M * n
+
+
+def alloc_cols(cols: int) -> int:
+    """The allocation for ``cols`` columns: a power of two >= 32 (PTX ISA 9.7.16.7.1)."""
+    c = 32
+    while c < cols:
+        c *= 2
+    return c
+
+
+class Tmem:
+    """Per-kernel tensor-memory state (the module docstring): the allocation, its address, the mbarrier the
+    MMAs commit to, the per-thread phase parity."""
+
+    def __init__(self, cg):
+        llvm = dialects.llvm
+        self.scratch_cols = 0  # columns of the widest dot whose accumulator does not stay in tensor memory
+        self.resident_cols = 0  # columns of the accumulators kept in tensor memory across loops (from 0)
+        self.regions: list = []  # (dot, first column) of those accumulators
+        lane, warp = cg.lane_and_warp()
+        self.warp0 = None
+        name = f"{cg.smem_symbol}_tcgen05"
+        with ir.InsertionPoint.at_block_begin(cg.gpu_module.regions[0].blocks[0]), ir.Location.unknown():
+            ty = ir.Type.parse("!llvm.array<16 x i8>")
+            g = llvm.GlobalOp(ty, name, ir.Attribute.parse("#llvm.linkage<internal>"), addr_space=3, alignment=16)
+            g.regions[0].blocks.append()
+            with ir.InsertionPoint(g.regions[0].blocks[0]):
+                llvm.return_(arg=llvm.mlir_undef(ty))
+        p3 = ir.Type.parse("!llvm.ptr<3>")
+        with cg.entry_ip, ir.Location.unknown():
+            self.phase = llvm.alloca(ir.Type.parse("!llvm.ptr"), cg.c32(1), cg.i32, alignment=4)
+            llvm.store(cg.c32(0), self.phase)
+            slot = llvm.mlir_addressof(p3, name)
+            self.bar = llvm.getelementptr(p3, slot, [], [8], cg.i8, 0)
+            self.warp0 = cg.cmpi(0, warp, cg.c32(0))
+            self.thread0 = cg.cmpi(0, cg.tid, cg.c32(0))
+            self.allocs = []
+            cg.if_(self.warp0, lambda: self.allocs.append(ir.Operation.create("sm100.tmem_alloc", operands=[slot])))
+            cg.if_(self.thread0, lambda: (ir.Operation.create("sm100.mbarrier_init", operands=[self.bar]), [])[1])
+            fence(cg, "before")
+            cg.barrier()
+            fence(cg, "after")
+            self.taddr = llvm.load(cg.i32, slot)
+            # the scratch columns start after the resident accumulators' (set by finish)
+            self.scratch_base_op = ir.Operation.create("arith.constant", results=[cg.i32],
+                                                       attributes={"value": ir.IntegerAttr.get(cg.i32, 0)})
+            self.scratch_base = self.scratch_base_op.results[0]
+            # this warp's TMEM lanes: 32 (w % 4) << 16
+            self.lane_base = cg.op("arith.shli", cg.op("arith.remui", warp, cg.c32(4)), cg.c32(21))
+        cg.finish_hooks["sm100.tmem"] = self.finish
+
+    @property
+    def cols(self) -> int:
+        """The allocation: a power of two >= 32 covering the resident accumulators and the scratch columns."""
+        return alloc_cols(self.resident_cols + self.scratch_cols)
+
+    def need(self, cols: int) -> None:
+        self.scratch_cols = max(self.scratch_cols, cols)
+
+    def region(self, key, cols: int, widest: int):
+        """The first column (int) of dot ``key``'s resident accumulator of ``cols`` columns, or None when it does
+        not fit beside the others and ``widest`` scratch columns (the widest dot of the kernel)."""
+        for k, first in self.regions:
+            if k == key:
+                return first
+        if self.resident_cols + cols + max(widest, self.scratch_cols) > TMEM_COLS:
+            return None
+        first = self.resident_cols
+        self.regions.append((key, first))
+        self.resident_cols += cols
+        return first
+
+    def finish(self, cg, fn) -> None:
+        """Set the allocation's columns and the scratch columns' start; free it before every return."""
+        ncols = ir.IntegerAttr.get(cg.i32, self.cols)
+        self.scratch_base_op.attributes["value"] = ir.IntegerAttr.get(cg.i32, self.resident_cols)
+        for op in self.allocs:
+            op.attributes["ncols"] = ncols
+        returns = []
+
+        def walk(op):
+            for region in op.regions:
+                for block in region.blocks:
+                    for o in block.operations:
+                        if o.operation.name == "llvm.return":
+                            returns.append(o.operation)
+                        walk(o.operation)
+
+        walk(fn)
+        for ret in returns:
+            with ir.InsertionPoint(ret), ir.Location.unknown():
+                fence(cg, "before")
+                cg.barrier()
+
+                def free():
+                    ir.Operation.create("sm100.tmem_dealloc", operands=[self.taddr], attributes={"ncols": ncols})
+                    ir.Operation.create("sm100.tmem_relinquish")
+
+                cg.if_(self.warp0, free)
+
+
+def fence(cg, kind: str) -> None:
+    ir.Operation.create(f"cute_nvgpu.tcgen05_fence_{kind}_thread_sync")
+
+
+def tmem_state(cg) -> Tmem:
+    state = getattr(cg, "sm100_tmem", None)
+    if state is None:
+        state = Tmem(cg)
+        cg.sm100_tmem = state
+    return state
+
+
+class Umma:
+    """One tcgen05 atom (module docstring): admissibility, operand layouts and the ``dot`` action."""
+
+    def __init__(self, name: str, elems: tuple, acc: str, kind: str, k: int):
+        self.name, self.elems, self.acc, self.kind, self.k = name, elems, acc, kind, k
+        self.eb = element_bytes(elems[0])
+
+    def admits(self, req) -> bool:
+        from tilecore_tileas.layout.fragment import tmem_grid
+
+        archs = ARCHS if self.kind != "i8" else ARCHS[:1]  # ptxas: no .kind::i8 on sm_103a
+        if not (req.a in self.elems and req.b in self.elems and req.acc == self.acc and req.arch in archs):
+            return False
+        if req.m % INST_M or req.k % self.k or req.threads % 128 or tmem_cols(req.m, req.n) > TMEM_COLS:
+            return False
+        if not swizzle_for(req.k * self.eb) or not swizzle_for(req.n * self.eb) or not inst_n(req.n, self.eb):
+            return False
+        if tmem_grid(req.m, req.n, req.threads) is None:
+            return False
+        a, b = self.layouts(req)
+        return a.nbytes + b.nbytes <= req.smem_budget
+
+    def layouts(self, req, at: int = 0) -> tuple[SwizzledOperand, SwizzledOperand]:
+        """A (M x K, K-major) at byte ``at``, B (K x N, N-major) after it: the layouts ``dot.smem_operand`` (and
+        so the pipelined loops) give these rows."""
+        eb = self.eb
+        a = SwizzledOperand(at, req.m, req.k, eb, swizzle_for(req.k * eb))
+        return a, SwizzledOperand(at + a.nbytes, req.k, req.n, eb, swizzle_for(req.n * eb))
+
+    def lower(self, cg, action: str, req, *args):
+        if action == "layouts":
+            return self.layouts(req, *args)
+        if action == "dot":
+            return self.dot(cg, req, *args)
+        raise ValueError(f"atom {self.name}: unknown action '{action}'")
+
+    @staticmethod
+    def descriptor(cg, byte_offset, lbo: int, sbo: int, swizzle: int):
+        """The i64 shared-memory descriptor of the operand starting ``byte_offset`` (i32) into the scratch buffer."""
+        llvm = dialects.llvm
+        i64 = cg.i64
+        p = llvm.getelementptr(ir.Type.parse("!llvm.ptr<3>"), cg.smem_base, [byte_offset], [-2147483648], cg.i8, 0)
+        addr = llvm.ptrtoint(i64, p)
+        start = cg.op("arith.andi", cg.op("arith.shrui", addr, cg.const(i64, 4)), cg.const(i64, 0x3FFF))
+        fixed = ((lbo >> 4) & 0x3FFF) << 16 | ((sbo >> 4) & 0x3FFF) << 32 | 1 << 46 | SWIZZLE_MODE[swizzle] << 61
+        fixed = fixed - (1 << 64) if fixed >= 1 << 63 else fixed
+        return cg.op("arith.ori", start, cg.const(i64, fixed))
+
+    def dot(self, cg, req, a: SwizzledOperand, b: SwizzledOperand, frag, acc_regs, k_dim: int, resident=None) -> list:
+        """``acc + A @ B`` for the whole tile; ``acc_regs``: the accumulator in ``frag`` (a ``TmemFragment``), or
+        None for zero. Returns the result registers in ``frag``.
+
+        ``resident`` (tileas' ``dot._resident_loop``: ``acc = mma(a, b, acc)`` in a loop, the carried value used
+        by nothing else): the accumulator stays in its own tensor-memory columns across the loop: stored in the
+        first iteration only (not at all from a zero splat: enable-input-d is then 0 for the first iteration's
+        first K step), loaded back in the last iteration only (the other iterations pass the carried registers
+        through unchanged: nothing reads them)."""
+        llvm = dialects.llvm
+        tm = tmem_state(cg)
+        m, n = frag.shape
+        cols = tmem_cols(m, n)
+        first_col = None
+        if resident is not None:
+            widest = max([tmem_cols(d.m, d.n) for d in resident["dots"] if d.m % INST_M == 0 and
+                          tmem_cols(d.m, d.n) <= TMEM_COLS] + [0])
+            first_col = tm.region(resident["key"], cols, widest)
+        if first_col is None:
+            resident = None
+            tm.need(cols)
+            col_base = tm.scratch_base
+        else:
+            col_base = cg.c32(first_col)
+        d_base = cg.op("arith.addi", tm.taddr, col_base)
+        row0, col0 = cg.fragment_origin(frag)
+        wrow, wcol = cg.warp_origin(frag)
+        # this thread's TMEM address of register block r, column c: its lane, column (wrow / 128 + r) * n + wcol + c
+        base = cg.op("arith.addi", cg.op("arith.addi", d_base, tm.lane_base),
+                     cg.op("arith.addi", cg.op("arith.muli", cg.op("arith.divui", wrow, cg.c32(INST_M)), cg.c32(n)),
+                           wcol))
+        chunks = [(r, c, min(LD_CHUNK, frag.cols - c)) for r in range(frag.insts) for c in range(0, frag.cols, LD_CHUNK)]
+
+        def addr(r, c):
+            off = r * n + c
+            return cg.op("arith.addi", base, cg.c32(off)) if off else base
+
+        vi = {w: ir.VectorType.get([w], cg.i32) for _, _, w in chunks}
+
+        def store():
+            for r, c, w in chunks:
+                v = llvm.mlir_poison(vi[w])
+                for j in range(w):
+                    x = acc_regs[r * frag.cols + c + j]
+                    x = x if x.type == cg.i32 else llvm.bitcast(cg.i32, x)
+                    v = llvm.insertelement(v, x, cg.c32(j))
+                ir.Operation.create("sm100.tmem_store", operands=[addr(r, c), v])
+            ir.Operation.create("sm100.tmem_wait", attributes={"kind": ir.StringAttr.get("store")})
+
+        # enable-input-d of the first K step: 0 from a zero accumulator (resident: in the loop's first iteration)
+        enable0 = cg.const(cg.i1, 0 if acc_regs is None else 1)
+        if resident is None and acc_regs is not None:
+            store()
+        elif resident is not None and resident["zero_init"]:
+            enable0 = cg.op("arith.xori", resident["first"], cg.const(cg.i1, 1))
+        elif resident is not None:
+            cg.if_(resident["first"], lambda: (store(), [])[1])
+        ir.Operation.create("cute_nvgpu.fence_view_async_shared")
+        fence(cg, "before")
+        cg.barrier()
+        fence(cg, "after")
+        ni = inst_n(n, self.eb)
+        idesc = instr_desc(self.kind, req.a, req.b, self.acc, ni, req.a_signed, req.b_signed)
+        eb = self.eb
+
+        def issue():
+            idesc_v = cg.c32(idesc)
+            one = cg.const(cg.i1, 1)
+            for k0 in range(0, k_dim, self.k):
+                kb = k0 * eb
+                enable = one if k0 else enable0
+                for blk in range(m // INST_M):
+                    a_start = cg.op("arith.addi", a.base(cg), cg.c32(
+                        (kb // a.swizzle) * a.rows * a.swizzle + kb % a.swizzle + blk * INST_M * a.swizzle))
+                    da = self.descriptor(cg, a_start, 16, 8 * a.swizzle, a.swizzle)
+                    for nb in range(0, n, ni):
+                        b_start = cg.op("arith.addi", b.base(cg), cg.c32(
+                            (nb * eb // b.swizzle) * b.rows * b.swizzle + (k0 // 8) * 8 * b.swizzle))
+                        db = self.descriptor(cg, b_start, b.rows * b.swizzle, 8 * b.swizzle, b.swizzle)
+                        d = cg.op("arith.addi", d_base, cg.c32(blk * n + nb)) if blk * n + nb else d_base
+                        ir.Operation.create("sm100.umma", operands=[d, da, db, idesc_v, enable],
+                                            attributes={"kind": ir.StringAttr.get(self.kind)})
+            ir.Operation.create("sm100.umma_commit", operands=[tm.bar])
+
+        cg.if_(tm.thread0, issue)
+        parity = llvm.load(cg.i32, tm.phase)
+        ir.Operation.create("sm100.mbarrier_wait", operands=[tm.bar, parity])
+        llvm.store(cg.op("arith.xori", parity, cg.c32(1)), tm.phase)
+        fence(cg, "after")
+        el = ir.F32Type.get() if self.acc == "f32" else cg.i32
+
+        def load():
+            loaded = [ir.Operation.create("sm100.tmem_load", results=[vi[w]], operands=[addr(r, c)],
+                                          attributes={"num": ir.IntegerAttr.get(cg.i32, w)}).results[0]
+                      for r, c, w in chunks]
+            ir.Operation.create("sm100.tmem_wait", attributes={"kind": ir.StringAttr.get("load")})
+            out = []
+            for v, (_, _, w) in zip(loaded, chunks):
+                for j in range(w):
+                    x = llvm.extractelement(v, cg.c32(j))
+                    out.append(x if el == cg.i32 else llvm.bitcast(el, x))
+            return out
+
+        if resident is None:
+            return load()
+        return cg.if_(resident["last"], load, lambda: list(acc_regs), types=[el] * len(acc_regs))
+
+
+def atoms() -> list[Atom]:
+    out = []
+    for name, (elems, acc, kind, k) in ATOMS.items():
+        impl = Umma(name, elems, acc, kind, k)
+        out.append(Atom(name, "mma", lower=impl.lower, min_cc=100, max_cc=103, admits=impl.admits, priority=PRIORITY,
+                        data={"interface": MMA_INTERFACE, "inst": (INST_M, 0, k), "fragment": "tcgen05",
+                              "impl": impl},
+                        description=f"tcgen05.mma cta_group::1 kind::{kind} m128nNk{k} {'/'.join(elems)} -> {acc}, "
+                                    "accumulator in tensor memory"))
+    return out

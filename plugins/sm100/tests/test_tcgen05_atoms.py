@@ -1,0 +1,342 @@
+"""The sm_100a tensor-memory MMA atoms (``tcgen05.mma``, :mod:`tilecore_sm100.mma_sm100`) end to end: cuTile
+matmul kernels exported, the atom selected by ``tileas-select-atoms``, the stage-4 ops (``sm100`` dialect) and
+their nvvm forms, ptxas on sm_100a / sm_103a, UTC*MMA in the SASS, numbers in the CPU emulator against numpy on
+sizes that are not tile multiples."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tilecore.compiler import compile_file
+
+ct = pytest.importorskip("cuda.tile")
+_TILEAS_TESTS = os.path.join(os.path.dirname(__file__), "..", "..", "tileas", "tests")
+if _TILEAS_TESTS not in sys.path:
+    sys.path.insert(0, _TILEAS_TESTS)
+
+import cutile_kernels as ck  # noqa: E402
+from emulated_kernels import KernelSet, arr, cdiv  # noqa: E402
+from tilecore_sm100.mma_sm100 import alloc_cols, inst_n, instr_desc  # noqa: E402
+
+ZERO = ct.PaddingMode.ZERO
+CUOBJDUMP = os.path.join(sys.prefix, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}", "site-packages",
+                         "nvidia", "cu13", "bin", "cuobjdump")
+
+
+@ct.kernel
+def mma_loop(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """c = a @ b accumulated in c's dtype."""
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=c.dtype)
+    for k in range(ct.cdiv(a.shape[1], TK)):
+        x = ct.load(a, index=(i, k), shape=(TM, TK), padding_mode=ZERO)
+        y = ct.load(b, index=(k, j), shape=(TK, TN), padding_mode=ZERO)
+        acc = ct.mma(x, y, acc)
+    ct.store(c, index=(i, j), tile=acc)
+
+
+@ct.kernel
+def mma_tf32_loop(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=ct.float32)
+    for k in range(ct.cdiv(a.shape[1], TK)):
+        x = ct.load(a, index=(i, k), shape=(TM, TK), padding_mode=ZERO)
+        y = ct.load(b, index=(k, j), shape=(TK, TN), padding_mode=ZERO)
+        acc = ct.mma(ct.astype(x, ct.tfloat32), ct.astype(y, ct.tfloat32), acc)
+    ct.store(c, index=(i, j), tile=acc)
+
+
+@ct.kernel
+def mma_epilogue(a, b, bias, c, alpha, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """relu(alpha * (a @ b) + bias) as f16; the accumulator is rescaled in the loop (not a zero splat and not
+    only used by the dot: stored to tensor memory before each dot)."""
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=ct.float32)
+    for k in range(ct.cdiv(a.shape[1], TK)):
+        x = ct.load(a, index=(i, k), shape=(TM, TK), padding_mode=ZERO)
+        y = ct.load(b, index=(k, j), shape=(TK, TN), padding_mode=ZERO)
+        acc = ct.mma(x, y, acc * 0.5) + acc * 0.5  # = acc + x @ y
+    row = ct.load(bias, index=(j,), shape=(TN,), padding_mode=ZERO)
+    out = ct.maximum(acc * alpha + ct.reshape(row, (1, TN)), 0.0)
+    ct.store(c, index=(i, j), tile=ct.astype(out, c.dtype))
+
+
+@ct.kernel
+def mma_acc_init(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """c += a @ b: the loop starts from c's tile (stored to tensor memory in the first iteration only)."""
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.load(c, index=(i, j), shape=(TM, TN), padding_mode=ZERO)
+    for k in range(ct.cdiv(a.shape[1], TK)):
+        x = ct.load(a, index=(i, k), shape=(TM, TK), padding_mode=ZERO)
+        y = ct.load(b, index=(k, j), shape=(TK, TN), padding_mode=ZERO)
+        acc = ct.mma(x, y, acc)
+    ct.store(c, index=(i, j), tile=acc)
+
+
+@ct.kernel
+def mma_single(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """One dot, no loop: operands written to shared memory from registers, zero accumulator."""
+    i, j = ct.bid(0), ct.bid(1)
+    x = ct.load(a, index=(i, 0), shape=(TM, TK), padding_mode=ZERO)
+    y = ct.load(b, index=(0, j), shape=(TK, TN), padding_mode=ZERO)
+    ct.store(c, index=(i, j), tile=ct.mma(x, y, ct.full((TM, TN), 0, dtype=ct.float32)))
+
+
+KERNELS = {
+    "mma_f16_f32": (mma_loop, ["f16[2]", "f16[2]", "f32[2]", 128, 64, 32]),
+    "mma_bf16_f32": (mma_loop, ["bf16[2]", "bf16[2]", "f32[2]", 128, 32, 32]),
+    "mma_tf32_f32": (mma_tf32_loop, ["f32[2]", "f32[2]", "f32[2]", 128, 32, 16]),
+    "mma_s8_i32": (mma_loop, ["i8[2]", "i8[2]", "i32[2]", 128, 32, 64]),
+    "mma_u8_i32": (mma_loop, ["u8[2]", "u8[2]", "i32[2]", 128, 64, 32]),
+    "mma_e4m3_f32": (mma_loop, ["f8e4m3[2]", "f8e4m3[2]", "f32[2]", 128, 32, 64]),
+    "mma_e5m2_f32": (mma_loop, ["f8e5m2[2]", "f8e5m2[2]", "f32[2]", 128, 64, 32]),
+    "mma_f16_f32_m256": (mma_loop, ["f16[2]", "f16[2]", "f32[2]", 256, 32, 32]),
+    "mma_epilogue": (mma_epilogue, ["f16[2]", "f16[2]", "f32[1]", "f16[2]", "f32", 128, 64, 32]),
+    "mma_single": (mma_single, ["f16[2]", "f16[2]", "f32[2]", 128, 64, 64]),
+    "mma_acc_init": (mma_acc_init, ["bf16[2]", "bf16[2]", "f32[2]", 128, 128, 32]),
+}
+ATOM = {
+    "f16": "mma.sm100a.m128nNk16.f16.f32", "bf16": "mma.sm100a.m128nNk16.bf16.f32",
+    "tf32": "mma.sm100a.m128nNk8.tf32.f32", "s8": "mma.sm100a.m128nNk32.i8.i32", "u8": "mma.sm100a.m128nNk32.i8.i32",
+    "e4m3": "mma.sm100a.m128nNk32.f8.f32", "e5m2": "mma.sm100a.m128nNk32.f8.f32",
+}
+KIND = {"f16": "f16", "bf16": "f16", "tf32": "tf32", "s8": "i8", "u8": "i8", "e4m3": "f8f6f4", "e5m2": "f8f6f4"}
+ELEM = {"f16": "f16", "bf16": "bf16", "tf32": "tf32", "s8": "i8", "u8": "i8", "e4m3": "f8E4M3FN", "e5m2": "f8E5M2"}
+TYPES = [n for n in KERNELS if n.split("_")[1] in ATOM and n.count("_") == 2]
+_KERNELS = KernelSet(KERNELS, "sm100-tcgen05-")
+
+
+def _export(name: str) -> str:
+    path = os.path.join(_KERNELS._dir, f"{name}.tileirbc")
+    if not os.path.exists(path):
+        kernel, params = KERNELS[name]
+        ck.export_spec(kernel, params, name, path)
+    return path
+
+
+def _el(name: str) -> str:
+    return name.split("_")[1]
+
+
+def _emulator_has_tcgen05() -> bool:
+    """Whether the CPU emulator runs the tcgen05 ops the atoms emit (the sm100 plugin's emulator rows)."""
+    try:
+        from tilecore.emulate import optable
+
+        return all(optable.row(f"nvvm.tcgen05.{o}") is not None for o in ("alloc", "mma", "commit", "ld", "st"))
+    except Exception:
+        return False
+
+
+# ------------------------------------------------------------------ the descriptor arithmetic
+def test_instruction_descriptor_fields():
+    """PTX ISA 9.7.16.4.2: dtype (4-5), atype (7-9), btype (10-12), transpose B (16), N >> 3 (17-22), M >> 4 (24-28)."""
+    d = instr_desc("f16", "bf16", "bf16", "f32", 64)
+    assert (d >> 4) & 3 == 1 and (d >> 7) & 7 == 1 and (d >> 10) & 7 == 1
+    assert (d >> 15) & 1 == 0 and (d >> 16) & 1 == 1 and (d >> 17) & 63 == 8 and (d >> 24) & 31 == 8
+    assert d & 0b111 == 0 and (d >> 13) & 3 == 0 and (d >> 23) & 1 == 0 and (d >> 29) == 0
+    assert instr_desc("f16", "f16", "f16", "f32", 256) == 1 << 4 | 1 << 16 | 32 << 17 | 8 << 24
+    assert (instr_desc("tf32", "tf32", "tf32", "f32", 32) >> 7) & 63 == 2 | 2 << 3
+    i8 = instr_desc("i8", "i8", "i8", "i32", 32, a_signed=True, b_signed=False)
+    assert (i8 >> 4) & 3 == 2 and (i8 >> 7) & 7 == 1 and (i8 >> 10) & 7 == 0
+    f8 = instr_desc("f8f6f4", "f8E5M2", "f8E4M3FN", "f32", 16)
+    assert (f8 >> 7) & 7 == 1 and (f8 >> 10) & 7 == 0 and (f8 >> 17) & 63 == 2
+
+
+def test_instruction_n_and_allocation():
+    assert inst_n(64, 2) == 64 and inst_n(512, 2) == 256 and inst_n(384, 2) == 192 and inst_n(8, 2) == 0
+    assert [alloc_cols(c) for c in (1, 32, 33, 64, 100, 512)] == [32, 32, 64, 64, 128, 512]
+
+
+# ------------------------------------------------------------------ selection and the emitted ops
+@pytest.mark.parametrize("gpu", ["sm_100a", "sm_103a"])
+@pytest.mark.parametrize("name", TYPES)
+def test_tcgen05_atom_selected(name, gpu):
+    """Every type on sm_100a; on sm_103a all but s8 / u8 (ptxas has no .kind::i8 there: mma.sync instead)."""
+    text = str(compile_file(_export(name), gpu, stop_after="tileas-select-atoms").module)
+    if gpu == "sm_103a" and KIND[_el(name)] == "i8":
+        assert '#nv_tileas.atom<"mma.sm80.m16n8k32.i8.i32">' in text
+    else:
+        assert f'#nv_tileas.atom<"{ATOM[_el(name)]}">' in text
+
+
+@pytest.mark.parametrize("gpu", ["sm_90a", "sm_100", "sm_120a"])
+def test_tcgen05_atoms_not_selected_elsewhere(gpu):
+    text = str(compile_file(_export("mma_f16_f32"), gpu, stop_after="tileas-select-atoms").module)
+    assert "mma.sm100a" not in text
+
+
+def _tile_ops(name: str) -> str:
+    return str(compile_file(_export(name), "sm_100a", stop_after="convert-tileas-to-llvm").module)
+
+
+@pytest.mark.parametrize("name", TYPES)
+def test_tcgen05_stage4_ops(name):
+    """Stage 4: one allocation (columns: the accumulator's, a power of two >= 32) and one mbarrier per kernel,
+    freed before the return; per dot: fences around the barrier, K / k_inst MMAs (one 128-row block, N in one
+    instruction) committed to the mbarrier, a parity wait. ``acc = mma(x, y, acc)`` from a zero splat keeps the
+    accumulator in tensor memory across the loop: never stored (enable-input-d 0 in the first iteration), loaded
+    in the last iteration only."""
+    _kernel, params = KERNELS[name]
+    tm, tn, tk = params[-3:]
+    el = _el(name)
+    k_inst = {"f16": 16, "bf16": 16, "tf32": 8}.get(el, 32)
+    text = _tile_ops(name)
+    dots = text.count('"sm100.umma_commit"')
+    assert dots in (1, 2)  # the pipelined loop (+ its unaligned fallback)
+    assert text.count('"sm100.umma"') == dots * (tk // k_inst)
+    assert text.count(f'kind = "{KIND[el]}"') == dots * (tk // k_inst)
+    assert text.count('"sm100.tmem_alloc"') == 1 and f"ncols = {alloc_cols(tn)} : i32" in text
+    assert text.count('"sm100.tmem_dealloc"') == 1 and text.count('"sm100.tmem_relinquish"') == 1
+    assert text.count('"sm100.mbarrier_init"') == 1 and text.count('"sm100.mbarrier_wait"') == dots
+    chunks = -(-tn // 32)
+    assert text.count('"sm100.tmem_load"') == dots * chunks and '"sm100.tmem_store"' not in text
+    assert text.count('"cute_nvgpu.fence_view_async_shared"') >= dots  # + the pipeline's own, if any
+    assert text.count("tcgen05_fence_before_thread_sync") == 1 + dots + 1  # prologue, per dot, before the return
+    assert "cute_nvgpu.mma_sync" not in text and "cute_nvgpu.ldmatrix" not in text and "wgmma" not in text
+
+
+def test_tcgen05_accumulator_through_registers():
+    """An accumulator the loop also rescales (``mma(x, y, acc * 0.5) + acc * 0.5``) is stored to tensor memory
+    before and loaded after every dot; one the loop starts from a loaded tile is stored in the first
+    iteration only."""
+    text = _tile_ops("mma_epilogue")
+    dots = text.count('"sm100.umma_commit"')
+    assert text.count('"sm100.tmem_store"') == dots * 2 and text.count('"sm100.tmem_load"') == dots * 2
+    text = _tile_ops("mma_acc_init")
+    dots = text.count('"sm100.umma_commit"')
+    assert text.count('"sm100.tmem_store"') == dots * 4 and text.count('"sm100.tmem_load"') == dots * 4
+    assert "ncols = 128 : i32" in text
+
+
+@pytest.mark.parametrize("name", ["mma_f16_f32", "mma_s8_i32", "mma_e5m2_f32", "mma_tf32_f32"])
+def test_tcgen05_nvvm_forms(name):
+    """Stage 5: the nvvm ops of plugins/sm100/TCGEN05-FORMS.md, the instruction descriptor constant, the
+    shared-memory descriptors' fixed bits (0b001 at 46-48, swizzle at 61-63)."""
+    el = _el(name)
+    text = str(compile_file(_export(name), "sm_100a", stop_after="convert-cute-to-llvm").module)
+    assert f"kind = #nvvm.tcgen05_mma_kind<{KIND[el]}>" in text and "ctaGroup = #nvvm.cta_group<cta_1>" in text
+    assert re.search(r"nvvm\.tcgen05\.mma %\S+, %\S+, %\S+, %\S+, %\S+ \{.*\} : \(!llvm\.ptr<6>, i64, i64, i32, i1\)",
+                     text)
+    assert re.search(r"nvvm\.tcgen05\.alloc %\S+, %\S+ : !llvm\.ptr<3>, i32", text)
+    assert re.search(r"nvvm\.tcgen05\.dealloc %\S+, %\S+ : !llvm\.ptr<6>, i32", text)
+    assert "nvvm.tcgen05.relinquish_alloc_permit" in text and "nvvm.tcgen05.commit" in text
+    assert "nvvm.tcgen05.ld" in text and "shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>} : vector<32xi32>" in text
+    assert "nvvm.tcgen05.wait <load>" in text and "nvvm.mbarrier.try_wait.parity" in text
+    _kernel, params = KERNELS[name]
+    signed = (True, True)
+    idesc = instr_desc(KIND[el], ELEM[el], ELEM[el], "i32" if el in ("s8", "u8") else "f32", params[-2], *signed)
+    assert f"arith.constant {idesc} : i32" in text or f"llvm.mlir.constant({idesc} : i32)" in text
+
+
+def _sass(cubin: bytes, tmp_path) -> str:
+    path = tmp_path / "k.cubin"
+    path.write_bytes(cubin)
+    return subprocess.run([CUOBJDUMP, "-sass", str(path)], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.mark.skipif(not os.path.exists(CUOBJDUMP), reason="cuobjdump (nvidia-cuda-cuobjdump) not installed")
+@pytest.mark.parametrize("name", TYPES + ["mma_acc_init"])
+def test_tcgen05_ptxas_and_sass(name, tmp_path):
+    """ptxas takes the sm_100a PTX (tcgen05.alloc / mma / commit / ld / st / dealloc); the SASS has the
+    tensor-memory MMA (UTC*MMA), tensor-memory loads (LDTM) and, for an accumulator that does not start at
+    zero, stores (STTM)."""
+    res = compile_file(_export(name), "sm_100a")
+    ptx = res.artifacts["ptx"]
+    ptx = ptx if isinstance(ptx, str) else "".join(ptx.values())
+    assert f"tcgen05.mma.cta_group::1.kind::{KIND.get(_el(name), 'f16')}" in ptx
+    assert "tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32" in ptx and "tcgen05.dealloc" in ptx
+    assert "tcgen05.ld.sync.aligned.32x32b.x32.b32" in ptx or "tcgen05.ld.sync.aligned.32x32b.x16.b32" in ptx
+    cubin = res.artifacts["cubin"]
+    cubin = cubin if isinstance(cubin, bytes) else next(iter(cubin.values()))
+    assert cubin[:4] == b"\x7fELF"
+    sass = _sass(cubin, tmp_path)
+    assert re.search(r"\bUTC\w*MMA\b", sass) and "LDTM" in sass
+    assert ("STTM" in sass) == (name == "mma_acc_init")
+
+
+@pytest.mark.skipif(not os.path.exists(CUOBJDUMP), reason="cuobjdump (nvidia-cuda-cuobjdump) not installed")
+@pytest.mark.parametrize("name", ["mma_f16_f32", "mma_tf32_f32", "mma_e4m3_f32"])
+def test_tcgen05_sm103a_inline_ptx(name, tmp_path):
+    """sm_103a: MLIR 22's nvvm verifier rejects tcgen05 ops there, so they are inline PTX; ptxas takes it."""
+    text = str(compile_file(_export(name), "sm_103a", stop_after="convert-cute-to-llvm").module)
+    assert "nvvm.tcgen05" not in text and f"tcgen05.mma.cta_group::1.kind::{KIND[_el(name)]}" in text
+    res = compile_file(_export(name), "sm_103a")
+    cubin = res.artifacts["cubin"]
+    cubin = cubin if isinstance(cubin, bytes) else next(iter(cubin.values()))
+    assert re.search(r"\bUTC\w*MMA\b", _sass(cubin, tmp_path))
+
+
+# ------------------------------------------------------------------ numbers in the emulator
+def _operand(rng, shape, name: str):
+    from test_mma_atoms import _operand as operand
+
+    return operand(rng, shape, name)
+
+
+NUMERIC_SKIP = pytest.mark.skipif(not _emulator_has_tcgen05(),
+                                  reason="the emulator does not model the tcgen05 ops yet (plugins/sm100 "
+                                         "TCGEN05-FORMS.md: its models were not in place by 02:15 UTC)")
+
+
+@NUMERIC_SKIP
+@pytest.mark.parametrize("aligned", [False, True])
+@pytest.mark.parametrize("name", TYPES + ["mma_f16_f32_m256"])
+def test_tcgen05_numbers(name, aligned):
+    """c = a @ b on sizes that are not tile multiples: odd ones run the unpipelined fallback, aligned ones the
+    pipelined loop; exact for integers (wrapping), else within f32 accumulation error."""
+    _kernel, params = KERNELS[name]
+    tm, tn, tk = params[-3:]
+    el = _el(name)
+    m, n, k = (tm + 9, tn + 5, 2 * tk + 3) if not aligned else (tm + 16, tn + 16, 2 * tk + 16)
+    rng = np.random.default_rng(21)
+    (a, av), (b, bv) = _operand(rng, (m, k), el), _operand(rng, (k, n), el)
+    acc_dt = np.int32 if el in ("s8", "u8") else np.float32
+    c = np.zeros((m, n), acc_dt)
+    _KERNELS.run(name, "sm_100a", (cdiv(m, tm), cdiv(n, tn), 1), arr(a) + arr(b) + arr(c))
+    want = av @ bv
+    if acc_dt == np.int32:
+        np.testing.assert_array_equal(c.astype(np.int64), (want + 2**31) % 2**32 - 2**31)
+    else:
+        np.testing.assert_allclose(c.astype(np.float64), want, atol=1e-4 * np.abs(want).max(), rtol=0)
+
+
+@NUMERIC_SKIP
+def test_tcgen05_epilogue_and_single_dot_numbers():
+    m, n, k = 137, 70, 75
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    bias = rng.standard_normal(n).astype(np.float32)
+    c = np.zeros((m, n), np.float16)
+    _KERNELS.run("mma_epilogue", "sm_100a", (cdiv(m, 128), cdiv(n, 64), 1),
+                 arr(a) + arr(b) + arr(bias) + arr(c) + [np.float32(1.5)])
+    want = np.maximum(1.5 * (a.astype(np.float64) @ b.astype(np.float64)) + bias, 0)
+    np.testing.assert_allclose(c.astype(np.float64), want, atol=2e-2 * np.abs(want).max(), rtol=0)
+    m, n, k = 130, 67, 61
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    c = np.zeros((m, n), np.float32)
+    _KERNELS.run("mma_single", "sm_100a", (cdiv(m, 128), cdiv(n, 64), 1), arr(a) + arr(b) + arr(c))
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c, want, atol=1e-4 * np.abs(want).max(), rtol=0)
+
+
+@NUMERIC_SKIP
+@pytest.mark.parametrize("aligned", [False, True])
+def test_tcgen05_loop_from_a_loaded_accumulator_numbers(aligned):
+    """c += a @ b (bf16, 128 x 128 tiles): the accumulator enters tensor memory in the first iteration."""
+    m, n, k = (150, 140, 77) if not aligned else (144, 160, 96)
+    rng = np.random.default_rng(6)
+    (a, av), (b, bv) = _operand(rng, (m, k), "bf16"), _operand(rng, (k, n), "bf16")
+    c0 = rng.standard_normal((m, n)).astype(np.float32)
+    c = c0.copy()
+    _KERNELS.run("mma_acc_init", "sm_100a", (cdiv(m, 128), cdiv(n, 128), 1), arr(a) + arr(b) + arr(c))
+    want = c0 + av @ bv
+    np.testing.assert_allclose(c, want, atol=1e-4 * np.abs(want).max(), rtol=0)
