@@ -220,7 +220,7 @@ def tmem_teardown() -> str:
 
 
 def mma_kernel(n: int, kind: str, steps: int = 1, k_step: int = 32, wait: bool | str = True, ncols: int = 256,
-               more_issue: str = "", more_globals: str = "") -> str:
+               more_issue: str = "", more_globals: str = "", block_scale: str = "", st_cols: int = 0) -> str:
     """128 threads: A's image into @sa, B's into dynamic shared memory; C (128 x n words, a row per lane) into
     tensor memory with tcgen05.st; thread 0 issues ``steps`` tcgen05.mma (step s adds s * k_step bytes to both
     start addresses; the first accumulates when %acc != 0, the others always) and a tcgen05.commit; everybody
@@ -238,7 +238,7 @@ def mma_kernel(n: int, kind: str, steps: int = 1, k_step: int = 32, wait: bool |
     %bm{s} = llvm.and %b4{s}, %m14 : i64
     %da{s} = llvm.or %am{s}, %hi_a : i64
     %db{s} = llvm.or %bm{s}, %hi_b : i64
-    nvvm.tcgen05.mma %tp, %da{s}, %db{s}, %idesc, {en} {{ctaGroup = #nvvm.cta_group<cta_1>, kind = #nvvm.tcgen05_mma_kind<{kind}>}} : (!llvm.ptr<6>, i64, i64, i32, i1)""")
+    {mma_line(kind, f"%da{s}", f"%db{s}", en, block_scale, n)}""")
     issue = "\n".join(mmas) + "\n    nvvm.tcgen05.commit %bar : !llvm.ptr<3>" + more_issue
     waits = wait if isinstance(wait, str) else \
         "nvvm.mbarrier.try_wait.parity %bar, %c0, %ticks : !llvm.ptr<3>, i32, i32" if wait else ""
@@ -258,8 +258,8 @@ def mma_kernel(n: int, kind: str, steps: int = 1, k_step: int = 32, wait: bool |
     %en0 = llvm.icmp "ne" %acc, %c0 : i32
     {copy_loop("ca", "%ga", "%sa", SMEM // 4)}
     {copy_loop("cb", "%gb", "%sb", SMEM // 4)}
-    {tmem_setup(ncols).replace("{n}", str(n))}
-    {st_from(n)}
+    {tmem_setup(ncols).replace("{n}", str(st_cols or n))}
+    {st_from(st_cols or n)}
     nvvm.tcgen05.fence <before>
     nvvm.barrier0
     nvvm.tcgen05.fence <after>
@@ -272,6 +272,22 @@ def mma_kernel(n: int, kind: str, steps: int = 1, k_step: int = 32, wait: bool |
     {tmem_teardown()}
     llvm.return
   }}"""
+
+
+def mma_line(kind: str, da: str, db: str, en: str, block_scale: str, n: int) -> str:
+    """The tcgen05.mma (block_scale: the kind attribute text of tcgen05.mma.block_scale, whose scale factors
+    are at columns n (A) and n + 4 (B))."""
+    if not block_scale:
+        return (f"nvvm.tcgen05.mma %tp, {da}, {db}, %idesc, {en} {{ctaGroup = #nvvm.cta_group<cta_1>, kind = "
+                f"#nvvm.tcgen05_mma_kind<{kind}>}} : (!llvm.ptr<6>, i64, i64, i32, i1)")
+    u = da[1:]
+    return f"""%sfc{u} = llvm.mlir.constant({n} : i32) : i32
+    %c4i{u} = llvm.mlir.constant(4 : i32) : i32
+    %sfa{u} = llvm.add %ta, %sfc{u} : i32
+    %sfap{u} = llvm.inttoptr %sfa{u} : i32 to !llvm.ptr<6>
+    %sfb{u} = llvm.add %sfa{u}, %c4i{u} : i32
+    %sfbp{u} = llvm.inttoptr %sfb{u} : i32 to !llvm.ptr<6>
+    nvvm.tcgen05.mma.block_scale %tp, {da}, {db}, %idesc, {en}, %sfap{u}, %sfbp{u} {{{block_scale}}} : (!llvm.ptr<6>, i64, i64, i32, i1, !llvm.ptr<6>, !llvm.ptr<6>)"""
 
 
 def run_mma(pm, a, b, c, *, kind, ta, tb, m=128, swz=128, k_major=(True, True), acc=True, steps=1, k_step=32,
@@ -333,7 +349,7 @@ def test_mma_bf16_and_tf32(pm, t):
     rng = np.random.default_rng(1)
     a, b = quarters(rng, (128, k)), quarters(rng, (k, 32))
     c = quarters(rng, (128, 32)).astype(np.float32)
-    for swz, km in ((128, (True, True)), (32, (False, True))):
+    for swz, km in ((128, (True, True)), (32, (t == "tf32", True))):
         got = run_mma(pm, as_type(a, t), as_type(b, t), c, kind=kind, ta=t, tb=t, swz=swz, k_major=km)
         np.testing.assert_array_equal(got, (a @ b + c).astype(np.float32))
 
@@ -342,7 +358,9 @@ def test_mma_bf16_and_tf32(pm, t):
 @pytest.mark.parametrize("k_major", [(True, True), (False, False)])
 @pytest.mark.parametrize("t", ["bf16", "tf32", "s8", "e5m2"])
 def test_mma_each_kind_layouts_and_swizzles(pm, t, k_major, swz):
-    """kinds f16 (bf16), tf32, i8, f8f6f4 for each swizzle mode, both operands K-major or both MN-major."""
+    """kinds f16 (bf16), tf32, i8, f8f6f4 for each swizzle mode, both operands K-major or both MN-major (tf32:
+    K-major only; PTX ISA Table 52 allows MN-major tf32 only with the 128B swizzle with 32-byte atoms, which
+    the emulator does not model: that fails)."""
     rng = np.random.default_rng(20 + swz)
     m, n = 128, 32
     if t in ("bf16", "tf32"):
@@ -362,6 +380,10 @@ def test_mma_each_kind_layouts_and_swizzles(pm, t, k_major, swz):
         c = quarters(rng, (m, n)).astype(np.float32)
         want = (va @ vb + c).astype(np.float32)
         kind, ta, tb, d = "f8f6f4", "e5m2", "e4m3", "f32"
+    if t == "tf32" and not k_major[0]:
+        with pytest.raises(TilecoreError, match="MN-major.* tf32 operands need the 128B swizzle with 32-byte atoms"):
+            run_mma(pm, sa, sb, c, kind=kind, ta=ta, tb=tb, d=d, swz=swz, k_major=k_major)
+        return
     got = run_mma(pm, sa, sb, c, kind=kind, ta=ta, tb=tb, d=d, swz=swz, k_major=k_major)
     np.testing.assert_array_equal(got, want)
 
@@ -523,6 +545,123 @@ def test_two_ctas_and_no_bounds_checks(pm):
         np.testing.assert_array_equal(out.view(np.float32), (a @ b).astype(np.float32))
 
 
+# ---------------------------------------------------------------- block scaling
+def idesc_bs(a: int, b: int, m: int, n: int, ue8m0: int = 1, sfa_id: int = 0, sfb_id: int = 0, neg_a: int = 0,
+             trans_a: int = 0) -> int:
+    """The block-scaled instruction descriptor (PTX ISA Table 44): SFB ID at bit 4, atype 7, btype 10, negate A
+    13, transpose A 15, N >> 3 at 17, scale format 23 (UE8M0 = 1), M >> 4 at 24, SFA ID at 29."""
+    return (sfb_id << 4 | a << 7 | b << 10 | neg_a << 13 | trans_a << 15 | (n >> 3) << 17 | ue8m0 << 23
+            | (m >> 4) << 24 | sfa_id << 29)
+
+
+def ue8m0(codes: np.ndarray) -> np.ndarray:
+    return 2.0 ** (codes.astype(np.float64) - 127)
+
+
+def ue4m3(codes: np.ndarray) -> np.ndarray:
+    e, m = (codes >> 3) & 15, codes & 7
+    return np.where(e == 0, m / 8 * 2.0 ** -6, (1 + m / 8) * 2.0 ** (e.astype(np.float64) - 7))
+
+
+E2M1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, 0, -0.5, -1, -1.5, -2, -3, -4, -6])
+
+
+def run_mma_bs(pm, a_store, b_store, va, vb, sf_a, sf_b, c, *, attrs, desc, vec, sf_vals, sfa_id=0, sfb_id=0,
+               swz=128, a_kmajor=True, neg_a=0, dup=True):
+    """A block-scaled MMA: ``a_store`` / ``b_store`` the operand bytes (M x K / N x K as stored, K-major for B),
+    ``va`` / ``vb`` their values (M x K, K x N), ``sf_a`` (128 x 4) / ``sf_b`` (N x 4) the scale-factor bytes of
+    each row's word (written, duplicated in the four 32-lane partitions unless not ``dup``, at columns N and
+    N + 4 with tcgen05.st). Returns (D, expected)."""
+    n = vb.shape[1]
+    k = va.shape[1]
+    st_cols = n + 4 + (n + 31) // 32
+    lbo_a, sbo_a = layout_params(128, a_kmajor, swz, 1)
+    lbo_b, sbo_b = layout_params(n, True, swz, 1)
+    img_a = operand_image(a_store, a_kmajor, swz, lbo_a, sbo_a)
+    img_b = operand_image(b_store, True, swz, lbo_b, sbo_b)
+    cells = np.zeros((128, st_cols), np.uint32)
+    cells[:, :n] = c.view(np.uint32)
+    for base, sf in ((n, sf_a), (n + 4, sf_b)):
+        rows = sf.shape[0]
+        for r in range(rows):
+            word = int(sf[r].astype(np.uint32) @ (1 << 8 * np.arange(4, dtype=np.uint32)))
+            for q in range(4 if dup else 1):
+                cells[32 * q + r % 32, base + r // 32] = word
+    out = np.zeros((128, st_cols), np.uint32)
+    text = gpu_module(mma_kernel(n, "", block_scale=attrs, st_cols=st_cols))
+    launch(parse(pm, text), "k", grid=1, block=128, shared_bytes=SMEM,
+           args=[img_a.view(np.int32), img_b.view(np.int32), cells.view(np.int32), out.view(np.int32),
+                 np.int64(np.uint64(desc_high(lbo_a, sbo_a, swz)).view(np.int64)),
+                 np.int64(np.uint64(desc_high(lbo_b, sbo_b, swz)).view(np.int64)), np.int32(np.uint32(desc).view(np.int32)),
+                 np.int32(1)])
+    sa = sf_vals(sf_a[:, sfa_id:sfa_id + vec])
+    sb = sf_vals(sf_b[:, sfb_id:sfb_id + vec])
+    a_scaled = va * np.repeat(sa, k // vec, axis=1) * (-1 if neg_a else 1)
+    b_scaled = vb * np.repeat(sb, k // vec, axis=1).T
+    return out[:, :n].view(np.float32), (a_scaled @ b_scaled + c).astype(np.float32)
+
+
+BS_MXF8 = "ctaGroup = #nvvm.cta_group<cta_1>, kind = #nvvm.block_scale_kind<mxf8f6f4>"
+
+
+@pytest.mark.parametrize("attrs", [BS_MXF8, "blockScale = #nvvm.tcgen05_mma_block_scale<block32>, " + BS_MXF8])
+@pytest.mark.parametrize("a_kmajor", [True, False])
+def test_mma_block_scale_mxf8f6f4(pm, attrs, a_kmajor):
+    """kind::mxf8f6f4 (scale_vec::1X, UE8M0): one scale factor per row of A / column of B, the byte SFA ID /
+    SFB ID of its word; A e5m2 (K- or MN-major, negated), B e4m3."""
+    rng = np.random.default_rng(30)
+    ca, va = f8_codes("e5m2", rng, (128, 32))
+    cb, vb = f8_codes("e4m3", rng, (32, 64))
+    sf_a = rng.integers(124, 131, (128, 4)).astype(np.uint8)
+    sf_b = rng.integers(124, 131, (64, 4)).astype(np.uint8)
+    c = quarters(rng, (128, 64)).astype(np.float32)
+    got, want = run_mma_bs(pm, ca, np.ascontiguousarray(cb.T), va, vb, sf_a, sf_b, c, attrs=attrs,
+                           desc=idesc_bs(1, 0, 128, 64, sfa_id=1, sfb_id=3, neg_a=1, trans_a=int(not a_kmajor)),
+                           vec=1, sf_vals=ue8m0, sfa_id=1, sfb_id=3, a_kmajor=a_kmajor, neg_a=1)
+    np.testing.assert_array_equal(got, want)
+
+
+def e2m1_operand(rng, rows: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Random e2m1 codes packed two to a byte (lower K index in the low 4 bits) and their values (rows x k)."""
+    codes = rng.integers(0, 16, (rows, k))
+    return (codes[:, 0::2] | codes[:, 1::2] << 4).astype(np.uint8), E2M1[codes]
+
+
+@pytest.mark.parametrize("kind, block, vec, ue8, sfa_id", [
+    ("mxf4", "", 2, 1, 2), ("mxf4", "block32", 2, 1, 0), ("mxf4nvf4", "block32", 2, 1, 2),
+    ("mxf4nvf4", "block16", 4, 1, 0), ("mxf4nvf4", "block16", 4, 0, 0)])
+def test_mma_block_scale_fp4(pm, kind, block, vec, ue8, sfa_id):
+    """kinds mxf4 / mxf4nvf4: e2m1 operands (K = 64, packed), 2 (block32: the half word SF ID / 2) or 4
+    (block16: the whole word) scale factors per row, UE8M0 or (mxf4nvf4 block16) UE4M3."""
+    rng = np.random.default_rng(31 + vec)
+    pa, va = e2m1_operand(rng, 128, 64)
+    pb, vb_t = e2m1_operand(rng, 32, 64)
+    if ue8:
+        sf_a = rng.integers(124, 131, (128, 4)).astype(np.uint8)
+        sf_b = rng.integers(124, 131, (32, 4)).astype(np.uint8)
+    else:  # e4m3 exponent field 5..9, any mantissa
+        sf_a = (rng.integers(5, 10, (128, 4)) << 3 | rng.integers(0, 8, (128, 4))).astype(np.uint8)
+        sf_b = (rng.integers(5, 10, (32, 4)) << 3 | rng.integers(0, 8, (32, 4))).astype(np.uint8)
+    c = quarters(rng, (128, 32)).astype(np.float32)
+    attrs = (f"blockScale = #nvvm.tcgen05_mma_block_scale<{block}>, " if block else "") + \
+        f"ctaGroup = #nvvm.cta_group<cta_1>, kind = #nvvm.block_scale_kind<{kind}>"
+    got, want = run_mma_bs(pm, pa, pb, va, vb_t.T, sf_a, sf_b, c, attrs=attrs,
+                           desc=idesc_bs(1, 1, 128, 32, ue8m0=ue8, sfa_id=sfa_id, sfb_id=0), vec=vec,
+                           sf_vals=ue8m0 if ue8 else ue4m3, sfa_id=sfa_id, sfb_id=0, swz=32)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_mma_block_scale_needs_duplicated_scale_factors(pm):
+    rng = np.random.default_rng(32)
+    ca, va = f8_codes("e4m3", rng, (128, 32))
+    cb, vb = f8_codes("e4m3", rng, (32, 16))
+    sf_a = rng.integers(124, 131, (128, 4)).astype(np.uint8)
+    sf_b = rng.integers(124, 131, (16, 4)).astype(np.uint8)
+    with pytest.raises(TilecoreError, match="duplicated in all four 32-lane partitions"):
+        run_mma_bs(pm, ca, np.ascontiguousarray(cb.T), va, vb, sf_a, sf_b, np.zeros((128, 16), np.float32),
+                   attrs=BS_MXF8, desc=idesc_bs(0, 0, 128, 16), vec=1, sf_vals=ue8m0, dup=False)
+
+
 def test_reading_d_without_waiting_for_the_commit_gives_stale_numbers(pm):
     """The MMA completes (D changes) at the commit's mbarrier arrival: a kernel that reads D with tcgen05.ld
     without waiting on that mbarrier reads C, the numbers before the MMA."""
@@ -610,6 +749,11 @@ def test_ld_st_shapes(pm, shape, num):
 
 
 # ---------------------------------------------------------------- tcgen05.cp
+def cp_attrs(shape: str) -> str:
+    multicast = "multicast = #nvvm.tcgen05_cp_multicast<warpx4>, " if shape == "32x128b" else ""
+    return f"{multicast}shape = #nvvm.tcgen05_cp_shape<shape_{shape}>"
+
+
 def cp_kernel(shape: str) -> str:
     """Thread 0 copies the matrix image in @sa to column 0 with tcgen05.cp.<shape> and commits; everybody waits
     and loads 8 columns of its lane (32x32b.x8)."""
@@ -631,7 +775,7 @@ def cp_kernel(shape: str) -> str:
     %m14 = llvm.mlir.constant(16383 : i64) : i64
     %am = llvm.and %a4, %m14 : i64
     %desc = llvm.or %am, %hi : i64
-    {thread0("cp", f"nvvm.tcgen05.cp %tp, %desc {{shape = #nvvm.tcgen05_cp_shape<shape_{shape}>}}" + NL +
+    {thread0("cp", f"nvvm.tcgen05.cp %tp, %desc {{{cp_attrs(shape)}}}" + NL +
              "    nvvm.tcgen05.commit %bar : !llvm.ptr<3>")}
     nvvm.mbarrier.try_wait.parity %bar, %c0, %ticks : !llvm.ptr<3>, i32, i32
     nvvm.tcgen05.fence <after>
@@ -641,7 +785,8 @@ def cp_kernel(shape: str) -> str:
   }}"""
 
 
-@pytest.mark.parametrize("shape, rows, nbytes", [("128x256b", 128, 32), ("4x256b", 4, 32), ("128x128b", 128, 16)])
+@pytest.mark.parametrize("shape, rows, nbytes", [("128x256b", 128, 32), ("4x256b", 4, 32), ("128x128b", 128, 16),
+                                                 ("32x128b", 32, 16)])
 @pytest.mark.parametrize("swz", [0, 32, 128])
 def test_cp_shapes(pm, shape, rows, nbytes, swz):
     """tcgen05.cp: ``rows`` rows of ``nbytes`` in the K-major canonical layout (8-row atoms, 16-byte units)
@@ -657,7 +802,8 @@ def test_cp_shapes(pm, shape, rows, nbytes, swz):
     launch(parse(pm, gpu_module(cp_kernel(shape))), "k", grid=1, block=128,
            args=[img.view(np.int32), cells.copy(), out, np.int64(np.uint64(desc_high(lbo, sbo, swz)).view(np.int64))])
     expect = cells.copy()
-    expect[:rows, :nbytes // 4] = mat.view(np.int32)
+    for q in range(4 if shape == "32x128b" else 1):  # .warpx4: to each 32-lane partition
+        expect[32 * q:32 * q + rows, :nbytes // 4] = mat.view(np.int32)
     np.testing.assert_array_equal(out, expect)
 
 
@@ -839,6 +985,11 @@ def test_ptxas_accepts_the_forms_for_sm_100a(pm):
     nvvm.tcgen05.cp %t, %a {shape = #nvvm.tcgen05_cp_shape<shape_128x256b>}
     nvvm.tcgen05.cp %t, %a {shape = #nvvm.tcgen05_cp_shape<shape_4x256b>}
     nvvm.tcgen05.cp %t, %a {shape = #nvvm.tcgen05_cp_shape<shape_128x128b>}
+    nvvm.tcgen05.cp %t, %a {multicast = #nvvm.tcgen05_cp_multicast<warpx4>, shape = #nvvm.tcgen05_cp_shape<shape_32x128b>}
+    nvvm.tcgen05.mma.block_scale %t, %a, %b, %id, %en, %t, %t {ctaGroup = #nvvm.cta_group<cta_1>, kind = #nvvm.block_scale_kind<mxf8f6f4>} : (!llvm.ptr<6>, i64, i64, i32, i1, !llvm.ptr<6>, !llvm.ptr<6>)
+    nvvm.tcgen05.mma.block_scale %t, %a, %b, %id, %en, %t, %t {ctaGroup = #nvvm.cta_group<cta_1>, kind = #nvvm.block_scale_kind<mxf4>} : (!llvm.ptr<6>, i64, i64, i32, i1, !llvm.ptr<6>, !llvm.ptr<6>)
+    nvvm.tcgen05.mma.block_scale %t, %a, %b, %id, %en, %t, %t {blockScale = #nvvm.tcgen05_mma_block_scale<block32>, ctaGroup = #nvvm.cta_group<cta_1>, kind = #nvvm.block_scale_kind<mxf4nvf4>} : (!llvm.ptr<6>, i64, i64, i32, i1, !llvm.ptr<6>, !llvm.ptr<6>)
+    nvvm.tcgen05.mma.block_scale %t, %a, %b, %id, %en, %t, %t {blockScale = #nvvm.tcgen05_mma_block_scale<block16>, ctaGroup = #nvvm.cta_group<cta_1>, kind = #nvvm.block_scale_kind<mxf4nvf4>} : (!llvm.ptr<6>, i64, i64, i32, i1, !llvm.ptr<6>, !llvm.ptr<6>)
     nvvm.tcgen05.commit %bar : !llvm.ptr<3>
     %v1 = nvvm.tcgen05.ld %t {shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>} : i32
     %v2 = nvvm.tcgen05.ld %t {shape = #nvvm.tcgen05_ldst_shape<shape_16x64b>} : vector<4xi32>
@@ -867,6 +1018,8 @@ def test_ptxas_accepts_the_forms_for_sm_100a(pm):
         for needle in ("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32", "tcgen05.mma.cta_group::1.kind::f16",
                        "kind::tf32", "kind::i8", "kind::f8f6f4", "tcgen05.cp.cta_group::1.128x256b",
                        "tcgen05.cp.cta_group::1.4x256b", "tcgen05.cp.cta_group::1.128x128b",
+                       "tcgen05.cp.cta_group::1.32x128b.warpx4", "kind::mxf8f6f4.block_scale", "kind::mxf4.block_scale",
+                       "kind::mxf4nvf4.block_scale.block32", "kind::mxf4nvf4.block_scale.block16",
                        "tcgen05.commit.cta_group::1.mbarrier::arrive::one", "tcgen05.ld.sync.aligned.32x32b.x1.b32",
                        "16x64b.x4", "16x128b.x4", "16x256b.x4", "32x32b.x128", "tcgen05.st.sync.aligned.32x32b.x16",
                        "tcgen05.wait::ld", "tcgen05.wait::st", "tcgen05.fence::before_thread_sync",

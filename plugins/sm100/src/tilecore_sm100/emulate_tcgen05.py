@@ -12,14 +12,22 @@ follow the PTX ISA, "TensorCore 5th Generation Family Instructions" (section 9.7
   descriptor (9.7.16.4.2 "Instruction descriptor", Table 42: sparsity, saturate, dtype, atype, btype,
   negate A / B, transpose A / B, N >> 3, M >> 4), enable-input-d (D = A B, or A B + D), D in tensor memory
   (9.7.16.10.5 "Data path layout": M = 128: row i in lane i; M = 64: row i in lane 32 (i / 16) + i % 16 of
-  the address's lane 0 or 16), column j of D in the column of the address + j (32-bit D types);
+  the address's lane 0 or 16), column j of D in the column of the address + j (32-bit D types); transposed
+  (MN-major) tf32 needs the 128B swizzle with 32-byte atoms (9.7.16.10.1, Table 52): not emulated, an error;
+  an MN-major 8-bit B needs N a multiple of 16 (Table 50);
+- ``nvvm.tcgen05.mma.block_scale`` (9.7.16.10.7 "Block Scaling"): kinds mxf8f6f4 (e4m3 / e5m2, scale_vec::1X),
+  mxf4 (e2m1, 2X) and mxf4nvf4 (e2m1, block32 = 2X, block16 = 4X), UE8M0 (or, mxf4nvf4 block16, UE4M3) scale
+  factors, M = 128; the block-scaled instruction descriptor (Table 44); scale factors in tensor memory
+  duplicated in the four 32-lane partitions, row r in lane r % 32 and column + r / 32, the byte (1X), half word
+  (2X) or whole word (4X) the scale factor A / B ID selects (9.7.16.10.7.2 / .3); e2m1 two to a byte in shared
+  memory, no padding (9.7.16.10.4.6), the lower K index in the low 4 bits;
 - ``nvvm.tcgen05.commit`` (9.7.16.12.1 "tcgen05.commit"): one arrival on the mbarrier once the tcgen05.mma /
   tcgen05.cp the thread issued before it complete;
 - ``nvvm.tcgen05.ld`` / ``nvvm.tcgen05.st`` (9.7.16.8.3 / 9.7.16.8.4) with shapes 32x32b, 16x64b, 16x128b,
   16x256b (9.7.16.2.3 "Data Movement Shape", "Matrix fragments for shape ..."), ``nvvm.tcgen05.wait``
   (9.7.16.8.5);
-- ``nvvm.tcgen05.cp`` (9.7.16.8.2 "tcgen05.cp") shapes 128x256b, 4x256b, 128x128b, no multicast, no
-  decompression;
+- ``nvvm.tcgen05.cp`` (9.7.16.8.2 "tcgen05.cp") shapes 128x256b, 4x256b, 128x128b and 32x128b.warpx4 (the 32
+  rows to each 32-lane partition, the usual way to load scale factors), no decompression;
 - ``nvvm.tcgen05.fence`` (9.7.16.6.4 "tcgen05.fence"): orders tcgen05 ops around thread synchronisation; the
   emulator runs each op in program order, so it does nothing;
 - ``nvvm.tcgen05.mma_smem_desc``: the 64-bit descriptor from its fields (bit 46 = 1, the fixed 0b001).
@@ -37,7 +45,8 @@ same bits; swizzle in bits 61-63: 0 none, 2 128B, 4 64B, 6 32B = the wgmma codes
 plus the fixed 0b001 in bits 46-48, so the canonical layouts, the swizzle and the address arithmetic are
 those of :mod:`tilecore.emulate.hopper` (imported). Not emulated (the launch fails naming them): base offset
 != 0, the absolute-address LBO mode (bit 52), 128B swizzle with 32-byte atoms (mode 1), sparsity, f16 D,
-the f6 / f4 types of kind f8f6f4, the block-scaled kinds, cta_group::2, A in tensor memory, ``.ws``.
+the f6 / f4 types of kinds f8f6f4 / mxf8f6f4, block-scaled K = 96 or M = 64, cta_group::2, A in tensor memory,
+``.ws``.
 """
 
 from __future__ import annotations
@@ -74,6 +83,13 @@ K_BYTES = 32  # K of one MMA: 16 f16 / bf16, 8 tf32, 32 8-bit elements (PTX ISA 
 KINDS = ("f16", "tf32", "f8f6f4", "i8")
 
 
+def check_shape(what: str, m: int, n: int) -> None:
+    step = 8 if m == 64 else 16
+    if m not in (64, 128) or not step <= n <= 256 or n % step:
+        raise ValueError(f"{what}: M = {m}, N = {n} is not a cta_group::1 shape (M 64 with N a multiple of 8 up "
+                         "to 256, or M 128 with N a multiple of 16 up to 256)")
+
+
 def decode_idesc(idesc: int, kind: str) -> dict:
     """The fields of a 32-bit instruction descriptor of ``.kind::<kind>`` (ValueError for what is not run)."""
     f = {name: (idesc >> lo) & ((1 << w) - 1) for name, (lo, w) in IDESC_FIELDS.items()}
@@ -91,15 +107,95 @@ def decode_idesc(idesc: int, kind: str) -> dict:
         raise ValueError(f"{what}: negate A / B must be 0 for .kind::i8")
     if kind != "i8" and f["saturate"]:
         raise ValueError(f"{what}: saturate (bit 3) is only for .kind::i8")
+    if kind == "tf32" and (f["trans_a"] or f["trans_b"]):
+        raise ValueError(f"{what}: transposed (MN-major) tf32 operands need the 128B swizzle with 32-byte atoms "
+                         "(PTX ISA 9.7.16.10.1, Table 52), which the emulator does not model")
     m, n = f["m4"] << 4, f["n3"] << 3
-    step = 8 if m == 64 else 16
-    if m not in (64, 128) or not step <= n <= 256 or n % step:
-        raise ValueError(f"{what}: M = {m}, N = {n} is not a cta_group::1 shape (M 64 with N a multiple of 8 up "
-                         "to 256, or M 128 with N a multiple of 16 up to 256)")
+    check_shape(what, m, n)
     esize = hopper.ELEMENT_BYTES[a]
+    if esize == 1 and f["trans_b"] and n % 16:
+        raise ValueError(f"{what}: an MN-major 8-bit B needs N a multiple of 16 (PTX ISA Table 50), N = {n}")
     return {"kind": kind, "a": a, "b": b, "d": d, "m": m, "n": n, "k": K_BYTES // esize, "neg_a": f["neg_a"],
             "neg_b": f["neg_b"], "a_kmajor": not f["trans_a"], "b_kmajor": not f["trans_b"],
             "saturate": f["saturate"]}
+
+
+# ---------------------------------------------------------------- block scaling
+# PTX ISA 9.7.16.4.2, the block-scaled instruction descriptor (Table 44, .kind::mxf8f6f4 / mxf4 / mxf4nvf4):
+# sparsity (2), scale factor B ID (4-5), atype (7-9), btype (10-12), negate A / B (13, 14), transpose A / B
+# (15, 16), N >> 3 (17-22), scale format (23: UE4M3 = 0, UE8M0 = 1), M >> 4 (24-28), scale factor A ID (29-30),
+# K = 96 (31, mxf4nvf4 only: not emulated). 9.7.16.10.7 "Block Scaling": D = (A * scale_A) (B * scale_B) + D,
+# scale_A M x V, scale_B V x N with V = 1 (scale_vec::1X, mxf8f6f4, blocks of 32), 2 (2X / block32, mxf4 and
+# mxf4nvf4, blocks of 32) or 4 (4X / block16, mxf4nvf4, blocks of 16) per MMA (Tables 54, 55).
+BS_KINDS = ("mxf8f6f4", "mxf4", "mxf4nvf4")
+BS_AB_TYPES = {"mxf8f6f4": {0: "e4m3", 1: "e5m2"}, "mxf4": {1: "e2m1"}, "mxf4nvf4": {1: "e2m1"}}
+BS_VEC = {("mxf8f6f4", ""): 1, ("mxf8f6f4", "default"): 1, ("mxf8f6f4", "block32"): 1, ("mxf4", ""): 2,
+          ("mxf4", "default"): 2, ("mxf4", "block32"): 2, ("mxf4nvf4", "block32"): 2, ("mxf4nvf4", "block16"): 4}
+E2M1_VALUES = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6])
+
+
+def decode_idesc_block_scaled(idesc: int, kind: str, vec: int) -> dict:
+    """The fields of a block-scaled instruction descriptor (ValueError for what is not run)."""
+    def bits(lo: int, w: int) -> int:
+        return (idesc >> lo) & ((1 << w) - 1)
+
+    what = f"instruction descriptor {idesc & 0xFFFFFFFF:#010x} (.kind::{kind}, {vec} scale factor(s) per row)"
+    if bits(2, 1):
+        raise ValueError(f"{what}: sparsity (bit 2) is not emulated")
+    if bits(31, 1):
+        raise ValueError(f"{what}: K = 96 (bit 31) is not emulated")
+    a, b = BS_AB_TYPES[kind].get(bits(7, 3)), BS_AB_TYPES[kind].get(bits(10, 3))
+    if a is None or b is None:
+        raise ValueError(f"{what}: atype {bits(7, 3)} / btype {bits(10, 3)} is not a type the emulator runs for "
+                         f".kind::{kind} ({BS_AB_TYPES[kind]}; the padded f6 / f4 formats of mxf8f6f4 are not run)")
+    trans_a, trans_b = bits(15, 1), bits(16, 1)
+    if kind != "mxf8f6f4" and (trans_a or trans_b):
+        raise ValueError(f"{what}: .kind::{kind} has no transpose (PTX ISA Table 49)")
+    sf = "ue8m0" if bits(23, 1) else "ue4m3"
+    if sf == "ue4m3" and (kind != "mxf4nvf4" or vec != 4):
+        raise ValueError(f"{what}: UE4M3 scale factors only with .kind::mxf4nvf4 and block16 (PTX ISA Table 55)")
+    m, n = bits(24, 5) << 4, bits(17, 6) << 3
+    if m != 128:
+        raise ValueError(f"{what}: M = {m}; the emulator runs block-scaled MMAs with M = 128 only")
+    check_shape(what, m, n)
+    sfa_id, sfb_id = bits(29, 2), bits(4, 2)
+    for name, sid in (("A", sfa_id), ("B", sfb_id)):
+        if sid % vec:
+            raise ValueError(f"{what}: scale factor {name} ID {sid} must be a multiple of {vec} (PTX ISA "
+                             "9.7.16.10.7.2 / .3)")
+    return {"kind": kind, "a": a, "b": b, "d": "f32", "m": m, "n": n, "k": 32 if kind == "mxf8f6f4" else 64,
+            "neg_a": bits(13, 1), "neg_b": bits(14, 1), "a_kmajor": not trans_a, "b_kmajor": not trans_b,
+            "saturate": 0, "vec": vec, "sf": sf, "sfa_id": sfa_id, "sfb_id": sfb_id}
+
+
+def read_scales(tm: TensorMemory, addr: int, rows: int, vec: int, sid: int, sf: str) -> np.ndarray:
+    """(rows, vec) scale factors at tensor-memory address ``addr`` (PTX ISA 9.7.16.10.7: duplicated in the four
+    32-lane partitions; row r in lane r % 32, column + r / 32, bytes ``sid`` .. ``sid + vec - 1`` of the word)."""
+    lane0, c0 = split_address(addr)
+    ncols = (rows + 31) // 32
+    parts = np.ascontiguousarray(tm.cells[:, c0:c0 + ncols]).reshape(4, 32, ncols)
+    if lane0 or not all(np.array_equal(parts[0], parts[q]) for q in (1, 2, 3)):
+        raise ValueError(f"the scale factors at tensor-memory address {addr & 0xFFFFFFFF:#x} must start at lane 0 and "
+                         "be duplicated in all four 32-lane partitions (PTX ISA 9.7.16.10.7)")
+    r = np.arange(rows)
+    codes = parts[0].view(np.uint8).reshape(32, ncols, 4)[r % 32, r // 32][:, sid:sid + vec].astype(np.int64)
+    if sf == "ue8m0":
+        return np.where(codes == 255, np.nan, np.ldexp(1.0, codes - 127))
+    from tilecore.emulate.warp import _f8_table
+
+    return np.array(_f8_table("e4m3"))[codes & 0x7F]
+
+
+def read_operand(smem: hopper.SharedMemory, desc: int, rows: int, k: int, elem: str, k_major: bool):
+    """(rows, k) values of an operand (e2m1: two to a byte, the lower K index in the low 4 bits, K-major) and
+    the (host addresses, bytes) read."""
+    if elem == "e2m1":
+        host = smem.host(hopper.operand_addresses(desc, rows, k // 2, 1, True), 1)
+        raw = smem.read(host, 1)[..., 0]
+        return E2M1_VALUES[np.stack([raw & 15, raw >> 4], axis=-1).reshape(rows, k)]
+    e = hopper.ELEMENT_BYTES[elem]
+    host = smem.host(hopper.operand_addresses(desc, rows, k, e, k_major), e)
+    return hopper.decode(smem.read(host, e), elem)
 
 
 # ---------------------------------------------------------------- shared-memory descriptor
@@ -142,14 +238,19 @@ def d_lanes(m: int, lane0: int) -> np.ndarray:
 
 
 def run_mma(form: dict, lanes: np.ndarray, col: int, desc_a: int, desc_b: int, accumulate: bool,
-            tm: TensorMemory, smem: hopper.SharedMemory) -> None:
-    """D (tensor memory) = A B (+ D), A (M x K) and B (N x K as stored) read through wgmma descriptors."""
+            scales: tuple | None, tm: TensorMemory, smem: hopper.SharedMemory) -> None:
+    """D (tensor memory) = A B (+ D), A (M x K) and B (N x K as stored) read through wgmma descriptors; with
+    ``scales`` (the scale factors' tensor-memory addresses, block-scaled kinds) each block of K / V elements of
+    a row of A / column of B is multiplied by its scale factor first."""
     m, n, k = form["m"], form["n"], form["k"]
-    ea, eb = hopper.ELEMENT_BYTES[form["a"]], hopper.ELEMENT_BYTES[form["b"]]
-    ha = smem.host(hopper.operand_addresses(desc_a, m, k, ea, form["a_kmajor"]), ea)
-    hb = smem.host(hopper.operand_addresses(desc_b, n, k, eb, form["b_kmajor"]), eb)
-    a = hopper.decode(smem.read(ha, ea), form["a"]) * (-1 if form["neg_a"] else 1)  # (m, k)
-    b = hopper.decode(smem.read(hb, eb), form["b"]) * (-1 if form["neg_b"] else 1)  # (n, k)
+    a = read_operand(smem, desc_a, m, k, form["a"], form["a_kmajor"]) * (-1 if form["neg_a"] else 1)  # (m, k)
+    b = read_operand(smem, desc_b, n, k, form["b"], form["b_kmajor"]) * (-1 if form["neg_b"] else 1)  # (n, k)
+    if scales is not None:
+        vec = form["vec"]
+        sa = read_scales(tm, scales[0], m, vec, form["sfa_id"], form["sf"])
+        sb = read_scales(tm, scales[1], n, vec, form["sfb_id"], form["sf"])
+        a = a * np.repeat(sa, k // vec, axis=1)
+        b = b * np.repeat(sb, k // vec, axis=1)
     cols = col + np.arange(n)
     cells = tm.cells[lanes[:, None], cols[None, :]]
     if form["d"] == "s32":
@@ -171,7 +272,8 @@ def run_mma(form: dict, lanes: np.ndarray, col: int, desc_a: int, desc_b: int, a
 
 # ---------------------------------------------------------------- tcgen05.cp
 # shape code (the Tcgen05CpShape enum) -> (name, rows, bytes per row)
-CP_SHAPES = {0: ("128x256b", 128, 32), 1: ("4x256b", 4, 32), 2: ("128x128b", 128, 16)}
+CP_SHAPES = {0: ("128x256b", 128, 32), 1: ("4x256b", 4, 32), 2: ("128x128b", 128, 16), 4: ("32x128b", 32, 16)}
+CP_WARPX4 = 4  # 32x128b.warpx4: the 32 rows go to each of the four 32-lane partitions
 
 
 def run_cp(shape: int, lane0: int, col0: int, desc: int, tm: TensorMemory, smem: hopper.SharedMemory) -> None:
@@ -180,7 +282,8 @@ def run_cp(shape: int, lane0: int, col0: int, desc: int, tm: TensorMemory, smem:
     _, rows, nbytes = CP_SHAPES[shape]
     host = smem.host(hopper.operand_addresses(desc, rows, nbytes, 1, True), 1)
     raw = np.ascontiguousarray(smem.read(host, 1)[..., 0])
-    tm.cells[lane0:lane0 + rows, col0:col0 + nbytes // 4] = raw.view(np.uint32)
+    for q in range(4 if shape == CP_WARPX4 else 1):
+        tm.cells[lane0 + 32 * q:lane0 + 32 * q + rows, col0:col0 + nbytes // 4] = raw.view(np.uint32)
 
 
 # ---------------------------------------------------------------- tcgen05.ld / st
@@ -236,7 +339,33 @@ def mma_issue(ext, rt, ctx, d, desc_a, desc_b, idesc, enable, kind) -> None:
             _fail(rt, ctx, ValueError(f"tcgen05.mma: {e}"))
             return
         tm.issued.setdefault(_tid(ctx), []).append(
-            ("tcgen05.mma", partial(run_mma, form, lanes, col, da, db, bool(enable & 1))))
+            ("tcgen05.mma", partial(run_mma, form, lanes, col, da, db, bool(enable & 1), None)))
+
+
+def mma_bs_issue(ext, rt, ctx, d, desc_a, desc_b, idesc, enable, sfa, sfb, code) -> None:
+    """``__sm100_tcgen05_mma_bs``: a block-scaled MMA (``code``: kind index | scale factors per row << 4)."""
+    kind, vec = BS_KINDS[code & 15], code >> 4
+    with rt.lock:
+        if rt.is_aborted(ctx):
+            return
+        tm = rt.ext_state(ext)
+        try:
+            form = decode_idesc_block_scaled(idesc & 0xFFFFFFFF, kind, vec)
+            lane0, col = split_address(d)
+            lanes = d_lanes(form["m"], lane0)
+            tm.check_allocated(col, form["n"], "tcgen05.mma's D")
+            for name, addr, rows in (("A", sfa, form["m"]), ("B", sfb, form["n"])):
+                tm.check_allocated(split_address(addr)[1], (rows + 31) // 32, f"the scale factors of {name}")
+            da, db = wgmma_descriptor(desc_a), wgmma_descriptor(desc_b)
+            for desc in (da, db):
+                if hopper.decode_descriptor(desc)["base_offset"]:
+                    raise ValueError(f"shared-memory descriptor {desc:#018x}: a base offset is not emulated")
+        except ValueError as e:
+            _fail(rt, ctx, ValueError(f"tcgen05.mma.block_scale: {e}"))
+            return
+        tm.issued.setdefault(_tid(ctx), []).append(
+            ("tcgen05.mma.block_scale", partial(run_mma, form, lanes, col, da, db, bool(enable & 1),
+                                                (sfa & 0xFFFFFFFF, sfb & 0xFFFFFFFF))))
 
 
 def cp_issue(ext, rt, ctx, taddr, desc, shape) -> None:
@@ -248,7 +377,7 @@ def cp_issue(ext, rt, ctx, taddr, desc, shape) -> None:
         try:
             name, rows, nbytes = CP_SHAPES[shape]
             lane0, col0 = split_address(taddr)
-            if lane0 + rows > T.LANES or (rows == 128 and lane0):
+            if lane0 + rows > T.LANES or ((rows == 128 or shape == CP_WARPX4) and lane0):
                 raise ValueError(f"shape .{name} at lane {lane0} leaves the 128 lanes")
             tm.check_allocated(col0, nbytes // 4, f"tcgen05.cp.{name}")
             hd = wgmma_descriptor(desc)
@@ -412,6 +541,23 @@ def _mma(op, rw):
     return []
 
 
+def _mma_block_scale(op, rw):
+    """``nvvm.tcgen05.mma.block_scale %d, %adesc, %bdesc, %idesc, %enable, %sfa, %sfb {ctaGroup = cta_1, kind =
+    mxf8f6f4 | mxf4 | mxf4nvf4[, blockScale = block32 | block16]}`` (A from shared memory): scale_vec::1X for
+    mxf8f6f4, 2X for mxf4 and mxf4nvf4 block32, 4X for mxf4nvf4 block16 (PTX ISA Tables 54, 55)."""
+    kind = _kw(op, "kind")
+    vec = BS_VEC.get((kind, _kw(op, "blockScale")))
+    if vec is None or len(op.operands) != 7:
+        rw.unknown(op)
+    _cta1(op, rw, "ctaGroup")
+    d, a, b, idesc, en, sfa, sfb = op.operands
+    if str(a.type) != "i64" or str(b.type) != "i64" or str(idesc.type) != "i32":
+        rw.unknown(op)
+    rw.call("__sm100_tcgen05_mma_bs", [_i64(rw, d), a, b, idesc, _i64(rw, en), _i64(rw, sfa), _i64(rw, sfb),
+                                       rw.const(BS_KINDS.index(kind) | vec << 4)], None, can_abort=True)
+    return []
+
+
 def _commit(op, rw):
     """``nvvm.tcgen05.commit %mbar`` (shared or generic pointer; no multicast): with bounds checks the
     mbarrier's 8 bytes must be in shared memory."""
@@ -472,10 +618,11 @@ def _st(op, rw):
 
 
 def _cp(op, rw):
-    """``nvvm.tcgen05.cp %taddr, %sdesc {shape = shape_128x256b | shape_4x256b | shape_128x128b}`` (cta_group::1,
-    no multicast, no srcFormat)."""
+    """``nvvm.tcgen05.cp %taddr, %sdesc {shape = shape_128x256b | shape_4x256b | shape_128x128b}`` (no multicast)
+    or ``{multicast = warpx4, shape = shape_32x128b}`` (cta_group::1, no srcFormat)."""
     shape = {f"shape_{v[0]}": k for k, v in CP_SHAPES.items()}.get(_kw(op, "shape"))
-    if shape is None or _kw(op, "multicast") not in ("", "none") or "srcFormat" in op.attributes:
+    want = "warpx4" if shape == CP_WARPX4 else "none"
+    if shape is None or (_kw(op, "multicast") or "none") != want or "srcFormat" in op.attributes:
         rw.unknown(op)
     _cta1(op, rw, "group")
     taddr, desc = op.operands
@@ -527,6 +674,9 @@ def emulator_ops() -> EmulatorOps:
         "__sm100_tcgen05_mma": RuntimeSymbol("(!llvm.ptr, i64, i64, i64, i32, i64, i32) -> ()",
                                              ctypes.CFUNCTYPE(None, _P, _I64, _I64, _I64, _I32, _I64, _I32),
                                              partial(mma_issue, ext)),
+        "__sm100_tcgen05_mma_bs": RuntimeSymbol("(!llvm.ptr, i64, i64, i64, i32, i64, i64, i64, i32) -> ()",
+                                                ctypes.CFUNCTYPE(None, _P, _I64, _I64, _I64, _I32, _I64, _I64, _I64, _I32),
+                                                partial(mma_bs_issue, ext)),
         "__sm100_tcgen05_commit": RuntimeSymbol("(!llvm.ptr, i64) -> ()", ctypes.CFUNCTYPE(None, _P, _I64),
                                                 partial(commit, ext)),
         "__sm100_tcgen05_ldst": RuntimeSymbol("(!llvm.ptr, i32, i64, i64, i32) -> ()",
@@ -539,6 +689,7 @@ def emulator_ops() -> EmulatorOps:
         "nvvm.tcgen05.dealloc": OpRow(_tmem_row(T.DEALLOC), collective=True),
         "nvvm.tcgen05.relinquish_alloc_permit": OpRow(_tmem_row(T.RELINQUISH), collective=True),
         "nvvm.tcgen05.mma": OpRow(_mma, collective=True),
+        "nvvm.tcgen05.mma.block_scale": OpRow(_mma_block_scale, collective=True),
         "nvvm.tcgen05.commit": OpRow(_commit, collective=True),
         "nvvm.tcgen05.ld": OpRow(_ld, collective=True),
         "nvvm.tcgen05.st": OpRow(_st, collective=True),
