@@ -67,14 +67,14 @@ def test_corpus_kernel_compiles(name, sm):
 def test_matmul_compiles_through_ptxas(sm):
     """mmaf (dot) f16 -> f32 runs on the tensor cores: mma.sync m16n8k16 through shared memory (numbers:
     test_e2e_numeric), wgmma m64n128k16 on sm_90a (the warpgroup atoms); ``--option tileas.dot=fma`` keeps the
-    FMA loop over K."""
+    FMA loop over K; tcgen05.mma on sm_100a (the sm100 plugin's tensor-memory atoms)."""
     path = os.path.join(CORPUS, "matmul_f16.tileirbc")
     res = compile_file(path, sm)
     assert res.artifacts["cubin"][:4] == b"\x7fELF"
     ptx = _ptx(res)
     assert ".entry matmul_f16(" in ptx and "bar.sync" in ptx
-    inst = "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16" if sm == "sm_90a" else \
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+    inst = {"sm_90a": "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16",
+            "sm_100a": "tcgen05.mma.cta_group::1.kind::f16"}.get(sm, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")
     assert inst in ptx and "fma.rn.f32" not in ptx
     fma = compile_file(path, sm, CompileOptions(extra={"tileas.dot": "fma"}))
     assert fma.artifacts["cubin"][:4] == b"\x7fELF"
