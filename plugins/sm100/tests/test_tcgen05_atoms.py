@@ -340,3 +340,29 @@ def test_tcgen05_loop_from_a_loaded_accumulator_numbers(aligned):
     _KERNELS.run("mma_acc_init", "sm_100a", (cdiv(m, 128), cdiv(n, 128), 1), arr(a) + arr(b) + arr(c))
     want = c0 + av @ bv
     np.testing.assert_allclose(c, want, atol=1e-4 * np.abs(want).max(), rtol=0)
+
+
+@NUMERIC_SKIP
+@pytest.mark.parametrize("aligned", [False, True])
+def test_corpus_matmul_f16_on_sm100a(aligned):
+    """The corpus matmul_f16 (128 x 128 x 64 tiles, no stride hints) on sm_100a: tcgen05 (m128n128k16, the
+    accumulator kept in tensor memory across the K loop); rows of 16-byte multiples take the pipelined loop,
+    odd ones the fallback; partial tiles in M, N and K."""
+    from tileas_test_paths import VISIBLE_CORPUS
+
+    from tilecore import emulate
+
+    path = os.path.join(VISIBLE_CORPUS, "matmul_f16.tileirbc")
+    module = compile_file(path, "sm_100a", stop_after="convert-nvgpu-and-gpu-to-nvvm").module
+    assert "nvvm.tcgen05.mma" in str(module)
+    m, n, k = (200, 136, 104) if aligned else (201, 133, 99)
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((m, k)).astype(np.float16), rng.standard_normal((k, n)).astype(np.float16)
+    c = np.zeros((m, n), np.float16)
+
+    def arr5(x):  # pointer, shape, strides: the corpus kernel's ABI
+        return [x, *[np.int32(d) for d in x.shape], *[np.int32(s // x.itemsize) for s in x.strides]]
+
+    emulate.launch(module, "matmul_f16", (cdiv(m, 128), cdiv(n, 128), 1), (128, 1, 1), arr5(a) + arr5(b) + arr5(c))
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(c.astype(np.float32), want, atol=2e-2 * np.abs(want).max(), rtol=0)
