@@ -154,6 +154,21 @@ def test_instruction_n_and_allocation():
     assert [alloc_cols(c) for c in (1, 32, 33, 64, 100, 512)] == [32, 32, 64, 64, 128, 512]
 
 
+@pytest.mark.parametrize("m, n, threads, grid", [(128, 32, 128, (1, 1)), (256, 64, 256, (2, 1)),
+                                                  (128, 64, 256, (1, 2)), (256, 32, 128, (1, 1))])
+def test_tmem_fragment_covers_the_tile_once(m, n, threads, grid):
+    """tileas' TmemFragment: thread t of a warpgroup holds row t % 128 of its 128-row blocks (tcgen05.ld 32x32b:
+    warp w reads TMEM lanes 32 (w % 4) ..), warpgroups in a grid over blocks and columns; every element once."""
+    from tilecore_tileas.layout.fragment import tmem_fragment
+
+    frag = tmem_fragment(m, n, threads)
+    assert (frag.groups_m, frag.groups_n) == grid and frag.regs * threads == m * n
+    seen = {frag.static_coords(k, t) for t in range(threads) for k in range(frag.regs)}
+    assert seen == {(r, c) for r in range(m) for c in range(n)}
+    assert all(frag.static_coords(k, t)[0] % 128 == t % 128 for t in range(threads) for k in range(frag.regs))
+    assert tmem_fragment(64, 32, 128) is None and tmem_fragment(128, 32, 96) is None
+
+
 # ------------------------------------------------------------------ selection and the emitted ops
 @pytest.mark.parametrize("gpu", ["sm_100a", "sm_103a"])
 @pytest.mark.parametrize("name", TYPES)
