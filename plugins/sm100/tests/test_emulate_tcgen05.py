@@ -662,6 +662,28 @@ def test_mma_block_scale_needs_duplicated_scale_factors(pm):
                    attrs=BS_MXF8, desc=idesc_bs(0, 0, 128, 16), vec=1, sf_vals=ue8m0, dup=False)
 
 
+def test_overwriting_an_operand_before_the_mma_completes_fails(pm):
+    """PTX ISA 9.7.16.10: A / B must not change until the MMA completes; thread 0 overwrites A right after the
+    commit, before anybody waits on the mbarrier (a barrier keeps the others from waiting earlier)."""
+    rng = np.random.default_rng(13)
+    a, b = quarters(rng, (128, 16)), quarters(rng, (16, 16))
+    lbo_a, sbo_a = layout_params(128, True, 32, 2)
+    lbo_b, sbo_b = layout_params(16, True, 32, 2)
+    clobber = """
+    %junk = llvm.mlir.constant(305419896 : i32) : i32
+    llvm.store %junk, %sa : i32, !llvm.ptr<3>"""
+    waits = "nvvm.barrier0\n    nvvm.mbarrier.try_wait.parity %bar, %c0, %ticks : !llvm.ptr<3>, i32, i32"
+    text = gpu_module(mma_kernel(16, "f16", ncols=32, more_issue=clobber, wait=waits))
+    with pytest.raises(TilecoreError, match="tcgen05.mma .*shared memory it reads changed after it was issued"):
+        launch(parse(pm, text), "k", grid=1, block=128, shared_bytes=SMEM,
+               args=[operand_image(as_type(a, "f16"), True, 32, lbo_a, sbo_a).view(np.int32),
+                     operand_image(as_type(b.T.copy(), "f16"), True, 32, lbo_b, sbo_b).view(np.int32),
+                     np.zeros((128, 16), np.int32), np.zeros((128, 16), np.int32),
+                     np.int64(np.uint64(desc_high(lbo_a, sbo_a, 32)).view(np.int64)),
+                     np.int64(np.uint64(desc_high(lbo_b, sbo_b, 32)).view(np.int64)),
+                     np.int32(idesc("f16", "f16", "f32", 128, 16)), np.int32(0)])
+
+
 def test_reading_d_without_waiting_for_the_commit_gives_stale_numbers(pm):
     """The MMA completes (D changes) at the commit's mbarrier arrival: a kernel that reads D with tcgen05.ld
     without waiting on that mbarrier reads C, the numbers before the MMA."""

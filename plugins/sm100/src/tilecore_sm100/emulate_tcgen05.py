@@ -37,7 +37,8 @@ queued per issuing thread; a tcgen05.commit takes the queue; the queued operatio
 the commit's mbarrier gets its arrival when a thread next waits on (or tests) that mbarrier (at once when
 threads already wait on it). So D in tensor memory changes only when the MMA completes: a kernel that reads
 D with tcgen05.ld without waiting on the commit's mbarrier reads the old cells, as it may on the GPU. Operands
-are read from shared memory when the MMA runs. tcgen05.ld / tcgen05.st access tensor memory at once
+are read from shared memory at issue and must be unchanged when the MMA runs (PTX ISA 9.7.16.10: the source
+memory of A / B must not be modified until the MMA completes): a kernel that overwrites a stage too early fails. tcgen05.ld / tcgen05.st access tensor memory at once
 (``tcgen05.wait`` has nothing left to wait for). Operations never committed are dropped when the CTA ends.
 
 Shared-memory descriptors: the Blackwell layout of the wgmma descriptor (start address, LBO, SBO >> 4 in the
@@ -186,16 +187,37 @@ def read_scales(tm: TensorMemory, addr: int, rows: int, vec: int, sid: int, sf: 
     return np.array(_f8_table("e4m3"))[codes & 0x7F]
 
 
-def read_operand(smem: hopper.SharedMemory, desc: int, rows: int, k: int, elem: str, k_major: bool):
-    """(rows, k) values of an operand (e2m1: two to a byte, the lower K index in the low 4 bits, K-major) and
-    the (host addresses, bytes) read."""
+def operand_bytes(smem: hopper.SharedMemory, desc: int, rows: int, k: int, elem: str, k_major: bool):
+    """(host addresses, bytes) of an operand's elements (e2m1: its bytes, two elements each, K-major);
+    ValueError when they are not in the CTA's shared memory."""
+    e = hopper.ELEMENT_BYTES.get(elem, 1)
     if elem == "e2m1":
         host = smem.host(hopper.operand_addresses(desc, rows, k // 2, 1, True), 1)
-        raw = smem.read(host, 1)[..., 0]
+    else:
+        host = smem.host(hopper.operand_addresses(desc, rows, k, e, k_major), e)
+    return host, smem.read(host, e)
+
+
+def decode_operand(raw: np.ndarray, rows: int, k: int, elem: str) -> np.ndarray:
+    """(rows, k) values of an operand's bytes (e2m1: two to a byte, the lower K index in the low 4 bits)."""
+    if elem == "e2m1":
+        raw = raw[..., 0]
         return E2M1_VALUES[np.stack([raw & 15, raw >> 4], axis=-1).reshape(rows, k)]
-    e = hopper.ELEMENT_BYTES[elem]
-    host = smem.host(hopper.operand_addresses(desc, rows, k, e, k_major), e)
-    return hopper.decode(smem.read(host, e), elem)
+    return hopper.decode(raw, elem)
+
+
+def unchanged(snapshot, smem: hopper.SharedMemory) -> list[np.ndarray]:
+    """The bytes of ``snapshot`` ((host, bytes) read when the op was issued), read again; ValueError when they
+    changed (PTX ISA 9.7.16.10: "the source memory of an A or B matrix must not be modified while the MMA
+    instruction using those matrices has not completed"; the same for tcgen05.cp's source)."""
+    out = []
+    for host, raw in snapshot:
+        now = smem.read(host, raw.shape[-1])
+        if not np.array_equal(now, raw):
+            raise ValueError("shared memory it reads changed after it was issued and before it completed (undefined "
+                             "in PTX: wait for the tcgen05.commit's mbarrier before overwriting the operands)")
+        out.append(now)
+    return out
 
 
 # ---------------------------------------------------------------- shared-memory descriptor
@@ -237,14 +259,16 @@ def d_lanes(m: int, lane0: int) -> np.ndarray:
     return lane0 + 32 * (i // 16) + i % 16
 
 
-def run_mma(form: dict, lanes: np.ndarray, col: int, desc_a: int, desc_b: int, accumulate: bool,
-            scales: tuple | None, tm: TensorMemory, smem: hopper.SharedMemory) -> None:
-    """D (tensor memory) = A B (+ D), A (M x K) and B (N x K as stored) read through wgmma descriptors; with
-    ``scales`` (the scale factors' tensor-memory addresses, block-scaled kinds) each block of K / V elements of
-    a row of A / column of B is multiplied by its scale factor first."""
+def run_mma(form: dict, lanes: np.ndarray, col: int, snapshot: list, accumulate: bool, scales: tuple | None,
+            tm: TensorMemory, smem: hopper.SharedMemory) -> None:
+    """D (tensor memory) = A B (+ D), A (M x K) and B (N x K as stored) the bytes ``snapshot`` (read through the
+    descriptors at issue) still holds; with ``scales`` (the scale factors' tensor-memory addresses,
+    block-scaled kinds) each block of K / V elements of a row of A / column of B is multiplied by its scale
+    factor first."""
     m, n, k = form["m"], form["n"], form["k"]
-    a = read_operand(smem, desc_a, m, k, form["a"], form["a_kmajor"]) * (-1 if form["neg_a"] else 1)  # (m, k)
-    b = read_operand(smem, desc_b, n, k, form["b"], form["b_kmajor"]) * (-1 if form["neg_b"] else 1)  # (n, k)
+    raw_a, raw_b = unchanged(snapshot, smem)
+    a = decode_operand(raw_a, m, k, form["a"]) * (-1 if form["neg_a"] else 1)  # (m, k)
+    b = decode_operand(raw_b, n, k, form["b"]) * (-1 if form["neg_b"] else 1)  # (n, k)
     if scales is not None:
         vec = form["vec"]
         sa = read_scales(tm, scales[0], m, vec, form["sfa_id"], form["sf"])
@@ -276,12 +300,11 @@ CP_SHAPES = {0: ("128x256b", 128, 32), 1: ("4x256b", 4, 32), 2: ("128x128b", 128
 CP_WARPX4 = 4  # 32x128b.warpx4: the 32 rows go to each of the four 32-lane partitions
 
 
-def run_cp(shape: int, lane0: int, col0: int, desc: int, tm: TensorMemory, smem: hopper.SharedMemory) -> None:
-    """tcgen05.cp: the source is ``rows`` rows of ``nbytes`` bytes in the canonical K-major layout the descriptor
-    describes (a row per lane, its bytes along the columns, 4 to a 32-bit cell)."""
+def run_cp(shape: int, lane0: int, col0: int, snapshot: list, tm: TensorMemory, smem: hopper.SharedMemory) -> None:
+    """tcgen05.cp: the source (``snapshot``, read at issue) is ``rows`` rows of ``nbytes`` bytes in the canonical
+    K-major layout the descriptor describes (a row per lane, its bytes along the columns, 4 to a 32-bit cell)."""
     _, rows, nbytes = CP_SHAPES[shape]
-    host = smem.host(hopper.operand_addresses(desc, rows, nbytes, 1, True), 1)
-    raw = np.ascontiguousarray(smem.read(host, 1)[..., 0])
+    raw = np.ascontiguousarray(unchanged(snapshot, smem)[0][..., 0])
     for q in range(4 if shape == CP_WARPX4 else 1):
         tm.cells[lane0 + 32 * q:lane0 + 32 * q + rows, col0:col0 + nbytes // 4] = raw.view(np.uint32)
 
@@ -331,15 +354,25 @@ def mma_issue(ext, rt, ctx, d, desc_a, desc_b, idesc, enable, kind) -> None:
             lane0, col = split_address(d)
             lanes = d_lanes(form["m"], lane0)
             tm.check_allocated(col, form["n"], "tcgen05.mma's D")
-            da, db = wgmma_descriptor(desc_a), wgmma_descriptor(desc_b)
-            for desc in (da, db):
-                if hopper.decode_descriptor(desc)["base_offset"]:
-                    raise ValueError(f"shared-memory descriptor {desc:#018x}: a base offset is not emulated")
+            snapshot = operand_snapshot(rt, form, desc_a, desc_b)
         except ValueError as e:
             _fail(rt, ctx, ValueError(f"tcgen05.mma: {e}"))
             return
         tm.issued.setdefault(_tid(ctx), []).append(
-            ("tcgen05.mma", partial(run_mma, form, lanes, col, da, db, bool(enable & 1), None)))
+            ("tcgen05.mma", partial(run_mma, form, lanes, col, snapshot, bool(enable & 1), None)))
+
+
+def operand_snapshot(rt, form: dict, desc_a: int, desc_b: int) -> list:
+    """The (host addresses, bytes) of A and B through their descriptors, at issue."""
+    smem = hopper.SharedMemory(rt.shared_buffers)
+    out = []
+    for desc, rows, elem, k_major in ((desc_a, form["m"], form["a"], form["a_kmajor"]),
+                                      (desc_b, form["n"], form["b"], form["b_kmajor"])):
+        hd = wgmma_descriptor(desc)
+        if hopper.decode_descriptor(hd)["base_offset"]:
+            raise ValueError(f"shared-memory descriptor {desc:#018x}: a base offset is not emulated")
+        out.append(operand_bytes(smem, hd, rows, form["k"], elem, k_major))
+    return out
 
 
 def mma_bs_issue(ext, rt, ctx, d, desc_a, desc_b, idesc, enable, sfa, sfb, code) -> None:
@@ -356,15 +389,12 @@ def mma_bs_issue(ext, rt, ctx, d, desc_a, desc_b, idesc, enable, sfa, sfb, code)
             tm.check_allocated(col, form["n"], "tcgen05.mma's D")
             for name, addr, rows in (("A", sfa, form["m"]), ("B", sfb, form["n"])):
                 tm.check_allocated(split_address(addr)[1], (rows + 31) // 32, f"the scale factors of {name}")
-            da, db = wgmma_descriptor(desc_a), wgmma_descriptor(desc_b)
-            for desc in (da, db):
-                if hopper.decode_descriptor(desc)["base_offset"]:
-                    raise ValueError(f"shared-memory descriptor {desc:#018x}: a base offset is not emulated")
+            snapshot = operand_snapshot(rt, form, desc_a, desc_b)
         except ValueError as e:
             _fail(rt, ctx, ValueError(f"tcgen05.mma.block_scale: {e}"))
             return
         tm.issued.setdefault(_tid(ctx), []).append(
-            ("tcgen05.mma.block_scale", partial(run_mma, form, lanes, col, da, db, bool(enable & 1),
+            ("tcgen05.mma.block_scale", partial(run_mma, form, lanes, col, snapshot, bool(enable & 1),
                                                 (sfa & 0xFFFFFFFF, sfb & 0xFFFFFFFF))))
 
 
@@ -381,10 +411,11 @@ def cp_issue(ext, rt, ctx, taddr, desc, shape) -> None:
                 raise ValueError(f"shape .{name} at lane {lane0} leaves the 128 lanes")
             tm.check_allocated(col0, nbytes // 4, f"tcgen05.cp.{name}")
             hd = wgmma_descriptor(desc)
+            snapshot = [operand_bytes(hopper.SharedMemory(rt.shared_buffers), hd, rows, nbytes, "u8", True)]
         except ValueError as e:
             _fail(rt, ctx, ValueError(f"tcgen05.cp: {e}"))
             return
-        tm.issued.setdefault(_tid(ctx), []).append(("tcgen05.cp", partial(run_cp, shape, lane0, col0, hd)))
+        tm.issued.setdefault(_tid(ctx), []).append(("tcgen05.cp", partial(run_cp, shape, lane0, col0, snapshot)))
 
 
 def commit(ext, rt, ctx, mbar) -> None:
