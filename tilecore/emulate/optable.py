@@ -43,8 +43,10 @@ plugin cannot override), the runtime ``symbols`` those rows call (:class:`Runtim
 ctypes prototype and the Python handler ``handler(rt, ctx, *args)`` run with the launch's
 :class:`.runtime.DeviceRuntime`), and per-CTA state (``new_cta(rt)``, reached with ``rt.ext_state(ext)``;
 ``cta_end(rt, ctx, state)`` when the CTA's last thread exits, e.g. to report leaks with ``rt.fail_at``). A
-handler may defer work until a thread waits on an mbarrier (``rt.defer_until_wait``, as the bulk tensor copies
-land). A blocked plugin (``TILECORE_DISABLED_PLUGINS``) contributes nothing: its ops fail with their name.
+handler holds ``rt.lock`` while it touches state; it may defer work until a thread waits on an mbarrier
+(``rt.defer_until_wait``, as the bulk tensor copies land; ``rt.arrive_on`` arrives for it), and block threads
+until a collective is complete (``rt.wait_for`` / ``rt.release`` with a :class:`.runtime.WaitToken`, counted
+by deadlock detection; ``rt.warp_members`` tells how many threads of a warp are still running). A blocked plugin (``TILECORE_DISABLED_PLUGINS``) contributes nothing: its ops fail with their name.
 The ``sm100`` plugin adds Blackwell's tensor memory and tcgen05 ops this way.
 
 Not emulated: ``stmatrix``, the other cp.async.bulk forms (shared -> global, prefetch, reduce, im2col,
