@@ -13,8 +13,9 @@ PTX ISA 9.0, "TensorCore 5th Generation Family Instructions" (section 9.7.16):
   6 = 32B). The operands lie as :class:`tilecore.mma.SwizzledOperand` (the canonical swizzled layouts, 9.7.16.5):
   A K-major (M x K, SBO = 8 rows x swizzle bytes; a K step inside a swizzle column advances the start address),
   B N-major (K x N: LBO = the distance between swizzle columns, K x swizzle bytes; SBO = 8 rows x swizzle),
-  i.e. exactly what the pipelined K loops copy (``dot.smem_operand``), for every kind (tcgen05 takes MN-major
-  operands for tf32, f16, i8 and 8-bit floats).
+  i.e. exactly what the pipelined K loops copy (``dot.smem_operand``); tcgen05 takes MN-major f16 / bf16, i8 and
+  8-bit float operands in these swizzles (8-bit ones with N a multiple of 16), tf32 ones only in the 128B swizzle
+  with 32-byte atoms (below).
 - **Instruction descriptor** (9.7.16.4.2, table "Instruction descriptor format for .kind::tf32, .kind::f16,
   .kind::f8f6f4 and .kind::i8"): dense (bits 0-2 = 0), dtype (4-5: F32 = 1, S32 = 2), atype / btype (7-9 / 10-12:
   F16 = 0, BF16 = 1, TF32 = 2, E4M3 = 0, E5M2 = 1, U8 = 0, S8 = 1), no negation, transpose A = 0 (K-major),
@@ -47,9 +48,13 @@ deallocates and relinquishes the allocation permit.
 |---|---|---|---|
 | ``mma.sm100a.m128nNk16.f16.f32`` | f16 x f16 -> f32 | f16 | 16 |
 | ``mma.sm100a.m128nNk16.bf16.f32`` | bf16 x bf16 -> f32 | f16 | 16 |
-| ``mma.sm100a.m128nNk8.tf32.f32`` | tf32 x tf32 -> f32 | tf32 | 8 |
 | ``mma.sm100a.m128nNk32.i8.i32`` | s8 / u8 x s8 / u8 -> s32 (wrapping) | i8 | 32 |
 | ``mma.sm100a.m128nNk32.f8.f32`` | e4m3 / e5m2 x e4m3 / e5m2 -> f32 | f8f6f4 | 32 |
+
+No tf32 atom: B is N-major (MN-major) here, as the pipelined loops copy it, and an MN-major tf32 operand needs
+the 128B swizzle with 32-byte atoms (PTX ISA 9.7.16.10.1, Table 52), a layout neither the pipeline nor
+:class:`tilecore.mma.SwizzledOperand` makes; tf32 dots keep cute's mma.sync atom (the instruction descriptor and
+the kind are there for it: :func:`instr_desc` takes ``tf32``).
 
 Targets: sm_100a and sm_103a (there the stage-5 patterns emit inline PTX, :mod:`.tcgen05`), except the i8 atom:
 ptxas has no ``.kind::i8`` on sm_103a ("Feature '.kind::i8' not supported on .target 'sm_103a'"), so s8 / u8 dots
@@ -66,7 +71,6 @@ from tilecore.mma import MMA_INTERFACE, SwizzledOperand, element_bytes, swizzle_
 ATOMS = {
     "mma.sm100a.m128nNk16.f16.f32": (("f16",), "f32", "f16", 16),
     "mma.sm100a.m128nNk16.bf16.f32": (("bf16",), "f32", "f16", 16),
-    "mma.sm100a.m128nNk8.tf32.f32": (("tf32",), "f32", "tf32", 8),
     "mma.sm100a.m128nNk32.i8.i32": (("i8",), "i32", "i8", 32),
     "mma.sm100a.m128nNk32.f8.f32": (("f8E4M3FN", "f8E5M2"), "f32", "f8f6f4", 32),
 }
