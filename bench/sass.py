@@ -31,6 +31,7 @@ CLASSES: list[tuple[str, tuple[str, ...], bool, str]] = [
     ("stsm",    ("STSM",),                                      False, "stmatrix"),
     ("ldgsts",  ("LDGSTS",),                                    False, "cp.async global -> shared"),
     ("tma",     ("UTMALDG", "UTMASTG", "UTMAREDG", "UBLKCP"),   False, "TMA / bulk copies"),
+    ("syncs",   ("SYNCS",),                                     False, "mbarrier operations (sm_90+)"),
     ("shfl",    ("SHFL",),                                      False, "warp shuffle"),
     ("bar",     ("BAR",),                                       False, "CTA barrier"),
     ("hmma",    ("HMMA",),                                      False, "warp MMA, float (mma.sync)"),

@@ -376,15 +376,22 @@ def build(out_dir: str, gpu: str) -> None:
 
 
 def _record_tensor_maps(out_dir: str, cubin: str, res) -> None:
-    """Keep the kernels' tensor-map recipes (tilecore.tensormaps: trailing parameters the launcher encodes)
-    next to the cubins, in tensor_maps.json."""
-    from tilecore.tensormaps import kernel_recipes
+    """Keep the kernels' launch contract (tilecore compile --emit metadata: tensor-map recipes, trailing
+    parameters the launcher encodes, and dynamic shared memory) next to the cubins, in launch.json."""
+    from tilecore.batch import kernel_metadata
 
-    path = os.path.join(out_dir, "tensor_maps.json")
+    path = os.path.join(out_dir, "launch.json")
     known = json.load(open(path)) if os.path.exists(path) else {}
-    known[cubin] = {k: [r.to_json() for r in rs] for k, rs in kernel_recipes(res.module).items()}
+    if not res.artifacts.get("ptx"):
+        return
+    known[cubin] = {k["name"]: k for k in kernel_metadata(res)["kernels"]}
     with open(path, "w") as fh:
         json.dump(known, fh)
+
+
+def _launch_contract(out_dir: str, cubin: str, name: str) -> dict:
+    path = os.path.join(out_dir, "launch.json")
+    return (json.load(open(path)).get(cubin, {}).get(name, {}) if os.path.exists(path) else {})
 
 
 def _with_tensor_maps(out_dir: str, cubin: str, name: str, params: list) -> list:
@@ -392,8 +399,7 @@ def _with_tensor_maps(out_dir: str, cubin: str, name: str, params: list) -> list
     (the launch contract of tilecore.tensormaps), each passed by value as a 128-byte record."""
     from tilecore.tensormaps import MAP_BYTES, TensorMapRecipe, append_maps, cuda_map
 
-    path = os.path.join(out_dir, "tensor_maps.json")
-    recipes = json.load(open(path)).get(cubin, {}).get(name, []) if os.path.exists(path) else []
+    recipes = _launch_contract(out_dir, cubin, name).get("tensor_maps", [])
     if not recipes:
         return params
     record = np.dtype([("bytes", np.uint8, MAP_BYTES)], align=True)
@@ -442,16 +448,19 @@ def _tensor_map(cp, dev, host, box):
     return cp.asarray(np.frombuffer(bytes(tmap), np.uint8))
 
 
-def _launch(cp, path, name, grid, block, params):
-    """Launch once, synchronise, then time 50 launches with CUDA events; median milliseconds."""
+def _launch(cp, path, name, grid, block, params, shared: int = 0):
+    """Launch once, synchronise, then time 50 launches with CUDA events; median milliseconds. ``shared``:
+    dynamic shared memory per CTA (the kernel's launch contract)."""
     kernel = cp.RawModule(path=path).get_function(name)
-    kernel(tuple(grid), tuple(block), tuple(params))
+    if shared > 48 * 1024:
+        kernel.max_dynamic_shared_size_bytes = shared
+    kernel(tuple(grid), tuple(block), tuple(params), shared_mem=shared)
     cp.cuda.runtime.deviceSynchronize()
     times = []
     for _ in range(50):
         start, stop = cp.cuda.Event(), cp.cuda.Event()
         start.record()
-        kernel(tuple(grid), tuple(block), tuple(params))
+        kernel(tuple(grid), tuple(block), tuple(params), shared_mem=shared)
         stop.record()
         stop.synchronize()
         times.append(cp.cuda.get_elapsed_time(start, stop))
@@ -500,7 +509,8 @@ def run(out_dir: str) -> int:
                     params.append(i32(a["i32"]))
             if compiler != "tileiras":
                 params = _with_tensor_maps(out_dir, file, name, params)
-            ms = _launch(cp, path, name, grid, manifest["block"].get(name, [128, 1, 1]), params)
+            shared = _launch_contract(out_dir, file, name).get("dynamic_shared_bytes", 0)
+            ms = _launch(cp, path, name, grid, manifest["block"].get(name, [128, 1, 1]), params, shared)
             got = cp.asnumpy(dev[out_name]).astype(np.float64)
             err = float(np.max(np.abs(got - want) / (np.abs(want) + 1.0)))
             ok = err <= tol
@@ -541,10 +551,13 @@ def run_generated(out_dir: str, name: str) -> int:
                 params += [d, *[i32(x) for x in h.shape], *[i32(x // h.itemsize) for x in h.strides]]
             else:
                 params.append(d)
+        shared = _launch_contract(out_dir, file, name).get("dynamic_shared_bytes", 0)
         if compiler == "tilecore":
             params = _with_tensor_maps(out_dir, file, name, params)
         kernel = cp.RawModule(path=os.path.join(out_dir, file)).get_function(name)
-        kernel(tuple(override.get("grid", GEN_GRID)), (128, 1, 1), tuple(params))
+        if shared > 48 * 1024:
+            kernel.max_dynamic_shared_size_bytes = shared
+        kernel(tuple(override.get("grid", GEN_GRID)), (128, 1, 1), tuple(params), shared_mem=shared)
         cp.cuda.runtime.deviceSynchronize()
         outs[compiler] = [cp.asnumpy(d).astype(np.float64) for h, d in zip(host, dev) if isinstance(h, np.ndarray)]
     err = max(float(np.max(np.abs(a - b) / (np.abs(b) + 1.0), initial=0.0))

@@ -102,13 +102,16 @@ def artifact_of(res, emit: str) -> bytes | str:
 
 def kernel_metadata(res) -> dict:
     """What a launcher needs of every ``.entry`` of the result's PTX (``--emit metadata``): its name,
-    parameter count, threads per CTA (``.reqntid``; None without one) and tensor-map recipes
+    parameter count, threads per CTA (``.reqntid``; None without one), dynamic shared memory per CTA
+    (:mod:`tilecore.launch_attrs`) and tensor-map recipes
     (:mod:`tilecore.tensormaps`: the trailing parameters the launcher encodes)."""
     import re
 
+    from .launch_attrs import dynamic_shared_bytes, kernel_functions
     from .tensormaps import kernel_recipes
 
     recipes = kernel_recipes(res.module)
+    dynamic = {name: dynamic_shared_bytes(f) for name, f in kernel_functions(res.module).items()}
     kernels = []
     for text in (res.artifacts.get("ptx") or {}).values():
         for m in re.finditer(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(([^)]*)\)([^{]*)", text):
@@ -119,6 +122,7 @@ def kernel_metadata(res) -> dict:
                 for g in req.groups():
                     threads *= int(g) if g else 1
             kernels.append({"name": m.group(1), "params": m.group(2).count(".param"), "threads_per_cta": threads,
+                            "dynamic_shared_bytes": dynamic.get(m.group(1), 0),
                             "tensor_maps": [r.to_json() for r in recipes.get(m.group(1), [])]})
     return {"tilecore_metadata": 1, "kernels": kernels}
 
@@ -130,6 +134,8 @@ def kernel_summaries(res) -> list[str]:
     out = []
     for k in kernel_metadata(res)["kernels"]:
         threads = f", {k['threads_per_cta']} threads/CTA" if k["threads_per_cta"] else ""
+        if k["dynamic_shared_bytes"]:
+            threads += f", {k['dynamic_shared_bytes']} bytes of dynamic shared memory"
         maps = [TensorMapRecipe.from_json(r) for r in k["tensor_maps"]]
         tm = f", {len(maps)} tensor maps: " + "; ".join(r.describe() for r in maps) if maps else ""
         out.append(f"{k['name']} ({k['params']} params{threads}{tm})")

@@ -125,21 +125,9 @@ def recipes_of(func) -> list[TensorMapRecipe]:
 
 def kernel_recipes(module) -> dict[str, list[TensorMapRecipe]]:
     """Kernel symbol -> its recipes, for every kernel of ``module`` (an ``ir.Module``) that has some."""
-    out = {}
+    from .launch_attrs import kernel_functions
 
-    def walk(block):
-        for op in block.operations:
-            o = op.operation
-            if o.name == "llvm.func" and ATTR in o.attributes:
-                from .mlir import ir
-
-                out[ir.StringAttr(o.attributes["sym_name"]).value] = recipes_of(o)
-            for r in o.regions:
-                for b in r.blocks:
-                    walk(b)
-
-    walk(module.body)
-    return out
+    return {name: recipes_of(f) for name, f in kernel_functions(module).items() if ATTR in f.attributes}
 
 
 def emulator_map(recipe: TensorMapRecipe, params):

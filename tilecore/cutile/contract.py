@@ -4,8 +4,8 @@ tilecore's kernel ABI (stage 3, ``convert-tile-func-to-llvm``): one kernel param
 argument of the cuTile function, in order; with calling convention ``cutile_python_v1`` an array
 parameter of rank n is its base pointer, its n extents and its n strides (in elements, of the
 array's index type), a scalar is itself, a ``ct.Constant`` is no parameter. Threads per CTA come
-from the kernel's ``nvvm.reqntid``, the cluster shape from ``nvvm.cluster_dim``, and tilecore's
-kernels use no dynamic shared memory. The grid is the tile-block grid (one CTA per tile block).
+from the kernel's ``nvvm.reqntid``, the cluster shape from ``nvvm.cluster_dim``, the dynamic shared
+memory from ``tilecore.dynamic_shared_bytes`` (a kernel whose scratch buffer exceeds 48 KiB). The grid is the tile-block grid (one CTA per tile block).
 A kernel whose K loops read tiles by TMA takes one more parameter per tensor map after those, which the
 launcher encodes from the others by the kernel's recipes (:mod:`tilecore.tensormaps`).
 """
@@ -83,6 +83,7 @@ def build_contract(module, symbol: str, specs, names) -> LaunchContract:
     holder = find_kernel_module(module, symbol)
     func = next(op for op in holder.regions[0].blocks[0].operations
                 if op.operation.name == "llvm.func" and op.attributes["sym_name"].value == symbol)
+    from ..launch_attrs import dynamic_shared_bytes
     from ..tensormaps import recipes_of
 
     maps = tuple(recipes_of(func.operation))
@@ -108,7 +109,8 @@ def build_contract(module, symbol: str, specs, names) -> LaunchContract:
             raise TilecoreError(f"kernel '{symbol}': parameter {len(params)} ({name}, {kind}) has LLVM type {t}")
         params.append(ParamEntry(kind, i, name, axis, t, dtype))
     return LaunchContract(symbol, tuple(threads) + (1,) * (3 - len(threads)),
-                          tuple(cluster) + (1,) * (3 - len(cluster)), 0, tuple(params), maps)
+                          tuple(cluster) + (1,) * (3 - len(cluster)), dynamic_shared_bytes(func.operation), tuple(params),
+                          maps)
 
 
 def check_grid(grid, contract: LaunchContract) -> tuple[int, int, int]:

@@ -102,6 +102,18 @@ def stream_of(cc, dev, stream):
     raise TilecoreError(f"cannot use a {type(stream).__name__} as a CUDA stream")
 
 
+def allow_dynamic_shared(kernel, device_id: int, nbytes: int) -> None:
+    """Let ``kernel`` (a ``cuda.core`` Kernel) use ``nbytes`` of dynamic shared memory: above 48 KiB a CTA has
+    to opt in (``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``)."""
+    from cuda.bindings import driver as d
+
+    attr = d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    (err,) = d.cuKernelSetAttribute(attr, nbytes, kernel.handle, device_id)
+    if err != d.CUresult.CUDA_SUCCESS:
+        raise TilecoreError(f"cannot give the kernel {nbytes} bytes of dynamic shared memory on device "
+                            f"{device_id}: {err.name}")
+
+
 def launch_dims(contract, grid) -> dict:
     """The ``cuda.core.LaunchConfig`` fields of a launch: ``grid`` tile blocks (counted in clusters when the
     kernel has a cluster shape, as cuda.core wants), the kernel's threads per CTA and dynamic shared memory."""
@@ -137,5 +149,7 @@ def run(compiled, stream, grid, values) -> None:
     check_device_arrays(values)
     check_runs_on(compiled.gpu_name, dev)
     kernel = compiled.gpu_kernel(did)
+    if compiled.contract.shared_bytes > 48 * 1024:
+        allow_dynamic_shared(kernel, did, compiled.contract.shared_bytes)
     cc.launch(stream_of(cc, dev, stream), launch_config(compiled.contract, grid), kernel,
               *parameters(compiled.contract, values))

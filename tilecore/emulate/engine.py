@@ -156,7 +156,7 @@ class EmulatedKernel:
             raise TilecoreError(f"block of {nthreads} threads exceeds {MAX_THREADS_PER_CTA} threads per CTA")
         ncta = grid[0] * grid[1] * grid[2]
         storage, device, originals, arrays = self._marshal(list(args))
-        dyn = int(shared_bytes)
+        dyn = max(int(shared_bytes), self.host.dynamic_shared_bytes)  # a kernel's own need (deep pipelines)
         shared, shared_ptr = place_dynamic_shared(dyn, self._shared_vars)
         memory = Memory(arrays + self._global_vars,
                         self._shared_vars + [("the dynamic shared memory", shared_ptr, shared_ptr + dyn)],

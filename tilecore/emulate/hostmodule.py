@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from ..errors import TilecoreError, format_location
 from ..mlir import ir
+from ..launch_attrs import dynamic_shared_bytes
 from ..tensormaps import recipes_of
 from . import libdevice, memcheck, optable, prelude
 
@@ -45,6 +46,7 @@ class HostModule:
     local_labels: list[str] = field(default_factory=list)   # name of each registered alloca
     check_bounds: bool = True  # accesses are checked (:mod:`.memcheck`)
     tensor_maps: list = field(default_factory=list)  # the kernel's tensor-map recipes (:mod:`tilecore.tensormaps`)
+    dynamic_shared_bytes: int = 0  # what the kernel needs at least (:mod:`tilecore.launch_attrs`)
 
 
 def _fail(msg: str, op=None) -> TilecoreError:
@@ -371,6 +373,7 @@ def _rewrite(host, kernel: str, check_bounds: bool) -> HostModule:
     location = format_location(kfunc.location)
     param_types = [str(a.type) for a in kfunc.regions[0].blocks[0].arguments]
     tensor_maps = recipes_of(kfunc)
+    dynamic_shared = dynamic_shared_bytes(kfunc)
     rw = Rewriter(host, check_bounds)
     collective = False
     for f in funcs.values():
@@ -402,7 +405,7 @@ def _rewrite(host, kernel: str, check_bounds: bool) -> HostModule:
     _append_support(host, rw, kernel, param_types, memory_globals)
     _pin_host_target(host)
     return HostModule(host, kernel, param_types, collective, location, [(g[0], g[2]) for g in memory_globals],
-                      rw.sites, rw.local_labels, check_bounds, tensor_maps)
+                      rw.sites, rw.local_labels, check_bounds, tensor_maps, dynamic_shared)
 
 
 def _rewrite_op(op, rw: Rewriter, funcs: dict, dyn_shared: set) -> bool:

@@ -63,8 +63,8 @@ def test_mmaf_f16_runs_through_the_cute_mma_atom():
     """nv_tileas.dot f16 x f16 -> f32 on sm_80 goes through the atom registry: tileas-select-atoms picks the
     cute plugin's mma.sm80.m16n8k16.f16.f32 and stage 4 emits its cute_nvgpu ops. 128x128 over 4 warps:
     a 2 x 2 warp grid, 64 x 64 per warp = 4 x 8 blocks of 16 x 8; per K step 4 A fragments (ldmatrix x4),
-    8 B fragments (ldmatrix x2 .trans) and 32 mma. The K loop is pipelined (one stage: A and B take 32 KiB
-    in the 128-byte XOR-swizzled layout) behind a run-time alignment check (the corpus kernel's strides carry no hints), so
+    8 B fragments (ldmatrix x2 .trans) and 32 mma. The K loop is pipelined (3 stages of 32 KiB: A and B in
+    the 128-byte XOR-swizzled layout, in dynamic shared memory) behind a run-time alignment check (the corpus kernel's strides carry no hints), so
     the loop exists twice: with cp.async copies, and with loads through registers. The accumulator is
     loop-carried in the fragment layout: no f32 goes through shared memory; the result is cast to f16 in
     the fragment layout and converted to the blocked layout once, for the store."""
@@ -80,11 +80,14 @@ def test_mmaf_f16_runs_through_the_cute_mma_atom():
     lds = [line for line in text.splitlines() if "cute_nvgpu.ldmatrix" in line]
     assert sum("num = 4 : i32" in ln and "trans" not in ln for ln in lds) == 2 * 4
     assert sum("num = 2 : i32" in ln and "trans" in ln for ln in lds) == 2 * 8
-    # pipelined loop: 128 x 64 and 64 x 128 halves = 1024 16-byte chunks each, 8 per thread per operand
+    # pipelined loop: 128 x 64 and 64 x 128 halves = 1024 16-byte chunks each, 8 per thread per operand, in the
+    # prologue's 2 stages and the loop
     copies = [line for line in text.splitlines() if '"cute_nvgpu.cp_async"' in line]
-    assert len(copies) == 16 and all("size = 16 : i32" in ln for ln in copies)
-    assert text.count('"cute_nvgpu.cp_async_wait"() <{n = 0 : i32}>') + \
-        text.count('"cute_nvgpu.cp_async_wait"() {n = 0 : i32}') == 2
+    assert len(copies) == 16 * 3 and all("size = 16 : i32" in ln for ln in copies)
+    for n in (0, 1):  # the loop waits until at most S - 2 = 1 group is pending; all after it
+        assert text.count(f'"cute_nvgpu.cp_async_wait"() <{{n = {n} : i32}}>') + \
+            text.count(f'"cute_nvgpu.cp_async_wait"() {{n = {n} : i32}}') == 1
+    assert "tilecore.dynamic_shared_bytes = 98304 : i32" in text
     # the K loops (cf after stage 4) carry the 128 f32 accumulators of the warp's 32 blocks
     heads = [line for line in text.splitlines() if re.match(r"\s*\^bb\d+\(", line)]
     assert any(line.count(": f32") == 128 for line in heads)
@@ -93,8 +96,8 @@ def test_mmaf_f16_runs_through_the_cute_mma_atom():
     assert len(re.findall(r"llvm\.store %\S+, %\S+ : f16, !llvm\.ptr<3>", text)) == 64 + 64 + 128
     # operands in the 128-byte XOR-swizzled layout (16-byte units of 8-row groups permuted)
     assert "arith.xori" in text
-    # barriers: pipelined loop 2 + after it 1; fallback: operands written, dot done; conversion 2
-    assert text.count("gpu.barrier") == 3 + 2 + 2
+    # barriers: pipelined loop 1 (3 stages) + after it 1; fallback: operands written, dot done; conversion 2
+    assert text.count("gpu.barrier") == 2 + 2 + 2
     # stage 5 (cute) lowers the atom ops to NVVM
     low = compile_file(os.path.join(CORPUS, "matmul_f16.tileirbc"), "sm_80", stop_after="convert-cute-to-llvm")
     low = str(low.module)
@@ -106,7 +109,7 @@ def test_mmaf_f16_runs_through_the_cute_mma_atom():
         assert "layoutA = #nvvm.mma_layout<row>" in line and "layoutB = #nvvm.mma_layout<col>" in line
         assert "(vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>" in line
     assert low.count("nvvm.ldmatrix") == 24 and low.count("layout = #nvvm.mma_layout<col>") == 16
-    assert low.count("nvvm.cp.async.shared.global") == 16
+    assert low.count("nvvm.cp.async.shared.global") == 16 * 3
 
 
 def test_mmaf_without_the_cute_plugin_runs_on_the_cuda_cores(monkeypatch):

@@ -67,12 +67,21 @@ def test_tma_k_loop_ops_and_tensor_map_parameters():
          "swizzle": 3, "interleave": 0, "l2_promotion": 0, "oob_fill": 0, "optional": False}]
 
 
-def test_tma_one_stage_and_two_boxes_per_tile():
-    """f16 128 x 128 x 64 (32 KiB a stage: one stage in 48 KiB): no prologue, each iteration loads A (one
-    128B-swizzle box of 64 x 128) and B (two boxes of 64 x 64, one per 128-byte column) after the barrier."""
+def test_tma_stages_beyond_48_kib_and_two_boxes_per_tile():
+    """f16 128 x 128 x 64 (32 KiB a stage): 3 stages in dynamic shared memory (96 KiB + the mbarriers, over PTX's
+    48 KiB of static shared memory: the kernel says how much in tilecore.dynamic_shared_bytes, the emulator
+    and the launchers give it); each stage loads A (one 128B-swizzle box of 64 x 128) and B (two boxes of
+    64 x 64, one per 128-byte column)."""
+    res = compile_file(_path("tma_f16"), "sm_90a", CompileOptions(emit="ptx"))
     text = str(compile_file(_path("tma_f16"), "sm_90a", stop_after="convert-tileas-to-llvm").module)
-    assert text.count('"cute_nvgpu.tma_load"') == 3 and text.count('"cute_nvgpu.mbarrier_init"') == 1
-    assert text.count('"cute_nvgpu.mbarrier_arrive_expect_tx"') == 1 and "arith.constant 32768 : i32" in text
+    assert text.count('"cute_nvgpu.tma_load"') == 3 * 3 and text.count('"cute_nvgpu.mbarrier_init"') == 3
+    assert text.count('"cute_nvgpu.mbarrier_arrive_expect_tx"') == 3 and "arith.constant 32768 : i32" in text
+    assert "tilecore.dynamic_shared_bytes = 98336 : i32" in _kernel_func(text)
+    assert ".extern .shared .align 1024 .b8 __tileas_smem[];" in "\n".join(res.artifacts["ptx"].values())
+    from tilecore.batch import kernel_metadata
+
+    (k,) = kernel_metadata(res)["kernels"]
+    assert k["dynamic_shared_bytes"] == 98336 and len(k["tensor_maps"]) == 2
 
 
 def test_tma_stage5_forms_and_ptx():
@@ -139,7 +148,7 @@ def test_tma_behind_the_run_time_alignment_check(mnk):
     emulator, like a GPU launcher, passes zeros for a tensor whose rows are not 16-byte multiples, and the
     kernel then takes the plain loop). Aligned and odd extents both give A @ B."""
     text = str(compile_file(_path("no_facts"), "sm_90a", stop_after="convert-tileas-to-llvm").module)
-    assert text.count('"cute_nvgpu.tma_load"') == 3 and "cute_nvgpu.cp_async" not in text
+    assert text.count('"cute_nvgpu.tma_load"') == 3 * 3 and "cute_nvgpu.cp_async" not in text
     recipes = json.loads(re.search(r'tilecore.tensor_maps = "(.*?)"', text).group(1).replace("\\22", '"'))
     assert [r["optional"] for r in recipes] == [True, True]
     m, n, k = mnk

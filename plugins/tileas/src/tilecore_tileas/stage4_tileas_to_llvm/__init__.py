@@ -16,6 +16,8 @@ block-scaled MMA are in :mod:`.dot`.
 from __future__ import annotations
 
 from tilecore.conversion import ConversionStats, ConversionTarget, run_native_pipeline
+from tilecore.launch_attrs import DYNAMIC_SHARED_ATTR
+from tilecore.mma import STATIC_SHARED_BYTES
 from tilecore.mlir import dialects, ir
 from tilecore.stages import Stage
 
@@ -105,12 +107,21 @@ def lower_function(fn, gpu_module, ctx) -> dict:
         raise
     del new_fn.attributes["tileas.kernel"]
     fn.erase()
+    dynamic = cg.smem_bytes > STATIC_SHARED_BYTES
+    if dynamic:
+        new_fn.attributes[DYNAMIC_SHARED_ATTR] = ir.IntegerAttr.get(cg.i32, cg.smem_bytes)
     with ir.InsertionPoint.at_block_begin(gpu_module.regions[0].blocks[0]), ir.Location.unknown():
-        _smem_global(cg.smem_symbol, max(16, cg.smem_bytes), cg.smem_align)
+        _smem_global(cg.smem_symbol, max(16, cg.smem_bytes), cg.smem_align, dynamic)
     return rb.fired
 
 
-def _smem_global(symbol: str, nbytes: int, align: int = 16):
+def _smem_global(symbol: str, nbytes: int, align: int = 16, dynamic: bool = False):
+    """The kernel's scratch buffer: a static shared array, or (``dynamic``: over PTX's 48 KiB of static shared
+    memory) an ``.extern .shared`` one whose bytes the launch provides (``tilecore.launch_attrs``)."""
+    if dynamic:
+        dialects.llvm.GlobalOp(ir.Type.parse("!llvm.array<0 x i8>"), symbol,
+                               ir.Attribute.parse("#llvm.linkage<external>"), addr_space=3, alignment=align)
+        return
     ty = ir.Type.parse(f"!llvm.array<{nbytes} x i8>")
     g = dialects.llvm.GlobalOp(ty, symbol, ir.Attribute.parse("#llvm.linkage<internal>"),
                                addr_space=3, alignment=align)

@@ -7,7 +7,8 @@ whole number of copy chunks (16 bytes), zero (or unspecified) padding and plain 
 nothing else in the body uses shared memory (element-wise ops on the accumulator's fragment layout,
 scalars and tokens only). Each stage holds one buffer per operand, rows padded by 16 bytes (the
 ldmatrix reads of a warp then hit 8 different bank groups, the 16-byte copies of 8 consecutive threads
-a whole 128-byte row); ``S = min(3, 48 KiB / stage bytes)``.
+a whole 128-byte row); ``S = min(3, shared memory a CTA may opt into / stage bytes)`` (beyond 48 KiB the
+kernel's scratch buffer is dynamic shared memory: :mod:`tilecore_tileas.stage4_tileas_to_llvm`).
 
 The loop becomes (:func:`pipelined_for`)::
 
@@ -30,7 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from tilecore.mlir import dialects, ir
-from tilecore.mma import G2S_INTERFACE, ROW_PAD_BYTES, SMEM_BUDGET, TMA_INTERFACE, SmemOperand, SwizzledOperand
+from tilecore.mma import (G2S_INTERFACE, ROW_PAD_BYTES, TMA_INTERFACE, SmemOperand, SwizzledOperand,
+                          max_shared_bytes)
 
 from ..atoms import default_atom
 from ..atoms.mma import is_tensor_core
@@ -42,8 +44,8 @@ from .fragments import dot_fragment, preferred_layout
 PIPELINE_OPTION = "tileas.pipeline"  # --option tileas.pipeline=off: K loops stay un-pipelined
 TMA_OPTION = "tileas.tma"  # --option tileas.tma=off: pipelines copy by cp.async where TMA could
 MAX_BOX = 256  # elements per dimension of a TMA box
-MBARRIER_BYTES = 8
 MAX_STAGES = 3  # cuTile 1.7 has no stage-count hint (only a load's latency hint)
+MBARRIER_BYTES = 8
 
 
 @dataclass
@@ -215,7 +217,9 @@ def plan(cg, loop) -> Plan | None:
         at += p.nbytes
     if any(p.swizzled is not None for p in loads):
         at = (at + 1023) // 1024 * 1024  # every stage starts 1024-byte aligned
-    budget = SMEM_BUDGET - (1024 if any(p.swizzled is not None for p in loads) else 0)  # 1024-byte alignment
+    # the stages may take what a CTA may opt into (dynamic shared memory beyond 48 KiB), less the alignment
+    # slack and the mbarriers
+    budget = max_shared_bytes(cg.target.cc if cg.target is not None else 0) - 1024 - MBARRIER_BYTES * MAX_STAGES
     stages = min(MAX_STAGES, budget // at) if at else 0
     if stages < 1:
         return None
