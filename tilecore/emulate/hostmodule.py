@@ -25,8 +25,8 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import TilecoreError, format_location
-from ..mlir import ir
 from ..launch_attrs import dynamic_shared_bytes
+from ..mlir import ir
 from ..tensormaps import recipes_of
 from . import libdevice, memcheck, optable, prelude
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from tilecore.conversion import ConversionStats, ConversionTarget, run_native_pipeline
 from tilecore.launch_attrs import DYNAMIC_SHARED_ATTR
-from tilecore.mma import STATIC_SHARED_BYTES
 from tilecore.mlir import dialects, ir
+from tilecore.mma import STATIC_SHARED_BYTES
 from tilecore.stages import Stage
 
 from ..nv_tileaa.abi import nv_tileaa_rule

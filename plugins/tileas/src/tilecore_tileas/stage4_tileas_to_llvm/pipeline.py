@@ -31,8 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from tilecore.mlir import dialects, ir
-from tilecore.mma import (G2S_INTERFACE, ROW_PAD_BYTES, TMA_INTERFACE, SmemOperand, SwizzledOperand,
-                          max_shared_bytes)
+from tilecore.mma import G2S_INTERFACE, ROW_PAD_BYTES, TMA_INTERFACE, SmemOperand, SwizzledOperand, max_shared_bytes
 
 from ..atoms import default_atom
 from ..atoms.mma import is_tensor_core
