@@ -71,6 +71,6 @@ def test_every_atom_has_a_lowering(pm):
     """The sm100 atoms listed on sm_100a are the four tcgen05 MMA atoms; every MMA atom has a lowering."""
     atoms = pm.atoms(resolve_target("sm_100a", pm.targets()))
     assert sorted(a.name for a in atoms.values() if a.plugin == "sm100") == sorted([
-        "mma.sm100a.m128nNk16.f16.f32", "mma.sm100a.m128nNk16.bf16.f32", "mma.sm100a.m128nNk32.i8.i32",
-        "mma.sm100a.m128nNk32.f8.f32"])
+        "mma.sm100a.mMnNk16.f16.f32", "mma.sm100a.mMnNk16.bf16.f32", "mma.sm100a.mMnNk32.i8.i32",
+        "mma.sm100a.mMnNk32.f8.f32"])
     assert all(a.lower is not None for a in atoms.values() if a.kind == "mma")

@@ -100,15 +100,20 @@ KERNELS = {
     "mma_epilogue": (mma_epilogue, ["f16[2]", "f16[2]", "f32[1]", "f16[2]", "f32", 128, 64, 32]),
     "mma_single": (mma_single, ["f16[2]", "f16[2]", "f32[2]", 128, 64, 64]),
     "mma_acc_init": (mma_acc_init, ["bf16[2]", "bf16[2]", "f32[2]", 128, 128, 32]),
+    # 64-row tiles: M = 64 instructions, issued twice (lanes 0 and 16)
+    "m64_f16_f32": (mma_loop, ["f16[2]", "f16[2]", "f32[2]", 64, 32, 32]),
+    "m64_s8_i32": (mma_loop, ["i8[2]", "i8[2]", "i32[2]", 64, 64, 32]),
+    "m64_e4m3_f32": (mma_loop, ["f8e4m3[2]", "f8e4m3[2]", "f32[2]", 64, 128, 64]),
 }
 ATOM = {
-    "f16": "mma.sm100a.m128nNk16.f16.f32", "bf16": "mma.sm100a.m128nNk16.bf16.f32",
-    "s8": "mma.sm100a.m128nNk32.i8.i32", "u8": "mma.sm100a.m128nNk32.i8.i32",
-    "e4m3": "mma.sm100a.m128nNk32.f8.f32", "e5m2": "mma.sm100a.m128nNk32.f8.f32",
+    "f16": "mma.sm100a.mMnNk16.f16.f32", "bf16": "mma.sm100a.mMnNk16.bf16.f32",
+    "s8": "mma.sm100a.mMnNk32.i8.i32", "u8": "mma.sm100a.mMnNk32.i8.i32",
+    "e4m3": "mma.sm100a.mMnNk32.f8.f32", "e5m2": "mma.sm100a.mMnNk32.f8.f32",
 }
 KIND = {"f16": "f16", "bf16": "f16", "tf32": "tf32", "s8": "i8", "u8": "i8", "e4m3": "f8f6f4", "e5m2": "f8f6f4"}
 ELEM = {"f16": "f16", "bf16": "bf16", "tf32": "tf32", "s8": "i8", "u8": "i8", "e4m3": "f8E4M3FN", "e5m2": "f8E5M2"}
-TYPES = [n for n in KERNELS if n.split("_")[1] in ATOM and n.count("_") == 2]  # every kernel but tf32 / extras
+TYPES = [n for n in KERNELS if n.startswith("mma_") and n.split("_")[1] in ATOM and n.count("_") == 2]
+M64 = [n for n in KERNELS if n.startswith("m64_")]
 _KERNELS = KernelSet(KERNELS, "sm100-tcgen05-")
 
 
@@ -155,18 +160,21 @@ def test_instruction_n_and_allocation():
 
 
 @pytest.mark.parametrize("m, n, threads, grid", [(128, 32, 128, (1, 1)), (256, 64, 256, (2, 1)),
-                                                  (128, 64, 256, (1, 2)), (256, 32, 128, (1, 1))])
-def test_tmem_fragment_covers_the_tile_once(m, n, threads, grid):
+                                                  (128, 64, 256, (1, 2)), (256, 32, 128, (1, 1)), (64, 48, 128, (1, 1))])
+def test_tmem_fragment_covers_the_tile(m, n, threads, grid):
     """tileas' TmemFragment: thread t of a warpgroup holds row t % 128 of its 128-row blocks (tcgen05.ld 32x32b:
-    warp w reads TMEM lanes 32 (w % 4) ..), warpgroups in a grid over blocks and columns; every element once."""
+    warp w reads TMEM lanes 32 (w % 4) ..), warpgroups in a grid over blocks and columns, every element once; a
+    64-row tile: thread l of warp w holds row 16 w + l % 16 (threads l and l + 16 alike), every element twice."""
     from tilecore_tileas.layout.fragment import tmem_fragment
 
     frag = tmem_fragment(m, n, threads)
-    assert (frag.groups_m, frag.groups_n) == grid and frag.regs * threads == m * n
+    assert (frag.groups_m, frag.groups_n) == grid and frag.regs * threads == m * n * (2 if m == 64 else 1)
     seen = {frag.static_coords(k, t) for t in range(threads) for k in range(frag.regs)}
     assert seen == {(r, c) for r in range(m) for c in range(n)}
-    assert all(frag.static_coords(k, t)[0] % 128 == t % 128 for t in range(threads) for k in range(frag.regs))
-    assert tmem_fragment(64, 32, 128) is None and tmem_fragment(128, 32, 96) is None
+    lane_row = (lambda t: 16 * (t % 128 // 32) + t % 16) if m == 64 else (lambda t: t % 128)
+    assert all(frag.static_coords(k, t)[0] % 128 == lane_row(t) for t in range(threads) for k in range(frag.regs))
+    assert tmem_fragment(64, 32, 256) is None and tmem_fragment(128, 32, 96) is None and \
+        tmem_fragment(96, 32, 128) is None
 
 
 # ------------------------------------------------------------------ selection and the emitted ops
@@ -224,6 +232,24 @@ def test_tcgen05_stage4_ops(name):
     assert "cute_nvgpu.mma_sync" not in text and "cute_nvgpu.ldmatrix" not in text and "wgmma" not in text
 
 
+@pytest.mark.parametrize("name", M64)
+def test_tcgen05_64_row_tiles(name):
+    """64-row tiles (one warpgroup): M = 64 instructions (M >> 4 = 4 in the instruction descriptor), each issued
+    twice per K step, into lanes 0 and 16 (D address + 16 << 16), so every thread's 32x32b load reads its row."""
+    _kernel, params = KERNELS[name]
+    _tm, tn, tk = params[-3:]
+    el = _el(name)
+    k_inst = {"f16": 16, "bf16": 16}.get(el, 32)
+    assert f'#nv_tileas.atom<"{ATOM[el]}">' in str(compile_file(_export(name), "sm_100a",
+                                                                stop_after="tileas-select-atoms").module)
+    text = _tile_ops(name)
+    dots = text.count('"sm100.umma_commit"')
+    assert text.count('"sm100.umma"') == dots * 2 * (tk // k_inst) and f"ncols = {alloc_cols(tn)} : i32" in text
+    assert "arith.constant 1048576 : i32" in text  # lane 16
+    idesc = instr_desc(KIND[el], ELEM[el], ELEM[el], "i32" if el == "s8" else "f32", tn, m=64)
+    assert (idesc >> 24) & 31 == 4 and f"arith.constant {idesc} : i32" in text
+
+
 def test_tcgen05_accumulator_through_registers():
     """An accumulator the loop also rescales (``mma(x, y, acc * 0.5) + acc * 0.5``) is stored to tensor memory
     before and loaded after every dot; one the loop starts from a loaded tile is stored in the first
@@ -264,7 +290,7 @@ def _sass(cubin: bytes, tmp_path) -> str:
 
 
 @pytest.mark.skipif(not os.path.exists(CUOBJDUMP), reason="cuobjdump (nvidia-cuda-cuobjdump) not installed")
-@pytest.mark.parametrize("name", TYPES + ["mma_acc_init"])
+@pytest.mark.parametrize("name", TYPES + ["mma_acc_init"] + M64)
 def test_tcgen05_ptxas_and_sass(name, tmp_path):
     """ptxas takes the sm_100a PTX (tcgen05.alloc / mma / commit / ld / st / dealloc); the SASS has the
     tensor-memory MMA (UTC*MMA), tensor-memory loads (LDTM) and, for an accumulator that does not start at
@@ -274,7 +300,7 @@ def test_tcgen05_ptxas_and_sass(name, tmp_path):
     ptx = ptx if isinstance(ptx, str) else "".join(ptx.values())
     assert f"tcgen05.mma.cta_group::1.kind::{KIND.get(_el(name), 'f16')}" in ptx
     assert "tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32" in ptx and "tcgen05.dealloc" in ptx
-    assert "tcgen05.ld.sync.aligned.32x32b.x32.b32" in ptx or "tcgen05.ld.sync.aligned.32x32b.x16.b32" in ptx
+    assert re.search(r"tcgen05\.ld\.sync\.aligned\.32x32b\.x(16|32)\.b32", ptx)
     cubin = res.artifacts["cubin"]
     cubin = cubin if isinstance(cubin, bytes) else next(iter(cubin.values()))
     assert cubin[:4] == b"\x7fELF"
@@ -309,7 +335,7 @@ NUMERIC_SKIP = pytest.mark.skipif(not _emulator_has_tcgen05(),
 
 @NUMERIC_SKIP
 @pytest.mark.parametrize("aligned", [False, True])
-@pytest.mark.parametrize("name", TYPES + ["mma_f16_f32_m256"])
+@pytest.mark.parametrize("name", TYPES + ["mma_f16_f32_m256"] + M64)
 def test_tcgen05_numbers(name, aligned):
     """c = a @ b on sizes that are not tile multiples: odd ones run the unpipelined fallback, aligned ones the
     pipelined loop; exact for integers (wrapping), else within f32 accumulation error."""

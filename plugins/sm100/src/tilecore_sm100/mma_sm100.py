@@ -1,4 +1,4 @@
-"""The sm_100a tensor-memory MMA atoms (``tcgen05.mma`` cta_group::1, M = 128), for tileas' MMA interface.
+"""The sm_100a tensor-memory MMA atoms (``tcgen05.mma`` cta_group::1, M = 128 / 64), for tileas' MMA interface.
 
 PTX ISA 9.0, "TensorCore 5th Generation Family Instructions" (section 9.7.16):
 
@@ -21,8 +21,9 @@ PTX ISA 9.0, "TensorCore 5th Generation Family Instructions" (section 9.7.16):
   F16 = 0, BF16 = 1, TF32 = 2, E4M3 = 0, E5M2 = 1, U8 = 0, S8 = 1), no negation, transpose A = 0 (K-major),
   transpose B = 1 (MN-major) (bits 15 / 16), N >> 3 (17-22), M >> 4 (24-28); :func:`instr_desc`.
 - **tcgen05.mma** (9.7.16.10.9): ``D (TMEM) = A * B + (enable_input_d ? D : 0)``, issued by one thread;
-  shapes (table 39, cta_group::1 dense): M = 128, N a multiple of 16 up to 256, K = 16 (f16), 8 (tf32), 32 (i8,
-  f8f6f4). ``tcgen05.commit`` (9.7.16.11.1) makes an mbarrier track the completion of the MMAs the thread issued
+  shapes (table 39, cta_group::1 dense): M = 128 or 64, N a multiple of 16 up to 256 (8-bit MN-major B: of 16),
+  K = 16 (f16), 8 (tf32), 32 (i8, f8f6f4). "Data path layout" (9.7.16.10.5): M = 128 puts row ``i`` of D in lane
+  ``i``; M = 64 ("layout F") in lane ``32 (i / 16) + i % 16`` of the D address's lane (0 or 16). ``tcgen05.commit`` (9.7.16.11.1) makes an mbarrier track the completion of the MMAs the thread issued
   before it (``mbarrier::arrive::one``); the threads wait on the mbarrier's phase parity.
 - **tcgen05.ld / st** (9.7.16.8.3 / .4) ``.32x32b.xN``: thread ``l`` of warp ``w`` moves lane ``32 (w % 4) + l``,
   N consecutive columns; ``tcgen05.wait::ld`` / ``::st`` (9.7.16.8.5) wait for them.
@@ -36,7 +37,9 @@ Per dot (:meth:`Umma.dot`): the accumulator registers (tileas' ``TmemFragment``:
 row ``t % 128``) are stored to TMEM (``tcgen05.st``; skipped for a zero splat, whose first MMA has
 enable_input_d = 0); fence.proxy.async, fence::before, barrier, fence::after; thread 0 issues one MMA per
 128-row block, N instruction and K step and commits to the kernel's mbarrier; every thread waits for the phase
-(its parity kept per thread), fence::after, ``tcgen05.ld`` back into the registers. In a K loop
+(its parity kept per thread), fence::after, ``tcgen05.ld`` back into the registers. A 64-row tile (one
+warpgroup) is computed twice, at lanes 0 and 16 of each quarter, so that the 32x32b load gives every thread
+its row (threads ``l`` and ``l + 16`` of a warp hold the same row). In a K loop
 ``acc = mma(a, b, acc)`` whose carried value nothing else uses, the accumulator keeps its own columns across the
 loop instead: stored in the first iteration only (not at all from a zero splat), loaded in the last only. Per kernel
 (:class:`Tmem`, built at the first dot): warp 0 allocates the columns of the widest accumulator (a power of two
@@ -46,10 +49,10 @@ deallocates and relinquishes the allocation permit.
 
 | atom | A x B -> D | kind | K |
 |---|---|---|---|
-| ``mma.sm100a.m128nNk16.f16.f32`` | f16 x f16 -> f32 | f16 | 16 |
-| ``mma.sm100a.m128nNk16.bf16.f32`` | bf16 x bf16 -> f32 | f16 | 16 |
-| ``mma.sm100a.m128nNk32.i8.i32`` | s8 / u8 x s8 / u8 -> s32 (wrapping) | i8 | 32 |
-| ``mma.sm100a.m128nNk32.f8.f32`` | e4m3 / e5m2 x e4m3 / e5m2 -> f32 | f8f6f4 | 32 |
+| ``mma.sm100a.mMnNk16.f16.f32`` | f16 x f16 -> f32 | f16 | 16 |
+| ``mma.sm100a.mMnNk16.bf16.f32`` | bf16 x bf16 -> f32 | f16 | 16 |
+| ``mma.sm100a.mMnNk32.i8.i32`` | s8 / u8 x s8 / u8 -> s32 (wrapping) | i8 | 32 |
+| ``mma.sm100a.mMnNk32.f8.f32`` | e4m3 / e5m2 x e4m3 / e5m2 -> f32 | f8f6f4 | 32 |
 
 No tf32 atom: B is N-major (MN-major) here, as the pipelined loops copy it, and an MN-major tf32 operand needs
 the 128B swizzle with 32-byte atoms (PTX ISA 9.7.16.10.1, Table 52), a layout neither the pipeline nor
@@ -69,10 +72,10 @@ from tilecore.mma import MMA_INTERFACE, SwizzledOperand, element_bytes, swizzle_
 
 # atom name -> (A / B elements of the request, accumulator, kind, instruction K)
 ATOMS = {
-    "mma.sm100a.m128nNk16.f16.f32": (("f16",), "f32", "f16", 16),
-    "mma.sm100a.m128nNk16.bf16.f32": (("bf16",), "f32", "f16", 16),
-    "mma.sm100a.m128nNk32.i8.i32": (("i8",), "i32", "i8", 32),
-    "mma.sm100a.m128nNk32.f8.f32": (("f8E4M3FN", "f8E5M2"), "f32", "f8f6f4", 32),
+    "mma.sm100a.mMnNk16.f16.f32": (("f16",), "f32", "f16", 16),
+    "mma.sm100a.mMnNk16.bf16.f32": (("bf16",), "f32", "f16", 16),
+    "mma.sm100a.mMnNk32.i8.i32": (("i8",), "i32", "i8", 32),
+    "mma.sm100a.mMnNk32.f8.f32": (("f8E4M3FN", "f8E5M2"), "f32", "f8f6f4", 32),
 }
 ARCHS = ("sm_100a", "sm_103a")
 PRIORITY = 30  # above the mma.sync atoms
@@ -95,8 +98,8 @@ def instr_desc(kind: str, a: str, b: str, acc: str, n: int, a_signed=True, b_sig
 
 
 def inst_n(n: int, eb: int) -> int:
-    """The instruction N for a tile N: the widest multiple of 16 up to 256 dividing ``n`` whose columns start
-    on B's swizzle columns; 0 when none."""
+    """The instruction N for a tile N: the widest multiple of 16 up to 256 dividing ``n`` whose columns start on
+    B's swizzle columns; 0 when none."""
     s = swizzle_for(n * eb)
     for cand in range(min(n, MAX_N) // 16 * 16, 0, -16):
         if n % cand == 0 and (cand == n or (cand * eb) % s == 0):
@@ -105,8 +108,9 @@ def inst_n(n: int, eb: int) -> int:
 
 
 def tmem_cols(m: int, n: int) -> int:
-    """TMEM columns of an ``m x n`` accumulator (a 128-row block per ``n`` columns)."""
-    return m // INST_M * n
+    """TMEM columns of an ``m x n`` accumulator: a 128-row block (or a 64-row tile, twice: lanes 0-15 and 16-31
+    of each quarter) per ``n`` columns."""
+    return n if m == 64 else m // INST_M * n
 
 
 def alloc_cols(cols: int) -> int:
@@ -233,7 +237,8 @@ class Umma:
         archs = ARCHS if self.kind != "i8" else ARCHS[:1]  # ptxas: no .kind::i8 on sm_103a
         if not (req.a in self.elems and req.b in self.elems and req.acc == self.acc and req.arch in archs):
             return False
-        if req.m % INST_M or req.k % self.k or req.threads % 128 or tmem_cols(req.m, req.n) > TMEM_COLS:
+        if (req.m % INST_M and req.m != 64) or req.k % self.k or req.threads % 128 or \
+                tmem_cols(req.m, req.n) > TMEM_COLS:
             return False
         if not swizzle_for(req.k * self.eb) or not swizzle_for(req.n * self.eb) or not inst_n(req.n, self.eb):
             return False
@@ -283,7 +288,7 @@ class Umma:
         cols = tmem_cols(m, n)
         first_col = None
         if resident is not None:
-            widest = max([tmem_cols(d.m, d.n) for d in resident["dots"] if d.m % INST_M == 0 and
+            widest = max([tmem_cols(d.m, d.n) for d in resident["dots"] if (d.m % INST_M == 0 or d.m == 64) and
                           tmem_cols(d.m, d.n) <= TMEM_COLS] + [0])
             first_col = tm.region(resident["key"], cols, widest)
         if first_col is None:
@@ -329,9 +334,15 @@ class Umma:
         fence(cg, "before")
         cg.barrier()
         fence(cg, "after")
+        m64 = getattr(frag, "m64", False)
         ni = inst_n(n, self.eb)
-        idesc = instr_desc(self.kind, req.a, req.b, self.acc, ni, req.a_signed, req.b_signed)
+        idesc = instr_desc(self.kind, req.a, req.b, self.acc, ni, req.a_signed, req.b_signed, 64 if m64 else INST_M)
         eb = self.eb
+        # (first A row, first B column, D offset: (lane << 16) + column) of each instruction of a K step; a 64-row
+        # tile is computed twice, into lanes 0.. and 16.. of each quarter (layout F), so that every thread's
+        # tcgen05.ld .32x32b lane holds its row
+        places = [(0, nb, (16 << 16) * h + nb) for h in (0, 1) for nb in range(0, n, ni)] if m64 else \
+            [(blk * INST_M, nb, blk * n + nb) for blk in range(m // INST_M) for nb in range(0, n, ni)]
 
         def issue():
             idesc_v = cg.c32(idesc)
@@ -339,17 +350,16 @@ class Umma:
             for k0 in range(0, k_dim, self.k):
                 kb = k0 * eb
                 enable = one if k0 else enable0
-                for blk in range(m // INST_M):
+                for row, col, d_off in places:
                     a_start = cg.op("arith.addi", a.base(cg), cg.c32(
-                        (kb // a.swizzle) * a.rows * a.swizzle + kb % a.swizzle + blk * INST_M * a.swizzle))
+                        (kb // a.swizzle) * a.rows * a.swizzle + kb % a.swizzle + row * a.swizzle))
                     da = self.descriptor(cg, a_start, 16, 8 * a.swizzle, a.swizzle)
-                    for nb in range(0, n, ni):
-                        b_start = cg.op("arith.addi", b.base(cg), cg.c32(
-                            (nb * eb // b.swizzle) * b.rows * b.swizzle + (k0 // 8) * 8 * b.swizzle))
-                        db = self.descriptor(cg, b_start, b.rows * b.swizzle, 8 * b.swizzle, b.swizzle)
-                        d = cg.op("arith.addi", d_base, cg.c32(blk * n + nb)) if blk * n + nb else d_base
-                        ir.Operation.create("sm100.umma", operands=[d, da, db, idesc_v, enable],
-                                            attributes={"kind": ir.StringAttr.get(self.kind)})
+                    b_start = cg.op("arith.addi", b.base(cg), cg.c32(
+                        (col * eb // b.swizzle) * b.rows * b.swizzle + (k0 // 8) * 8 * b.swizzle))
+                    db = self.descriptor(cg, b_start, b.rows * b.swizzle, 8 * b.swizzle, b.swizzle)
+                    d = cg.op("arith.addi", d_base, cg.c32(d_off)) if d_off else d_base
+                    ir.Operation.create("sm100.umma", operands=[d, da, db, idesc_v, enable],
+                                        attributes={"kind": ir.StringAttr.get(self.kind)})
             ir.Operation.create("sm100.umma_commit", operands=[tm.bar])
 
         cg.if_(tm.thread0, issue)
@@ -383,6 +393,6 @@ def atoms() -> list[Atom]:
         out.append(Atom(name, "mma", lower=impl.lower, min_cc=100, max_cc=103, admits=impl.admits, priority=PRIORITY,
                         data={"interface": MMA_INTERFACE, "inst": (INST_M, 0, k), "fragment": "tcgen05",
                               "impl": impl},
-                        description=f"tcgen05.mma cta_group::1 kind::{kind} m128nNk{k} {'/'.join(elems)} -> {acc}, "
+                        description=f"tcgen05.mma cta_group::1 kind::{kind} m128nNk{k} / m64nNk{k} {'/'.join(elems)} -> {acc}, "
                                     "accumulator in tensor memory"))
     return out

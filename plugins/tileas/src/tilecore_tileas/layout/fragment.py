@@ -162,15 +162,23 @@ TM_M = 128  # rows of one tensor-memory MMA instruction (tcgen05.mma cta_group::
 class TmemFragment:
     """The accumulator layout of a tensor-memory MMA atom (``tcgen05.mma``, sm_100a) read back with
     ``tcgen05.ld .32x32b`` (PTX ISA "Tensor Memory" / "Matrix fragments for tcgen05.ld 32x32b": thread ``l`` of
-    warp ``w`` of a warpgroup reads TMEM lane ``32 (w % 4) + l``, i.e. row ``l`` of the warp's 32 rows, one
-    32-bit column per register). Warpgroups form a ``groups_m x groups_n`` grid over the tile: a warpgroup owns
-    ``M / groups_m`` rows (blocks of 128, one per instruction) and ``cols = N / groups_n`` columns; thread ``t``
-    of it holds row ``t % 128`` of each of its blocks. Register ``k``: block ``k / cols``, column ``k % cols``."""
+    warp ``w`` of a warpgroup reads TMEM lane ``32 (w % 4) + l``, one 32-bit column per register).
+
+    M = 128 instructions (``m64`` False): row ``i`` of a block is in lane ``i``. Warpgroups form a
+    ``groups_m x groups_n`` grid over the tile: a warpgroup owns ``M / groups_m`` rows (blocks of 128) and
+    ``cols = N / groups_n`` columns; thread ``t`` of it holds row ``t % 128`` of each of its blocks. Register
+    ``k``: block ``k / cols``, column ``k % cols``.
+
+    A 64-row tile (``m64``, one warpgroup): M = 64 instructions put row ``i`` in lane ``32 (i / 16) + i % 16`` of
+    the D address's lane (PTX ISA "Data path layout", layout F); the atom computes the tile twice, at lanes 0 and
+    16, so thread ``l`` of warp ``w`` holds row ``16 w + l % 16`` (threads ``l`` and ``l + 16`` hold the same
+    elements), all ``N`` columns."""
 
     shape: tuple[int, int]
     groups_m: int
     groups_n: int
     threads: int
+    m64: bool = False
 
     @property
     def n(self) -> int:
@@ -182,8 +190,8 @@ class TmemFragment:
 
     @property
     def insts(self) -> int:
-        """128-row blocks per warpgroup."""
-        return self.shape[0] // self.groups_m // TM_M
+        """128-row blocks per warpgroup (1 for a 64-row tile)."""
+        return 1 if self.m64 else self.shape[0] // self.groups_m // TM_M
 
     @property
     def regs(self) -> int:
@@ -197,11 +205,20 @@ class TmemFragment:
         q = (tid // 128) % (self.groups_m * self.groups_n)
         gr, gc = divmod(q, self.groups_n)
         dr, dc = self.offset(k)
+        if self.m64:
+            w, lane = (tid % 128) // 32, tid % 32
+            return 16 * w + lane % 16 + dr, dc
         return gr * (self.shape[0] // self.groups_m) + tid % 128 + dr, gc * self.cols + dc
 
     def origin_values(self, cg) -> tuple:
         """i32 (row, column) of register 0 in this thread and of its warpgroup's sub-tile (built at the kernel
         entry by :meth:`CodeGen.fragment_origin`)."""
+        if self.m64:
+            t = cg.op("arith.remui", cg.tid, cg.c32(128))
+            row = cg.op("arith.addi", cg.op("arith.muli", cg.op("arith.divui", t, cg.c32(32)), cg.c32(16)),
+                        cg.op("arith.remui", t, cg.c32(16)))
+            zero = cg.c32(0)
+            return row, zero, zero, zero
         grid = self.groups_m * self.groups_n
         q = cg.op("arith.divui", cg.tid, cg.c32(128))
         if grid * 128 < self.threads:
@@ -215,7 +232,10 @@ class TmemFragment:
 
 def tmem_grid(m: int, n: int, threads: int, n_step: int = 8) -> tuple[int, int] | None:
     """The ``groups_m x groups_n`` warpgroup grid of an ``m x n`` tensor-memory accumulator: the most warpgroups
-    whose rows are whole 128-row blocks and whose columns a multiple of ``n_step``, then the squarest."""
+    whose rows are whole 128-row blocks and whose columns a multiple of ``n_step``, then the squarest; a 64-row
+    tile takes one warpgroup (``threads`` 128)."""
+    if m == 64:
+        return (1, 1) if threads == 128 and n % n_step == 0 else None
     if threads % 128 or m % TM_M or n % n_step:
         return None
     groups, blocks = threads // 128, m // TM_M
@@ -233,4 +253,4 @@ def tmem_grid(m: int, n: int, threads: int, n_step: int = 8) -> tuple[int, int] 
 def tmem_fragment(m: int, n: int, threads: int) -> TmemFragment | None:
     """The tensor-memory fragment layout of an ``m x n`` result over ``threads`` threads (whole warpgroups)."""
     grid = tmem_grid(m, n, threads)
-    return TmemFragment((m, n), grid[0], grid[1], threads) if grid else None
+    return TmemFragment((m, n), grid[0], grid[1], threads, m == 64) if grid else None
