@@ -70,6 +70,7 @@ KERNELS = {
     "wg_u8_i32": (mma_loop, ["u8[2]", "u8[2]", "i32[2]", 64, 64, 32]),
     "wg_e4m3_f32": (mma_loop, ["f8e4m3[2]", "f8e4m3[2]", "f32[2]", 64, 32, 64]),
     "wg_e5m2_f32": (mma_loop, ["f8e5m2[2]", "f8e5m2[2]", "f32[2]", 64, 64, 32]),
+    "wg_f16_f16": (mma_loop, ["f16[2]", "f16[2]", "f16[2]", 64, 64, 32]),
 }
 ATOM = {
     "mma_f16_f32": "mma.sm80.m16n8k16.f16.f32", "mma_f16_f16": "mma.sm80.m16n8k16.f16.f16",
@@ -264,6 +265,19 @@ def test_wgmma_with_stride_hints_two_instructions_per_step():
     kset.run("matmul_bf16_aligned", "sm_90a", (cdiv(m, 128), cdiv(n, 64), 1), arr(a) + arr(b) + arr(c))
     want = av @ bv
     np.testing.assert_allclose(c, want, atol=1e-4 * np.abs(want).max(), rtol=0)
+
+
+def test_wgmma_f16_accumulator_on_sm90a():
+    """f16 x f16 -> f16 on sm_90a: wgmma with an f16 D (two elements per register, packed as vector<2xf16>
+    pairs of the fragment's consecutive elements); numbers on partial tiles (rounded to f16 per instruction)."""
+    name = "wg_f16_f16"
+    path = _export(name)
+    assert '#nv_tileas.atom<"mma.sm90a.m64nNk16.f16.f16">' in str(
+        compile_file(path, "sm_90a", stop_after="tileas-select-atoms").module)
+    text = str(compile_file(path, "sm_90a", stop_after="convert-cute-to-llvm").module)
+    assert "nvvm.wgmma.mma_async" in text and "D[<f16>" in text and "vector<2xf16>" in text
+    assert "cute_nvgpu.mma_sync" not in text and "nvvm.mma.sync" not in text
+    _run_and_check(_KERNELS, name, "sm_90a", (64 + 9, 64 + 8, 2 * 32 + 8), 14)
 
 
 WG_ATOM = {"wg_tf32_f32": "mma.sm90a.m64nNk8.tf32.f32", "wg_s8_i32": "mma.sm90a.m64nNk32.i8.i32",

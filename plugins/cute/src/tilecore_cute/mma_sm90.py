@@ -20,6 +20,7 @@ instructions), ``commit_group`` / ``wait_group 0`` end it. The accumulator layou
 | atom | A x B -> C | instruction | target |
 |---|---|---|---|
 | ``mma.sm90a.m64nNk16.f16.f32`` | f16 x f16 -> f32 | wgmma.mma_async.sync.aligned.m64nNk16.f32.f16.f16 | sm_90a |
+| ``mma.sm90a.m64nNk16.f16.f16`` | f16 x f16 -> f16 (two per register: "Register Fragments", wgmma D) | wgmma.mma_async.sync.aligned.m64nNk16.f16.f16.f16 | sm_90a |
 | ``mma.sm90a.m64nNk16.bf16.f32`` | bf16 x bf16 -> f32 | wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16 | sm_90a |
 | ``mma.sm90a.m64nNk8.tf32.f32`` | tf32 x tf32 -> f32 | wgmma.mma_async.sync.aligned.m64nNk8.f32.tf32.tf32 | sm_90a |
 | ``mma.sm90a.m64nNk32.i8.i32`` | s8 / u8 x s8 / u8 -> s32 (wrapping) | wgmma.mma_async.sync.aligned.m64nNk32.s32.{s8,u8}.{s8,u8} | sm_90a |
@@ -39,6 +40,7 @@ from tilecore.mma import MMA_INTERFACE, SwizzledOperand, element_bytes, swizzle_
 # atom name -> (A / B elements of the request, accumulator, instruction K, B N-major)
 ATOMS = {
     "mma.sm90a.m64nNk16.f16.f32": (("f16",), "f32", 16, True),
+    "mma.sm90a.m64nNk16.f16.f16": (("f16",), "f16", 16, True),
     "mma.sm90a.m64nNk16.bf16.f32": (("bf16",), "f32", 16, True),
     "mma.sm90a.m64nNk8.tf32.f32": (("tf32",), "f32", 8, False),
     "mma.sm90a.m64nNk32.i8.i32": (("i8",), "i32", 32, False),
@@ -46,7 +48,7 @@ ATOMS = {
 }
 PRIORITY = 20  # above the mma.sync atoms on sm_90a
 SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
-PTX = {"f8E4M3FN": "e4m3", "f8E5M2": "e5m2", "f32": "f32", "i32": "s32"}
+PTX = {"f8E4M3FN": "e4m3", "f8E5M2": "e5m2", "f32": "f32", "i32": "s32", "f16": "f16"}
 
 
 def n_ok(n: int, eb: int, n_major: bool, acc: str) -> bool:
@@ -112,14 +114,26 @@ class Wgmma:
         if action == "pack":  # accumulator scalars -> the struct the mma chain carries
             llvm = dialects.llvm
             regs = args[0]
+            if self.acc == "f16":  # two f16 elements per register (consecutive elements of the fragment)
+                v2 = ir.Type.parse("vector<2xf16>")
+                pairs = []
+                for j in range(0, len(regs), 2):
+                    v = llvm.mlir_poison(v2)
+                    for e in range(2):
+                        v = llvm.insertelement(v, regs[j + e], cg.c32(e))
+                    pairs.append(v)
+                regs = pairs
             acc = llvm.mlir_poison(ir.Type.parse(f"!llvm.struct<({', '.join([str(regs[0].type)] * len(regs))})>"))
             for i, v in enumerate(regs):
                 acc = llvm.insertvalue(acc, v, [i])
             return acc
         if action == "unpack":  # after the wait: the struct's members
+            llvm = dialects.llvm
             acc = args[0]
-            members = dialects.llvm.StructType(acc.type).body
-            return [dialects.llvm.extractvalue(t, acc, [i]) for i, t in enumerate(members)]
+            members = [llvm.extractvalue(t, acc, [i]) for i, t in enumerate(llvm.StructType(acc.type).body)]
+            if self.acc == "f16":
+                return [llvm.extractelement(m, cg.c32(e)) for m in members for e in range(2)]
+            return members
         raise ValueError(f"atom {self.name}: unknown action '{action}'")
 
     @staticmethod
