@@ -13,6 +13,7 @@ import sys
 import numpy as np
 import pytest
 
+from tilecore.assembler import find_nvidia_tool
 from tilecore.compiler import compile_file
 
 ct = pytest.importorskip("cuda.tile")
@@ -25,8 +26,7 @@ from emulated_kernels import KernelSet, arr, cdiv  # noqa: E402
 from tilecore_sm100.mma_sm100 import alloc_cols, inst_n, instr_desc  # noqa: E402
 
 ZERO = ct.PaddingMode.ZERO
-CUOBJDUMP = os.path.join(sys.prefix, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}", "site-packages",
-                         "nvidia", "cu13", "bin", "cuobjdump")
+CUOBJDUMP = find_nvidia_tool("cuobjdump")  # nvidia-cuda-cuobjdump: .../nvidia/cu13/bin/cuobjdump
 
 
 @ct.kernel
@@ -277,6 +277,7 @@ def test_tcgen05_nvvm_forms(name):
     assert "nvvm.tcgen05.relinquish_alloc_permit" in text and "nvvm.tcgen05.commit" in text
     assert "nvvm.tcgen05.ld" in text and "shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>} : vector<32xi32>" in text
     assert "nvvm.tcgen05.wait <load>" in text and "nvvm.mbarrier.try_wait.parity" in text
+    assert "nvvm.mbarrier.init" in text and "nvvm.fence.mbarrier.init" in text
     _kernel, params = KERNELS[name]
     signed = (True, True)
     idesc = instr_desc(KIND[el], ELEM[el], ELEM[el], "i32" if el in ("s8", "u8") else "f32", params[-2], *signed)
@@ -289,7 +290,7 @@ def _sass(cubin: bytes, tmp_path) -> str:
     return subprocess.run([CUOBJDUMP, "-sass", str(path)], capture_output=True, text=True, check=True).stdout
 
 
-@pytest.mark.skipif(not os.path.exists(CUOBJDUMP), reason="cuobjdump (nvidia-cuda-cuobjdump) not installed")
+@pytest.mark.skipif(not CUOBJDUMP, reason="cuobjdump (nvidia-cuda-cuobjdump) not installed")
 @pytest.mark.parametrize("name", TYPES + ["mma_acc_init"] + M64)
 def test_tcgen05_ptxas_and_sass(name, tmp_path):
     """ptxas takes the sm_100a PTX (tcgen05.alloc / mma / commit / ld / st / dealloc); the SASS has the
@@ -309,7 +310,7 @@ def test_tcgen05_ptxas_and_sass(name, tmp_path):
     assert ("STTM" in sass) == (name == "mma_acc_init")
 
 
-@pytest.mark.skipif(not os.path.exists(CUOBJDUMP), reason="cuobjdump (nvidia-cuda-cuobjdump) not installed")
+@pytest.mark.skipif(not CUOBJDUMP, reason="cuobjdump (nvidia-cuda-cuobjdump) not installed")
 @pytest.mark.parametrize("name", ["mma_f16_f32", "mma_bf16_f32", "mma_e4m3_f32"])
 def test_tcgen05_sm103a_inline_ptx(name, tmp_path):
     """sm_103a: MLIR 22's nvvm verifier rejects tcgen05 ops there, so they are inline PTX; ptxas takes it."""

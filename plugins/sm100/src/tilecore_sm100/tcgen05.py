@@ -14,7 +14,7 @@ On sm_100a / sm_101a (the targets MLIR 22's nvvm verifier accepts tcgen05 ops on
 | ``sm100.tmem_load %t {num}`` | ``nvvm.tcgen05.ld`` shape_32x32b -> ``vector<num x i32>`` | ``tcgen05.ld.sync.aligned.32x32b.x<num>.b32`` |
 | ``sm100.tmem_store %t, %v`` | ``nvvm.tcgen05.st`` shape_32x32b | ``tcgen05.st.sync.aligned.32x32b.x<num>.b32`` |
 | ``sm100.tmem_wait {kind}`` | ``nvvm.tcgen05.wait <load/store>`` | ``tcgen05.wait::{ld,st}.sync.aligned`` |
-| ``sm100.mbarrier_init %mbar`` | ``nvvm.mbarrier.init %mbar, 1`` | ``mbarrier.init.shared.b64`` |
+| ``sm100.mbarrier_init %mbar`` | ``nvvm.mbarrier.init %mbar, 1`` + ``nvvm.fence.mbarrier.init`` | ``mbarrier.init.shared.b64``; ``fence.mbarrier_init.release.cluster`` |
 | ``sm100.mbarrier_wait %mbar, %parity`` | ``nvvm.mbarrier.try_wait.parity`` | ``mbarrier.try_wait.parity.shared.b64`` (a loop) |
 
 TMEM addresses (i32 in the ``sm100`` ops) become ``!llvm.ptr<6>`` by ``llvm.inttoptr``.
@@ -221,13 +221,15 @@ class WaitPattern(_Tcgen05Pattern):
 
 
 class MbarrierInitPattern(Pattern):
-    """``sm100.mbarrier_init %mbar`` -> ``nvvm.mbarrier.init %mbar, 1``."""
+    """``sm100.mbarrier_init %mbar`` -> ``nvvm.mbarrier.init %mbar, 1`` + ``nvvm.fence.mbarrier.init`` (the
+    initialisation visible to the tcgen05.commit arrivals, which come through the async proxy)."""
 
     root = "sm100.mbarrier_init"
 
     def rewrite(self, op, rw):
         with rw.ip, op.location:
             dialects.nvvm.mbarrier_init(op.operands[0], _c32(1))
+            dialects.nvvm.fence_mbarrier_init()
         rw.erase(op)
 
 
