@@ -1150,3 +1150,30 @@ def test_ptxas_accepts_the_pipelined_k_loop(pm):
     ptx = ptxas_round_trip(pm, pipelined_gemm_kernel(4, 2), "sm_90a", passes="convert-nvvm-to-llvm")
     assert ptx.count("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16") == 16
     assert ptx.count("cp.async.bulk.tensor.2d") == 8
+
+
+def test_setmaxnreg_changes_no_value(pm):
+    """setmaxnreg (warp specialisation: a producer warpgroup gives registers to the consumers) runs as a no-op;
+    ptxas accepts the kernel for sm_90a."""
+    body = """
+  llvm.func @k(%out: !llvm.ptr<1>) attributes {nvvm.kernel} {
+    %t = nvvm.read.ptx.sreg.tid.x : i32
+    %wg = llvm.mlir.constant(128 : i32) : i32
+    %first = llvm.icmp "ult" %t, %wg : i32
+    llvm.cond_br %first, ^producer, ^consumer
+  ^producer:
+    nvvm.setmaxregister decrease 40
+    llvm.br ^done
+  ^consumer:
+    nvvm.setmaxregister increase 232
+    llvm.br ^done
+  ^done:
+    %p = llvm.getelementptr %out[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+    llvm.store %t, %p : i32, !llvm.ptr<1>
+    llvm.return
+  }"""
+    out = np.zeros(256, np.int32)
+    launch(parse(pm, gpu_module(body)), "k", grid=1, block=256, args=[out])
+    np.testing.assert_array_equal(out, np.arange(256))
+    ptx = ptxas_round_trip(pm, body, "sm_90a")
+    assert "setmaxnreg.dec.sync.aligned.u32 \t40;" in ptx and "setmaxnreg.inc.sync.aligned.u32 \t232;" in ptx

@@ -30,6 +30,7 @@ Emulated tensor-core / async-copy forms (PTX ISA sections cited at each row):
   ``arrive.expect_tx`` / ``expect_tx`` / ``complete_tx`` / ``test.wait`` / ``try_wait`` / ``try_wait.parity`` /
   ``inval``, ``nvvm.cp.async.mbarrier.arrive``, ``nvvm.fence.mbarrier.init``; try_wait.parity also as the
   inline PTX of convert-nvvm-to-llvm): objects in the runtime, blocking waits in deadlock detection;
+- ``nvvm.setmaxregister`` (warp specialisation's register reallocation): no effect on values;
 - wgmma (sm_90a): ``nvvm.wgmma.fence.aligned``, ``nvvm.wgmma.commit.group.sync.aligned``,
   ``nvvm.wgmma.wait.group.sync.aligned N``, ``nvvm.wgmma.mma_async`` m64nNk16 f16 / bf16 -> f32 (f16 -> f16),
   m64nNk8 tf32 -> f32, m64nNk32 e4m3 / e5m2 -> f32 / f16, s8 / u8 -> s32 (satfinite), K- or MN-major (16-bit
@@ -943,6 +944,13 @@ def _griddepcontrol(op, rw):
     return []
 
 
+def _setmaxnreg(op, rw):
+    """``nvvm.setmaxregister increase|decrease N`` (PTX ISA, "Miscellaneous Instructions: setmaxnreg"): asks the
+    warpgroup's register allocation to grow or shrink to N per thread (MLIR's verifier checks N: a multiple of
+    8 in [24, 256]). It changes no register's value, so the emulator has nothing to do."""
+    return []
+
+
 NVVM_OPS: dict[str, OpRow] = {
     "nvvm.barrier0": OpRow(_barrier, collective=True),
     "nvvm.barrier": OpRow(_barrier, collective=True),
@@ -967,7 +975,7 @@ NVVM_OPS: dict[str, OpRow] = {
     "nvvm.memory.barrier": OpRow(_fence), "nvvm.fence.sc.cluster": OpRow(_fence),
     "nvvm.fence.proxy": OpRow(_fence), "nvvm.fence.proxy.acquire": OpRow(_fence),
     "nvvm.fence.proxy.release": OpRow(_fence),
-    "nvvm.griddepcontrol": OpRow(_griddepcontrol),
+    "nvvm.griddepcontrol": OpRow(_griddepcontrol), "nvvm.setmaxregister": OpRow(_setmaxnreg),
     "nvvm.mbarrier.init": OpRow(_mbar_init, collective=True),
     "nvvm.mbarrier.arrive": OpRow(_mbar_arrive("arrive"), collective=True),
     "nvvm.mbarrier.arrive_drop": OpRow(_mbar_arrive("arrive_drop"), collective=True),
