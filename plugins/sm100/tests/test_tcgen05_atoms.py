@@ -80,6 +80,21 @@ def mma_acc_init(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Con
 
 
 @ct.kernel
+def mma_chain(a, b, w, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """Two dots per iteration: s = a_k @ b_k from zero (scratch columns), then acc += f16(s) @ w_k (its own
+    columns, kept in tensor memory; s goes to shared memory from its fragment registers)."""
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=ct.float32)
+    for k in range(ct.cdiv(a.shape[1], TK)):
+        x = ct.load(a, index=(i, k), shape=(TM, TK), padding_mode=ZERO)
+        y = ct.load(b, index=(k, 0), shape=(TK, TK), padding_mode=ZERO)
+        s = ct.mma(x, y, ct.full((TM, TK), 0, dtype=ct.float32))
+        z = ct.load(w, index=(k, j), shape=(TK, TN), padding_mode=ZERO)
+        acc = ct.mma(ct.astype(s, ct.float16), z, acc)
+    ct.store(c, index=(i, j), tile=acc)
+
+
+@ct.kernel
 def mma_single(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
     """One dot, no loop: operands written to shared memory from registers, zero accumulator."""
     i, j = ct.bid(0), ct.bid(1)
@@ -100,6 +115,7 @@ KERNELS = {
     "mma_epilogue": (mma_epilogue, ["f16[2]", "f16[2]", "f32[1]", "f16[2]", "f32", 128, 64, 32]),
     "mma_single": (mma_single, ["f16[2]", "f16[2]", "f32[2]", 128, 64, 64]),
     "mma_acc_init": (mma_acc_init, ["bf16[2]", "bf16[2]", "f32[2]", 128, 128, 32]),
+    "mma_chain": (mma_chain, ["f16[2]", "f16[2]", "f16[2]", "f32[2]", 128, 64, 32]),
     # 64-row tiles: M = 64 instructions, issued twice (lanes 0 and 16)
     "m64_f16_f32": (mma_loop, ["f16[2]", "f16[2]", "f32[2]", 64, 32, 32]),
     "m64_s8_i32": (mma_loop, ["i8[2]", "i8[2]", "i32[2]", 64, 64, 32]),
@@ -261,6 +277,8 @@ def test_tcgen05_accumulator_through_registers():
     dots = text.count('"sm100.umma_commit"')
     assert text.count('"sm100.tmem_store"') == dots * 4 and text.count('"sm100.tmem_load"') == dots * 4
     assert "ncols = 128 : i32" in text
+    text = _tile_ops("mma_chain")  # 64 resident columns + 32 scratch columns: a 128-column allocation
+    assert text.count('"sm100.umma_commit"') == 2 and "ncols = 128 : i32" in text and '"sm100.tmem_store"' not in text
 
 
 @pytest.mark.parametrize("name", ["mma_f16_f32", "mma_s8_i32", "mma_e5m2_f32", "mma_bf16_f32"])
@@ -415,3 +433,22 @@ def test_corpus_matmul_f16_on_sm100a(aligned):
     emulate.launch(module, "matmul_f16", (cdiv(m, 128), cdiv(n, 128), 1), (128, 1, 1), arr5(a) + arr5(b) + arr5(c))
     want = a.astype(np.float32) @ b.astype(np.float32)
     np.testing.assert_allclose(c.astype(np.float32), want, atol=2e-2 * np.abs(want).max(), rtol=0)
+
+
+@NUMERIC_SKIP
+def test_tcgen05_two_dots_per_iteration_numbers():
+    """mma_chain: a scratch-column dot feeding (through f16 registers) a dot whose accumulator stays in tensor
+    memory; partial tiles."""
+    m, n, k = 140, 70, 90
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, 32)).astype(np.float16)
+    w = rng.standard_normal((k, n)).astype(np.float16)
+    c = np.zeros((m, n), np.float32)
+    _KERNELS.run("mma_chain", "sm_100a", (cdiv(m, 128), cdiv(n, 64), 1), arr(a) + arr(b) + arr(w) + arr(c))
+    want = np.zeros((m, n))
+    for k0 in range(0, k, 32):
+        kk = min(k, k0 + 32)
+        s = (a[:, k0:kk].astype(np.float64) @ b[k0:kk].astype(np.float64)).astype(np.float16)
+        want += s.astype(np.float64)[:, :kk - k0] @ w[k0:kk].astype(np.float64)
+    np.testing.assert_allclose(c, want, atol=2e-3 * np.abs(want).max(), rtol=0)
