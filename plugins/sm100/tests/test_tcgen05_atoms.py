@@ -17,6 +17,7 @@ from tilecore.assembler import find_nvidia_tool
 from tilecore.compiler import compile_file
 
 ct = pytest.importorskip("cuda.tile")
+pytest.importorskip("tilecore_tileas")  # the cuTile front end (tox -e sm100 installs the plugin without it)
 _TILEAS_TESTS = os.path.join(os.path.dirname(__file__), "..", "..", "tileas", "tests")
 if _TILEAS_TESTS not in sys.path:
     sys.path.insert(0, _TILEAS_TESTS)
