@@ -453,3 +453,44 @@ def test_tcgen05_two_dots_per_iteration_numbers():
         s = (a[:, k0:kk].astype(np.float64) @ b[k0:kk].astype(np.float64)).astype(np.float16)
         want += s.astype(np.float64)[:, :kk - k0] @ w[k0:kk].astype(np.float64)
     np.testing.assert_allclose(c, want, atol=2e-3 * np.abs(want).max(), rtol=0)
+
+
+def _with_warps(name: str, warps: int):
+    """Kernel ``name`` compiled for sm_100a with ``warps`` warps (cuTile has no num_warps: the kernel spec stage 2
+    attached is rewritten before the layouts are assigned), lowered to NVVM."""
+    from tilecore.compiler import compile_module
+    from tilecore.mlir import ir
+    from tilecore.options import CompileOptions
+    from tilecore.plugins import PluginManager
+    from tilecore.stages import StageScheduler
+    from tilecore.targets import resolve_target
+
+    pm = PluginManager()
+    names = StageScheduler(pm).names()
+    first = names.index("tileas-assign-layouts")
+    text = str(compile_file(_export(name), "sm_100a", stop_after=names[first - 1]).module)
+    assert "kernel_spec<4 : i32" in text
+    with pm.make_context():
+        m = ir.Module.parse(text.replace("kernel_spec<4 : i32", f"kernel_spec<{warps} : i32"))
+    compile_module(m, resolve_target("sm_100a", pm.targets()), CompileOptions(), pm,
+                   stages=names[first:names.index("convert-nvgpu-and-gpu-to-nvvm") + 1])
+    return m
+
+
+@NUMERIC_SKIP
+@pytest.mark.parametrize("name, mnk", [("mma_f16_f32_m256", (300, 40, 70)), ("mma_f16_f32", (150, 130, 40))])
+def test_tcgen05_two_warpgroups_numbers(name, mnk):
+    """8 warps: two warpgroups over a 256 x 32 tile's 128-row blocks, or over a 128 x 64 tile's columns (32 each)."""
+    from tilecore import emulate
+
+    module = _with_warps(name, 8)
+    assert "reqntid = array<i32: 256, 1, 1>" in str(module) and "nvvm.tcgen05.mma" in str(module)
+    _kernel, params = KERNELS[name]
+    tm, tn, _tk = params[-3:]
+    m, n, k = mnk
+    rng = np.random.default_rng(11)
+    a, b = rng.standard_normal((m, k)).astype(np.float16), rng.standard_normal((k, n)).astype(np.float16)
+    c = np.zeros((m, n), np.float32)
+    emulate.launch(module, name, (cdiv(m, tm), cdiv(n, tn), 1), (256, 1, 1), arr(a) + arr(b) + arr(c))
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c, want, atol=1e-4 * np.abs(want).max(), rtol=0)
