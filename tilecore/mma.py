@@ -153,9 +153,11 @@ class SwizzledOperand:
 
     def address(self, cg, row, col):
         """``!llvm.ptr<3>`` of the operand's element (``row``, ``col``) (i32 values), as :class:`SmemOperand`."""
-        index = cg.op("arith.divui", self.byte_offset(cg, row, col), cg.c32(self.elem_bytes)) \
-            if self.elem_bytes > 1 else self.byte_offset(cg, row, col)
-        return cg.smem_ptr(0, index, self.elem)
+        from .mlir import dialects, ir
+
+        # a byte GEP: the offset may be negative (a pipelined stage seen from a shifted scratch base)
+        return dialects.llvm.getelementptr(ir.Type.parse("!llvm.ptr<3>"), cg.smem_base, [self.byte_offset(cg, row, col)],
+                                           [-2147483648], cg.i8, 0)
 
 
 def warpgroup_grid(m: int, n: int, threads: int, n_ok) -> tuple[int, int] | None:

@@ -16,7 +16,7 @@ from emulated_kernels import KernelSet, arr, cdiv
 from tilecore.compiler import compile_file
 from tilecore.options import CompileOptions
 
-pytest.importorskip("cuda.tile")
+ct = pytest.importorskip("cuda.tile")
 
 KERNELS = {
     # f16 128 x 128 x 64: A rows of 128 bytes (128B swizzle), B two 128B-swizzle columns of 64 elements
@@ -177,3 +177,63 @@ def test_tma_kernel_through_the_cutile_front_door():
     kern.launch(None, (cdiv(m, 128), cdiv(n, 128)), (a, b, c, 128, 128, 64))
     want = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(c, want, atol=1e-4 * np.abs(want).max(), rtol=0)
+
+
+@ct.kernel
+def attn(Q, K, V, Out, TM: ct.Constant[int], TN: ct.Constant[int], D: ct.Constant[int]):
+    z = ct.PaddingMode.ZERO
+    q = ct.load(Q, index=(ct.bid(0), 0), shape=(TM, D), padding_mode=z)
+    m = ct.full((TM, 1), -1e30, dtype=ct.float32)
+    den = ct.full((TM, 1), 0.0, dtype=ct.float32)
+    acc = ct.full((TM, D), 0.0, dtype=ct.float32)
+    for j in range(ct.num_tiles(K, axis=0, shape=(TN, D))):
+        kt = ct.load(K, index=(0, j), shape=(D, TN), order=(1, 0), padding_mode=z)
+        v = ct.load(V, index=(j, 0), shape=(TN, D), padding_mode=z)
+        s = ct.mma(q, kt, ct.full((TM, TN), 0.0, dtype=ct.float32))
+        m2 = ct.maximum(m, ct.max(s, axis=1, keepdims=True))
+        alpha = ct.exp(m - m2)
+        p = ct.exp(s - m2)
+        den = den * alpha + ct.sum(p, axis=1, keepdims=True)
+        acc = ct.mma(ct.astype(p, ct.float16), v, acc * alpha)
+        m = m2
+    ct.store(Out, index=(ct.bid(0), 0), tile=acc / den)
+
+
+_ATTN = KernelSet({"attn": (attn, ["f16[2]/16", "f16[2]/16", "f16[2]/16", "f32[2]/16", 64, 64, 64])}, "tileas-attn-")
+
+
+def _attn_path() -> str:
+    path = os.path.join(_ATTN._dir, "attn.tileirbc")
+    if not os.path.exists(path):
+        ck.export_spec(*_ATTN.table["attn"], "attn", path)
+    return path
+
+
+def test_attention_loop_pipelines_what_it_loads_for_a_dot():
+    """A flash-attention loop (reductions, an exchange, Q from before the loop, K loaded transposed): the
+    tile it loads for a dot in plain row order (V) comes by TMA into a ring; the body's own shared memory
+    (Q and the probabilities written for the dots, the row reductions) lies past the ring."""
+    text = str(compile_file(_attn_path(), "sm_90a", stop_after="convert-tileas-to-llvm").module)
+    assert text.count('"cute_nvgpu.tma_load"') == 3 and text.count('"cute_nvgpu.wgmma"') == 2 * 4
+    recipes = json.loads(re.search(r'tilecore.tensor_maps = "(.*?)"', text).group(1).replace("\\22", '"'))
+    assert [r["tensor"] for r in recipes] == [10]  # V's base pointer (Q: 0-4, K: 5-9, V: 10-14)
+
+
+@pytest.mark.parametrize("sm", ["sm_80", "sm_90a", "sm_100a"])
+def test_attention_numbers(sm):
+    """Softmax(Q K^T) V on 130 queries x 200 keys (partial tiles; the kernel does not mask the zero-padded
+    keys, so the reference pads them too), d = 64."""
+    _attn_path()
+    rng = np.random.default_rng(6)
+    m, n, d = 130, 200, 64
+    q = (rng.standard_normal((m, d)) * 0.3).astype(np.float16)
+    k = (rng.standard_normal((n, d)) * 0.3).astype(np.float16)
+    v = rng.standard_normal((n, d)).astype(np.float16)
+    o = np.zeros((m, d), np.float32)
+    _ATTN.run("attn", sm, (cdiv(m, 64), 1, 1), arr(q) + arr(k) + arr(v) + arr(o))
+    pad = -n % 64
+    kp = np.concatenate([k, np.zeros((pad, d), k.dtype)]).astype(np.float64)
+    vp = np.concatenate([v, np.zeros((pad, d), v.dtype)]).astype(np.float64)
+    s = q.astype(np.float64) @ kp.T
+    p = np.exp(s - s.max(1, keepdims=True))
+    np.testing.assert_allclose(o, (p / p.sum(1, keepdims=True)) @ vp, atol=2e-3, rtol=0)

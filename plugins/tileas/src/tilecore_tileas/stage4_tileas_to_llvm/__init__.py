@@ -16,9 +16,10 @@ block-scaled MMA are in :mod:`.dot`.
 from __future__ import annotations
 
 from tilecore.conversion import ConversionStats, ConversionTarget, run_native_pipeline
+from tilecore.errors import LoweringError
 from tilecore.launch_attrs import DYNAMIC_SHARED_ATTR
 from tilecore.mlir import dialects, ir
-from tilecore.mma import STATIC_SHARED_BYTES
+from tilecore.mma import STATIC_SHARED_BYTES, max_shared_bytes
 from tilecore.stages import Stage
 
 from ..nv_tileaa.abi import nv_tileaa_rule
@@ -102,6 +103,10 @@ def lower_function(fn, gpu_module, ctx) -> dict:
         rb.block_into(old, new_block)
         cg.finish(new_fn)
         rb.data["tensor_maps"].finish(new_fn)
+        limit = max_shared_bytes(ctx.target.cc)
+        if cg.smem_bytes > limit:
+            raise LoweringError(f"kernel '{name}' needs {cg.smem_bytes} bytes of shared memory; a CTA on "
+                                f"{ctx.target.name} has at most {limit}", fn)
     except Exception:
         new_fn.erase()
         raise

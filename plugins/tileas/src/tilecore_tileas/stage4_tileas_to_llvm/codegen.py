@@ -6,6 +6,8 @@ whole kernel (the thread index, the shared-memory base) are built once at its en
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from tilecore.mlir import dialects, ir
 
 from ..layout import Blocked, blocked, row_major_strides
@@ -34,6 +36,7 @@ class CodeGen:
         self.i32 = ir.IntegerType.get_signless(32)
         self.i64 = ir.IntegerType.get_signless(64)
         self.smem_bytes = 0
+        self.scratch_shift = 0  # bytes of the scratch buffer before smem_base (shifted_scratch)
         self.smem_align = 16  # of the scratch buffer (1024: swizzled wgmma operands need the atom's alignment)
         with ir.InsertionPoint(entry_block), ir.Location.unknown():
             tid = create("gpu.thread_id", [ir.IndexType.get()], [], {"dimension": ir.Attribute.parse("#gpu<dim x>")})
@@ -293,7 +296,22 @@ class CodeGen:
         return self.from_storage(v, elem)
 
     def reserve(self, nbytes: int) -> None:
-        self.smem_bytes = max(self.smem_bytes, (nbytes + 15) // 16 * 16)
+        """The scratch buffer holds at least ``nbytes`` from ``smem_base`` (past a shifted region's start)."""
+        self.smem_bytes = max(self.smem_bytes, (self.scratch_shift + nbytes + 15) // 16 * 16)
+
+    @contextmanager
+    def shifted_scratch(self, nbytes: int):
+        """Within: ``smem_base`` (every scratch user's origin) is ``nbytes`` (a multiple of 1024) further on,
+        so that what the code built here puts in shared memory stays clear of the first ``nbytes`` (a
+        pipelined loop's stages, which its body reads while the next ones land)."""
+        saved = self.smem_base, self.scratch_shift
+        self.smem_base = dialects.llvm.getelementptr(ir.Type.parse("!llvm.ptr<3>"), self.smem_base, [], [nbytes],
+                                                     self.i8, 0)
+        self.scratch_shift += nbytes
+        try:
+            yield
+        finally:
+            self.smem_base, self.scratch_shift = saved
 
     def barrier(self):
         create("gpu.barrier", [], [])

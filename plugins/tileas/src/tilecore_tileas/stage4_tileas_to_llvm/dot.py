@@ -68,6 +68,20 @@ def _blocked(cg, v, shape):
     return to_blocked(cg, v) if is_fragment(v) else as_tile(cg, v, shape)
 
 
+def _in_stage(v) -> bool:
+    """Whether a dot operand is a pipelined loop's stage buffer (its load copied it to shared memory)."""
+    return isinstance(v, (SmemOperand, SwizzledOperand))
+
+
+def _registers_or_stage(cg, lhs, rhs, m: int, n: int, k_dim: int):
+    """The operands as a tensor-core dot takes them: a pipelined loop's stage as it is, a fragment as it is,
+    anything else as a blocked tile; and whether both were stages (the dot then writes nothing to the
+    scratch buffer, so needs no barrier after it)."""
+    out = [v if _in_stage(v) or is_fragment(v) else _blocked(cg, v, s) for v, s in ((lhs, (m, k_dim)),
+                                                                                     (rhs, (k_dim, n)))]
+    return out[0], out[1], _in_stage(lhs) and _in_stage(rhs)
+
+
 def dot(op, rb):
     cg = rb.data["cg"]
     lhs_v, rhs_v, acc_v = op.operands
@@ -81,20 +95,14 @@ def dot(op, rb):
         return [_dot_tmem(cg, atom, req, frag, rb.get(lhs_v), rb.get(rhs_v), rb.get(acc_v), m, n, k_dim,
                           _resident_loop(cg, op, rb))]
     if frag is not None and atom.data.get("fragment") == "wgmma":
-        lhs, rhs = rb.get(lhs_v), rb.get(rhs_v)
-        piped = isinstance(lhs, SwizzledOperand) and isinstance(rhs, SwizzledOperand)  # a pipelined loop's stage
-        if not piped:
-            lhs, rhs = (v if is_fragment(v) else _blocked(cg, v, s) for v, s in ((lhs, (m, k_dim)), (rhs, (k_dim, n))))
+        lhs, rhs, piped = _registers_or_stage(cg, rb.get(lhs_v), rb.get(rhs_v), m, n, k_dim)
         acc = to_fragment(cg, rb.get(acc_v), frag)
         regs = _dot_wgmma(cg, atom, req, lhs, rhs, acc, k_dim)
         if not piped:
             cg.barrier()
         return [TileV(frag, regs)]
     if frag is not None:
-        lhs, rhs = rb.get(lhs_v), rb.get(rhs_v)
-        piped = all(isinstance(v, (SmemOperand, SwizzledOperand)) for v in (lhs, rhs))  # a pipelined loop's stage
-        if not piped:
-            lhs, rhs = (v if is_fragment(v) else _blocked(cg, v, s) for v, s in ((lhs, (m, k_dim)), (rhs, (k_dim, n))))
+        lhs, rhs, piped = _registers_or_stage(cg, rb.get(lhs_v), rb.get(rhs_v), m, n, k_dim)
         acc = to_fragment(cg, rb.get(acc_v), frag)
         regs = _dot_atom(cg, atom, req, lhs, rhs, acc, m, n, k_dim)
         if not piped:
@@ -225,10 +233,16 @@ def smem_end(op) -> int:
     return op.offset + (op.rows * op.pitch * op.elem_bytes + 15) // 16 * 16
 
 
-def _operands_to_smem(cg, lhs: TileV, rhs: TileV, m: int, n: int, k: int):
-    """A (m x k) and B (k x n) in shared memory (:func:`smem_operand`), written from their registers."""
+def _operands_to_smem(cg, lhs, rhs, m: int, n: int, k: int):
+    """A (m x k) and B (k x n) in shared memory (:func:`smem_operand`): a pipelined loop's stage as it is, a
+    tile written from its registers."""
+    if _in_stage(lhs) and _in_stage(rhs):
+        return lhs, rhs
     out, at = [], 0
     for tile, rows, cols in ((lhs, m, k), (rhs, k, n)):
+        if _in_stage(tile):
+            out.append(tile)
+            continue
         el = tile.regs[0].type
         op = smem_operand(rows, cols, el, max(1, elem_bytes(cg.storage_type(el))), at)
         if isinstance(op, SwizzledOperand):
@@ -247,10 +261,7 @@ def _dot_atom(cg, atom, req, lhs: TileV, rhs: TileV, acc: TileV, m: int, n: int,
     """Each warp: loop over K in instruction steps; A fragments per block row, B per block column, one
     atom mma per 16 x 8 block of its sub-tile (registers in the fragment's block order)."""
     frag = acc.layout
-    if isinstance(lhs, (SmemOperand, SwizzledOperand)):
-        a_smem, b_smem = lhs, rhs
-    else:
-        a_smem, b_smem = _operands_to_smem(cg, lhs, rhs, m, n, k_dim)
+    a_smem, b_smem = _operands_to_smem(cg, lhs, rhs, m, n, k_dim)
     bm, bn = frag.blocks
     wrow, wcol = cg.warp_origin(frag)
     inst_k = atom.data["inst"][2]
@@ -287,19 +298,32 @@ def _write_swizzled(cg, tile: TileV, layout) -> None:
                                                                           layout.address(cg, row, col)))
 
 
+def _swizzled_operands(cg, atom, req, lhs, rhs, barrier: bool = True):
+    """A and B in the atom's swizzled layouts: a pipelined loop's stage as it is, a tile written from its
+    registers (then a barrier, unless ``barrier`` is False: the caller places it)."""
+    if isinstance(lhs, SwizzledOperand) and isinstance(rhs, SwizzledOperand):
+        return lhs, rhs
+    a_l, b_l = atom.lower(cg, "layouts", req, 0)
+    for i, (v, lay) in enumerate(((lhs, a_l), (rhs, b_l))):
+        if isinstance(v, SwizzledOperand):
+            if i == 0:
+                a_l = v
+            else:
+                b_l = v
+        else:
+            _write_swizzled(cg, v, lay)
+    cg.reserve(max(smem_end(x) for x in (a_l, b_l)))
+    if barrier:
+        cg.barrier()
+    return a_l, b_l
+
+
 def _dot_wgmma(cg, atom, req, lhs: TileV, rhs: TileV, acc: TileV, k_dim: int) -> list:
     """Both operands into the atom's swizzled layouts, then per warpgroup: fence, one m64nNk per 64 rows and
     K step, commit, wait 0 (registers in the fragment's instruction order)."""
     frag = acc.layout
     cg.smem_align = max(cg.smem_align, 1024)
-    if isinstance(lhs, SwizzledOperand):
-        a_l, b_l = lhs, rhs
-    else:
-        a_l, b_l = atom.lower(cg, "layouts", req, 0)
-        _write_swizzled(cg, lhs, a_l)
-        _write_swizzled(cg, rhs, b_l)
-        cg.reserve(a_l.nbytes + b_l.nbytes)
-        cg.barrier()
+    a_l, b_l = _swizzled_operands(cg, atom, req, lhs, rhs)
     wrow, wcol = cg.warp_origin(frag)
     per = frag.inst_n // 2
     accs = [atom.lower(cg, "pack", req, list(acc.regs[r * per:(r + 1) * per])) for r in range(frag.insts)]
@@ -386,16 +410,9 @@ def _dot_tmem(cg, atom, req, frag, lhs, rhs, acc, m: int, n: int, k_dim: int, re
     (a pipelined loop's stage already holds them), then the atom's ``dot`` action on the accumulator registers
     (None for a zero splat: the atom skips storing it) returns the result in ``frag``; ``resident``
     (:func:`_resident_loop`) lets the atom keep the accumulator in tensor memory across the loop."""
-    piped = isinstance(lhs, SwizzledOperand) and isinstance(rhs, SwizzledOperand)
+    lhs, rhs, piped = _registers_or_stage(cg, lhs, rhs, m, n, k_dim)
     cg.smem_align = max(cg.smem_align, 1024)
-    if piped:
-        a_l, b_l = lhs, rhs
-    else:
-        lhs, rhs = (v if is_fragment(v) else _blocked(cg, v, s) for v, s in ((lhs, (m, k_dim)), (rhs, (k_dim, n))))
-        a_l, b_l = atom.lower(cg, "layouts", req, 0)
-        _write_swizzled(cg, lhs, a_l)
-        _write_swizzled(cg, rhs, b_l)
-        cg.reserve(a_l.nbytes + b_l.nbytes)
+    a_l, b_l = _swizzled_operands(cg, atom, req, lhs, rhs, barrier=False)
     regs = None if _zero_splat(acc) else list(to_fragment(cg, acc, frag).regs)
     out = atom.lower(cg, "dot", req, a_l, b_l, frag, regs, k_dim, resident)
     if not piped:

@@ -1,11 +1,14 @@
 """Software-pipelined K loops: tiles of a tensor-core dot copied global -> shared by a copy atom, S stages deep.
 
-A ``scf.for`` qualifies (:func:`plan`) when both operands of each of its tensor-core dots are
-``tiled_load`` s of its body used by that dot only, from views defined outside the loop, with indices
-computed from the induction variable and loop-invariant values by scalar ops, contiguous rows of a
-whole number of copy chunks (16 bytes), zero (or unspecified) padding and plain ordering; and when
-nothing else in the body uses shared memory (element-wise ops on the accumulator's fragment layout,
-scalars and tokens only). Each stage holds one buffer per operand, rows padded by 16 bytes (the
+A ``scf.for`` qualifies (:func:`plan`) when an operand of one of its tensor-core dots is a ``tiled_load``
+of its body used by that dot only, from a view defined outside the loop, with indices computed from the
+induction variable and loop-invariant values by scalar ops, contiguous rows of a whole number of copy
+chunks (16 bytes), zero (or unspecified) padding and plain ordering: those loads are *piped*. When every
+dot operand is piped and nothing else in the body uses shared memory (element-wise ops on the
+accumulator's fragment layout, scalars and tokens only), the stages are all the loop uses; otherwise (a
+flash-attention loop: Q from before the loop, K loaded transposed, row reductions) the body's own
+shared memory lies past the stages (``Plan.shift``, :meth:`CodeGen.shifted_scratch`), and the stages
+leave it :data:`BODY_SCRATCH_BYTES`. Each stage holds one buffer per piped operand, rows padded by 16 bytes (the
 ldmatrix reads of a warp then hit 8 different bank groups, the 16-byte copies of 8 consecutive threads
 a whole 128-byte row); ``S = min(3, shared memory a CTA may opt into / stage bytes)`` (beyond 48 KiB the
 kernel's scratch buffer is dynamic shared memory: :mod:`tilecore_tileas.stage4_tileas_to_llvm`).
@@ -45,6 +48,7 @@ TMA_OPTION = "tileas.tma"  # --option tileas.tma=off: pipelines copy by cp.async
 MAX_BOX = 256  # elements per dimension of a TMA box
 MAX_STAGES = 3  # cuTile 1.7 has no stage-count hint (only a load's latency hint)
 MBARRIER_BYTES = 8
+BODY_SCRATCH_BYTES = 64 * 1024  # kept for the scratch region of a loop body that uses shared memory itself
 
 
 @dataclass
@@ -73,6 +77,7 @@ class Plan:
     stages: int
     atom: object
     slice_ops: list  # scalar body ops the load indices depend on, in program order
+    shift: int = 0  # bytes the body's own scratch region starts after (the ring's): 0 when the body uses none
 
 
 def _in_body(v, body) -> bool:
@@ -160,54 +165,28 @@ def plan(cg, loop) -> Plan | None:
     dot_atoms = [cg.atoms.get(str(d.attributes["atom"]).split('"')[1]) for d in dots]
     if atom is None or any(not is_tensor_core(a) for a in dot_atoms):
         return None
-    loads, slice_ops = [], {}
-    for d in dots:
-        for v in list(d.operands)[:2]:
-            if not isinstance(v, ir.OpResult) or not _in_body(v, body):
-                return None
-            piped = _load_ok(v.owner, d, body)
-            if piped is None or not _index_slice(v.owner, body, iv, slice_ops):
-                return None
-            loads.append(piped)
-    piped_ops = {p.load.operation for p in loads}
-    yields = list(ops[-1].operands)
-    for o in ops[:-1]:
-        if o.operation in piped_ops or o.operation in slice_ops or o.name == "nv_tileas.dot":
-            continue
-        if o.name in ("nv_tileas.make_token", "nv_tileas.join_tokens"):
-            continue
-        tensors = [v for v in [*o.operands, *o.results] if _is_tensor(v.type)]
-        if not tensors:
-            if o.regions:
-                return None
-            continue
-        if o.regions or o.name.split(".")[0] not in ("arith", "math"):
-            return None  # anything else may use shared memory (exchanges, reductions, loads, stores)
-        for v in o.operands:
-            if not _is_tensor(v.type) or _splat_constant(v):
-                continue
-            lay = preferred_layout(cg, v) if not isinstance(v, ir.BlockArgument) else \
-                (preferred_layout(cg, yields[v.arg_number - 1]) if v.owner == body else None)
-            if lay != frag:
-                return None
-    for d in dots:  # the accumulator: a fragment already, or a splat (converted for free)
-        acc = d.operands[2]
-        if _splat_constant(acc):
-            continue
-        lay = preferred_layout(cg, yields[acc.arg_number - 1]) if isinstance(acc, ir.BlockArgument) and \
-            acc.owner == body else preferred_layout(cg, acc)
-        if lay != dot_fragment(cg, d):
-            return None
-    for d, a in zip(dots, dot_atoms):  # warpgroup atoms read their operands in their swizzled layouts
-        if a.data.get("fragment") == "wgmma":
-            from ..atoms.select import mma_request
+    from ..atoms.select import mma_request
 
+    loads, slice_ops = [], {}
+    for d, a in zip(dots, dot_atoms):
+        lay_a = lay_b = None
+        if a.data.get("fragment") == "wgmma":  # warpgroup atoms read their operands in their swizzled layouts
             lay_a, lay_b = a.lower(cg, "layouts", mma_request(d, cg.threads, cg.target), 0)
-            if lay_b.transposed:  # a K-major B is the tile's transpose: 16-byte copies cannot make it
-                return None
-            for p in loads:
-                if p.load.results[0] in (d.operands[0], d.operands[1]):
-                    p.swizzled = lay_a if p.load.results[0] == d.operands[0] else lay_b
+        for v, lay in zip(list(d.operands)[:2], (lay_a, lay_b)):
+            if not isinstance(v, ir.OpResult) or not _in_body(v, body):
+                continue
+            piped, deps = _load_ok(v.owner, d, body), {}
+            if piped is None or not _index_slice(v.owner, body, iv, deps):
+                continue
+            if lay is not None:
+                if lay.transposed:  # a K-major B is the tile's transpose: 16-byte copies cannot make it
+                    continue
+                piped.swizzled = lay
+            slice_ops.update(deps)
+            loads.append(piped)
+    if not loads:
+        return None
+    pure = len(loads) == 2 * len(dots) and _only_fragment_arithmetic(cg, ops, loads, slice_ops, dots, frag)
     at = 0
     for p in loads:
         if p.swizzled is not None:  # the swizzle pattern repeats every 1024 bytes of the absolute address
@@ -217,13 +196,52 @@ def plan(cg, loop) -> Plan | None:
     if any(p.swizzled is not None for p in loads):
         at = (at + 1023) // 1024 * 1024  # every stage starts 1024-byte aligned
     # the stages may take what a CTA may opt into (dynamic shared memory beyond 48 KiB), less the alignment
-    # slack and the mbarriers
+    # slack and the mbarriers, and (a body that uses shared memory itself) the body's scratch region
     budget = max_shared_bytes(cg.target.cc if cg.target is not None else 0) - 1024 - MBARRIER_BYTES * MAX_STAGES
-    stages = min(MAX_STAGES, budget // at) if at else 0
+    if not pure:
+        budget -= BODY_SCRATCH_BYTES
+    stages = min(MAX_STAGES, budget // at) if at > 0 else 0
     if stages < 1:
         return None
     order = {o.operation: i for i, o in enumerate(ops)}
-    return Plan(loads, at, stages, atom, sorted(slice_ops.values(), key=lambda o: order[o]))
+    shift = 0 if pure else (stages * at + MBARRIER_BYTES * stages + 1023) // 1024 * 1024
+    return Plan(loads, at, stages, atom, sorted(slice_ops.values(), key=lambda o: order[o]), shift)
+
+
+def _only_fragment_arithmetic(cg, ops, loads, slice_ops, dots, frag) -> bool:
+    """Whether the body's other ops use no shared memory: element-wise ops on the accumulators' fragment
+    layout, scalars and tokens, and every dot's accumulator a fragment already or a splat."""
+    piped_ops = {p.load.operation for p in loads}
+    yields = list(ops[-1].operands)
+    body = ops[-1].operation.block
+    for o in ops[:-1]:
+        if o.operation in piped_ops or o.operation in slice_ops or o.name == "nv_tileas.dot":
+            continue
+        if o.name in ("nv_tileas.make_token", "nv_tileas.join_tokens"):
+            continue
+        tensors = [v for v in [*o.operands, *o.results] if _is_tensor(v.type)]
+        if not tensors:
+            if o.regions:
+                return False
+            continue
+        if o.regions or o.name.split(".")[0] not in ("arith", "math"):
+            return False  # anything else may use shared memory (exchanges, reductions, loads, stores)
+        for v in o.operands:
+            if not _is_tensor(v.type) or _splat_constant(v):
+                continue
+            lay = preferred_layout(cg, v) if not isinstance(v, ir.BlockArgument) else \
+                (preferred_layout(cg, yields[v.arg_number - 1]) if v.owner == body else None)
+            if lay != frag:
+                return False
+    for d in dots:  # the accumulator: a fragment already, or a splat (converted for free)
+        acc = d.operands[2]
+        if _splat_constant(acc):
+            continue
+        lay = preferred_layout(cg, yields[acc.arg_number - 1]) if isinstance(acc, ir.BlockArgument) and \
+            acc.owner == body else preferred_layout(cg, acc)
+        if lay != dot_fragment(cg, d):
+            return False
+    return True
 
 
 # -- code ------------------------------------------------------------------------------------------
@@ -414,19 +432,27 @@ def _next_stage(cg, rd, s_count: int):
 
 
 def _body_on_stage(cg, rb, plan_: Plan, blk, iv, rd, n_flat: int, body_into) -> None:
-    """Rebuild the old body into ``blk`` with the dots' operands read from stage ``rd`` (an i32 value)."""
+    """Rebuild the old body into ``blk`` with the dots' operands read from stage ``rd`` (an i32 value); a body
+    that uses shared memory itself does so past the ring (:meth:`CodeGen.shifted_scratch`, the stages then
+    at negative offsets from the shifted base: the same addresses)."""
     operands = {}
+    at = -plan_.shift
     for p in plan_.loads:
         elem = rb.convert_type(ir.RankedTensorType(p.load.results[0].type).element_type)
         if p.swizzled is not None:  # bytes
             dyn = cg.op("arith.muli", rd, cg.c32(plan_.stage_bytes))
-            operands[p.load.results[0]] = replace(p.swizzled, offset=p.offset, elem=elem, dynamic=dyn)
+            operands[p.load.results[0]] = replace(p.swizzled, offset=at + p.offset, elem=elem, dynamic=dyn)
         else:  # elements
             dyn = cg.op("arith.muli", rd, cg.c32(plan_.stage_bytes // p.elem_bytes))
-            operands[p.load.results[0]] = SmemOperand(p.offset, p.rows, p.cols, p.pitch, elem, p.elem_bytes, dyn)
+            operands[p.load.results[0]] = SmemOperand(at + p.offset, p.rows, p.cols, p.pitch, elem, p.elem_bytes,
+                                                      dyn)
     rb.data["piped"] = operands
     try:
-        body_into(blk, [iv, *list(blk.arguments)[1:n_flat + 1]])
+        if plan_.shift:
+            with cg.shifted_scratch(plan_.shift):
+                body_into(blk, [iv, *list(blk.arguments)[1:n_flat + 1]])
+        else:
+            body_into(blk, [iv, *list(blk.arguments)[1:n_flat + 1]])
     finally:
         rb.data.pop("piped", None)
 
