@@ -210,19 +210,27 @@ def _attn_path() -> str:
 
 
 def test_attention_loop_pipelines_what_it_loads_for_a_dot():
-    """A flash-attention loop (reductions, an exchange, Q from before the loop, K loaded transposed): the
-    tile it loads for a dot in plain row order (V) comes by TMA into a ring; the body's own shared memory
-    (Q and the probabilities written for the dots, the row reductions) lies past the ring."""
+    """A flash-attention loop (reductions, an exchange, Q from before the loop): the tiles it loads for its
+    dots come by TMA into a ring, V in row order and K through its transposed view (``order=(1, 0)``): the
+    memory's rows are the K-major B wgmma reads (``b_major = "k"``); the body's own shared memory (Q and the
+    probabilities written for the dots, the row reductions) lies past the ring."""
     text = str(compile_file(_attn_path(), "sm_90a", stop_after="convert-tileas-to-llvm").module)
-    assert text.count('"cute_nvgpu.tma_load"') == 3 and text.count('"cute_nvgpu.wgmma"') == 2 * 4
+    assert text.count('"cute_nvgpu.tma_load"') == 2 * 3 and text.count('"cute_nvgpu.wgmma"') == 2 * 4
+    assert text.count('b_major = "k"') == 4 and text.count('b_major = "n"') == 4
     recipes = json.loads(re.search(r'tilecore.tensor_maps = "(.*?)"', text).group(1).replace("\\22", '"'))
-    assert [r["tensor"] for r in recipes] == [10]  # V's base pointer (Q: 0-4, K: 5-9, V: 10-14)
+    # K's map is over K as it is in memory (keys x d: Q: params 0-4, K: 5-9, V: 10-14), boxes of 64 keys
+    assert [(r["tensor"], r["global_dim"], r["box_dim"]) for r in recipes] == [
+        (5, [{"param": 7}, {"param": 6}], [64, 64]), (10, [{"param": 12}, {"param": 11}], [64, 64])]
+    off = str(compile_file(_attn_path(), "sm_90a", CompileOptions(emit="mlir", extra={"tileas.tma": "off"}),
+                           stop_after="convert-tileas-to-llvm").module)
+    assert off.count('"cute_nvgpu.cp_async"') > 0 and "tma_load" not in off
 
 
-@pytest.mark.parametrize("sm", ["sm_80", "sm_90a", "sm_100a"])
-def test_attention_numbers(sm):
+@pytest.mark.parametrize("sm, options", [("sm_80", {}), ("sm_90a", {}), ("sm_90a", {"tileas.tma": "off"}),
+                                         ("sm_100a", {})])
+def test_attention_numbers(sm, options):
     """Softmax(Q K^T) V on 130 queries x 200 keys (partial tiles; the kernel does not mask the zero-padded
-    keys, so the reference pads them too), d = 64."""
+    keys, so the reference pads them too), d = 64; the transposed K by TMA, and by cp.async."""
     _attn_path()
     rng = np.random.default_rng(6)
     m, n, d = 130, 200, 64
@@ -230,7 +238,11 @@ def test_attention_numbers(sm):
     k = (rng.standard_normal((n, d)) * 0.3).astype(np.float16)
     v = rng.standard_normal((n, d)).astype(np.float16)
     o = np.zeros((m, d), np.float32)
-    _ATTN.run("attn", sm, (cdiv(m, 64), 1, 1), arr(q) + arr(k) + arr(v) + arr(o))
+    from tilecore import emulate
+
+    module = compile_file(_attn_path(), sm, CompileOptions(emit="mlir", extra=options),
+                          stop_after="convert-nvgpu-and-gpu-to-nvvm").module
+    emulate.launch(module, "attn", (cdiv(m, 64), 1, 1), (128, 1, 1), arr(q) + arr(k) + arr(v) + arr(o))
     pad = -n % 64
     kp = np.concatenate([k, np.zeros((pad, d), k.dtype)]).astype(np.float64)
     vp = np.concatenate([v, np.zeros((pad, d), v.dtype)]).astype(np.float64)

@@ -89,12 +89,13 @@ class Wgmma:
         a, b = self.layouts(req)
         return swizzle_for(req.k * self.eb) > 0 and a.nbytes + b.nbytes <= req.smem_budget
 
-    def layouts(self, req, at: int = 0) -> tuple[SwizzledOperand, SwizzledOperand]:
-        """A (M x K, K-major) at byte ``at``, B after it (N-major K x N, or K-major: its N x K transpose);
-        1024-byte aligned regions."""
+    def layouts(self, req, at: int = 0, b_major: str = "") -> tuple[SwizzledOperand, SwizzledOperand]:
+        """A (M x K, K-major) at byte ``at``, B after it (N-major K x N, or K-major: its N x K transpose; ``b_major
+        = "k"`` asks for K-major B from a 16-bit atom too, for a B that is K-major in memory); 1024-byte aligned
+        regions."""
         eb = self.eb
         a = SwizzledOperand(at, req.m, req.k, eb, swizzle_for(req.k * eb))
-        if self.n_major:
+        if self.n_major and b_major != "k":
             b = SwizzledOperand(at + a.nbytes, req.k, req.n, eb, swizzle_for(req.n // self.grid(req)[1] * eb))
         else:
             b = SwizzledOperand(at + a.nbytes, req.n, req.k, eb, swizzle_for(req.k * eb), transposed=True)
@@ -171,7 +172,7 @@ class Wgmma:
         attrs = {"shape": ir.DenseI32ArrayAttr.get([64, inst_n, self.k]),
                  "a_type": ir.StringAttr.get(ptx_type(req.a, req.a_signed)),
                  "b_type": ir.StringAttr.get(ptx_type(req.b, req.b_signed)),
-                 "acc_type": ir.StringAttr.get(PTX[self.acc]), "b_major": ir.StringAttr.get("n" if self.n_major else "k")}
+                 "acc_type": ir.StringAttr.get(PTX[self.acc]), "b_major": ir.StringAttr.get("k" if b.transposed else "n")}
         return ir.Operation.create("cute_nvgpu.wgmma", results=[c.type], operands=[da, db, c],
                                    attributes=attrs).results[0]
 

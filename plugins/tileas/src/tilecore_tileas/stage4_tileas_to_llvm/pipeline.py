@@ -62,6 +62,7 @@ class PipedLoad:
     pitch: int
     offset: int = 0
     swizzled: object = None  # the SwizzledOperand (offset 0) a warpgroup atom reads this tile in, or None
+    transposed: bool = False  # a transposed view (``order=(1, 0)``): memory is contiguous along the tile's rows
 
     @property
     def nbytes(self) -> int:
@@ -95,8 +96,10 @@ def _splat_constant(v) -> bool:
     return op is not None and op.name == "arith.constant" and ir.DenseElementsAttr(op.attributes["value"]).is_splat
 
 
-def _load_ok(load, dot, body) -> PipedLoad | None:
-    """The PipedLoad of ``load`` when it can be copied by 16-byte chunks straight into shared memory."""
+def _load_ok(load, dot, body, transposed_ok: bool = False) -> PipedLoad | None:
+    """The PipedLoad of ``load`` when it can be copied by 16-byte chunks straight into shared memory
+    (``transposed_ok``: also a transposed view of a row-major tensor, whose chunks run down the tile's
+    columns: for a consumer that reads it K-major)."""
     if load.name != "nv_tileas.tiled_load" or "traversal_strides" in load.attributes:
         return None
     users = [u for u in load.results[0].uses]
@@ -115,14 +118,17 @@ def _load_ok(load, dot, body) -> PipedLoad | None:
     if str(el).startswith("!llvm") or str(el) in ("i1", "f4E2M1FN"):
         return None
     strides = [strides[d] for d in dim_map]
-    if strides[-1] != 1:
+    transposed = transposed_ok and tuple(dim_map) == (1, 0) and strides[0] == 1
+    if strides[-1] != 1 and not transposed:
         return None
     width = el.width if isinstance(el, ir.FloatType) else ir.IntegerType(el).width
     if width not in (8, 16, 32):
         return None
     eb = width // 8
-    if (tile[1] * eb) % 16:
+    if (tile[0 if transposed else 1] * eb) % 16:
         return None
+    if transposed:
+        return PipedLoad(load, tile[0], tile[1], eb, 0, transposed=True)
     from .dot import smem_operand
 
     op = smem_operand(tile[0], tile[1], None, eb, 0)  # swizzled rows, or padded ones (see dot.smem_operand)
@@ -175,11 +181,14 @@ def plan(cg, loop) -> Plan | None:
         for v, lay in zip(list(d.operands)[:2], (lay_a, lay_b)):
             if not isinstance(v, ir.OpResult) or not _in_body(v, body):
                 continue
-            piped, deps = _load_ok(v.owner, d, body), {}
+            # a warpgroup atom takes B K-major too: a transposed view's tile is that layout in memory already
+            piped, deps = _load_ok(v.owner, d, body, transposed_ok=lay is lay_b and lay is not None), {}
             if piped is None or not _index_slice(v.owner, body, iv, deps):
                 continue
+            if piped.transposed:
+                lay = a.lower(cg, "layouts", mma_request(d, cg.threads, cg.target), 0, "k")[1]
             if lay is not None:
-                if lay.transposed:  # a K-major B is the tile's transpose: 16-byte copies cannot make it
+                if lay.transposed != piped.transposed:  # 16-byte copies cannot transpose a tile
                     continue
                 piped.swizzled = lay
             slice_ops.update(deps)
@@ -271,7 +280,8 @@ def _issue(cg, rb, plan_: Plan, stage_base, iv_old, iv_new) -> None:
     for p in plan_.loads:
         view = _view(rb, p)
         acc = TiledAccess(cg, view, _indices(rb, plan_, p, iv_old, iv_new), None, p.load)
-        chunks = p.rows * (p.cols * p.elem_bytes // 16)
+        lines, line_elems = _lines(p)
+        chunks = lines * (line_elems * p.elem_bytes // 16)
         shape = [resize_int(s, acc.index) for s in view.memref.shape]
         for rep in range(-(-chunks // cg.threads)):
             cid = cg.op("arith.addi", cg.tid, cg.c32(rep * cg.threads)) if rep else cg.tid
@@ -282,19 +292,34 @@ def _issue(cg, rb, plan_: Plan, stage_base, iv_old, iv_new) -> None:
                 _copy_chunk(*args)
 
 
+def _lines(p: PipedLoad) -> tuple[int, int]:
+    """(lines, elements per line) of ``p``'s tile in memory order: its rows, or (transposed) its columns."""
+    return (p.cols, p.rows) if p.transposed else (p.rows, p.cols)
+
+
+def _memory_order(m, p: PipedLoad):
+    """The memref of ``p``'s view (tile order) back in memory order (a transposed view's axes swapped)."""
+    from .memory import permuted
+
+    return permuted(m, (1, 0)) if p.transposed else m
+
+
 def _copy_chunk(cg, atom, p: PipedLoad, acc, shape, cid, stage_base) -> None:
-    """One 16-byte chunk (row ``cid / chunks per row``) of ``p``'s tile: the bytes in bounds are read, the
-    rest zero-filled; a chunk with none in bounds reads nothing (its source is the tile origin, clamped)."""
+    """One 16-byte chunk (line ``cid / chunks per line``: a row, or a column of a transposed tile) of ``p``'s
+    tile: the bytes in bounds are read, the rest zero-filled; a chunk with none in bounds reads nothing (its
+    source is the tile origin, clamped)."""
     llvm = dialects.llvm
     idx_t = acc.index
     vec = 16 // p.elem_bytes
-    per_row = p.cols // vec
-    row = cg.op("arith.divui", cid, cg.c32(per_row))
-    col = cg.op("arith.muli", cg.op("arith.remui", cid, cg.c32(per_row)), cg.c32(vec))
+    per_line = _lines(p)[1] // vec
+    line = cg.op("arith.divui", cid, cg.c32(per_line))
+    along = cg.op("arith.muli", cg.op("arith.remui", cid, cg.c32(per_line)), cg.c32(vec))
+    row, col = (along, line) if p.transposed else (line, along)
+    axis = 0 if p.transposed else 1  # the tile axis the chunk runs along (contiguous in memory)
     g = [cg.op("arith.addi", acc.origin[0], resize_int(row, idx_t)),
          cg.op("arith.addi", acc.origin[1], resize_int(col, idx_t))]
     inside = cg.and_(cg.cmpi(6, g[0], shape[0]), cg.cmpi(6, g[1], shape[1]))
-    left = cg.op("arith.subi", shape[1], g[1])
+    left = cg.op("arith.subi", shape[axis], g[axis])
     vec_c = cg.const(idx_t, vec)
     n = cg.select(inside, cg.select(cg.cmpi(6, left, vec_c), left, vec_c), cg.const(idx_t, 0))
     nbytes = cg.op("arith.muli", resize_int(n, cg.i32), cg.c32(p.elem_bytes))
@@ -324,7 +349,7 @@ def alignment_check(cg, rb, plan_: Plan):
     """i1: every chunk address of every operand is 16-byte aligned (None when that is known statically)."""
     conds = []
     for p in plan_.loads:
-        m = _view(rb, p).memref
+        m = _memory_order(_view(rb, p).memref, p)
         if m.div_by % 16:
             base = dialects.llvm.ptrtoint(cg.i64, m.base)
             conds.append(cg.cmpi(0, cg.op("arith.andi", base, cg.const(cg.i64, 15)), cg.const(cg.i64, 0)))
@@ -357,11 +382,13 @@ def tma_maps(cg, rb, plan_: Plan, checked: bool):
     recipes = []
     for p in plan_.loads:
         sw = p.swizzled
-        if sw is None or sw.transposed or p.rows % 8 or p.rows > MAX_BOX or (p.cols * p.elem_bytes) % sw.swizzle:
+        lines, line_elems = _lines(p)
+        if sw is None or sw.transposed != p.transposed or lines % 8 or lines > MAX_BOX or \
+                (line_elems * p.elem_bytes) % sw.swizzle:
             return None
-        m = _view(rb, p).memref
+        m = _memory_order(_view(rb, p).memref, p)
         elem = rb.convert_type(ir.RankedTensorType(p.load.results[0].type).element_type)
-        r = maps.recipe(m, elem if not m.narrow else cg.i8, (sw.swizzle // p.elem_bytes, p.rows), sw.swizzle, checked)
+        r = maps.recipe(m, elem if not m.narrow else cg.i8, (sw.swizzle // p.elem_bytes, lines), sw.swizzle, checked)
         if r is None:
             return None
         recipes.append(r)
@@ -503,12 +530,14 @@ def _tma_pipelined_for(op, rb, plan_: Plan, lb, ub, step, inits, body_into, atom
             for p, tmap in zip(plan_.loads, maps):
                 acc = TiledAccess(cg, _view(rb, p), _indices(rb, plan_, p, iv_old, iv_new), None, p.load)
                 row, col = (resize_int(o, cg.i32) for o in acc.origin)
+                inner0, outer = (row, col) if p.transposed else (col, row)  # memory order
+                lines, line_elems = _lines(p)
                 sw = p.swizzled
-                for j in range(p.cols * p.elem_bytes // sw.swizzle):
-                    at = cg.op("arith.addi", base, cg.c32(p.offset + j * p.rows * sw.swizzle))
+                for j in range(line_elems * p.elem_bytes // sw.swizzle):
+                    at = cg.op("arith.addi", base, cg.c32(p.offset + j * lines * sw.swizzle))
                     dst = llvm.getelementptr(p3, cg.smem_base, [at], [-2147483648], cg.i8, 0)
-                    inner = cg.op("arith.addi", col, cg.c32(j * sw.swizzle // p.elem_bytes)) if j else col
-                    atom.lower(cg, "load", dst, tmap, bar(stage), [inner, row])
+                    inner = cg.op("arith.addi", inner0, cg.c32(j * sw.swizzle // p.elem_bytes)) if j else inner0
+                    atom.lower(cg, "load", dst, tmap, bar(stage), [inner, outer])
             return []
 
         cg.if_(cg.and_(leader, cg.cmpi(2, iv_new, ub)), copies)
