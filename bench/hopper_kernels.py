@@ -33,6 +33,7 @@ KERNELS = {
     "mm_f16_64x128x64_aligned": ("matmul_f32acc", ["f16[2]/16", "f16[2]/16", "f32[2]/16", 64, 128, 64]),
     "mm_f16_128x128x64": ("matmul_f32acc", ["f16[2]", "f16[2]", "f16[2]", 128, 128, 64]),
     "corpus:matmul_f16": None,
+    "attention_f16_64x64x64_aligned": ("attention", ["f16[2]/16", "f16[2]/16", "f16[2]/16", "f32[2]/16", 64, 64, 64]),
 }
 COUNTS = {"HGMMA": "gmma", "HMMA": "hmma", "TMA": "tma", "SYNCS": "syncs", "LDGSTS": "ldgsts"}
 

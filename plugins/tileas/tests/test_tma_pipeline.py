@@ -179,27 +179,7 @@ def test_tma_kernel_through_the_cutile_front_door():
     np.testing.assert_allclose(c, want, atol=1e-4 * np.abs(want).max(), rtol=0)
 
 
-@ct.kernel
-def attn(Q, K, V, Out, TM: ct.Constant[int], TN: ct.Constant[int], D: ct.Constant[int]):
-    z = ct.PaddingMode.ZERO
-    q = ct.load(Q, index=(ct.bid(0), 0), shape=(TM, D), padding_mode=z)
-    m = ct.full((TM, 1), -1e30, dtype=ct.float32)
-    den = ct.full((TM, 1), 0.0, dtype=ct.float32)
-    acc = ct.full((TM, D), 0.0, dtype=ct.float32)
-    for j in range(ct.num_tiles(K, axis=0, shape=(TN, D))):
-        kt = ct.load(K, index=(0, j), shape=(D, TN), order=(1, 0), padding_mode=z)
-        v = ct.load(V, index=(j, 0), shape=(TN, D), padding_mode=z)
-        s = ct.mma(q, kt, ct.full((TM, TN), 0.0, dtype=ct.float32))
-        m2 = ct.maximum(m, ct.max(s, axis=1, keepdims=True))
-        alpha = ct.exp(m - m2)
-        p = ct.exp(s - m2)
-        den = den * alpha + ct.sum(p, axis=1, keepdims=True)
-        acc = ct.mma(ct.astype(p, ct.float16), v, acc * alpha)
-        m = m2
-    ct.store(Out, index=(ct.bid(0), 0), tile=acc / den)
-
-
-_ATTN = KernelSet({"attn": (attn, ["f16[2]/16", "f16[2]/16", "f16[2]/16", "f32[2]/16", 64, 64, 64])}, "tileas-attn-")
+_ATTN = KernelSet({"attn": (ck.attention, ["f16[2]/16", "f16[2]/16", "f16[2]/16", "f32[2]/16", 64, 64, 64])}, "tileas-attn-")
 
 
 def _attn_path() -> str:
