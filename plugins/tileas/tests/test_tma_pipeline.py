@@ -108,11 +108,17 @@ def _sass_counts(cubin: bytes, tmp) -> dict:
     return {k: ops.count(k) for k in ("UTMALDG", "HGMMA", "SYNCS", "LDGSTS", "HMMA")}
 
 
-@pytest.mark.parametrize("sm, mma", [("sm_90a", "HGMMA"), ("sm_90", "HMMA")])
-def test_tma_sass(sm, mma, tmp_path):
+@pytest.mark.parametrize("kernel, sm, mma", [("tma_f16", "sm_90a", "HGMMA"), ("tma_f16", "sm_90", "HMMA"),
+                                             ("corpus", "sm_90a", "HGMMA"), ("attention", "sm_90a", "HGMMA")])
+def test_tma_sass(kernel, sm, mma, tmp_path):
     """The cubin loads tiles with UTMALDG on SYNCS (mbarrier) and no LDGSTS: wgmma (HGMMA) on sm_90a, mma.sync
-    (HMMA) reading the same swizzled stages on sm_90."""
-    c = _sass_counts(compile_file(_path("tma_f16"), sm).artifacts["cubin"], tmp_path)
+    (HMMA) reading the same swizzled stages on sm_90; the corpus matmul_f16 (no stride facts: TMA behind the
+    run-time check) and flash attention too."""
+    from tileas_test_paths import VISIBLE_CORPUS
+
+    path = {"tma_f16": _path("tma_f16"), "corpus": os.path.join(VISIBLE_CORPUS, "matmul_f16.tileirbc"),
+            "attention": _attn_path()}[kernel]
+    c = _sass_counts(compile_file(path, sm).artifacts["cubin"], tmp_path)
     assert c["UTMALDG"] >= 3 and c["SYNCS"] > 0 and c["LDGSTS"] == 0 and c[mma] > 0, c
 
 
