@@ -86,13 +86,15 @@ def test_integer_matmul_runs_on_the_tensor_cores_and_wraps(sm):
     """mmai i8 x i8 -> i32 (64x64x32 tiles): mma.sync m16n8k32 s8, no .satfinite (mmai wraps like the
     FMA path; numbers: test_e2e_numeric test_mma_i8 / test_mma_u8_on_tensor_cores). 2 x 2 warps of 32 x 32:
     8 per K step, in the cp.async-pipelined loop and in its fallback (no stride hints: run-time check). On
-    sm_90a: wgmma m64n64k32 s8 (B stored K-major from registers: not pipelined), one per K step; on sm_100a
+    sm_90a: wgmma m64n64k32 s8, one per K step, in the pipelined loop (A by TMA; B stored K-major from
+    registers) and its fallback; on sm_100a
     tcgen05.mma kind::i8 (M = 64, twice per K step)."""
     import cutile_kernels
 
     ptx = _ptx(compile_file(cutile_kernels.kernel_path("matmul_i8"), sm))
     if sm == "sm_90a":
-        assert ptx.count("wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8") == 1
+        assert ptx.count("wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8") == 2
+        assert "cp.async.bulk.tensor.2d" in ptx
     elif sm == "sm_100a":  # the sm100 plugin's tcgen05 atom: a 64-row tile issued twice (lanes 0 and 16) per K step
         assert ptx.count("tcgen05.mma.cta_group::1.kind::i8") == 2 * 2  # pipelined loop + fallback
     else:
