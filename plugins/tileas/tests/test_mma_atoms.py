@@ -288,7 +288,7 @@ WG_ATOM = {"wg_tf32_f32": "mma.sm90a.m64nNk8.tf32.f32", "wg_s8_i32": "mma.sm90a.
 @pytest.mark.parametrize("name", list(WG_ATOM))
 def test_wgmma_k_major_b_types_on_sm90a(name):
     """tf32, s8, u8, e4m3, e5m2 on sm_90a: wgmma with B stored K-major (its transpose, written from registers:
-    such loops are not cp.async-pipelined), ``layout_b = col``; numbers on partial tiles."""
+    B is not pipelined, A is), ``layout_b = col``; numbers on partial tiles."""
     path = _export(name)
     assert f'#nv_tileas.atom<"{WG_ATOM[name]}">' in str(compile_file(path, "sm_90a",
                                                                      stop_after="tileas-select-atoms").module)

@@ -27,7 +27,7 @@ instructions), ``commit_group`` / ``wait_group 0`` end it. The accumulator layou
 | ``mma.sm90a.m64nNk32.f8.f32`` | e4m3 / e5m2 x e4m3 / e5m2 -> f32 | wgmma.mma_async.sync.aligned.m64nNk32.f32.{e4m3,e5m2}.{e4m3,e5m2} | sm_90a |
 
 wgmma takes an N-major B for 16-bit types only: for tf32 / 8-bit types B is stored K-major (its transpose,
-``SwizzledOperand.transposed``; written from registers, so those K loops are not cp.async-pipelined) and
+``SwizzledOperand.transposed``; written from registers per dot unless it comes from a transposed view, which a pipeline copies K-major) and
 read with ``layout_b = col``.
 """
 
