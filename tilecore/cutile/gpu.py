@@ -129,7 +129,8 @@ def launch_config(contract, grid):
 
 
 def parameters(contract, values) -> list:
-    """The kernel parameters, marshalled by ``contract``: what ``cuda.core.launch`` receives."""
+    """The kernel parameters, marshalled by ``contract``: what ``cuda.core.launch`` receives (a kernel with
+    tensor maps gets them as 128-byte ``ctypes`` arrays: :func:`launch_with_tensor_maps` passes those)."""
     import ctypes
 
     from ..tensormaps import MAP_BYTES, cuda_map
@@ -139,6 +140,38 @@ def parameters(contract, values) -> list:
         return (ctypes.c_ubyte * MAP_BYTES).from_buffer_copy(cuda_map(recipe, params, int(params[recipe.tensor])))
 
     return marshal(contract, values, lambda a: int(a.ptr), tensor_map)
+
+
+# the ctypes type a kernel parameter of this LLVM type is passed as (cuLaunchKernel's kernelParams)
+_CTYPES = {"i1": "c_bool", "i8": "c_int8", "i16": "c_int16", "i32": "c_int32", "i64": "c_int64", "f32": "c_float",
+           "f64": "c_double"}
+
+
+def launch_with_tensor_maps(kernel, stream, contract, grid, params) -> None:
+    """``cuLaunchKernel`` with ``kernelParams`` built here: cuda.core's launch takes scalars and buffers but
+    not a 128-byte parameter passed by value, which a tensor map is."""
+    import ctypes
+
+    import numpy as np
+    from cuda.bindings import driver as d
+
+    storage = []
+    for entry, v in zip(contract.params, params):
+        if entry.type.startswith("!llvm.ptr"):
+            storage.append(ctypes.c_void_p(int(v)))
+        elif entry.type == "f16":
+            storage.append(ctypes.c_uint16(int(np.float16(v).view(np.uint16))))
+        else:
+            storage.append(getattr(ctypes, _CTYPES[entry.type])(v.item() if hasattr(v, "item") else v))
+    storage += params[len(contract.params):]  # the tensor maps (ctypes arrays)
+    argv = (ctypes.c_void_p * len(storage))(*[ctypes.addressof(x) for x in storage])
+    err, func = d.cuKernelGetFunction(kernel.handle)
+    if err == d.CUresult.CUDA_SUCCESS:
+        dims = launch_dims(contract, grid)
+        (err,) = d.cuLaunchKernel(func, *dims["grid"], *dims["block"], dims["shmem_size"], int(stream.handle),
+                                  ctypes.addressof(argv), 0)
+    if err != d.CUresult.CUDA_SUCCESS:
+        raise TilecoreError(f"cannot launch kernel '{contract.kernel}': {err.name}")
 
 
 def run(compiled, stream, grid, values) -> None:
@@ -151,5 +184,8 @@ def run(compiled, stream, grid, values) -> None:
     kernel = compiled.gpu_kernel(did)
     if compiled.contract.shared_bytes > 48 * 1024:
         allow_dynamic_shared(kernel, did, compiled.contract.shared_bytes)
-    cc.launch(stream_of(cc, dev, stream), launch_config(compiled.contract, grid), kernel,
-              *parameters(compiled.contract, values))
+    params = parameters(compiled.contract, values)
+    if compiled.contract.tensor_maps:
+        launch_with_tensor_maps(kernel, stream_of(cc, dev, stream), compiled.contract, grid, params)
+        return
+    cc.launch(stream_of(cc, dev, stream), launch_config(compiled.contract, grid), kernel, *params)
