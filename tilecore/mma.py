@@ -11,6 +11,18 @@ is either the CUDA-core atom (``data["cuda_cores"]``) or a warp-level tensor-cor
 - ``lower(cg, "mma", req, a_words, b_words, c)`` -> D (4 accumulator scalars in the PTX ISA's
   C / D fragment order).
 
+A **block-scaled MMA atom** (kind ``block_scaled_mma``, the same interface; cuda_tile ``mmaf_scaled``: the
+request's ``scale`` / ``scale_block`` say the scale factors' type and how many K elements each covers) is a
+tensor-memory atom (``data["fragment"] == "tcgen05"``) with two actions:
+
+- ``lower(cg, "layouts", req, at)`` -> the shared-memory layouts of A (M x K), B (K x N), A's scale factors
+  (M x K / block) and B's (K / block x N) from byte ``at`` (each with ``offset``, ``nbytes``, ``elem`` and
+  ``address(cg, row, col)``); the caller writes the four tiles there;
+- ``lower(cg, "dot", req, a, b, scale_a, scale_b, frag, acc_regs, k)`` -> the result registers in ``frag``
+  (``acc_regs``: the accumulator in ``frag``, None for a zero splat).
+
+Dots no such atom admits stay on the CUDA cores.
+
 A **global -> shared copy atom** (kind ``copy``, ``data["interface"] == G2S_INTERFACE``) feeds a pipelined
 K loop (``data["chunk_bytes"]``: bytes per copy, the alignment it needs):
 
@@ -84,6 +96,8 @@ class MmaRequest:
     cc: int = 80
     smem_budget: int = SMEM_BUDGET
     arch: str = ""  # the target's name (sm_90a: arch-specific instructions such as wgmma)
+    scale: str = ""  # block-scaled dots (atom kind ``block_scaled_mma``): the scale factors' element type
+    scale_block: int = 0  # ... and the K elements one scale factor covers
 
 
 @dataclass(frozen=True)

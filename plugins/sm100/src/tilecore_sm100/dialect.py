@@ -7,6 +7,10 @@ Memory Addressing": lane in bits 31-16, column in bits 15-0); shared addresses `
   cta_group::1, by a whole warp.
 - ``sm100.umma %d_tmem, %a_desc, %b_desc, %idesc, %enable_input_d {kind = "f16"|"tf32"|"i8"|"f8f6f4"}``:
   one ``tcgen05.mma.cta_group::1.kind::<kind>`` (one thread issues it).
+- ``sm100.umma_bs %d_tmem, %a_desc, %b_desc, %idesc, %enable_input_d, %sfa_tmem, %sfb_tmem {kind = "mxf8f6f4"}``:
+  one ``tcgen05.mma.cta_group::1.kind::<kind>.block_scale`` (scale factors at the two TMEM addresses).
+- ``sm100.tmem_cp %taddr, %desc``: ``tcgen05.cp.cta_group::1.32x128b.warpx4`` (32 rows of 16 bytes from
+  shared memory, K-major canonical layout, to each 32-lane partition; one thread issues it).
 - ``sm100.umma_commit %mbar``: ``tcgen05.commit.cta_group::1.mbarrier::arrive::one`` (the MMAs issued
   before it arrive on the mbarrier when done).
 - ``sm100.tmem_load %taddr {num}`` -> ``vector<num x i32>`` / ``sm100.tmem_store %taddr, %v``:
@@ -35,6 +39,17 @@ irdl.dialect @sm100 {
     %d = irdl.is i64
     %e = irdl.is i1
     irdl.operands(d_tmem: %t, a_desc: %d, b_desc: %d, idesc: %t, enable_input_d: %e)
+  }
+  irdl.operation @umma_bs {
+    %t = irdl.is i32
+    %d = irdl.is i64
+    %e = irdl.is i1
+    irdl.operands(d_tmem: %t, a_desc: %d, b_desc: %d, idesc: %t, enable_input_d: %e, sfa_tmem: %t, sfb_tmem: %t)
+  }
+  irdl.operation @tmem_cp {
+    %t = irdl.is i32
+    %d = irdl.is i64
+    irdl.operands(taddr: %t, desc: %d)
   }
   irdl.operation @umma_commit {
     %p = irdl.any

@@ -54,6 +54,24 @@ deallocates and relinquishes the allocation permit.
 | ``mma.sm100a.mMnNk32.i8.i32`` | s8 / u8 x s8 / u8 -> s32 (wrapping) | i8 | 32 |
 | ``mma.sm100a.mMnNk32.f8.f32`` | e4m3 / e5m2 x e4m3 / e5m2 -> f32 | f8f6f4 | 32 |
 
+| ``mma.sm100a.mMnNk32.mxf8.f32`` (kind ``block_scaled_mma``) | e4m3 / e5m2 x e4m3 / e5m2, e8m0 scale per 32 -> f32 | mxf8f6f4 .block_scale (1X) | 32 |
+
+**Block scaling** (cuda_tile ``mmaf_scaled``, tileas ``nv_tileas.block_scaled_mma``; PTX ISA 9.7.16.10.7 "Block
+Scaling for tcgen05.mma"): ``D = (A * scale_A) (B * scale_B) + D`` with one UE8M0 scale factor per 32 elements of
+K of each row of A and column of B (MXFP8, ``.kind::mxf8f6f4.block_scale``, scale_vec::1X: one scale factor per
+row per MMA of K = 32). A and B as the plain atoms' (A K-major, B MN-major: mxf8f6f4 admits the transpose). The
+scale factors live in tensor memory in the layout of 9.7.16.10.7 ("Scale factor A / B" for M = 128, 1X): rows
+(of A; columns of B) ``32 c + l`` in lane ``l`` of every 32-lane partition (the same data in all four),
+column ``c``, one byte of the 32-bit cell per K block, selected by the instruction descriptor's SF A ID (bits
+29-30) / SF B ID (bits 4-5) (Table 44, :func:`instr_desc_bs`). They get there by
+``tcgen05.cp.cta_group::1.32x128b.warpx4`` (9.7.16.8.2) from shared memory (:class:`ScaleOperand`: 32 rows of
+16 bytes per 128 rows x 4 K blocks, the K-major canonical layout without swizzle), issued by the MMA thread
+before its MMAs (same-thread tcgen05.cp -> tcgen05.mma is ordered, 9.7.16.6); the columns follow the
+accumulator's in the scratch region. M a multiple of 128 (no M = 64: the 64-row trick of the plain atoms would
+need the scale factors in layout F), sm_100a only (no inline-PTX form for sm_103a yet), N and K rows of 32
+bytes (B's scale-factor columns start on a 32-column boundary). NVFP4 / MXFP4 (e2m1, two to a byte,
+K-major-only B) are not taken: they keep tileas' CUDA-core lowering, as does every dot the atom does not admit.
+
 No tf32 atom: B is N-major (MN-major) here, as the pipelined loops copy it, and an MN-major tf32 operand needs
 the 128B swizzle with 32-byte atoms (PTX ISA 9.7.16.10.1, Table 52), a layout neither the pipeline nor
 :class:`tilecore.mma.SwizzledOperand` makes; tf32 dots keep cute's mma.sync atom (the instruction descriptor and
@@ -65,6 +83,8 @@ on sm_103a keep cute's mma.sync atom.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from tilecore.atoms import Atom
 from tilecore.mlir import dialects, ir
@@ -82,7 +102,7 @@ PRIORITY = 30  # above the mma.sync atoms
 INST_M = 128
 MAX_N = 256
 TMEM_COLS = 512
-SWIZZLE_MODE = {128: 2, 64: 4, 32: 6}  # descriptor bits 61-63
+SWIZZLE_MODE = {128: 2, 64: 4, 32: 6, 0: 0}  # descriptor bits 61-63
 DTYPE = {"f32": 1, "i32": 2}
 ABTYPE = {"f16": 0, "bf16": 1, "tf32": 2, "f8E4M3FN": 0, "f8E5M2": 1}
 LD_CHUNK = 32  # columns per tcgen05.ld / st (.32x32b.x32: 32 registers)
@@ -244,8 +264,7 @@ class Umma:
             return False
         if tmem_grid(req.m, req.n, req.threads) is None:
             return False
-        a, b = self.layouts(req)
-        return a.nbytes + b.nbytes <= req.smem_budget
+        return sum(lay.nbytes for lay in self.layouts(req)) <= req.smem_budget
 
     def layouts(self, req, at: int = 0) -> tuple[SwizzledOperand, SwizzledOperand]:
         """A (M x K, K-major) at byte ``at``, B (K x N, N-major) after it: the layouts ``dot.smem_operand`` (and
@@ -273,7 +292,8 @@ class Umma:
         fixed = fixed - (1 << 64) if fixed >= 1 << 63 else fixed
         return cg.op("arith.ori", start, cg.const(i64, fixed))
 
-    def dot(self, cg, req, a: SwizzledOperand, b: SwizzledOperand, frag, acc_regs, k_dim: int, resident=None) -> list:
+    def dot(self, cg, req, a: SwizzledOperand, b: SwizzledOperand, frag, acc_regs, k_dim: int, resident=None,
+            scales=None) -> list:
         """``acc + A @ B`` for the whole tile; ``acc_regs``: the accumulator in ``frag`` (a ``TmemFragment``), or
         None for zero. Returns the result registers in ``frag``.
 
@@ -281,7 +301,10 @@ class Umma:
         by nothing else): the accumulator stays in its own tensor-memory columns across the loop: stored in the
         first iteration only (not at all from a zero splat: enable-input-d is then 0 for the first iteration's
         first K step), loaded back in the last iteration only (the other iterations pass the carried registers
-        through unchanged: nothing reads them)."""
+        through unchanged: nothing reads them).
+
+        ``scales`` (:class:`BlockScaledUmma`): the scale factors' shared-memory layouts (:class:`ScaleOperand`);
+        they take the tensor-memory columns after the accumulator's, filled by ``tcgen05.cp`` before the MMAs."""
         llvm = dialects.llvm
         tm = tmem_state(cg)
         m, n = frag.shape
@@ -293,11 +316,12 @@ class Umma:
             first_col = tm.region(resident["key"], cols, widest)
         if first_col is None:
             resident = None
-            tm.need(cols)
+            tm.need(cols + sum(sf.cols for sf in scales or ()))
             col_base = tm.scratch_base
         else:
             col_base = cg.c32(first_col)
         d_base = cg.op("arith.addi", tm.taddr, col_base)
+        sf_base = cg.op("arith.addi", d_base, cg.c32(cols)) if scales else None
         row0, col0 = cg.fragment_origin(frag)
         wrow, wcol = cg.warp_origin(frag)
         # this thread's TMEM address of register block r, column c: its lane, column (wrow / 128 + r) * n + wcol + c
@@ -347,6 +371,8 @@ class Umma:
         def issue():
             idesc_v = cg.c32(idesc)
             one = cg.const(cg.i1, 1)
+            if scales:
+                self.copy_scales(cg, scales, sf_base)
             for k0 in range(0, k_dim, self.k):
                 kb = k0 * eb
                 enable = one if k0 else enable0
@@ -358,6 +384,9 @@ class Umma:
                         (col * eb // b.swizzle) * b.rows * b.swizzle + (k0 // 8) * 8 * b.swizzle))
                     db = self.descriptor(cg, b_start, b.rows * b.swizzle, 8 * b.swizzle, b.swizzle)
                     d = cg.op("arith.addi", d_base, cg.c32(d_off)) if d_off else d_base
+                    if scales:
+                        self.mma_scaled(cg, req, scales, sf_base, d, da, db, enable, k0, row, col, ni)
+                        continue
                     ir.Operation.create("sm100.umma", operands=[d, da, db, idesc_v, enable],
                                         attributes={"kind": ir.StringAttr.get(self.kind)})
             ir.Operation.create("sm100.umma_commit", operands=[tm.bar])
@@ -386,8 +415,152 @@ class Umma:
         return cg.if_(resident["last"], load, lambda: list(acc_regs), types=[el] * len(acc_regs))
 
 
+# -- block scaling (cuda_tile mmaf_scaled) ---------------------------------------------------------
+# atom name -> (A / B elements, scale factor element, K elements per scale factor, kind, instruction K)
+BS_ATOMS = {
+    "mma.sm100a.mMnNk32.mxf8.f32": (("f8E4M3FN", "f8E5M2"), "f8E8M0FNU", 32, "mxf8f6f4", 32),
+}
+BS_ARCHS = ("sm_100a",)  # MLIR 22's nvvm ops; no inline-PTX form for sm_103a yet
+SF_CHUNK_ROWS = 128  # rows of scale factors one tcgen05.cp .32x128b.warpx4 moves (32 lanes x 4 columns)
+SF_CHUNK_BYTES = 512  # their image in shared memory: 32 rows of 16 bytes
+SF_PER_WORD = 4  # 1X scale factors (bytes) in a 32-bit tensor-memory cell: the SF ID picks one
+
+
+def instr_desc_bs(a: str, b: str, n: int, sfa_id: int, sfb_id: int, m: int = INST_M, ue8m0: bool = True) -> int:
+    """The 32-bit block-scaled instruction descriptor (PTX ISA 9.7.16.4.2, Table 44, .kind::mxf8f6f4): SF B ID
+    (bits 4-5), atype / btype (7-9 / 10-12: E4M3 0, E5M2 1), transpose B = 1 (bit 16, MN-major), N >> 3 (17-22),
+    scale format (23: UE8M0 1), M >> 4 (24-28), SF A ID (29-30)."""
+    return (sfb_id << 4 | ABTYPE[a] << 7 | ABTYPE[b] << 10 | 1 << 16 | (n >> 3) << 17 | int(ue8m0) << 23
+            | (m >> 4) << 24 | sfa_id << 29)
+
+
+@dataclass(frozen=True)
+class ScaleOperand:
+    """A block-scaled dot's scale factors in shared memory, as ``tcgen05.cp .32x128b.warpx4`` takes them (PTX
+    ISA 9.7.16.10.7 "Block Scaling for tcgen05.mma", the scale factor A / B layouts for M = 128 with
+    scale_vec::1X): ``rows`` (M of A, N of B) x ``blocks`` (K / 32) bytes cut into chunks of 128 rows x 4 blocks;
+    chunk ``(block / 4) * chunks + row / 128`` is 512 bytes at ``offset``: row ``r`` at byte ``16 (r % 32) +
+    4 ((r % 128) / 32) + block % 4`` (the K-major canonical layout without swizzle, 8-row core matrices 128
+    bytes apart). The copy puts byte row ``l`` of a chunk in lane ``l`` of each 32-lane partition, so scale
+    factor (r, block) lands in lane ``r % 32``, column ``4 * chunk + (r % 128) / 32``, byte ``block % 4`` (the
+    SF ID of the MMAs of that block); B's tile coordinates are (block, n) (``transposed``)."""
+
+    offset: int
+    rows: int
+    blocks: int
+    transposed: bool = False
+    elem: object = None
+
+    @property
+    def chunks(self) -> int:
+        return (self.rows + SF_CHUNK_ROWS - 1) // SF_CHUNK_ROWS
+
+    @property
+    def groups(self) -> int:
+        return (self.blocks + SF_PER_WORD - 1) // SF_PER_WORD
+
+    @property
+    def nbytes(self) -> int:
+        return (self.groups * self.chunks * SF_CHUNK_BYTES + 1023) // 1024 * 1024
+
+    @property
+    def cols(self) -> int:
+        """Tensor-memory columns: 4 per chunk."""
+        return self.groups * self.chunks * 4
+
+    def address(self, cg, row, col):
+        """``!llvm.ptr<3>`` of scale factor (``row``, ``col``) (i32 values; A: (m, block), B: (block, n))."""
+        r, kb = (col, row) if self.transposed else (row, col)
+        op, c = cg.op, cg.c32
+        chunk = op("arith.addi", op("arith.muli", op("arith.divui", kb, c(SF_PER_WORD)), c(self.chunks)),
+                   op("arith.divui", r, c(SF_CHUNK_ROWS)))
+        within = op("arith.addi", op("arith.muli", op("arith.remui", r, c(32)), c(16)),
+                    op("arith.addi", op("arith.muli", op("arith.remui", op("arith.divui", r, c(32)), c(4)), c(4)),
+                       op("arith.remui", kb, c(SF_PER_WORD))))
+        byte = op("arith.addi", op("arith.addi", op("arith.muli", chunk, c(SF_CHUNK_BYTES)), within), c(self.offset))
+        return cg.smem_ptr(0, byte, self.elem)
+
+
+class BlockScaledUmma(Umma):
+    """A block-scaled tcgen05 atom (kind ``block_scaled_mma``, :mod:`tilecore.mma`): A / B as the plain atoms',
+    the scale factors (:class:`ScaleOperand`) copied to tensor memory with ``tcgen05.cp`` by the issuing thread
+    (ordered before its MMAs: PTX ISA 9.7.16.6, tcgen05.cp -> tcgen05.mma), then one
+    ``tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale`` per 128-row block, N instruction and K step of 32
+    (one scale factor per row / column: scale_vec::1X), its SF IDs the K step's block % 4."""
+
+    def __init__(self, name: str, elems: tuple, scale: str, block: int, kind: str, k: int):
+        super().__init__(name, elems, "f32", kind, k)
+        self.scale, self.block = scale, block
+
+    def admits(self, req) -> bool:
+        from tilecore_tileas.layout.fragment import tmem_grid
+
+        if not (req.a in self.elems and req.b in self.elems and req.acc == "f32" and req.arch in BS_ARCHS
+                and req.scale == self.scale and req.scale_block == self.block):
+            return False
+        if req.m % INST_M or req.k % self.k or req.threads % 128:
+            return False
+        if not swizzle_for(req.k * self.eb) or not swizzle_for(req.n * self.eb):
+            return False
+        ni = inst_n(req.n, self.eb)
+        if not ni or ni % 32 and ni != req.n:  # each instruction's B scale factors start at a column
+            return False
+        _, _, sa, sb = self.layouts(req)
+        if tmem_cols(req.m, req.n) + sa.cols + sb.cols > TMEM_COLS or tmem_grid(req.m, req.n, req.threads) is None:
+            return False
+        return sum(lay.nbytes for lay in self.layouts(req)) <= req.smem_budget
+
+    def layouts(self, req, at: int = 0):
+        """A, B (:meth:`Umma.layouts`), then the scale factors of A (M x K / 32) and of B (K / 32 x N)."""
+        a, b = super().layouts(req, at)
+        blocks = req.k // self.block
+        sa = ScaleOperand(b.offset + b.nbytes, req.m, blocks)
+        return a, b, sa, ScaleOperand(sa.offset + sa.nbytes, req.n, blocks, True)
+
+    def lower(self, cg, action: str, req, *args):
+        if action == "layouts":
+            return self.layouts(req, *args)
+        if action == "dot":
+            a, b, sa, sb, frag, acc_regs, k_dim = args
+            return self.dot(cg, req, a, b, frag, acc_regs, k_dim, None, (sa, sb))
+        raise ValueError(f"atom {self.name}: unknown action '{action}'")
+
+    def copy_scales(self, cg, scales, sf_base) -> None:
+        """``tcgen05.cp .32x128b.warpx4`` of every 512-byte chunk of both scale operands: A's to the columns
+        from ``sf_base``, B's after them (4 columns a chunk)."""
+        col = 0
+        for sf in scales:
+            for ci in range(sf.groups * sf.chunks):
+                desc = self.descriptor(cg, cg.c32(sf.offset + ci * SF_CHUNK_BYTES), SF_CHUNK_BYTES, 128, 0)
+                t = cg.op("arith.addi", sf_base, cg.c32(col)) if col else sf_base
+                ir.Operation.create("sm100.tmem_cp", operands=[t, desc])
+                col += 4
+
+    def mma_scaled(self, cg, req, scales, sf_base, d, da, db, enable, k0: int, row: int, col: int, ni: int) -> None:
+        """The block-scaled MMA of K step ``k0`` for A rows from ``row`` and B columns from ``col``: its scale
+        factors at the chunk column of its rows (``row / 32``, ``col / 32``: lane 0 holds row ``row``), the
+        byte of its block (SF ID)."""
+        sa, sb = scales
+        kb = k0 // self.block
+        g, sid = kb // SF_PER_WORD, kb % SF_PER_WORD
+        sfa = cg.op("arith.addi", sf_base, cg.c32(g * sa.chunks * 4 + row // 32))
+        sfb = cg.op("arith.addi", sf_base, cg.c32(sa.cols + g * sb.chunks * 4 + col // 32))
+        idesc = instr_desc_bs(req.a, req.b, ni, sid, sid)
+        ir.Operation.create("sm100.umma_bs", operands=[d, da, db, cg.c32(idesc), enable, sfa, sfb],
+                            attributes={"kind": ir.StringAttr.get(self.kind)})
+
+
 def atoms() -> list[Atom]:
     out = []
+    for name, (elems, scale, block, kind, k) in BS_ATOMS.items():
+        impl = BlockScaledUmma(name, elems, scale, block, kind, k)
+        out.append(Atom(name, "block_scaled_mma", lower=impl.lower, min_cc=100, max_cc=100, admits=impl.admits,
+                        priority=PRIORITY,
+                        data={"interface": MMA_INTERFACE, "inst": (INST_M, 0, k), "fragment": "tcgen05",
+                              "impl": impl},
+                        description=f"tcgen05.mma cta_group::1 kind::{kind}.block_scale.scale_vec::1X m128nNk{k} "
+                                    f"{'/'.join(elems)} with {scale} scale factors per {block} -> f32, scale "
+                                    "factors (tcgen05.cp) and accumulator in tensor memory"))
     for name, (elems, acc, kind, k) in ATOMS.items():
         impl = Umma(name, elems, acc, kind, k)
         out.append(Atom(name, "mma", lower=impl.lower, min_cc=100, max_cc=103, admits=impl.admits, priority=PRIORITY,

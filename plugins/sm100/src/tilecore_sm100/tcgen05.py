@@ -10,6 +10,8 @@ On sm_100a / sm_101a (the targets MLIR 22's nvvm verifier accepts tcgen05 ops on
 | ``sm100.tmem_dealloc %t {ncols}`` | ``nvvm.tcgen05.dealloc %t, %ncols`` | ``tcgen05.dealloc.cta_group::1.sync.aligned.b32`` |
 | ``sm100.tmem_relinquish`` | ``nvvm.tcgen05.relinquish_alloc_permit`` | ``tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned`` |
 | ``sm100.umma %d, %a, %b, %idesc, %en {kind}`` | ``nvvm.tcgen05.mma`` (cta_1, smem descriptors) | ``tcgen05.mma.cta_group::1.kind::<kind> [d], adesc, bdesc, idesc, p`` |
+| ``sm100.umma_bs %d, %a, %b, %idesc, %en, %sfa, %sfb {kind}`` | ``nvvm.tcgen05.mma.block_scale`` (cta_1) | ``tcgen05.mma.cta_group::1.kind::<kind>.block_scale [d], adesc, bdesc, idesc, [sfa], [sfb], p`` |
+| ``sm100.tmem_cp %t, %desc`` | ``nvvm.tcgen05.cp`` shape_32x128b, warpx4 | ``tcgen05.cp.cta_group::1.32x128b.warpx4 [t], desc`` |
 | ``sm100.umma_commit %mbar`` | ``nvvm.tcgen05.commit %mbar`` | ``tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64`` |
 | ``sm100.tmem_load %t {num}`` | ``nvvm.tcgen05.ld`` shape_32x32b -> ``vector<num x i32>`` | ``tcgen05.ld.sync.aligned.32x32b.x<num>.b32`` |
 | ``sm100.tmem_store %t, %v`` | ``nvvm.tcgen05.st`` shape_32x32b | ``tcgen05.st.sync.aligned.32x32b.x<num>.b32`` |
@@ -19,9 +21,9 @@ On sm_100a / sm_101a (the targets MLIR 22's nvvm verifier accepts tcgen05 ops on
 
 TMEM addresses (i32 in the ``sm100`` ops) become ``!llvm.ptr<6>`` by ``llvm.inttoptr``.
 
-On sm_103a (tcgen05 hardware, but rejected by MLIR 22's nvvm verifier) the tcgen05 ops become the same PTX
-instructions as ``llvm.inline_asm`` (shared addresses as 32-bit ``r`` operands, :data:`ASM`); the mbarrier ops
-stay nvvm. Any other target gets a located error naming the targets.
+On sm_103a (tcgen05 hardware, but rejected by MLIR 22's nvvm verifier) the tcgen05 ops (except the block-scaled
+MMA and tcgen05.cp, whose atom is sm_100a-only) become the same PTX instructions as ``llvm.inline_asm`` (shared
+addresses as 32-bit ``r`` operands, :data:`ASM`); the mbarrier ops stay nvvm. Any other target gets a located error naming the targets.
 """
 
 from tilecore.conversion import Pattern
@@ -164,6 +166,34 @@ class UmmaPattern(_Tcgen05Pattern):
              "r,l,l,r,r")
 
 
+class UmmaBlockScalePattern(_Tcgen05Pattern):
+    """``sm100.umma_bs`` -> ``nvvm.tcgen05.mma.block_scale`` (sm_100a / sm_101a only: no inline-PTX form)."""
+
+    root = "sm100.umma_bs"
+
+    def nvvm(self, op):
+        d, a, b, idesc, en, sfa, sfb = op.operands
+        dialects.nvvm.Tcgen05MMABlockScaleOp(ir.Attribute.parse(f"#nvvm.block_scale_kind<{_str(op, 'kind')}>"),
+                                             ir.Attribute.parse("#nvvm.cta_group<cta_1>"), _tmem(d), a, b, idesc,
+                                             en, _tmem(sfa), _tmem(sfb))
+
+    def asm(self, op):
+        raise LoweringError(f"'{op.name}' has no inline-PTX form (targets: {', '.join(TCGEN05_TARGETS)})", op)
+
+
+class CpPattern(_Tcgen05Pattern):
+    """``sm100.tmem_cp`` -> ``nvvm.tcgen05.cp`` shape 32x128b, multicast warpx4."""
+
+    root = "sm100.tmem_cp"
+
+    def nvvm(self, op):
+        dialects.nvvm.Tcgen05CpOp(ir.Attribute.parse("#nvvm.tcgen05_cp_shape<shape_32x128b>"), _tmem(op.operands[0]),
+                                  op.operands[1], multicast=ir.Attribute.parse("#nvvm.tcgen05_cp_multicast<warpx4>"))
+
+    def asm(self, op):
+        raise LoweringError(f"'{op.name}' has no inline-PTX form (targets: {', '.join(TCGEN05_TARGETS)})", op)
+
+
 class CommitPattern(_Tcgen05Pattern):
     root = "sm100.umma_commit"
 
@@ -246,5 +276,5 @@ class MbarrierWaitPattern(Pattern):
 
 def patterns():
     return [*[Tcgen05FencePattern(r) for r in FENCES], AllocPattern(), DeallocPattern(), RelinquishPattern(),
-            UmmaPattern(), CommitPattern(), LoadPattern(), StorePattern(), WaitPattern(), MbarrierInitPattern(),
-            MbarrierWaitPattern()]
+            UmmaPattern(), UmmaBlockScalePattern(), CpPattern(), CommitPattern(), LoadPattern(), StorePattern(),
+            WaitPattern(), MbarrierInitPattern(), MbarrierWaitPattern()]

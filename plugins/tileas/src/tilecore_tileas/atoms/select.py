@@ -1,5 +1,6 @@
 """``tileas-select-atoms``: pick a copy atom per tiled memory op, a reduce atom per reduce / scan and an
-MMA atom per dot (:mod:`.mma`; ``--option tileas.dot=fma`` keeps every dot on the CUDA cores).
+MMA atom per dot (:mod:`.mma`; ``--option tileas.dot=fma`` keeps every dot on the CUDA cores) and a
+``block_scaled_mma`` atom per block-scaled dot (none: the CUDA cores).
 
 The choice is made from the atom registry (``ctx.atoms()``: every plugin's
 ``tilecore_register_atoms``) with :func:`tilecore.atoms.select_atom` on a request
@@ -107,6 +108,18 @@ def mma_request(op, threads: int, target) -> MmaRequest:
                       cc=target.cc if target is not None else 80, arch=target.name if target is not None else "")
 
 
+def block_scaled_request(op, threads: int, target) -> MmaRequest:
+    """The :class:`MmaRequest` of an ``nv_tileas.block_scaled_mma`` (cuda_tile mmaf_scaled): the dot's, plus
+    the scale factors' element type and the K elements each covers."""
+    from dataclasses import replace
+
+    from ..stage4_tileas_to_llvm.narrow_float import element_name
+
+    req = mma_request(op, threads, target)
+    blocks = ir.RankedTensorType(op.operands[3].type).shape[1]
+    return replace(req, scale=element_name(op.operands[3].type), scale_block=req.k // blocks if blocks else 0)
+
+
 def dot_path(ctx) -> str:
     """``--option tileas.dot``: ``mma`` (default) or ``fma``; anything else is an error."""
     from tilecore.errors import TilecoreError
@@ -156,6 +169,9 @@ def _run(ctx) -> ConversionStats:
                 atom = default_atom(atoms, "reduce", ctx.target, req)
             elif op.name == "nv_tileas.dot" and len(ir.RankedTensorType(op.operands[0].type).shape) == 2:
                 atom = select_mma(ctx, op, threads, atoms, path)
+            elif op.name == "nv_tileas.block_scaled_mma" and path == "mma":  # none admits: the CUDA cores
+                atom = default_atom(atoms, "block_scaled_mma", ctx.target,
+                                    block_scaled_request(op, threads, ctx.target), interface=MMA_INTERFACE)
             if atom is not None:
                 op.attributes["atom"] = ir.Attribute.parse(f'#nv_tileas.atom<"{atom.name}">')
                 stats.fired[f"tileas:{atom.name}"] = stats.fired.get(f"tileas:{atom.name}", 0) + 1

@@ -121,7 +121,8 @@ def block_scaled_mma(op, rb):
     ``acc[i, j] + sum_k lhs[i, k] * lhs_scale[i, k / B] * rhs[k, j] * rhs_scale[k / B, j]``,
     B = K / (columns of lhs_scale). The four operands go to shared memory; the K loop runs per
     scale block, with each register's scale product (a power of two, so applying it to the
-    rhs element is exact) computed once per block."""
+    rhs element is exact) computed once per block. A ``block_scaled_mma`` atom recorded by
+    ``tileas-select-atoms`` (a plugin's tensor-core atom) takes the dot instead: :func:`_dot_scaled_atom`."""
     cg = rb.data["cg"]
     lhs_v, rhs_v, acc_v, sa_v, sb_v = op.operands
     m, k_dim = _shape(lhs_v)
@@ -130,6 +131,9 @@ def block_scaled_mma(op, rb):
     if ks <= 0 or k_dim % ks or _shape(sb_v) != (ks, n):
         raise LoweringError(f"block-scaled MMA: scale shapes {_shape(sa_v)} / {_shape(sb_v)} do not divide "
                             f"K = {k_dim} into blocks", op)
+    atom = cg.atoms.get(str(op.attributes["atom"]).split('"')[1]) if "atom" in op.attributes else None
+    if atom is not None and atom.kind == "block_scaled_mma":
+        return [_dot_scaled_atom(cg, op, atom, [rb.get(v) for v in op.operands], m, n, k_dim, ks)]
     tiles = [_blocked(cg, rb.get(v), _shape(v)) for v in (lhs_v, rhs_v, acc_v, sa_v, sb_v)]
     lhs, rhs, acc, sa, sb = tiles
     elems = tuple(narrow_float.element_name(v.type) for v in (lhs_v, rhs_v, sa_v, sb_v))
@@ -138,6 +142,28 @@ def block_scaled_mma(op, rb):
                     scales=_Scales(offs[2], offs[3], ks, elems[2], elems[3]))
     cg.barrier()
     return [TileV(acc.layout, regs)]
+
+
+def _dot_scaled_atom(cg, op, atom, values, m: int, n: int, k_dim: int, ks: int) -> TileV:
+    """A block-scaled dot on a tensor-memory atom (``tilecore.mma``: kind ``block_scaled_mma``): A, B and
+    the two scale tiles written to the atom's shared-memory layouts, then its ``dot`` action."""
+    from ..atoms.select import block_scaled_request
+
+    req = block_scaled_request(op, cg.threads, cg.target)
+    frag = atom_fragment(atom, req)
+    lhs, rhs, acc, sa, sb = values
+    shapes = ((m, k_dim), (k_dim, n), (m, ks), (ks, n))
+    regs = None if _zero_splat(acc) else list(to_fragment(cg, acc, frag).regs)
+    if regs is not None and not (isinstance(acc, TileV) and acc.layout == frag):
+        cg.barrier()  # the conversion went through the scratch buffer the operands now take
+    cg.smem_align = max(cg.smem_align, 1024)
+    layouts = atom.lower(cg, "layouts", req, 0)
+    for v, s, lay in zip((lhs, rhs, sa, sb), shapes, layouts):
+        _write_swizzled(cg, v if is_fragment(v) else _blocked(cg, v, s), lay)
+    cg.reserve(max(lay.offset + lay.nbytes for lay in layouts))
+    out = atom.lower(cg, "dot", req, *layouts, frag, regs, k_dim)
+    cg.barrier()
+    return TileV(frag, out)
 
 
 class _Scales:

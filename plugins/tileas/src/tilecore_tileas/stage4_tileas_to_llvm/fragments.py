@@ -186,7 +186,7 @@ def preferred_layout(cg, value, depth: int = 0):
         return None
     op = value.owner
     name = op.name
-    if name == "nv_tileas.dot":
+    if name in ("nv_tileas.dot", "nv_tileas.block_scaled_mma"):
         return dot_fragment(cg, op)
     if name in ("scf.for", "scf.if", "scf.while"):
         region = op.regions[1 if name == "scf.while" else 0]

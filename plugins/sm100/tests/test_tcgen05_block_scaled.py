@@ -1,0 +1,277 @@
+"""The sm_100a block-scaled tcgen05 atom (``tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale``,
+:class:`tilecore_sm100.mma_sm100.BlockScaledUmma`) end to end: cuTile ``mma_scaled`` kernels (cuda_tile
+``mmaf_scaled``) exported, the atom selected by ``tileas-select-atoms`` (kind ``block_scaled_mma``), the stage-4
+ops, their nvvm forms (plugins/sm100/TCGEN05-FORMS.md), ptxas on sm_100a with UTC*MMA in the SASS, numbers in the
+CPU emulator against numpy on sizes that are not tile multiples; the CUDA-core fallback elsewhere."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tilecore.assembler import find_nvidia_tool
+from tilecore.compiler import compile_file
+
+ct = pytest.importorskip("cuda.tile")
+pytest.importorskip("tilecore_tileas")  # the cuTile front end (tox -e sm100 installs the plugin without it)
+_TILEAS_TESTS = os.path.join(os.path.dirname(__file__), "..", "..", "tileas", "tests")
+if _TILEAS_TESTS not in sys.path:
+    sys.path.insert(0, _TILEAS_TESTS)
+
+import cutile_kernels as ck  # noqa: E402
+from emulated_kernels import KernelSet, arr, cdiv  # noqa: E402
+from tilecore_sm100.mma_sm100 import ScaleOperand, instr_desc_bs  # noqa: E402
+
+from tilecore.narrow_floats import decode, encode  # noqa: E402
+
+ZERO = ct.PaddingMode.ZERO
+CUOBJDUMP = find_nvidia_tool("cuobjdump")
+ATOM = "mma.sm100a.mMnNk32.mxf8.f32"
+
+
+@ct.kernel
+def mma_scaled_loop(A, SA, B, SB, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int],
+                    BLOCK: ct.Constant[int]):
+    """C = sum over K tiles of (A * SA) @ (B * SB), one scale per BLOCK elements of K; zero padding."""
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=ct.float32)
+    for k in range(ct.cdiv(A.shape[1], TK)):
+        a = ct.load(A, index=(i, k), shape=(TM, TK), padding_mode=ZERO)
+        b = ct.load(B, index=(k, j), shape=(TK, TN), padding_mode=ZERO)
+        sa = ct.load(SA, index=(i, k), shape=(TM, TK // BLOCK), padding_mode=ZERO)
+        sb = ct.load(SB, index=(k, j), shape=(TK // BLOCK, TN), padding_mode=ZERO)
+        acc = ct.mma_scaled(a, sa, b, sb, acc)
+    ct.store(C, index=(i, j), tile=acc)
+
+
+@ct.kernel
+def mma_scaled_single(A, SA, B, SB, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int],
+                      BLOCK: ct.Constant[int]):
+    """One block-scaled dot (K = TK), zero padding."""
+    i, j = ct.bid(0), ct.bid(1)
+    a = ct.load(A, index=(i, 0), shape=(TM, TK), padding_mode=ZERO)
+    b = ct.load(B, index=(0, j), shape=(TK, TN), padding_mode=ZERO)
+    sa = ct.load(SA, index=(i, 0), shape=(TM, TK // BLOCK), padding_mode=ZERO)
+    sb = ct.load(SB, index=(0, j), shape=(TK // BLOCK, TN), padding_mode=ZERO)
+    ct.store(C, index=(i, j), tile=ct.mma_scaled(a, sa, b, sb, ct.full((TM, TN), 0, dtype=ct.float32)))
+
+
+F8 = {"e4m3": ("f8e4m3", "f8E4M3FN"), "e5m2": ("f8e5m2", "f8E5M2")}
+KERNELS = {
+    # MXFP8: e4m3 / e5m2 with e8m0 scale factors per 32 elements of K
+    "bs_e4m3_loop": (mma_scaled_loop, ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 128, 64, 128, 32]),
+    "bs_e5m2_loop": (mma_scaled_loop, ["f8e5m2[2]", "f8e8m0[2]", "f8e5m2[2]", "f8e8m0[2]", "f32[2]", 128, 32, 64, 32]),
+    "bs_e4m3_single": (mma_scaled_single, ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 128, 32, 256,
+                                           32]),
+    "bs_e4m3_m256": (mma_scaled_loop, ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 256, 128, 64,
+                                       32]),
+    # not admitted: 64-row tiles (M = 128 only), NVFP4 (e2m1, e4m3 scales per 16), sub-32-byte rows
+    "bs_m64": (mma_scaled_single, ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 64, 64, 64, 32]),
+    "bs_nvfp4": (mma_scaled_single, ["f4[2]", "f8e4m3[2]", "f4[2]", "f8e4m3[2]", "f32[2]", 128, 64, 64, 16]),
+    "bs_n16": (mma_scaled_single, ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 128, 16, 64, 32]),
+}
+ADMITTED = ["bs_e4m3_loop", "bs_e5m2_loop", "bs_e4m3_single", "bs_e4m3_m256"]
+_KERNELS = KernelSet(KERNELS, "sm100-tcgen05-bs-")
+
+
+def _export(name: str) -> str:
+    path = os.path.join(_KERNELS._dir, f"{name}.tileirbc")
+    if not os.path.exists(path):
+        kernel, params = KERNELS[name]
+        ck.export_spec(kernel, params, name, path)
+    return path
+
+
+def _elems(name: str) -> tuple[str, str]:
+    params = KERNELS[name][1]
+    names = {"f8e4m3": "f8E4M3FN", "f8e5m2": "f8E5M2"}
+    return names[params[0].split("[")[0]], names[params[2].split("[")[0]]
+
+
+def _emulator_has_block_scale() -> bool:
+    try:
+        from tilecore.emulate import optable
+
+        return all(optable.row(f"nvvm.tcgen05.{o}") is not None for o in ("mma.block_scale", "cp", "alloc", "ld"))
+    except Exception:
+        return False
+
+
+# ------------------------------------------------------------------ descriptors and layouts
+def test_block_scaled_instruction_descriptor_fields():
+    """PTX ISA 9.7.16.4.2, Table 44: SF B ID 4-5, atype 7-9, btype 10-12, transpose B 16, N >> 3 at 17, scale
+    format 23 (UE8M0 = 1), M >> 4 at 24, SF A ID 29-30."""
+    d = instr_desc_bs("f8E4M3FN", "f8E5M2", 64, 3, 2)
+    assert (d >> 4) & 3 == 2 and (d >> 29) & 3 == 3
+    assert (d >> 7) & 7 == 0 and (d >> 10) & 7 == 1 and (d >> 16) & 1 == 1 and (d >> 15) & 1 == 0
+    assert (d >> 17) & 63 == 64 >> 3 and (d >> 23) & 1 == 1 and (d >> 24) & 31 == 128 >> 4
+    assert d & 0b1111 == 0 and (d >> 13) & 3 == 0
+
+
+def test_scale_factor_chunks():
+    """Scale factors of 256 rows x 6 blocks: chunks of 128 rows x 4 blocks (512 bytes, 4 tensor-memory columns
+    each), block-group major."""
+    sf = ScaleOperand(0, 256, 6)
+    assert (sf.chunks, sf.groups, sf.cols, sf.nbytes) == (2, 2, 16, 2048)
+
+
+# ------------------------------------------------------------------ selection, ops, forms
+@pytest.mark.parametrize("name", ADMITTED)
+def test_block_scaled_atom_selected(name):
+    text = str(compile_file(_export(name), "sm_100a", stop_after="tileas-select-atoms").module)
+    assert '"nv_tileas.block_scaled_mma"' in text and f'#nv_tileas.atom<"{ATOM}">' in text
+
+
+@pytest.mark.parametrize("name", ["bs_m64", "bs_nvfp4", "bs_n16"])
+def test_block_scaled_atom_not_admitted(name):
+    """64-row tiles, NVFP4 and N = 16 (rows of B under 32 bytes) keep the CUDA-core lowering."""
+    text = str(compile_file(_export(name), "sm_100a", stop_after="convert-tileas-to-llvm").module)
+    assert ATOM not in text and "sm100.umma_bs" not in text and "sm100.tmem_cp" not in text
+
+
+@pytest.mark.parametrize("gpu", ["sm_103a", "sm_100"])
+def test_block_scaled_atom_not_selected_elsewhere(gpu):
+    text = str(compile_file(_export("bs_e4m3_loop"), gpu, stop_after="convert-tileas-to-llvm").module)
+    assert ATOM not in text and "sm100.umma_bs" not in text
+
+
+def test_block_scaled_fma_option_keeps_the_cuda_cores():
+    from tilecore.compiler import CompileOptions
+
+    text = str(compile_file(_export("bs_e4m3_loop"), "sm_100a", stop_after="convert-tileas-to-llvm",
+                            options=CompileOptions(extra={"tileas.dot": "fma"})).module)
+    assert "sm100.umma_bs" not in text
+
+
+def test_block_scaled_stage4_ops():
+    """Per dot: 128 / 32 scale-factor chunks copied (tcgen05.cp: one for A's 128 rows x 4 blocks, one for B's),
+    K / 32 block-scaled MMAs (one N instruction), one commit; the allocation covers the accumulator (64
+    columns) and the 8 scale-factor columns."""
+    text = str(compile_file(_export("bs_e4m3_loop"), "sm_100a", stop_after="convert-tileas-to-llvm").module)
+    assert text.count('"sm100.umma_commit"') == 1
+    assert text.count('"sm100.tmem_cp"') == 2 and text.count('"sm100.umma_bs"') == 4
+    assert 'kind = "mxf8f6f4"' in text and "ncols = 128 : i32" in text
+    text = str(compile_file(_export("bs_e4m3_m256"), "sm_100a", stop_after="convert-tileas-to-llvm").module)
+    # 2 row blocks x 1 N instruction x 2 K steps; A: 2 chunks (256 rows), B: 1 chunk (128 columns)
+    assert text.count('"sm100.tmem_cp"') == 3 and text.count('"sm100.umma_bs"') == 4
+
+
+def test_block_scaled_nvvm_forms():
+    """Stage 5: the nvvm forms of TCGEN05-FORMS.md (tcgen05.mma.block_scale kind mxf8f6f4, cta_1; tcgen05.cp
+    32x128b warpx4) and every K step's instruction descriptor (SF IDs = the K block % 4)."""
+    text = str(compile_file(_export("bs_e4m3_loop"), "sm_100a", stop_after="convert-cute-to-llvm").module)
+    assert re.search(r"nvvm\.tcgen05\.mma\.block_scale %\S+, %\S+, %\S+, %\S+, %\S+, %\S+, %\S+ \{ctaGroup = "
+                     r"#nvvm\.cta_group<cta_1>, kind = #nvvm\.block_scale_kind<mxf8f6f4>\} : \(!llvm\.ptr<6>, i64, "
+                     r"i64, i32, i1, !llvm\.ptr<6>, !llvm\.ptr<6>\)", text)
+    assert re.search(r"nvvm\.tcgen05\.cp %\S+, %\S+ \{multicast = #nvvm\.tcgen05_cp_multicast<warpx4>, shape = "
+                     r"#nvvm\.tcgen05_cp_shape<shape_32x128b>\}", text)
+    for sid in range(4):
+        d = instr_desc_bs("f8E4M3FN", "f8E4M3FN", 64, sid, sid)
+        assert f"arith.constant {d} : i32" in text or f"llvm.mlir.constant({d} : i32)" in text \
+            or f"arith.constant {d - (1 << 32)} : i32" in text or f"llvm.mlir.constant({d - (1 << 32)} : i32)" in text
+
+
+def _sass(cubin: bytes, tmp_path) -> str:
+    path = tmp_path / "k.cubin"
+    path.write_bytes(cubin)
+    return subprocess.run([CUOBJDUMP, "-sass", str(path)], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.mark.skipif(not CUOBJDUMP, reason="cuobjdump (nvidia-cuda-cuobjdump) not installed")
+@pytest.mark.parametrize("name", ["bs_e4m3_loop", "bs_e4m3_single"])
+def test_block_scaled_ptxas_and_sass(name, tmp_path):
+    """ptxas takes the sm_100a PTX; the SASS has the block-scaled tensor-memory MMA (UTCQMMA with the scale
+    factors' tensor-memory operand after the instruction descriptor) and the tensor-memory copy (UTCCP)."""
+    res = compile_file(_export(name), "sm_100a")
+    ptx = res.artifacts["ptx"]
+    ptx = ptx if isinstance(ptx, str) else "".join(ptx.values())
+    assert "tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale" in ptx
+    assert "tcgen05.cp.cta_group::1.32x128b.warpx4" in ptx
+    cubin = res.artifacts["cubin"]
+    cubin = cubin if isinstance(cubin, bytes) else next(iter(cubin.values()))
+    assert cubin[:4] == b"\x7fELF"
+    sass = _sass(cubin, tmp_path)
+    mmas = [ln for ln in sass.splitlines() if re.search(r"\bUTC\w*MMA\b", ln)]
+    # the block-scaled form: a tensor-memory operand (the scale factors) after the instruction descriptor,
+    # which the plain tcgen05.mma's UTCQMMA lacks
+    assert mmas and all(re.search(r"UTC\w*MMA .*idesc\[\w+\], tmem\[\w+\]", ln) for ln in mmas), mmas
+    assert re.search(r"\bUTCCP\S* tmem\[", sass)  # tcgen05.cp
+
+
+# ------------------------------------------------------------------ numbers in the emulator
+NUMERIC_SKIP = pytest.mark.skipif(not _emulator_has_block_scale(),
+                                  reason="the emulator does not model tcgen05.mma.block_scale / tcgen05.cp")
+
+
+def _f8(rng, shape, fmt):
+    codes = np.array([encode(float(v), fmt) for v in rng.normal(0, 2, int(np.prod(shape)))],
+                     np.uint8).reshape(shape)
+    return codes, np.vectorize(lambda c: decode(int(c), fmt))(codes)
+
+
+def _run(name: str, m: int, n: int, k: int, seed: int, gpu: str = "sm_100a"):
+    _kernel, params = KERNELS[name]
+    tm, tn = params[-4], params[-3]
+    ea, eb = _elems(name)
+    rng = np.random.default_rng(seed)
+    (a, av), (b, bv) = _f8(rng, (m, k), ea), _f8(rng, (k, n), eb)
+    kb = cdiv(k, 32)
+    sa = rng.integers(120, 134, (m, kb)).astype(np.uint8)
+    sb = rng.integers(120, 134, (kb, n)).astype(np.uint8)
+    c = np.zeros((m, n), np.float32)
+    _KERNELS.run(name, gpu, (cdiv(m, tm), cdiv(n, tn), 1), arr(a) + arr(sa) + arr(b) + arr(sb) + arr(c))
+    avs = av * np.repeat(2.0 ** (sa.astype(np.float64) - 127), 32, axis=1)[:, :k]
+    bvs = bv * np.repeat(2.0 ** (sb.astype(np.float64) - 127), 32, axis=0)[:k]
+    return c, avs, bvs
+
+
+def _check(got, a, b):
+    ref = a @ b
+    bound = a.shape[1] * np.finfo(np.float32).eps * (np.abs(a) @ np.abs(b)) + 1e-30
+    assert np.all(np.abs(got - ref) <= bound), float(np.max(np.abs(got - ref) / bound))
+
+
+@NUMERIC_SKIP
+@pytest.mark.parametrize("name, mnk", [
+    ("bs_e4m3_loop", (137, 70, 300)),  # K: 3 tiles, the last one partial (its scale blocks too)
+    ("bs_e5m2_loop", (200, 45, 96)),
+    ("bs_e4m3_single", (130, 50, 200)),  # 7 K blocks: SF IDs 0-3 of the first word, 0-2 of the next
+    ("bs_e4m3_m256", (260, 270, 100)),
+])
+def test_block_scaled_numbers(name, mnk):
+    """(A * scale_A) @ (B * scale_B) on sizes that are not tile multiples, against numpy (within f32
+    accumulation error)."""
+    c, av, bv = _run(name, *mnk, seed=sum(mnk))
+    _check(c.astype(np.float64), av, bv)
+
+
+@NUMERIC_SKIP
+def test_block_scaled_fallback_numbers():
+    """A 64-row tile is not admitted (the emulator and the atom run M = 128 only): the CUDA cores, same numbers."""
+    c, av, bv = _run("bs_m64", 64, 64, 64, seed=7)
+    _check(c.astype(np.float64), av, bv)
+
+
+@NUMERIC_SKIP
+def test_corpus_mma_scaled_f8():
+    """The corpus kernel (64 x 64 x 64 tiles, plugins/tileas/tests/cutile_kernels.py) compiles for sm_100a: its
+    64-row tile keeps the CUDA-core lowering; numbers against numpy."""
+    path = ck.kernel_path("mma_scaled_f8")
+    text = str(compile_file(path, "sm_100a", stop_after="convert-tileas-to-llvm").module)
+    assert "sm100.umma_bs" not in text
+    from tilecore import emulate
+
+    rng = np.random.default_rng(9)
+    (a, av), (b, bv) = _f8(rng, (64, 64), "f8E4M3FN"), _f8(rng, (64, 64), "f8E4M3FN")
+    sa = rng.integers(120, 134, (64, 2)).astype(np.uint8)
+    sb = rng.integers(120, 134, (2, 64)).astype(np.uint8)
+    c = np.zeros((64, 64), np.float32)
+    emulate.launch(compile_file(path, "sm_100a").module, "mma_scaled_f8", (1, 1, 1), (128, 1, 1),
+                   arr(a) + arr(sa) + arr(b) + arr(sb) + arr(c))
+    _check(c.astype(np.float64), av * np.repeat(2.0 ** (sa - 127.0), 32, axis=1),
+           bv * np.repeat(2.0 ** (sb - 127.0), 32, axis=0))
