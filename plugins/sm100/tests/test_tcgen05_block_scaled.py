@@ -1,7 +1,8 @@
-"""The sm_100a block-scaled tcgen05 atom (``tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale``,
+"""The sm_100a / sm_103a block-scaled tcgen05 atom (``tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale``,
 :class:`tilecore_sm100.mma_sm100.BlockScaledUmma`) end to end: cuTile ``mma_scaled`` kernels (cuda_tile
 ``mmaf_scaled``) exported, the atom selected by ``tileas-select-atoms`` (kind ``block_scaled_mma``), the stage-4
-ops, their nvvm forms (plugins/sm100/TCGEN05-FORMS.md), ptxas on sm_100a with UTC*MMA in the SASS, numbers in the
+ops, their nvvm forms (plugins/sm100/TCGEN05-FORMS.md), ptxas on sm_100a (and sm_103a: inline PTX) with UTC*MMA
+in the SASS, numbers in the
 CPU emulator against numpy on sizes that are not tile multiples; the CUDA-core fallback elsewhere."""
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ def test_block_scaled_atom_not_admitted(name):
     assert ATOM not in text and "sm100.umma_bs" not in text and "sm100.tmem_cp" not in text
 
 
-@pytest.mark.parametrize("gpu", ["sm_103a", "sm_100"])
+@pytest.mark.parametrize("gpu", ["sm_100", "sm_120a"])
 def test_block_scaled_atom_not_selected_elsewhere(gpu):
     text = str(compile_file(_export("bs_e4m3_loop"), gpu, stop_after="convert-tileas-to-llvm").module)
     assert ATOM not in text and "sm100.umma_bs" not in text
@@ -201,6 +202,19 @@ def test_block_scaled_ptxas_and_sass(name, tmp_path):
     # which the plain tcgen05.mma's UTCQMMA lacks
     assert mmas and all(re.search(r"UTC\w*MMA .*idesc\[\w+\], tmem\[\w+\]", ln) for ln in mmas), mmas
     assert re.search(r"\bUTCCP\S* tmem\[", sass)  # tcgen05.cp
+
+
+@pytest.mark.skipif(not CUOBJDUMP, reason="cuobjdump (nvidia-cuda-cuobjdump) not installed")
+def test_block_scaled_sm103a_inline_ptx(tmp_path):
+    """sm_103a: MLIR 22's nvvm verifier rejects tcgen05 ops there, so the block-scaled MMA and tcgen05.cp are inline
+    PTX; ptxas takes it (UTCQMMA with the scale-factor operand, UTCCP)."""
+    text = str(compile_file(_export("bs_e4m3_loop"), "sm_103a", stop_after="convert-cute-to-llvm").module)
+    assert "nvvm.tcgen05" not in text and "tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale" in text
+    assert "tcgen05.cp.cta_group::1.32x128b.warpx4" in text
+    cubin = compile_file(_export("bs_e4m3_loop"), "sm_103a").artifacts["cubin"]
+    cubin = cubin if isinstance(cubin, bytes) else next(iter(cubin.values()))
+    sass = _sass(cubin, tmp_path)
+    assert re.search(r"UTC\w*MMA .*idesc\[\w+\], tmem\[\w+\]", sass) and re.search(r"\bUTCCP\S* tmem\[", sass)
 
 
 # ------------------------------------------------------------------ numbers in the emulator

@@ -68,7 +68,7 @@ column ``c``, one byte of the 32-bit cell per K block, selected by the instructi
 16 bytes per 128 rows x 4 K blocks, the K-major canonical layout without swizzle), issued by the MMA thread
 before its MMAs (same-thread tcgen05.cp -> tcgen05.mma is ordered, 9.7.16.6); the columns follow the
 accumulator's in the scratch region. M a multiple of 128 (no M = 64: the 64-row trick of the plain atoms would
-need the scale factors in layout F), sm_100a only (no inline-PTX form for sm_103a yet), N and K rows of 32
+need the scale factors in layout F), sm_100a and sm_103a (inline PTX there), N and K rows of 32
 bytes (B's scale-factor columns start on a 32-column boundary). NVFP4 / MXFP4 (e2m1, two to a byte,
 K-major-only B) are not taken: they keep tileas' CUDA-core lowering, as does every dot the atom does not admit.
 
@@ -420,7 +420,7 @@ class Umma:
 BS_ATOMS = {
     "mma.sm100a.mMnNk32.mxf8.f32": (("f8E4M3FN", "f8E5M2"), "f8E8M0FNU", 32, "mxf8f6f4", 32),
 }
-BS_ARCHS = ("sm_100a",)  # MLIR 22's nvvm ops; no inline-PTX form for sm_103a yet
+BS_ARCHS = ("sm_100a", "sm_103a")  # sm_103a: inline PTX (:mod:`.tcgen05`)
 SF_CHUNK_ROWS = 128  # rows of scale factors one tcgen05.cp .32x128b.warpx4 moves (32 lanes x 4 columns)
 SF_CHUNK_BYTES = 512  # their image in shared memory: 32 rows of 16 bytes
 SF_PER_WORD = 4  # 1X scale factors (bytes) in a 32-bit tensor-memory cell: the SF ID picks one
@@ -554,7 +554,7 @@ def atoms() -> list[Atom]:
     out = []
     for name, (elems, scale, block, kind, k) in BS_ATOMS.items():
         impl = BlockScaledUmma(name, elems, scale, block, kind, k)
-        out.append(Atom(name, "block_scaled_mma", lower=impl.lower, min_cc=100, max_cc=100, admits=impl.admits,
+        out.append(Atom(name, "block_scaled_mma", lower=impl.lower, min_cc=100, max_cc=103, admits=impl.admits,
                         priority=PRIORITY,
                         data={"interface": MMA_INTERFACE, "inst": (INST_M, 0, k), "fragment": "tcgen05",
                               "impl": impl},

@@ -21,9 +21,9 @@ On sm_100a / sm_101a (the targets MLIR 22's nvvm verifier accepts tcgen05 ops on
 
 TMEM addresses (i32 in the ``sm100`` ops) become ``!llvm.ptr<6>`` by ``llvm.inttoptr``.
 
-On sm_103a (tcgen05 hardware, but rejected by MLIR 22's nvvm verifier) the tcgen05 ops (except the block-scaled
-MMA and tcgen05.cp, whose atom is sm_100a-only) become the same PTX instructions as ``llvm.inline_asm`` (shared
-addresses as 32-bit ``r`` operands, :data:`ASM`); the mbarrier ops stay nvvm. Any other target gets a located error naming the targets.
+On sm_103a (tcgen05 hardware, but rejected by MLIR 22's nvvm verifier) the tcgen05 ops become the same PTX
+instructions as ``llvm.inline_asm`` (shared addresses as 32-bit ``r`` operands, :data:`ASM`); the mbarrier ops
+stay nvvm. Any other target gets a located error naming the targets.
 """
 
 from tilecore.conversion import Pattern
@@ -49,6 +49,9 @@ ASM = {
     "dealloc": "tcgen05.dealloc.cta_group::1.sync.aligned.b32 $0, $1;",
     "relinquish": "tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;",
     "mma": "{{\n.reg .pred p;\nsetp.ne.b32 p, $4, 0;\ntcgen05.mma.cta_group::1.kind::{kind} [$0], $1, $2, $3, p;\n}}",
+    "mma_bs": "{{\n.reg .pred p;\nsetp.ne.b32 p, $4, 0;\ntcgen05.mma.cta_group::1.kind::{kind}.block_scale [$0], $1, $2, $3, "
+              "[$5], [$6], p;\n}}",
+    "cp": "tcgen05.cp.cta_group::1.32x128b.warpx4 [$0], $1;",
     "commit": "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [$0];",
     "ld": "tcgen05.ld.sync.aligned.32x32b.x{num}.b32 {{{regs}}}, [${addr}];",
     "st": "tcgen05.st.sync.aligned.32x32b.x{num}.b32 [$0], {{{regs}}};",
@@ -167,7 +170,7 @@ class UmmaPattern(_Tcgen05Pattern):
 
 
 class UmmaBlockScalePattern(_Tcgen05Pattern):
-    """``sm100.umma_bs`` -> ``nvvm.tcgen05.mma.block_scale`` (sm_100a / sm_101a only: no inline-PTX form)."""
+    """``sm100.umma_bs`` -> ``nvvm.tcgen05.mma.block_scale`` (inline PTX on sm_103a)."""
 
     root = "sm100.umma_bs"
 
@@ -178,7 +181,9 @@ class UmmaBlockScalePattern(_Tcgen05Pattern):
                                              en, _tmem(sfa), _tmem(sfb))
 
     def asm(self, op):
-        raise LoweringError(f"'{op.name}' has no inline-PTX form (targets: {', '.join(TCGEN05_TARGETS)})", op)
+        d, a, b, idesc, en, sfa, sfb = op.operands
+        _asm(ASM["mma_bs"].format(kind=_str(op, "kind")), [d, a, b, idesc, dialects.llvm.zext(_i32(), en), sfa, sfb],
+             "r,l,l,r,r,r,r")
 
 
 class CpPattern(_Tcgen05Pattern):
@@ -191,7 +196,7 @@ class CpPattern(_Tcgen05Pattern):
                                   op.operands[1], multicast=ir.Attribute.parse("#nvvm.tcgen05_cp_multicast<warpx4>"))
 
     def asm(self, op):
-        raise LoweringError(f"'{op.name}' has no inline-PTX form (targets: {', '.join(TCGEN05_TARGETS)})", op)
+        _asm(ASM["cp"], list(op.operands), "r,l")
 
 
 class CommitPattern(_Tcgen05Pattern):
