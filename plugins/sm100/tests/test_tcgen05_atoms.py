@@ -241,7 +241,10 @@ def test_tcgen05_stage4_ops(name):
     assert text.count(f'kind = "{KIND[el]}"') == dots * (tk // k_inst)
     assert text.count('"sm100.tmem_alloc"') == 1 and f"ncols = {alloc_cols(tn)} : i32" in text
     assert text.count('"sm100.tmem_dealloc"') == 1 and text.count('"sm100.tmem_relinquish"') == 1
-    assert text.count('"sm100.mbarrier_init"') == 1 and text.count('"sm100.mbarrier_wait"') == dots
+    # the commits' mbarrier (cute's mbarrier ops, shared with the TMA ring: its 3 stages' and its wait too)
+    tma = text.count('"cute_nvgpu.tma_load"') > 0
+    assert text.count('"cute_nvgpu.mbarrier_init"') == 1 + 3 * tma
+    assert text.count('"cute_nvgpu.mbarrier_try_wait_parity"') == dots + tma
     chunks = -(-tn // 32)
     assert text.count('"sm100.tmem_load"') == dots * chunks and '"sm100.tmem_store"' not in text
     assert text.count('"cute_nvgpu.fence_view_async_shared"') >= dots  # + the pipeline's own, if any

@@ -16,8 +16,8 @@ Memory Addressing": lane in bits 31-16, column in bits 15-0); shared addresses `
 - ``sm100.tmem_load %taddr {num}`` -> ``vector<num x i32>`` / ``sm100.tmem_store %taddr, %v``:
   ``tcgen05.ld`` / ``st .sync.aligned.32x32b.x<num>.b32``; ``sm100.tmem_wait {kind = "load"|"store"}``:
   ``tcgen05.wait::ld`` / ``::st``.
-- ``sm100.mbarrier_init %mbar`` (arrival count 1), ``sm100.mbarrier_wait %mbar, %parity``
-  (``mbarrier.try_wait.parity`` until the phase of that parity completed).
+- the mbarrier the commits arrive on is the ``cute`` plugin's (``cute_nvgpu.mbarrier_init`` /
+  ``mbarrier_try_wait_parity``, shared with the TMA copy atom).
 """
 
 from tilecore.dialects import DialectDef
@@ -67,15 +67,6 @@ irdl.dialect @sm100 {
     irdl.operands(taddr: %t, v: %v)
   }
   irdl.operation @tmem_wait {
-  }
-  irdl.operation @mbarrier_init {
-    %p = irdl.any
-    irdl.operands(mbar: %p)
-  }
-  irdl.operation @mbarrier_wait {
-    %p = irdl.any
-    %t = irdl.is i32
-    irdl.operands(mbar: %p, parity: %t)
   }
 }
 """

@@ -169,7 +169,7 @@ class Tmem:
             self.thread0 = cg.cmpi(0, cg.tid, cg.c32(0))
             self.allocs = []
             cg.if_(self.warp0, lambda: self.allocs.append(ir.Operation.create("sm100.tmem_alloc", operands=[slot])))
-            cg.if_(self.thread0, lambda: (ir.Operation.create("sm100.mbarrier_init", operands=[self.bar]), [])[1])
+            cg.if_(self.thread0, lambda: (ir.Operation.create("cute_nvgpu.mbarrier_init", operands=[self.bar]), [])[1])
             fence(cg, "before")
             cg.barrier()
             fence(cg, "after")
@@ -393,7 +393,7 @@ class Umma:
 
         cg.if_(tm.thread0, issue)
         parity = llvm.load(cg.i32, tm.phase)
-        ir.Operation.create("sm100.mbarrier_wait", operands=[tm.bar, parity])
+        ir.Operation.create("cute_nvgpu.mbarrier_try_wait_parity", operands=[tm.bar, parity])
         llvm.store(cg.op("arith.xori", parity, cg.c32(1)), tm.phase)
         fence(cg, "after")
         el = ir.F32Type.get() if self.acc == "f32" else cg.i32

@@ -34,7 +34,6 @@ from tilecore.mlir import dialects, ir
 TCGEN05_TARGETS = ("sm_100a", "sm_101a")
 ASM_TARGETS = ("sm_103a",)  # tcgen05 through inline PTX
 ALL_TARGETS = TCGEN05_TARGETS + ASM_TARGETS
-WAIT_TICKS = 0x989680  # try_wait.parity suspend-time hint (ns), as the TMA lowering
 
 # source op -> #nvvm.tcgen05_fence kind
 FENCES = {
@@ -255,31 +254,7 @@ class WaitPattern(_Tcgen05Pattern):
         _asm(ASM["wait"].format(kind={"load": "ld", "store": "st"}[_str(op, "kind")]), [], "")
 
 
-class MbarrierInitPattern(Pattern):
-    """``sm100.mbarrier_init %mbar`` -> ``nvvm.mbarrier.init %mbar, 1`` + ``nvvm.fence.mbarrier.init`` (the
-    initialisation visible to the tcgen05.commit arrivals, which come through the async proxy)."""
-
-    root = "sm100.mbarrier_init"
-
-    def rewrite(self, op, rw):
-        with rw.ip, op.location:
-            dialects.nvvm.mbarrier_init(op.operands[0], _c32(1))
-            dialects.nvvm.fence_mbarrier_init()
-        rw.erase(op)
-
-
-class MbarrierWaitPattern(Pattern):
-    """``sm100.mbarrier_wait %mbar, %parity`` -> ``nvvm.mbarrier.try_wait.parity`` (loops until it succeeds)."""
-
-    root = "sm100.mbarrier_wait"
-
-    def rewrite(self, op, rw):
-        with rw.ip, op.location:
-            dialects.nvvm.mbarrier_try_wait_parity(op.operands[0], op.operands[1], _c32(WAIT_TICKS))
-        rw.erase(op)
-
-
 def patterns():
     return [*[Tcgen05FencePattern(r) for r in FENCES], AllocPattern(), DeallocPattern(), RelinquishPattern(),
             UmmaPattern(), UmmaBlockScalePattern(), CpPattern(), CommitPattern(), LoadPattern(), StorePattern(),
-            WaitPattern(), MbarrierInitPattern(), MbarrierWaitPattern()]
+            WaitPattern()]
