@@ -27,45 +27,8 @@ from emulated_kernels import KernelSet, arr, cdiv  # noqa: E402
 from tilecore_sm100.mma_sm100 import alloc_cols, inst_n, instr_desc  # noqa: E402
 
 ZERO = ct.PaddingMode.ZERO
+mma_loop, mma_tf32_loop, mma_epilogue = ck.mma_loop, ck.mma_tf32_loop, ck.mma_epilogue  # the tileas tests' kernels
 CUOBJDUMP = find_nvidia_tool("cuobjdump")  # nvidia-cuda-cuobjdump: .../nvidia/cu13/bin/cuobjdump
-
-
-@ct.kernel
-def mma_loop(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
-    """c = a @ b accumulated in c's dtype."""
-    i, j = ct.bid(0), ct.bid(1)
-    acc = ct.full((TM, TN), 0, dtype=c.dtype)
-    for k in range(ct.cdiv(a.shape[1], TK)):
-        x = ct.load(a, index=(i, k), shape=(TM, TK), padding_mode=ZERO)
-        y = ct.load(b, index=(k, j), shape=(TK, TN), padding_mode=ZERO)
-        acc = ct.mma(x, y, acc)
-    ct.store(c, index=(i, j), tile=acc)
-
-
-@ct.kernel
-def mma_tf32_loop(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
-    i, j = ct.bid(0), ct.bid(1)
-    acc = ct.full((TM, TN), 0, dtype=ct.float32)
-    for k in range(ct.cdiv(a.shape[1], TK)):
-        x = ct.load(a, index=(i, k), shape=(TM, TK), padding_mode=ZERO)
-        y = ct.load(b, index=(k, j), shape=(TK, TN), padding_mode=ZERO)
-        acc = ct.mma(ct.astype(x, ct.tfloat32), ct.astype(y, ct.tfloat32), acc)
-    ct.store(c, index=(i, j), tile=acc)
-
-
-@ct.kernel
-def mma_epilogue(a, b, bias, c, alpha, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
-    """relu(alpha * (a @ b) + bias) as f16; the accumulator is rescaled in the loop (not a zero splat and not
-    only used by the dot: stored to tensor memory before each dot)."""
-    i, j = ct.bid(0), ct.bid(1)
-    acc = ct.full((TM, TN), 0, dtype=ct.float32)
-    for k in range(ct.cdiv(a.shape[1], TK)):
-        x = ct.load(a, index=(i, k), shape=(TM, TK), padding_mode=ZERO)
-        y = ct.load(b, index=(k, j), shape=(TK, TN), padding_mode=ZERO)
-        acc = ct.mma(x, y, acc * 0.5) + acc * 0.5  # = acc + x @ y
-    row = ct.load(bias, index=(j,), shape=(TN,), padding_mode=ZERO)
-    out = ct.maximum(acc * alpha + ct.reshape(row, (1, TN)), 0.0)
-    ct.store(c, index=(i, j), tile=ct.astype(out, c.dtype))
 
 
 @ct.kernel

@@ -107,6 +107,45 @@ def attention(Q, K, V, Out, TM: ct.Constant[int], TN: ct.Constant[int], D: ct.Co
 
 
 @ct.kernel
+def mma_loop(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """c = a @ b, accumulated in c's dtype (f16 accumulator when c is f16)."""
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=c.dtype)
+    for k in range(ct.cdiv(a.shape[1], TK)):
+        x = ct.load(a, index=(i, k), shape=(TM, TK), padding_mode=ct.PaddingMode.ZERO)
+        y = ct.load(b, index=(k, j), shape=(TK, TN), padding_mode=ct.PaddingMode.ZERO)
+        acc = ct.mma(x, y, acc)
+    ct.store(c, index=(i, j), tile=acc)
+
+
+@ct.kernel
+def mma_tf32_loop(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=ct.float32)
+    for k in range(ct.cdiv(a.shape[1], TK)):
+        x = ct.load(a, index=(i, k), shape=(TM, TK), padding_mode=ct.PaddingMode.ZERO)
+        y = ct.load(b, index=(k, j), shape=(TK, TN), padding_mode=ct.PaddingMode.ZERO)
+        acc = ct.mma(ct.astype(x, ct.tfloat32), ct.astype(y, ct.tfloat32), acc)
+    ct.store(c, index=(i, j), tile=acc)
+
+
+@ct.kernel
+def mma_epilogue(a, b, bias, c, alpha, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """relu(alpha * (a @ b) + bias[None, :]) as f16: the epilogue runs on the accumulator's fragment layout,
+    with the bias row converted to it; the loop also rescales the accumulator (online-softmax style: the
+    accumulator is not a zero splat and not only used by the dot)."""
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=ct.float32)
+    for k in range(ct.cdiv(a.shape[1], TK)):
+        x = ct.load(a, index=(i, k), shape=(TM, TK), padding_mode=ct.PaddingMode.ZERO)
+        y = ct.load(b, index=(k, j), shape=(TK, TN), padding_mode=ct.PaddingMode.ZERO)
+        acc = ct.mma(x, y, acc * 0.5) + acc * 0.5  # = acc + x @ y
+    row = ct.load(bias, index=(j,), shape=(TN,), padding_mode=ct.PaddingMode.ZERO)
+    out = ct.maximum(acc * alpha + ct.reshape(row, (1, TN)), 0.0)
+    ct.store(c, index=(i, j), tile=ct.astype(out, c.dtype))
+
+
+@ct.kernel
 def matmul_i8(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
     i, j = ct.bid(0), ct.bid(1)
     acc = ct.full((TM, TN), 0, dtype=ct.int32)

@@ -13,45 +13,7 @@ from tilecore.compiler import compile_file
 from tilecore.narrow_floats import decode
 
 ct = pytest.importorskip("cuda.tile")
-ZERO = ct.PaddingMode.ZERO
-
-
-@ct.kernel
-def mma_loop(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
-    """c = a @ b, accumulated in c's dtype (f16 accumulator when c is f16)."""
-    i, j = ct.bid(0), ct.bid(1)
-    acc = ct.full((TM, TN), 0, dtype=c.dtype)
-    for k in range(ct.cdiv(a.shape[1], TK)):
-        x = ct.load(a, index=(i, k), shape=(TM, TK), padding_mode=ZERO)
-        y = ct.load(b, index=(k, j), shape=(TK, TN), padding_mode=ZERO)
-        acc = ct.mma(x, y, acc)
-    ct.store(c, index=(i, j), tile=acc)
-
-
-@ct.kernel
-def mma_tf32_loop(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
-    i, j = ct.bid(0), ct.bid(1)
-    acc = ct.full((TM, TN), 0, dtype=ct.float32)
-    for k in range(ct.cdiv(a.shape[1], TK)):
-        x = ct.load(a, index=(i, k), shape=(TM, TK), padding_mode=ZERO)
-        y = ct.load(b, index=(k, j), shape=(TK, TN), padding_mode=ZERO)
-        acc = ct.mma(ct.astype(x, ct.tfloat32), ct.astype(y, ct.tfloat32), acc)
-    ct.store(c, index=(i, j), tile=acc)
-
-
-@ct.kernel
-def mma_epilogue(a, b, bias, c, alpha, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
-    """relu(alpha * (a @ b) + bias[None, :]) as f16: the epilogue runs on the accumulator's fragment layout,
-    with the bias row converted to it; the loop also rescales the accumulator (online-softmax style)."""
-    i, j = ct.bid(0), ct.bid(1)
-    acc = ct.full((TM, TN), 0, dtype=ct.float32)
-    for k in range(ct.cdiv(a.shape[1], TK)):
-        x = ct.load(a, index=(i, k), shape=(TM, TK), padding_mode=ZERO)
-        y = ct.load(b, index=(k, j), shape=(TK, TN), padding_mode=ZERO)
-        acc = ct.mma(x, y, acc * 0.5) + acc * 0.5  # = acc + x @ y
-    row = ct.load(bias, index=(j,), shape=(TN,), padding_mode=ZERO)
-    out = ct.maximum(acc * alpha + ct.reshape(row, (1, TN)), 0.0)
-    ct.store(c, index=(i, j), tile=ct.astype(out, c.dtype))
+mma_loop, mma_tf32_loop, mma_epilogue = ck.mma_loop, ck.mma_tf32_loop, ck.mma_epilogue  # shared with the sm100 tests
 
 
 KERNELS = {
