@@ -108,10 +108,11 @@ def kernel_metadata(res) -> dict:
     import re
 
     from .launch_attrs import dynamic_shared_bytes, kernel_functions
-    from .tensormaps import kernel_recipes
+    from .tensormaps import recipes_of
 
-    recipes = kernel_recipes(res.module)
-    dynamic = {name: dynamic_shared_bytes(f) for name, f in kernel_functions(res.module).items()}
+    funcs = kernel_functions(res.module)  # one walk of the module for both attributes
+    recipes = {name: recipes_of(f) for name, f in funcs.items()}
+    dynamic = {name: dynamic_shared_bytes(f) for name, f in funcs.items()}
     kernels = []
     for text in (res.artifacts.get("ptx") or {}).values():
         for m in re.finditer(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(([^)]*)\)([^{]*)", text):
