@@ -235,3 +235,17 @@ def test_attention_numbers(sm, options):
     s = q.astype(np.float64) @ kp.T
     p = np.exp(s - s.max(1, keepdims=True))
     np.testing.assert_allclose(o, (p / p.sum(1, keepdims=True)) @ vp, atol=2e-3, rtol=0)
+
+
+def test_kernel_over_the_targets_shared_memory_is_a_located_error(tmp_path):
+    """A 256 x 256 f32 transpose needs 256 KiB of shared memory for its exchange: more than a CTA may have on
+    sm_86 (99 KiB). ``tilecore compile`` says so at the kernel's location, exits 1 and writes no output."""
+    from support import run_cli
+
+    src = str(tmp_path / "big.tileirbc")
+    ck.export_spec(ck.transpose_f32, ["f32[2]", "f32[2]", 256, 256], "big", src)
+    out = tmp_path / "big.cubin"
+    r = run_cli("compile", src, "--gpu-name", "sm_86", "--no-cache", "-o", str(out))
+    assert r.returncode == 1 and "Traceback" not in r.stderr and not out.exists()
+    assert "cutile_kernels.py:" in r.stderr
+    assert "kernel 'big' needs 262144 bytes of shared memory; a CTA on sm_86 has at most 101376" in r.stderr
