@@ -309,7 +309,8 @@ def _dot_atom(cg, atom, req, lhs: TileV, rhs: TileV, acc: TileV, m: int, n: int,
 
 # -- tensor cores: warpgroup-level MMA atoms (wgmma) -----------------------------------------------
 def _write_swizzled(cg, tile: TileV, layout) -> None:
-    """Store ``tile`` (blocked or fragment) into its operand's canonical swizzled layout."""
+    """Store ``tile`` (blocked or fragment) into its operand's canonical swizzled layout (every place of an
+    element when the layout has ``addresses(cg, row, col)``: an atom's operand that holds some rows twice)."""
     if layout.elem is None:
         layout = replace(layout, elem=tile.regs[0].type)
     if is_fragment(tile):
@@ -319,9 +320,10 @@ def _write_swizzled(cg, tile: TileV, layout) -> None:
         lay = tile.layout
         places = [cg.coords(tile.shape, cg.flat_in_tile(lay, k)) for k in range(lay.regs)]
         conds = [cg.and_(cg.valid(lay, k), cg.owner_mask(lay)) for k in range(lay.regs)]
+    addresses = getattr(layout, "addresses", lambda cg, row, col: [layout.address(cg, row, col)])
     for (row, col), cond, v in zip(places, conds, tile.regs):
-        cg.masked(cond, lambda row=row, col=col, v=v: dialects.llvm.store(cg.to_storage(v),
-                                                                          layout.address(cg, row, col)))
+        cg.masked(cond, lambda row=row, col=col, v=v: [dialects.llvm.store(cg.to_storage(v), p)
+                                                       for p in addresses(cg, row, col)])
 
 
 def _swizzled_operands(cg, atom, req, lhs, rhs, barrier: bool = True):
