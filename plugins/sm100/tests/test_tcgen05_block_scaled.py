@@ -71,12 +71,14 @@ KERNELS = {
                                            32]),
     "bs_e4m3_m256": (mma_scaled_loop, ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 256, 128, 64,
                                        32]),
-    # not admitted: 64-row tiles (M = 128 only), NVFP4 (e2m1, e4m3 scales per 16), sub-32-byte rows
+    # 64-row tiles: one M = 128 MMA over A in layout F
     "bs_m64": (mma_scaled_single, ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 64, 64, 64, 32]),
+    "bs_m64_loop": (mma_scaled_loop, ["f8e5m2[2]", "f8e8m0[2]", "f8e5m2[2]", "f8e8m0[2]", "f32[2]", 64, 32, 128, 32]),
+    # not admitted: sub-32-byte rows of B
     "bs_nvfp4": (mma_scaled_single, ["f4[2]", "f8e4m3[2]", "f4[2]", "f8e4m3[2]", "f32[2]", 128, 64, 64, 16]),
     "bs_n16": (mma_scaled_single, ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 128, 16, 64, 32]),
 }
-ADMITTED = ["bs_e4m3_loop", "bs_e5m2_loop", "bs_e4m3_single", "bs_e4m3_m256"]
+ADMITTED = ["bs_e4m3_loop", "bs_e5m2_loop", "bs_e4m3_single", "bs_e4m3_m256", "bs_m64", "bs_m64_loop"]
 _KERNELS = KernelSet(KERNELS, "sm100-tcgen05-bs-")
 
 
@@ -128,9 +130,9 @@ def test_block_scaled_atom_selected(name):
     assert '"nv_tileas.block_scaled_mma"' in text and f'#nv_tileas.atom<"{ATOM}">' in text
 
 
-@pytest.mark.parametrize("name", ["bs_m64", "bs_nvfp4", "bs_n16"])
+@pytest.mark.parametrize("name", ["bs_n16"])
 def test_block_scaled_atom_not_admitted(name):
-    """64-row tiles, NVFP4 and N = 16 (rows of B under 32 bytes) keep the CUDA-core lowering."""
+    """N = 16 (rows of B under 32 bytes) keeps the CUDA-core lowering."""
     text = str(compile_file(_export(name), "sm_100a", stop_after="convert-tileas-to-llvm").module)
     assert ATOM not in text and "sm100.umma_bs" not in text and "sm100.tmem_cp" not in text
 
@@ -162,6 +164,18 @@ def test_block_scaled_stage4_ops():
     assert text.count('"sm100.tmem_cp"') == 3 and text.count('"sm100.umma_bs"') == 4
 
 
+def test_block_scaled_m64_stage4_ops():
+    """A 64-row tile: per K step one M = 128 MMA (block-scaled MMAs have no M = 64 shape) whose instruction
+    descriptor says M = 128; A's rows written twice (layout F: rows 32 (i / 16) + i % 16 and + 16); one scale-factor
+    chunk each for A (128 rows) and B."""
+    text = str(compile_file(_export("bs_m64"), "sm_100a", stop_after="convert-tileas-to-llvm").module)
+    assert text.count('"sm100.umma_bs"') == 2 and text.count('"sm100.tmem_cp"') == 2
+    for sid in (0, 1):
+        d = instr_desc_bs("f8E4M3FN", "f8E4M3FN", 64, sid, sid)
+        assert (d >> 24) & 31 == 128 >> 4
+        assert f"arith.constant {d} : i32" in text or f"arith.constant {d - (1 << 32)} : i32" in text
+
+
 def test_block_scaled_nvvm_forms():
     """Stage 5: the nvvm forms of TCGEN05-FORMS.md (tcgen05.mma.block_scale kind mxf8f6f4, cta_1; tcgen05.cp
     32x128b warpx4) and every K step's instruction descriptor (SF IDs = the K block % 4)."""
@@ -184,7 +198,7 @@ def _sass(cubin: bytes, tmp_path) -> str:
 
 
 @pytest.mark.skipif(not CUOBJDUMP, reason="cuobjdump (nvidia-cuda-cuobjdump) not installed")
-@pytest.mark.parametrize("name", ["bs_e4m3_loop", "bs_e4m3_single"])
+@pytest.mark.parametrize("name", ["bs_e4m3_loop", "bs_e4m3_single", "bs_m64"])
 def test_block_scaled_ptxas_and_sass(name, tmp_path):
     """ptxas takes the sm_100a PTX; the SASS has the block-scaled tensor-memory MMA (UTCQMMA with the scale
     factors' tensor-memory operand after the instruction descriptor) and the tensor-memory copy (UTCCP)."""
@@ -256,6 +270,8 @@ def _check(got, a, b):
     ("bs_e5m2_loop", (200, 45, 96)),
     ("bs_e4m3_single", (130, 50, 200)),  # 7 K blocks: SF IDs 0-3 of the first word, 0-2 of the next
     ("bs_e4m3_m256", (260, 270, 100)),
+    ("bs_m64", (100, 70, 50)),  # 64-row tiles: M = 128 MMA over A in layout F
+    ("bs_m64_loop", (70, 45, 300)),
 ])
 def test_block_scaled_numbers(name, mnk):
     """(A * scale_A) @ (B * scale_B) on sizes that are not tile multiples, against numpy (within f32
@@ -266,18 +282,18 @@ def test_block_scaled_numbers(name, mnk):
 
 @NUMERIC_SKIP
 def test_block_scaled_fallback_numbers():
-    """A 64-row tile is not admitted (the emulator and the atom run M = 128 only): the CUDA cores, same numbers."""
-    c, av, bv = _run("bs_m64", 64, 64, 64, seed=7)
+    """N = 16 is not admitted (rows of B under 32 bytes): the CUDA cores, same numbers."""
+    c, av, bv = _run("bs_n16", 130, 20, 64, seed=7)
     _check(c.astype(np.float64), av, bv)
 
 
 @NUMERIC_SKIP
 def test_corpus_mma_scaled_f8():
-    """The corpus kernel (64 x 64 x 64 tiles, plugins/tileas/tests/cutile_kernels.py) compiles for sm_100a: its
-    64-row tile keeps the CUDA-core lowering; numbers against numpy."""
+    """The corpus kernel (64 x 64 x 64 tiles, plugins/tileas/tests/cutile_kernels.py) compiles for sm_100a to one
+    M = 128 block-scaled MMA per K step over A in layout F; numbers against numpy."""
     path = ck.kernel_path("mma_scaled_f8")
     text = str(compile_file(path, "sm_100a", stop_after="convert-tileas-to-llvm").module)
-    assert "sm100.umma_bs" not in text
+    assert text.count('"sm100.umma_bs"') == 2 and text.count('"sm100.tmem_cp"') == 2
     from tilecore import emulate
 
     rng = np.random.default_rng(9)

@@ -84,7 +84,7 @@ on sm_103a keep cute's mma.sync atom.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tilecore.atoms import Atom
 from tilecore.mlir import dialects, ir
@@ -367,6 +367,8 @@ class Umma:
         # tcgen05.ld .32x32b lane holds its row
         places = [(0, nb, (16 << 16) * h + nb) for h in (0, 1) for nb in range(0, n, ni)] if m64 else \
             [(blk * INST_M, nb, blk * n + nb) for blk in range(m // INST_M) for nb in range(0, n, ni)]
+        if m64 and scales:  # block-scaled: one M = 128 MMA over A in layout F (:class:`LayoutFOperand`)
+            places = [(0, nb, nb) for nb in range(0, n, ni)]
 
         def issue():
             idesc_v = cg.c32(idesc)
@@ -450,6 +452,7 @@ class ScaleOperand:
     blocks: int
     transposed: bool = False
     elem: object = None
+    layout_f: bool = False  # a 64-row tile's scale factors for an M = 128 MMA (:func:`layout_f_rows`)
 
     @property
     def chunks(self) -> int:
@@ -480,6 +483,33 @@ class ScaleOperand:
         byte = op("arith.addi", op("arith.addi", op("arith.muli", chunk, c(SF_CHUNK_BYTES)), within), c(self.offset))
         return cg.smem_ptr(0, byte, self.elem)
 
+    def addresses(self, cg, row, col) -> list:
+        """Every place of scale factor (``row``, ``col``): one, or (``layout_f``) both rows of
+        :func:`layout_f_rows`."""
+        if not self.layout_f:
+            return [self.address(cg, row, col)]
+        return [self.address(cg, r, col) for r in layout_f_rows(cg, row)]
+
+
+def layout_f_rows(cg, row) -> tuple:
+    """The two rows of an M = 128 operand that hold row ``row`` (i32) of a 64-row tile: ``32 (row / 16) + row %
+    16`` and 16 more. An M = 128 block-scaled MMA over such an A (and its scale factors) writes row ``i`` of the
+    tile into the lanes the 64-row tcgen05 fragment reads it from (lanes ``32 (i / 16) + i % 16`` and ``+ 16``:
+    layout F, duplicated), as the plain atoms' two M = 64 MMAs do; block-scaled MMAs have no M = 64 shape (PTX
+    ISA 9.7.16.2.1, Table 39: ``.kind::mxf8f6f4 / mxf4 / mxf4nvf4 .block_scale``, cta_group::1: 128xNxK only)."""
+    op, c = cg.op, cg.c32
+    p = op("arith.addi", op("arith.muli", op("arith.divui", row, c(16)), c(32)), op("arith.remui", row, c(16)))
+    return p, op("arith.addi", p, c(16))
+
+
+@dataclass(frozen=True)
+class LayoutFOperand(SwizzledOperand):
+    """A 64-row A as the 128-row K-major operand of an M = 128 block-scaled MMA: row ``i`` written at both rows of
+    :func:`layout_f_rows` (tileas' ``_write_swizzled`` stores every place ``addresses`` gives)."""
+
+    def addresses(self, cg, row, col) -> list:
+        return [self.address(cg, r, col) for r in layout_f_rows(cg, row)]
+
 
 class BlockScaledUmma(Umma):
     """A block-scaled tcgen05 atom (kind ``block_scaled_mma``, :mod:`tilecore.mma`): A / B as the plain atoms',
@@ -498,7 +528,7 @@ class BlockScaledUmma(Umma):
         if not (req.a in self.elems and req.b in self.elems and req.acc == "f32" and req.arch in BS_ARCHS
                 and req.scale == self.scale and req.scale_block == self.block):
             return False
-        if req.m % INST_M or req.k % self.k or req.threads % 128:
+        if (req.m % INST_M and req.m != 64) or req.k % self.k or req.threads % 128:
             return False
         if not swizzle_for(req.k * self.eb) or not swizzle_for(req.n * self.eb):
             return False
@@ -514,7 +544,11 @@ class BlockScaledUmma(Umma):
         """A, B (:meth:`Umma.layouts`), then the scale factors of A (M x K / 32) and of B (K / 32 x N)."""
         a, b = super().layouts(req, at)
         blocks = req.k // self.block
-        sa = ScaleOperand(b.offset + b.nbytes, req.m, blocks)
+        m64 = req.m == 64  # one M = 128 MMA over A's rows in layout F (:func:`layout_f_rows`)
+        if m64:
+            a = LayoutFOperand(a.offset, INST_M, a.cols, a.elem_bytes, a.swizzle)
+            b = replace(b, offset=a.offset + a.nbytes)
+        sa = ScaleOperand(b.offset + b.nbytes, INST_M if m64 else req.m, blocks, layout_f=m64)
         return a, b, sa, ScaleOperand(sa.offset + sa.nbytes, req.n, blocks, True)
 
     def lower(self, cg, action: str, req, *args):
