@@ -566,3 +566,17 @@ def print_narrow_ints(x, TILE: ct.Constant[int]):
     programs: they were passed 1 or 2 bytes wide)."""
     t = ct.load(x, index=(0,), shape=(TILE,))
     ct.printf("%d %u %x\n", t, t, t)
+
+
+@ct.kernel
+def batched_matmul(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """C[b] = A[b] @ B[b] accumulated in f32 over rank-3 tensors: (1, TM, TK) / (1, TK, TN) slices reshaped to
+    the dot's 2-D tiles (batch = grid z); on sm_90a their K loop copies 3-D TMA boxes."""
+    i, j, b = ct.bid(0), ct.bid(1), ct.bid(2)
+    z = ct.PaddingMode.ZERO
+    acc = ct.full((TM, TN), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=2, shape=(1, TM, TK))):
+        a = ct.reshape(ct.load(A, index=(b, i, k), shape=(1, TM, TK), padding_mode=z), (TM, TK))
+        y = ct.reshape(ct.load(B, index=(b, k, j), shape=(1, TK, TN), padding_mode=z), (TK, TN))
+        acc = ct.mma(a, y, acc)
+    ct.store(C, index=(b, i, j), tile=ct.reshape(ct.astype(acc, C.dtype), (1, TM, TN)))

@@ -1,7 +1,8 @@
 """Software-pipelined K loops: tiles of a tensor-core dot copied global -> shared by a copy atom, S stages deep.
 
 A ``scf.for`` qualifies (:func:`plan`) when an operand of one of its tensor-core dots is a ``tiled_load``
-of its body used by that dot only, from a view defined outside the loop, with indices computed from the
+of its body used by that dot only (directly, or through reshapes that drop unit dimensions: a batched
+matmul's ``(1, M, K)`` slice of a rank-3 tensor, copied by TMA as a 3-D box), from a view defined outside the loop, with indices computed from the
 induction variable and loop-invariant values by scalar ops, contiguous rows of a whole number of copy
 chunks (16 bytes), zero (or unspecified) padding and plain ordering: those loads are *piped*. When every
 dot operand is piped and nothing else in the body uses shared memory (element-wise ops on the
@@ -63,6 +64,8 @@ class PipedLoad:
     offset: int = 0
     swizzled: object = None  # the SwizzledOperand (offset 0) a warpgroup atom reads this tile in, or None
     transposed: bool = False  # a transposed view (``order=(1, 0)``): memory is contiguous along the tile's rows
+    lead: int = 0  # unit dimensions before the tile's two (a ``(1, M, K)`` slice of a rank-3 tensor)
+    chain: tuple = ()  # the ``nv_tileas.reshape`` ops between the load and the dot (unit dimensions dropped)
 
     @property
     def nbytes(self) -> int:
@@ -96,14 +99,27 @@ def _splat_constant(v) -> bool:
     return op is not None and op.name == "arith.constant" and ir.DenseElementsAttr(op.attributes["value"]).is_splat
 
 
-def _load_ok(load, dot, body, transposed_ok: bool = False) -> PipedLoad | None:
+def _reshape_chain(v, body) -> tuple[object, tuple]:
+    """(the op defining ``v`` past a chain of single-use ``nv_tileas.reshape`` ops in ``body``, those reshapes):
+    a batched matmul's ``(1, M, K)`` tile reshaped to ``(M, K)`` for its dot."""
+    chain = []
+    while isinstance(v, ir.OpResult) and v.owner.name == "nv_tileas.reshape" and _in_body(v, body) and \
+            len(list(v.uses)) == 1:
+        chain.append(v.owner)
+        v = v.owner.operands[0]
+    return (v.owner if isinstance(v, ir.OpResult) else None), tuple(chain)
+
+
+def _load_ok(load, dot, body, transposed_ok: bool = False, chain: tuple = ()) -> PipedLoad | None:
     """The PipedLoad of ``load`` when it can be copied by 16-byte chunks straight into shared memory
     (``transposed_ok``: also a transposed view of a row-major tensor, whose chunks run down the tile's
-    columns: for a consumer that reads it K-major)."""
-    if load.name != "nv_tileas.tiled_load" or "traversal_strides" in load.attributes:
+    columns: for a consumer that reads it K-major). The load reaches the dot directly or through ``chain``
+    (reshapes); its tile is 2-D, or 2-D after unit dimensions (a slice of a rank 3-5 tensor: TMA's 3-5-D
+    boxes)."""
+    if load is None or load.name != "nv_tileas.tiled_load" or "traversal_strides" in load.attributes:
         return None
     users = [u for u in load.results[0].uses]
-    if len(users) != 1 or users[0].owner != dot:
+    if len(users) != 1 or users[0].owner != (chain[-1] if chain else dot):
         return None
     view = load.operands[0]
     if memory_order(load)[0] is not None or not isinstance(view, ir.OpResult):
@@ -112,12 +128,16 @@ def _load_ok(load, dot, body, transposed_ok: bool = False) -> PipedLoad | None:
     if vop.name != "nv_tileas.view" or _in_body(vop.operands[0], body):
         return None
     tile, dim_map, pad = view_type_parts(view.type)
-    if pad not in ("zero", "none") or len(tile) != 2:
+    lead = len(tile) - 2
+    if pad not in ("zero", "none") or not 0 <= lead <= 3 or any(t != 1 for t in tile[:lead]):
         return None
+    if lead and tuple(dim_map) != tuple(range(len(tile))):
+        return None
+    tile = tile[lead:]
     el, _shape, strides = memref_type_parts(vop.operands[0].type)
     if str(el).startswith("!llvm") or str(el) in ("i1", "f4E2M1FN"):
         return None
-    strides = [strides[d] for d in dim_map]
+    strides = [strides[d] for d in dim_map][lead:]
     transposed = transposed_ok and tuple(dim_map) == (1, 0) and strides[0] == 1
     if strides[-1] != 1 and not transposed:
         return None
@@ -128,12 +148,12 @@ def _load_ok(load, dot, body, transposed_ok: bool = False) -> PipedLoad | None:
     if (tile[0 if transposed else 1] * eb) % 16:
         return None
     if transposed:
-        return PipedLoad(load, tile[0], tile[1], eb, 0, transposed=True)
+        return PipedLoad(load, tile[0], tile[1], eb, 0, transposed=True, chain=chain)
     from .dot import smem_operand
 
     op = smem_operand(tile[0], tile[1], None, eb, 0)  # swizzled rows, or padded ones (see dot.smem_operand)
     return PipedLoad(load, tile[0], tile[1], eb, tile[1] + ROW_PAD_BYTES // eb,
-                     swizzled=op if isinstance(op, SwizzledOperand) else None)
+                     swizzled=op if isinstance(op, SwizzledOperand) else None, lead=lead, chain=chain)
 
 
 def _index_slice(load, body, iv, seen: dict) -> bool:
@@ -181,9 +201,10 @@ def plan(cg, loop) -> Plan | None:
         for v, lay in zip(list(d.operands)[:2], (lay_a, lay_b)):
             if not isinstance(v, ir.OpResult) or not _in_body(v, body):
                 continue
+            load, chain = _reshape_chain(v, body)
             # a warpgroup atom takes B K-major too: a transposed view's tile is that layout in memory already
-            piped, deps = _load_ok(v.owner, d, body, transposed_ok=lay is lay_b and lay is not None), {}
-            if piped is None or not _index_slice(v.owner, body, iv, deps):
+            piped, deps = _load_ok(load, d, body, transposed_ok=lay is lay_b and lay is not None, chain=chain), {}
+            if piped is None or not _index_slice(load, body, iv, deps):
                 continue
             if piped.transposed:
                 lay = a.lower(cg, "layouts", mma_request(d, cg.threads, cg.target), 0, "k")[1]
@@ -220,7 +241,7 @@ def plan(cg, loop) -> Plan | None:
 def _only_fragment_arithmetic(cg, ops, loads, slice_ops, dots, frag) -> bool:
     """Whether the body's other ops use no shared memory: element-wise ops on the accumulators' fragment
     layout, scalars and tokens, and every dot's accumulator a fragment already or a splat."""
-    piped_ops = {p.load.operation for p in loads}
+    piped_ops = {o.operation for p in loads for o in (p.load, *p.chain)}
     yields = list(ops[-1].operands)
     body = ops[-1].operation.block
     for o in ops[:-1]:
@@ -315,10 +336,10 @@ def _copy_chunk(cg, atom, p: PipedLoad, acc, shape, cid, stage_base) -> None:
     line = cg.op("arith.divui", cid, cg.c32(per_line))
     along = cg.op("arith.muli", cg.op("arith.remui", cid, cg.c32(per_line)), cg.c32(vec))
     row, col = (along, line) if p.transposed else (line, along)
-    axis = 0 if p.transposed else 1  # the tile axis the chunk runs along (contiguous in memory)
-    g = [cg.op("arith.addi", acc.origin[0], resize_int(row, idx_t)),
-         cg.op("arith.addi", acc.origin[1], resize_int(col, idx_t))]
-    inside = cg.and_(cg.cmpi(6, g[0], shape[0]), cg.cmpi(6, g[1], shape[1]))
+    axis = p.lead + (0 if p.transposed else 1)  # the tile axis the chunk runs along (contiguous in memory)
+    g = [*acc.origin[:p.lead], cg.op("arith.addi", acc.origin[p.lead], resize_int(row, idx_t)),
+         cg.op("arith.addi", acc.origin[p.lead + 1], resize_int(col, idx_t))]
+    inside = cg.and_(*[cg.cmpi(6, c, n) for c, n in zip(g, shape)])
     left = cg.op("arith.subi", shape[axis], g[axis])
     vec_c = cg.const(idx_t, vec)
     n = cg.select(inside, cg.select(cg.cmpi(6, left, vec_c), left, vec_c), cg.const(idx_t, 0))
@@ -388,7 +409,8 @@ def tma_maps(cg, rb, plan_: Plan, checked: bool):
             return None
         m = _memory_order(_view(rb, p).memref, p)
         elem = rb.convert_type(ir.RankedTensorType(p.load.results[0].type).element_type)
-        r = maps.recipe(m, elem if not m.narrow else cg.i8, (sw.swizzle // p.elem_bytes, lines), sw.swizzle, checked)
+        box = (sw.swizzle // p.elem_bytes, lines) + (1,) * p.lead  # innermost first; a slice's unit dimensions
+        r = maps.recipe(m, elem if not m.narrow else cg.i8, box, sw.swizzle, checked)
         if r is None:
             return None
         recipes.append(r)
@@ -529,7 +551,8 @@ def _tma_pipelined_for(op, rb, plan_: Plan, lb, ub, step, inits, body_into, atom
             base = cg.op("arith.muli", stage, cg.c32(plan_.stage_bytes))
             for p, tmap in zip(plan_.loads, maps):
                 acc = TiledAccess(cg, _view(rb, p), _indices(rb, plan_, p, iv_old, iv_new), None, p.load)
-                row, col = (resize_int(o, cg.i32) for o in acc.origin)
+                lead = [resize_int(o, cg.i32) for o in acc.origin[:p.lead]][::-1]  # innermost first
+                row, col = (resize_int(o, cg.i32) for o in acc.origin[p.lead:])
                 inner0, outer = (row, col) if p.transposed else (col, row)  # memory order
                 lines, line_elems = _lines(p)
                 sw = p.swizzled
@@ -537,7 +560,7 @@ def _tma_pipelined_for(op, rb, plan_: Plan, lb, ub, step, inits, body_into, atom
                     at = cg.op("arith.addi", base, cg.c32(p.offset + j * lines * sw.swizzle))
                     dst = llvm.getelementptr(p3, cg.smem_base, [at], [-2147483648], cg.i8, 0)
                     inner = cg.op("arith.addi", inner0, cg.c32(j * sw.swizzle // p.elem_bytes)) if j else inner0
-                    atom.lower(cg, "load", dst, tmap, bar(stage), [inner, outer])
+                    atom.lower(cg, "load", dst, tmap, bar(stage), [inner, outer, *lead])
             return []
 
         cg.if_(cg.and_(leader, cg.cmpi(2, iv_new, ub)), copies)

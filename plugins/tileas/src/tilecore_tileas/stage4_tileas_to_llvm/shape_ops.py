@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tilecore.mlir import ir
+from tilecore.mma import SmemOperand, SwizzledOperand
 
 from .exchange import exchange, scatter_gather_vector
 from .memory import as_tile
@@ -36,6 +37,8 @@ def broadcast(op, rb):
 def reshape(op, rb):
     cg = rb.data["cg"]
     src = rb.get(op.operands[0])
+    if isinstance(src, (SmemOperand, SwizzledOperand)):  # a pipelined (1, M, K) tile: unit dimensions dropped
+        return [src]
     out = _shape(op.results[0].type)
     if not out:
         return [src.regs[0] if isinstance(src, TileV) else src]

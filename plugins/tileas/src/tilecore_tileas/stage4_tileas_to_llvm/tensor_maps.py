@@ -49,32 +49,37 @@ class KernelTensorMaps:
     def _param_type(self, i: int) -> str:
         return str(list(self.block.arguments)[i].type)
 
-    def recipe(self, memref, elem, box: tuple[int, int], swizzle: int, optional: bool) -> TensorMapRecipe | None:
-        """The recipe of a 2-D tile-mode map over ``memref`` (rows of contiguous elements of type ``elem``,
-        tile order) with box ``(inner elements, rows)`` and ``swizzle`` bytes, or None when the tensor's base,
-        extents or row stride are not kernel parameters (or constants). ``optional``: the kernel reads the map
-        only after checking the tensor's alignment at run time."""
-        if len(memref.shape) != 2 or memref.strides[1] != 1:
+    def recipe(self, memref, elem, box: tuple, swizzle: int, optional: bool) -> TensorMapRecipe | None:
+        """The recipe of a tile-mode map of rank 2-5 over ``memref`` (rows of contiguous elements of type
+        ``elem``, tile order) with box ``box`` (innermost first: ``(inner elements, rows, 1...)``) and ``swizzle``
+        bytes, or None when the tensor's base, extents or strides are not kernel parameters (or constants).
+        ``optional``: the kernel reads the map only after checking the tensor's alignment at run time.
+        (PTX ISA 9.7.9.25.5.1 ``cp.async.bulk.tensor``: ``.dim`` 1d-5d; the driver's
+        ``cuTensorMapEncodeTiled`` takes ``tensorRank`` 1-5 (3-5 need a 16-byte aligned base, as TMA always does
+        here: the recipe's tensors are 16-byte aligned or behind the run-time check).)"""
+        rank = len(memref.shape)
+        if not 2 <= rank <= 5 or len(box) != rank or memref.strides[-1] != 1:
             return None
         tensor = self._source(memref.base)
         if not isinstance(tensor, int) or isinstance(memref.base, int) or \
                 not self._param_type(tensor).startswith("!llvm.ptr"):
             return None
         eb = _bytes(elem)
-        dims = []
-        for d in (memref.shape[1], memref.shape[0]):
+        dims, strides = [], []
+        for d in memref.shape[::-1]:  # innermost first
             s = self._source(d)
             if s is None:
                 return None
             dims.append(s if _is_const(d) else {"param": s})
-        st = self._source(memref.strides[0])
-        if st is None:
-            return None
-        stride = st * eb if _is_const(memref.strides[0]) else {"param": st, "scale": eb}
+        for st_v in memref.strides[-2::-1]:  # bytes, of dimensions 1 .. rank - 1
+            st = self._source(st_v)
+            if st is None:
+                return None
+            strides.append(st * eb if _is_const(st_v) else {"param": st, "scale": eb})
         name = str(elem)
         dt = DATA_TYPES.get(name, DATA_TYPE_BY_BYTES.get(eb))
         return TensorMapRecipe(param=-1, tensor=tensor, data_type=dt, global_dim=tuple(dims),
-                               global_strides=(stride,), box_dim=tuple(box), element_strides=(1, 1),
+                               global_strides=tuple(strides), box_dim=tuple(box), element_strides=(1,) * rank,
                                swizzle=SWIZZLE_CODES[swizzle], optional=optional)
 
     def parameter(self, recipe: TensorMapRecipe):
