@@ -21,8 +21,10 @@ def kernel_functions(module) -> dict:
     def walk(block):
         for op in block.operations:
             o = op.operation
-            if o.name == "llvm.func" and "nvvm.kernel" in o.attributes:
-                out[ir.StringAttr(o.attributes["sym_name"]).value] = o
+            if o.name == "llvm.func":  # a function body holds no functions: not walked (thousands of ops)
+                if "nvvm.kernel" in o.attributes:
+                    out[ir.StringAttr(o.attributes["sym_name"]).value] = o
+                continue
             for r in o.regions:
                 for b in r.blocks:
                     walk(b)

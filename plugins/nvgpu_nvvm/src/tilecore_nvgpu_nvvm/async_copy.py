@@ -11,7 +11,6 @@ from tilecore.typeconv import ADDRSPACE_GLOBAL, memory_space_to_addrspace
 from .common import NvgpuPattern, bit_width, i32, memref_element_ptr, ptr, to_int
 
 llvm = dialects.llvm
-nvvm = dialects.nvvm
 
 
 class DeviceAsyncCopyPattern(NvgpuPattern):
@@ -49,7 +48,7 @@ class DeviceAsyncCopyPattern(NvgpuPattern):
                                     constant(i32(), 3))
             modifier = ir.Attribute.parse("#nvvm<load_cache_modifier cg>" if bypass
                                           else "#nvvm<load_cache_modifier ca>")
-            nvvm.cp_async_shared_global(dst, src, ir.IntegerAttr.get(i32(), size), modifier, cp_size=cp_size)
+            dialects.nvvm.cp_async_shared_global(dst, src, ir.IntegerAttr.get(i32(), size), modifier, cp_size=cp_size)
             token = constant(i32(), 0)
         rw.replace(op, token)
 
@@ -62,7 +61,7 @@ class DeviceAsyncCreateGroupPattern(NvgpuPattern):
 
     def lower(self, op, rw):
         with rw.ip:
-            nvvm.cp_async_commit_group()
+            dialects.nvvm.cp_async_commit_group()
             token = constant(i32(), 0)
         rw.replace(op, token)
 
@@ -76,7 +75,7 @@ class DeviceAsyncWaitPattern(NvgpuPattern):
     def lower(self, op, rw):
         n = ir.IntegerAttr(op.attributes["numGroups"]).value if "numGroups" in op.attributes else 0
         with rw.ip:
-            nvvm.cp_async_wait_group(n)
+            dialects.nvvm.cp_async_wait_group(n)
         rw.erase(op)
 
 

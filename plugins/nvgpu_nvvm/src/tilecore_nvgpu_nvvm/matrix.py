@@ -23,7 +23,6 @@ from tilecore.mlir import dialects, ir
 from .common import NvgpuPattern, i32, memref_element_ptr
 
 llvm = dialects.llvm
-nvvm = dialects.nvvm
 
 # element type of A / B -> PTX multiplicand type (tf32 when tf32Enabled on f32).
 PTX_TYPE = {"f16": "f16", "bf16": "bf16", "i8": "s8", "i4": "s4", "f64": "f64", "f32": "tf32",
@@ -112,7 +111,7 @@ class MmaSyncPattern(NvgpuPattern):
                 kw["int_overflow_behavior"] = rw.attr("#nvvm.mma_int_overflow<satfinite>")
             kw["multiplicand_a_ptx_type"] = rw.attr(f"#nvvm.mma_type<{PTX_TYPE[a_el]}>")
             kw["multiplicand_b_ptx_type"] = rw.attr(f"#nvvm.mma_type<{PTX_TYPE[a_el]}>")
-            d = nvvm.mma_sync(d_type, rw.attr(f"#nvvm.shape<m = {m}, n = {n}, k = {k}>"),
+            d = dialects.nvvm.mma_sync(d_type, rw.attr(f"#nvvm.shape<m = {m}, n = {n}, k = {k}>"),
                               rw.attr("#nvvm.mma_layout<row>"), rw.attr("#nvvm.mma_layout<col>"),
                               a, b, c, **kw)
             rw.replace(op, _repack(rw, op, d, len(c), rw.type(reg), res_vec))

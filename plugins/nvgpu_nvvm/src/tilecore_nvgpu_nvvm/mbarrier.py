@@ -17,7 +17,6 @@ from tilecore.typeconv import ADDRSPACE_SHARED, memory_space_to_addrspace
 from .common import NvgpuPattern, constant_index, create, gep, i32, i64, predicate, ptr, to_int
 
 llvm = dialects.llvm
-nvvm = dialects.nvvm
 MBARRIER_TYPE_MESSAGE = " must be mbarrier barrier type, but got "
 
 
@@ -105,7 +104,7 @@ class MBarrierInitPattern(NvgpuPattern):
     def lower(self, op, rw):
         view = op.opview
         with rw.ip:
-            nvvm.mbarrier_init(barrier_ptr(op, rw), to_int(view.count, 32, rw), predicate=predicate(view, rw))
+            dialects.nvvm.mbarrier_init(barrier_ptr(op, rw), to_int(view.count, 32, rw), predicate=predicate(view, rw))
         rw.erase(op)
 
 
@@ -117,7 +116,7 @@ class MBarrierArrivePattern(NvgpuPattern):
 
     def lower(self, op, rw):
         with rw.ip:
-            rw.replace(op, nvvm.mbarrier_arrive(i64(), barrier_ptr(op, rw), **_cta(rw)))
+            rw.replace(op, dialects.nvvm.mbarrier_arrive(i64(), barrier_ptr(op, rw), **_cta(rw)))
 
 
 class MBarrierArriveNoCompletePattern(NvgpuPattern):
@@ -128,7 +127,7 @@ class MBarrierArriveNoCompletePattern(NvgpuPattern):
 
     def lower(self, op, rw):
         with rw.ip:
-            rw.replace(op, nvvm.mbarrier_arrive_nocomplete(i64(), barrier_ptr(op, rw),
+            rw.replace(op, dialects.nvvm.mbarrier_arrive_nocomplete(i64(), barrier_ptr(op, rw),
                                                            to_int(op.opview.count, 32, rw)))
 
 
@@ -156,7 +155,7 @@ class MBarrierTestWaitPattern(NvgpuPattern):
 
     def lower(self, op, rw):
         with rw.ip:
-            rw.replace(op, nvvm.mbarrier_test_wait(ir.IntegerType.get_signless(1), barrier_ptr(op, rw),
+            rw.replace(op, dialects.nvvm.mbarrier_test_wait(ir.IntegerType.get_signless(1), barrier_ptr(op, rw),
                                                    rw.operand(op.opview.token), **_cta(rw)))
 
 
@@ -175,7 +174,7 @@ class MBarrierTryWaitParityPattern(NvgpuPattern):
             p = barrier_ptr(op, rw)
             view = op.opview
             parity = llvm.zext(i32(), rw.operand(view.phaseParity))
-            nvvm.mbarrier_try_wait_parity(p, parity, to_int(view.ticks, 32, rw))
+            dialects.nvvm.mbarrier_try_wait_parity(p, parity, to_int(view.ticks, 32, rw))
         rw.erase(op)
 
 

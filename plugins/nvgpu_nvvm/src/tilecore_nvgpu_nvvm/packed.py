@@ -22,8 +22,6 @@ from tilecore.mlir import dialects, ir
 from .common import NvgpuPattern
 
 llvm = dialects.llvm
-nvvm = dialects.nvvm
-vector = dialects.vector
 
 F8_TYPES = {"f8E4M3FN": "e4m3", "f8E5M2": "e5m2"}
 
@@ -34,7 +32,7 @@ def _vec(t) -> tuple[int, str]:
 
 
 def _lanes(v, n):
-    return [vector.extract(v, [], [i]) for i in range(n)]
+    return [dialects.vector.extract(v, [], [i]) for i in range(n)]
 
 
 class RcpPattern(NvgpuPattern):
@@ -76,7 +74,7 @@ class CvtFpTruncPattern(NvgpuPattern):
         rnd = ir.Attribute.parse("#nvvm.fp_rnd_mode<rn>")
         with rw.ip:
             lo, hi = _lanes(op.operands[0], 2)
-            build = {"f16": nvvm.convert_f32x2_to_f16x2, "bf16": nvvm.convert_f32x2_to_bf16x2}.get(out)
+            build = {"f16": dialects.nvvm.convert_f32x2_to_f16x2, "bf16": dialects.nvvm.convert_f32x2_to_bf16x2}.get(out)
             if build is None:
                 raise LoweringError(f"'{op.name}': no packed conversion f32x2 -> {out}x2", op)
             rw.replace(op, build(op.results[0].type, hi, lo, rnd=rnd))
@@ -95,7 +93,7 @@ class CvtFpTruncF8Pattern(CvtFpTruncPattern):
         _, out = _vec(op.results[0].type)
         with rw.ip:
             lo, hi = _lanes(op.operands[0], 2)
-            packed = nvvm.convert_f32x2_to_f8x2(ir.VectorType.get([2], ir.IntegerType.get_signless(8)), hi, lo,
+            packed = dialects.nvvm.convert_f32x2_to_f8x2(ir.VectorType.get([2], ir.IntegerType.get_signless(8)), hi, lo,
                                                 ir.TypeAttr.get(ir.VectorType(op.results[0].type).element_type),
                                                 rnd=ir.Attribute.parse("#nvvm.fp_rnd_mode<rn>"), sat=ir.Attribute.parse(
                                                     "#nvvm.sat_mode<satfinite>"))
@@ -132,7 +130,7 @@ class CvtFpExtF8Pattern(CvtFpExtPattern):
             raise LoweringError(f"'{op.name}': packed f8x2 widens to f16x2, not {out}x2", op)
         with rw.ip:
             src = rw.cast(op.operands[0], ir.VectorType.get([2], ir.IntegerType.get_signless(8)))
-            rw.replace(op, nvvm.convert_f8x2_to_f16x2(op.results[0].type, src,
+            rw.replace(op, dialects.nvvm.convert_f8x2_to_f16x2(op.results[0].type, src,
                                                      ir.TypeAttr.get(ir.VectorType(op.operands[0].type).element_type)))
 
 

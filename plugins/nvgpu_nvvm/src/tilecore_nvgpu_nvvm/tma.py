@@ -31,7 +31,6 @@ from .common import (
 from .mbarrier import barrier_ptr
 
 llvm = dialects.llvm
-nvvm = dialects.nvvm
 SHARED_CLUSTER = 7  # NVPTX address space of .shared::cluster (the load destination in this MLIR snapshot)
 
 
@@ -80,7 +79,7 @@ class TmaAsyncLoadPattern(NvgpuPattern):
                 _optional_attr_value(op, "multicastMask", 16)
             hint = _optional_attr_value(op, "l2CacheHint", 64)
             pred = predicate(view, rw)
-            new = nvvm.cp_async_bulk_tensor_shared_cluster_global(
+            new = dialects.nvvm.cp_async_bulk_tensor_shared_cluster_global(
                 dst, desc, coords, bar, [], multicast_mask=mask, l2_cache_hint=hint,
                 mode=ir.Attribute.parse("#nvvm.tma_load_mode<tile>"), predicate=pred)
             _mark(new, multicastEnable=mask is not None, cacheHintEnable=hint is not None)
@@ -102,7 +101,7 @@ class TmaAsyncStorePattern(NvgpuPattern):
             desc = rw.operand(view.tensorMapDescriptor)
             hint = _optional_attr_value(op, "l2CacheHint", 64)
             pred = predicate(view, rw)
-            new = nvvm.cp_async_bulk_tensor_global_shared_cta(
+            new = dialects.nvvm.cp_async_bulk_tensor_global_shared_cta(
                 desc, src, coords, l2_cache_hint=hint, mode=ir.Attribute.parse("#nvvm.tma_store_mode<tile>"),
                 predicate=pred)
             _mark(new, cacheHintEnable=hint is not None)
@@ -119,7 +118,7 @@ class TmaPrefetchDescriptorPattern(NvgpuPattern):
         view = op.opview
         with rw.ip:
             pred = predicate(view, rw)
-            nvvm.prefetch(rw.operand(view.tensorMapDescriptor), tensormap=True, predicate=pred)
+            dialects.nvvm.prefetch(rw.operand(view.tensorMapDescriptor), tensormap=True, predicate=pred)
         rw.erase(op)
 
 
@@ -131,7 +130,7 @@ class TmaFenceDescriptorPattern(NvgpuPattern):
 
     def lower(self, op, rw):
         with rw.ip:
-            nvvm.fence_proxy_acquire(ir.Attribute.parse("#nvvm.mem_scope<sys>"),
+            dialects.nvvm.fence_proxy_acquire(ir.Attribute.parse("#nvvm.mem_scope<sys>"),
                                      rw.operand(op.opview.tensorMapDescriptor), constant(i32(), 128),
                                      from_proxy=ir.Attribute.parse("#nvvm.proxy_kind<generic>"),
                                      to_proxy=ir.Attribute.parse("#nvvm.proxy_kind<tensormap>"))
@@ -287,9 +286,9 @@ class TmaRebindDescriptorPattern(NvgpuPattern):
                 emit("global_dim", llvm.trunc(i32(), rw.operand(v), overflow_flags=0), d)
             for d, v in enumerate(strides):
                 emit("global_stride", rw.operand(v), d)
-            nvvm.fence_proxy_release(gpu, from_proxy=generic, to_proxy=tensormap)
+            dialects.nvvm.fence_proxy_release(gpu, from_proxy=generic, to_proxy=tensormap)
             generic_ptr = tmap_v if tmap_v.type == ptr() else llvm.addrspacecast(ptr(), tmap_v)
-            nvvm.fence_proxy_acquire(gpu, generic_ptr, constant(i32(), 128), from_proxy=generic, to_proxy=tensormap)
+            dialects.nvvm.fence_proxy_acquire(gpu, generic_ptr, constant(i32(), 128), from_proxy=generic, to_proxy=tensormap)
         rw.erase(op)
 
 

@@ -35,7 +35,6 @@ from .tma import tensormap_fields
 from .types import accumulator_struct, fragmented_vector, lower_type
 
 llvm = dialects.llvm
-nvvm = dialects.nvvm
 
 SWIZZLE_MODE = {"none": 0, "swizzle_128b": 1, "swizzle_64b": 2, "swizzle_32b": 3,
                 "0": 0, "128": 1, "64": 2, "32": 3}
@@ -138,7 +137,7 @@ class WarpgroupMmaPattern(NvgpuPattern):
             desc_a = rw.operand(view.descriptorA)
             desc_b = rw.operand(view.descriptorB)
             acc = rw.operand(view.matrixC)
-            nvvm.wgmma_fence_aligned()
+            dialects.nvvm.wgmma_fence_aligned()
             out = llvm.mlir_poison(acc_type)
             for i in range(m // 64):
                 tile = extractvalue(rw, acc, (i,), tile_type)
@@ -149,10 +148,10 @@ class WarpgroupMmaPattern(NvgpuPattern):
                     b_off = (j * k_inst * (b_strides[1] if trans_b else b_strides[0])) * ebytes
                     da = llvm.add(desc_a, constant(i64(), a_off >> 4), overflow_flags=0) if a_off else desc_a
                     db = llvm.add(desc_b, constant(i64(), b_off >> 4), overflow_flags=0) if b_off else desc_b
-                    tile = nvvm.wgmma_mma_async(tile_type, tile, da, db, **attrs)
+                    tile = dialects.nvvm.wgmma_mma_async(tile_type, tile, da, db, **attrs)
                 out = llvm.insertvalue(out, tile, [i])
-            nvvm.wgmma_commit_group_sync_aligned()
-            nvvm.wgmma_wait_group_sync_aligned(wait)
+            dialects.nvvm.wgmma_commit_group_sync_aligned()
+            dialects.nvvm.wgmma_wait_group_sync_aligned(wait)
         rw.replace(op, out)
 
 
@@ -174,7 +173,7 @@ class WarpgroupMmaStorePattern(NvgpuPattern):
         tile_type = ir.Type.parse("!llvm.struct<(" + ", ".join([str(elem)] * (n // 2)) + ")>")
         with rw.ip:
             acc = rw.operand(view.matrixD)
-            tid = nvvm.read_ptx_sreg_tid_x(i32())
+            tid = dialects.nvvm.read_ptx_sreg_tid_x(i32())
             t = llvm.urem(tid, constant(i32(), 128))
             warp = llvm.udiv(t, constant(i32(), 32))
             lane = llvm.urem(t, constant(i32(), 32))
