@@ -11,6 +11,8 @@ the emulator) and ptxas for sm_90a.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from support import gpu_module, has_plugin, ptxas_round_trip
@@ -968,6 +970,166 @@ def test_ptxas_accepts_the_tma_forms_for_sm_90a(pm):
                    "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
                    "cp.async.bulk.tensor.3d", "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"):
         assert needle in ptx, needle
+
+
+# ---------------------------------------------------------------- TMA store (shared -> global, bulk groups)
+def tma_store_kernel(rank: int, box_bytes: int, coords: list[int], wait: str = "nvvm.cp.async.bulk.wait_group 0 {read}",
+                     after: str = "") -> str:
+    """128 threads copy ``box_bytes`` from %src into dynamic shared memory (words t, t + 128, ...), fence the
+    generic proxy against the async one and synchronise; thread 0 stores the box at ``coords`` through the
+    tensor map %tm (``cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group``), commits the bulk group and
+    runs ``wait``, then ``after`` (e.g. overwrite shared memory)."""
+    cs = ", ".join(f"%k{i}" for i in range(rank))
+    consts = "\n".join(f"%k{i} = llvm.mlir.constant({c} : i32) : i32" for i, c in enumerate(coords))
+    return f"""
+  llvm.mlir.global external @dyn() {{addr_space = 3 : i32, alignment = 1024 : i64}} : !llvm.array<0 x i8>
+  llvm.func @k(%tm: !llvm.ptr<1>, %g: !llvm.ptr<1>, %src: !llvm.ptr<1>) attributes {{nvvm.kernel}} {{
+    %t = nvvm.read.ptx.sreg.tid.x : i32
+    %sm = llvm.mlir.addressof @dyn : !llvm.ptr<3>
+    %tmg = llvm.addrspacecast %tm : !llvm.ptr<1> to !llvm.ptr
+    %c0 = llvm.mlir.constant(0 : i32) : i32
+    %c128 = llvm.mlir.constant(128 : i32) : i32
+    %c99 = llvm.mlir.constant(99 : i32) : i32
+    %nw = llvm.mlir.constant({box_bytes // 4} : i32) : i32
+    {consts}
+    llvm.br ^h(%t : i32)
+  ^h(%i: i32):
+    %more = llvm.icmp "ult" %i, %nw : i32
+    llvm.cond_br %more, ^body, ^done
+  ^body:
+    %gp = llvm.getelementptr %src[%i] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+    %v = llvm.load %gp : !llvm.ptr<1> -> i32
+    %sp = llvm.getelementptr %sm[%i] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32
+    llvm.store %v, %sp : i32, !llvm.ptr<3>
+    %n = llvm.add %i, %c128 : i32
+    llvm.br ^h(%n : i32)
+  ^done:
+    nvvm.fence.proxy {{kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}}
+    nvvm.barrier0
+    %is0 = llvm.icmp "eq" %t, %c0 : i32
+    llvm.cond_br %is0, ^store, ^end
+  ^store:
+    nvvm.cp.async.bulk.tensor.global.shared.cta %tmg, %sm, box[{cs}] : !llvm.ptr, !llvm.ptr<3>
+    nvvm.cp.async.bulk.commit.group
+    {wait}
+    {after}
+    llvm.br ^end
+  ^end:
+    llvm.return
+  }}"""
+
+
+def run_tma_store(pm, tensor: np.ndarray, data_type: int, box: list[int], coords: list[int], swizzle: int = 0,
+                  **kw) -> tuple[np.ndarray, np.ndarray]:
+    """(the tensor after the store, the box's bytes as shared memory held them)."""
+    from tilecore.emulate.tensormap import encode_tiled
+
+    rank = len(box)
+    dims = list(tensor.shape[::-1])
+    strides = [tensor.strides[::-1][i] for i in range(1, rank)]
+    tm = encode_tiled(data_type, rank, 1, dims, strides, box, swizzle=swizzle)
+    nbytes = int(np.prod(box)) * tensor.itemsize
+    src = np.random.default_rng(rank).integers(0, 256, nbytes).astype(np.uint8)
+    out = tensor.copy()
+    launch(parse(pm, gpu_module(tma_store_kernel(rank, nbytes, coords, **kw))), "k", grid=1, block=128,
+           shared_bytes=nbytes, args=[tm, out, src.view(np.int32)])
+    return out, src
+
+
+def store_expected(tensor: np.ndarray, box: list[int], coords: list[int], smem: np.ndarray, swz: int) -> np.ndarray:
+    """The tensor after a tile-mode store of the box whose shared bytes are ``smem`` (in the swizzle ``swz``):
+    the box's elements inside the tensor are written, the rest of the box is clipped (PTX ISA "Tiled mode",
+    "Out-of-bound access")."""
+    raw = smem.copy()
+    if swz:  # undo the swizzle: logical 16-byte unit u of line L sits at u ^ (L mod (S / 16))
+        for off in range(0, raw.size, 16):
+            line, unit = divmod(off, 128)
+            new = line * 128 + 16 * ((unit // 16) ^ (line % (swz // 16)))
+            raw[off:off + 16] = smem[new:new + 16]
+    boxed = raw.view(tensor.dtype).reshape(box[::-1])
+    out = tensor.copy()
+    dst = tuple(slice(max(c, 0), min(c + b, n)) for c, b, n in zip(coords[::-1], box[::-1], tensor.shape))
+    src = tuple(slice(d.start - c, d.stop - c) for d, c in zip(dst, coords[::-1]))
+    if all(d.stop > d.start for d in dst):
+        out[dst] = boxed[src]
+    return out
+
+
+@pytest.mark.parametrize("swizzle", [0, 2, 3])
+def test_tma_store_2d_clips_to_the_tensor(pm, swizzle):
+    """A 40 x 100 f16 tensor (in a 40 x 128 array: the map's row stride is 256 bytes), the box of S / 2 (or 64)
+    x 32 elements at (100 - S / 4, 20): half its columns and rows lie outside the tensor and are not written
+    (the padding columns 100..127 and every other element keep their values)."""
+    swz = {0: 0, 2: 64, 3: 128}[swizzle]
+    inner = swz // 2 if swz else 64
+    base = np.full((40, 128), -1.0, np.float16)
+    from tilecore.emulate.tensormap import encode_tiled
+
+    coords = [100 - inner // 2, 20]
+    tm = encode_tiled(6, 2, 1, [100, 40], [256], [inner, 32], swizzle=swizzle)
+    nbytes = inner * 32 * 2
+    src = np.random.default_rng(swizzle).standard_normal(nbytes // 2).astype(np.float16).view(np.uint8)
+    out = base.copy()
+    launch(parse(pm, gpu_module(tma_store_kernel(2, nbytes, coords))), "k", grid=1, block=128, shared_bytes=nbytes,
+           args=[tm, out, src.view(np.int32)])
+    want = base.copy()
+    want[:, :100] = store_expected(base[:, :100], [inner, 32], coords, src, swz)
+    np.testing.assert_array_equal(out, want)
+    assert (out[:, 100:] == -1).all() and (out[:20] == -1).all()
+
+
+@pytest.mark.parametrize("rank", [1, 3, 5])
+def test_tma_store_ranks_and_negative_coordinates(pm, rank):
+    shape = {1: (200,), 3: (5, 7, 24), 5: (3, 2, 4, 3, 8)}[rank]
+    box = {1: [64], 3: [8, 4, 4], 5: [8, 2, 2, 2, 2]}[rank]
+    coords = {1: [-16], 3: [20, -1, 3], 5: [4, 2, 3, -1, 1]}[rank]
+    tensor = np.full(shape, -7, np.int32)
+    out, src = run_tma_store(pm, tensor, 3, box, coords)
+    np.testing.assert_array_equal(out, store_expected(tensor, box, coords, src, 0))
+    assert (out != -7).any()
+
+
+def test_tma_store_waits_and_reuse_of_the_box(pm):
+    """The store reads its shared box when its bulk group is retired (``wait_group.read``) or at the thread's
+    exit: with the wait before shared memory is overwritten the tensor gets the box; overwriting it before the
+    wait (a race on the GPU) stores the new bytes in the emulator; without any wait the store still lands."""
+    tensor = np.zeros((8, 8), np.int32)
+    box, coords = [8, 8], [0, 0]
+    overwrite = "\n".join([
+        "%w0 = llvm.getelementptr %sm[%c0] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32",
+        "llvm.store %c99, %w0 : i32, !llvm.ptr<3>"])
+    out, src = run_tma_store(pm, tensor, 3, box, coords, after=overwrite)
+    np.testing.assert_array_equal(out, src.view(np.int32).reshape(8, 8))
+    out, src = run_tma_store(pm, tensor, 3, box, coords, wait="", after=overwrite)
+    assert out[0, 0] == 99 and (out.reshape(-1)[1:] == src.view(np.int32)[1:]).all()
+    out, src = run_tma_store(pm, tensor, 3, box, coords, wait="")
+    np.testing.assert_array_equal(out, src.view(np.int32).reshape(8, 8))
+    out, src = run_tma_store(pm, tensor, 3, box, coords, wait="nvvm.cp.async.bulk.wait_group 0")
+    np.testing.assert_array_equal(out, src.view(np.int32).reshape(8, 8))
+
+
+def test_tma_store_misaligned_source_fails(pm):
+    from tilecore.emulate.tensormap import encode_tiled
+
+    text = tma_store_kernel(2, 256, [0, 0]).replace(
+        "nvvm.cp.async.bulk.tensor.global.shared.cta %tmg, %sm,",
+        "%sm16 = llvm.getelementptr %sm[16] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8\n"
+        "    nvvm.cp.async.bulk.tensor.global.shared.cta %tmg, %sm16,")
+    with pytest.raises(TilecoreError, match=r"cp.async.bulk.tensor \(store\): the source .* must be 128-byte aligned"):
+        launch(parse(pm, gpu_module(text)), "k", grid=1, block=128, shared_bytes=512,
+               args=[encode_tiled(3, 2, 1, [8, 8], [32], [8, 8]), np.zeros((8, 8), np.int32), np.zeros(64, np.int32)])
+
+
+def test_ptxas_accepts_the_tma_store_forms_for_sm_90a(pm):
+    ptx = "\n".join(ptxas_round_trip(pm, body, "sm_90a") for body in (
+        tma_store_kernel(2, 4096, [0, 0]), tma_store_kernel(3, 512, [1, 2, 3]),
+        tma_store_kernel(5, 1024, [0, 0, 0, 0, 0], wait="nvvm.cp.async.bulk.wait_group 1")))
+    for needle in ("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group",
+                   "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group",
+                   "cp.async.bulk.tensor.5d.global.shared::cta.tile.bulk_group", "cp.async.bulk.commit_group",
+                   "fence.proxy.async.shared::cta"):
+        assert needle in ptx, needle
+    assert re.search(r"cp\.async\.bulk\.wait_group\.read\s+0;", ptx) and re.search(r"cp\.async\.bulk\.wait_group\s+1;", ptx)
 
 
 @pytest.mark.parametrize("form", ["f16acc", "tf32", "s8sat", "e4m3", "bf16neg"])

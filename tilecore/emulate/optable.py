@@ -36,7 +36,9 @@ Emulated tensor-core / async-copy forms (PTX ISA sections cited at each row):
   m64nNk8 tf32 -> f32, m64nNk32 e4m3 / e5m2 -> f32 / f16, s8 / u8 -> s32 (satfinite), K- or MN-major (16-bit
   types), all four swizzle modes (:mod:`.hopper`); also as the inline PTX of convert-nvvm-to-llvm;
 - ``nvvm.cp.async.bulk.tensor.shared.cluster.global`` tile mode, 1-5-D, completing on an mbarrier, with the
-  emulator's tensor maps (:mod:`.tensormap`); the predicated form also as convert-nvvm-to-llvm's inline PTX.
+  emulator's tensor maps (:mod:`.tensormap`); the predicated form also as convert-nvvm-to-llvm's inline PTX;
+- the TMA store ``nvvm.cp.async.bulk.tensor.global.shared.cta`` (tile mode, 1-5-D, clipped to the tensor) in
+  bulk async-groups: ``nvvm.cp.async.bulk.commit.group``, ``nvvm.cp.async.bulk.wait_group N [read]``;
 
 Plugins add rows (hook ``tilecore_register_emulator_ops``): each returns :class:`EmulatorOps` objects with
 ``rows`` (nvvm op name -> :class:`OpRow`, looked up by :func:`row` after the core's :data:`NVVM_OPS`, which a
@@ -50,8 +52,8 @@ until a collective is complete (``rt.wait_for`` / ``rt.release`` with a :class:`
 by deadlock detection; ``rt.warp_members`` tells how many threads of a warp are still running). A blocked plugin (``TILECORE_DISABLED_PLUGINS``) contributes nothing: its ops fail with their name.
 The ``sm100`` plugin adds Blackwell's tensor memory and tcgen05 ops this way.
 
-Not emulated: ``stmatrix``, the other cp.async.bulk forms (shared -> global, prefetch, reduce, im2col,
-multicast), wgmma with A from registers, sparse wgmma, b1 wgmma, descriptors with a non-zero base offset,
+Not emulated: ``stmatrix``, the other cp.async.bulk forms (non-tensor copies, prefetch, reduce, im2col,
+multicast, a predicated TMA store), wgmma with A from registers, sparse wgmma, b1 wgmma, descriptors with a non-zero base offset,
 tensor maps with elementStrides other than 1 or interleave, clusters of more than one CTA.
 """
 
@@ -608,6 +610,59 @@ def _tma_emit(rw, dst, tmap, coords, mbar, pred):
     return []
 
 
+# ---------------------------------------------------------------- cp.async.bulk.tensor shared -> global (TMA store)
+# PTX ISA §9.7.9.25 (tensor copies) "cp.async.bulk.tensor" (``.global.shared::cta``, ``.tile``, ``.bulk_group``
+# completion) and "Bulk and Tensor copy completion instructions": "cp.async.bulk.commit_group",
+# "cp.async.bulk.wait_group": the
+# box of shared memory at ``srcMem`` is written to the tensor map's tensor at the coordinates, clipped to
+# the tensor (elements out of bounds are not written); the store belongs to the issuing thread's bulk
+# async-group, which commit_group closes; ``wait_group N`` waits until at most N of the thread's groups are
+# pending (``.read``: until their shared memory has been read, after which it may be reused). The emulator
+# queues each store per thread and performs it (reads the shared box, writes global memory) when a
+# wait_group retires its group, or at the thread's exit: a kernel that overwrites the box before
+# ``wait_group.read`` stores the new bytes, as the GPU may. Not emulated: reduce forms, im2col, a predicate.
+def _tma_store(op, rw):
+    """``nvvm.cp.async.bulk.tensor.global.shared.cta %tmap, %src, box[%c0, ...] [l2_cache_hint = %h]
+    : !llvm.ptr, !llvm.ptr<3>``, tile mode, 1 to 5 i32 coordinates (innermost first); the map must hold 128
+    readable bytes, the source box (checked when queued) must be 128-byte aligned inside one shared buffer."""
+    ops = _optional_operands(op, ["tmaDescriptor", "srcMem", "coordinates", "l2CacheHint", "predicate"])
+    sizes = _segments(op)
+    rank = sizes[2]
+    mode = _kind(op, "mode") if "mode" in op.attributes else "tile"
+    if mode != "tile" or ops["predicate"] is not None or not 1 <= rank <= 5:
+        rw.unknown(op)
+    coords = list(op.operands)[2:2 + rank]
+    tmap, src = ops["tmaDescriptor"], ops["srcMem"]
+    tt, st = str(tmap.type), str(src.type)
+    sym = f"__emu_tma_store_{rank}d_{re.sub(r'[^a-z0-9]', '', tt + st)}"
+    params = [f"%ctx: !llvm.ptr, %t: {tt}, %s: {st}", *[f"%c{i}: i32" for i in range(rank)], "%site: i32"]
+    arr = "!llvm.array<5 x i32>"
+    body = ["%one = llvm.mlir.constant(1 : i32) : i32", f"%buf = llvm.alloca %one x {arr} : (i32) -> !llvm.ptr"]
+    for i in range(rank):
+        body += [f"%p{i} = llvm.getelementptr %buf[0, {i}] : (!llvm.ptr) -> !llvm.ptr, {arr}",
+                 f"llvm.store %c{i}, %p{i} : i32, !llvm.ptr"]
+    body += [f"%ti = llvm.ptrtoint %t : {tt} to i64", f"%si = llvm.ptrtoint %s : {st} to i64",
+             "%ci = llvm.ptrtoint %buf : !llvm.ptr to i64", f"%rank = llvm.mlir.constant({rank} : i32) : i32",
+             "%what = llvm.mlir.constant(0 : i32) : i32",
+             "llvm.call @__emu_bulk_store(%ctx, %what, %ti, %si, %ci, %rank) : "
+             "(!llvm.ptr, i32, i64, i64, i64, i32) -> ()"]
+    rw.define(sym, ", ".join(params), "\n".join(body), "void")
+    rw.uses_cp_async = True  # the thread-exit hook lands the stores still queued
+    rw.call(sym, [tmap, src, *coords, rw.const(rw.site())], None, can_abort=True)
+    return []
+
+
+def _bulk_group(what: int):
+    def rewrite(op, rw):
+        """``nvvm.cp.async.bulk.commit.group`` / ``nvvm.cp.async.bulk.wait_group N [read]`` (see above)."""
+        n = ir.IntegerAttr(op.attributes["group"]).value if what == 2 else 0
+        z64 = rw.const(0, "i64")
+        rw.uses_cp_async = True
+        rw.call("__emu_bulk_store", [rw.const(what), z64, z64, z64, rw.const(n)], None, can_abort=True)
+        return []
+    return rewrite
+
+
 # ---------------------------------------------------------------- wgmma (sm_90a)
 # PTX ISA, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions": wgmma.fence,
 # wgmma.commit_group, wgmma.wait_group, wgmma.mma_async (semantics, descriptors and layouts in
@@ -995,6 +1050,9 @@ NVVM_OPS: dict[str, OpRow] = {
     "nvvm.wgmma.wait.group.sync.aligned": OpRow(_wgmma_sync(WG_WAIT), collective=True),
     "nvvm.wgmma.mma_async": OpRow(_wgmma_mma_async, collective=True),
     "nvvm.cp.async.bulk.tensor.shared.cluster.global": OpRow(_tma_load, collective=True),
+    "nvvm.cp.async.bulk.tensor.global.shared.cta": OpRow(_tma_store),
+    "nvvm.cp.async.bulk.commit.group": OpRow(_bulk_group(1)),
+    "nvvm.cp.async.bulk.wait_group": OpRow(_bulk_group(2)),
 }
 
 
@@ -1112,6 +1170,7 @@ RUNTIME_SYMBOLS: dict[str, str] = {
     "__emu_mbarrier": "(!llvm.ptr, i32, i64, i64, i32) -> i64",
     "__emu_wgmma": "(!llvm.ptr, i32, i32, i64) -> ()",
     "__emu_tma": "(!llvm.ptr, i64, i64, i64, i64, i32) -> ()",
+    "__emu_bulk_store": "(!llvm.ptr, i32, i64, i64, i64, i32) -> ()",
 }
 
 # memory ops checked against the buffers their address space may touch (:mod:`.memcheck`):

@@ -112,6 +112,7 @@ class DeviceRuntime:
         self.aborted = False
         self.cta_gen = 0
         self.cp_async_pending: dict[int, tuple[list, deque]] = {}  # thread -> (uncommitted copies, groups)
+        self.bulk_pending: dict[int, tuple[list, deque]] = {}  # thread -> (uncommitted TMA stores, bulk groups)
         self._reset_cta()
 
     def _reset_cta(self):
@@ -424,7 +425,6 @@ class DeviceRuntime:
         predicate bit 8) of the tensor map at ``tmap`` to shared ``dst``, completing its bytes on the
         mbarrier at ``mbar`` when it lands (at the next wait on that mbarrier; at once when threads
         already wait on it)."""
-        from . import tensormap
         from .hopper import WINDOW
 
         if not flags & 0x100:
@@ -435,33 +435,89 @@ class DeviceRuntime:
             if self._aborted(ctx):
                 return
             try:
-                if self.memory is not None and self.memory.readable(ctx, tmap) < 128:
-                    raise ValueError(f"the tensor map pointer {tmap:#x} does not point to 128 readable bytes")
-                tm = tensormap.decode(ctypes.string_at(tmap, 128))
-                if tm["rank"] != rank:
-                    raise ValueError(f"a {rank}-D copy with a {tm['rank']}-D tensor map")
-                if tm["arg"] not in self.arg_ranges:
-                    raise ValueError(f"the tensor map names kernel argument {tm['arg']}, which is no array")
-                lo, hi = self.arg_ranges[tm["arg"]]
-                esize, dims = tm["esize"], tm["global_dim"]
-                last = tm["offset"] + esize * (1 + (dims[0] - 1)) + sum(
-                    (d - 1) * s for d, s in zip(dims[1:], tm["global_strides"]))
-                if lo + last > hi:
-                    raise ValueError(f"the tensor map's tensor ({last} bytes from offset {tm['offset']}) is larger "
-                                     f"than kernel argument {tm['arg']} ({hi - lo} bytes)")
-                nbytes = esize * int(np.prod(tm["box_dim"]))
-                if dst % 128 or not any(b_lo <= dst and dst + nbytes <= b_hi for _, b_lo, b_hi in self.shared_buffers):
-                    raise ValueError(f"the destination (shared address {dst % WINDOW:#x}, {nbytes} bytes) must be "
-                                     "128-byte aligned inside one shared-memory buffer")
+                tm, base = self._tensor_map(ctx, tmap, rank)
+                self._shared_box(tm, dst, "destination")
                 if mbar not in self.mbarriers:
                     raise ValueError(f"the mbarrier at shared address {mbar % WINDOW:#x} is not initialised")
             except ValueError as e:
                 self.fail(TilecoreError(f"cp.async.bulk.tensor: {e} ({self._where(ctx)})"))
                 self._aborted(ctx)
                 return
-            self.tma_pending.setdefault(mbar, []).append((tm, lo + tm["offset"], cs, dst, dst % WINDOW))
+            self.tma_pending.setdefault(mbar, []).append((tm, base, cs, dst, dst % WINDOW))
             if self.mbarriers[mbar].waiting:
                 self._tma_land(ctx, mbar)
+
+    def _tensor_map(self, ctx, tmap: int, rank: int):
+        """(the decoded tensor map at ``tmap`` for a ``rank``-D copy, the host address of its tensor's first
+        element); ValueError when the map is unreadable, of another rank, or its tensor exceeds its array."""
+        from . import tensormap
+
+        if self.memory is not None and self.memory.readable(ctx, tmap) < 128:
+            raise ValueError(f"the tensor map pointer {tmap:#x} does not point to 128 readable bytes")
+        tm = tensormap.decode(ctypes.string_at(tmap, 128))
+        if tm["rank"] != rank:
+            raise ValueError(f"a {rank}-D copy with a {tm['rank']}-D tensor map")
+        if tm["arg"] not in self.arg_ranges:
+            raise ValueError(f"the tensor map names kernel argument {tm['arg']}, which is no array")
+        lo, hi = self.arg_ranges[tm["arg"]]
+        esize, dims = tm["esize"], tm["global_dim"]
+        last = tm["offset"] + esize * (1 + (dims[0] - 1)) + sum(
+            (d - 1) * s for d, s in zip(dims[1:], tm["global_strides"]))
+        if lo + last > hi:
+            raise ValueError(f"the tensor map's tensor ({last} bytes from offset {tm['offset']}) is larger "
+                             f"than kernel argument {tm['arg']} ({hi - lo} bytes)")
+        return tm, lo + tm["offset"]
+
+    def _shared_box(self, tm, addr: int, what: str) -> None:
+        from .hopper import WINDOW
+
+        nbytes = tm["esize"] * int(np.prod(tm["box_dim"]))
+        if addr % 128 or not any(b_lo <= addr and addr + nbytes <= b_hi for _, b_lo, b_hi in self.shared_buffers):
+            raise ValueError(f"the {what} (shared address {addr % WINDOW:#x}, {nbytes} bytes) must be "
+                             "128-byte aligned inside one shared-memory buffer")
+
+    # ---- cp.async.bulk.tensor shared -> global (TMA store), bulk async-groups (see optable)
+    def bulk_store(self, ctx, what, tmap, src, coords, flags):
+        """``what`` 0: queue the store of the box at shared ``src`` to the tensor of the map at ``tmap`` at
+        ``coords`` (i32[rank] at host address ``coords``; rank = flags & 7); 1: commit the thread's queued
+        stores as a bulk async-group; 2: wait_group ``flags`` (all but the newest ``flags`` groups land); 3:
+        the thread exits (every store it queued lands)."""
+        from . import tensormap
+        from .hopper import WINDOW
+
+        t = C.slot(ctx, C.LINEAR_TID)
+        open_, groups = self.bulk_pending.setdefault(t, ([], deque()))
+        if what == 0:
+            rank = flags & 7
+            cs = list((ctypes.c_int32 * rank).from_address(coords))
+            with self.lock:
+                if self._aborted(ctx):
+                    return
+                try:
+                    tm, base = self._tensor_map(ctx, tmap, rank)
+                    self._shared_box(tm, src, "source")
+                except ValueError as e:
+                    self.fail(TilecoreError(f"cp.async.bulk.tensor (store): {e} ({self._where(ctx)})"))
+                    self._aborted(ctx)
+                    return
+            open_.append((tm, base, cs, src, src % WINDOW))
+            return
+        if what == 1:
+            groups.append(list(open_))
+            open_.clear()
+            return
+        landing = []
+        if what == 2:
+            while len(groups) > flags:
+                landing += groups.popleft()
+        else:
+            landing = [s for g in groups for s in g] + open_
+            self.bulk_pending.pop(t, None)
+            if self.aborted:
+                return
+        with self.lock:
+            for tm, base, cs, src, window in landing:
+                tensormap.box_store(tm, base, cs, src, window)
 
     def _tma_land(self, ctx, mbar: int) -> None:
         from . import tensormap
@@ -645,7 +701,9 @@ class DeviceRuntime:
         """``what`` 0: queue the copy of ``size`` bytes to ``dst``, ``n`` of them from ``src`` (the rest
         zero); 1: commit the queued copies as a group; 2: wait_group ``size``; 3: the thread exits."""
         t = C.slot(ctx, C.LINEAR_TID)
-        if what == 3:  # thread exit
+        if what == 3:  # thread exit (its TMA stores too: the rows of both set ``uses_cp_async``)
+            if t in self.bulk_pending:
+                self.bulk_store(ctx, 3, 0, 0, 0, 0)
             state = self.cp_async_pending.pop(t, None)
             if state is not None and not self.aborted:
                 for group in state[1]:
@@ -706,6 +764,7 @@ CALLBACKS = {
     "__emu_mbarrier": (ctypes.CFUNCTYPE(_I64, _P, _I32, _I64, _I64, _I32), "mbarrier", 0),
     "__emu_wgmma": (ctypes.CFUNCTYPE(None, _P, _I32, _I32, _I64), "wgmma", None),
     "__emu_tma": (ctypes.CFUNCTYPE(None, _P, _I64, _I64, _I64, _I64, _I32), "tma", None),
+    "__emu_bulk_store": (ctypes.CFUNCTYPE(None, _P, _I32, _I64, _I64, _I64, _I32), "bulk_store", None),
 }
 
 

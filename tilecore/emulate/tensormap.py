@@ -73,6 +73,29 @@ def decode(raw: bytes) -> dict:
             "esize": DATA_TYPES[f[3]][1]}
 
 
+def _box(tm: dict, coords: list[int], window: int):
+    """The box at ``coords`` (innermost first) of tile mode: per element, dimension 0 fastest, (in bounds,
+    byte offset in the tensor (0 out of bounds), byte offset in the shared box after the tensor map's swizzle
+    of its shared-window address ``window``); and the box's bytes."""
+    from .hopper import swizzle
+
+    rank, esize = tm["rank"], tm["esize"]
+    if any(e != 1 for e in tm["element_strides"]):
+        raise ValueError("tensor maps with elementStrides other than 1 are not emulated")
+    box = tm["box_dim"]
+    strides = [esize] + tm["global_strides"]
+    idx = np.indices(box[::-1]).reshape(rank, -1)[::-1]  # (rank, n): dimension 0 fastest
+    g = idx + np.array(coords, np.int64)[:, None]
+    inside = np.all((g >= 0) & (g < np.array(tm["global_dim"], np.int64)[:, None]), axis=0)
+    src = (np.where(inside[None, :], g, 0) * np.array(strides, np.int64)[:, None]).sum(axis=0)
+    n = idx.shape[1]
+    offs = window + np.arange(n, dtype=np.int64) * esize
+    smem = swizzle(offs, SWIZZLE_BYTES[tm["swizzle"]]) - window
+    if smem.min() < 0 or smem.max() >= n * esize:
+        raise ValueError(f"a swizzled box of {n * esize} bytes that is not a whole number of 128-byte lines")
+    return inside, src, smem, n * esize
+
+
 def box_copy(tm: dict, base: int, coords: list[int], dst: int, window_dst: int) -> int:
     """Copy the box at ``coords`` (innermost first) of the tensor at host address ``base`` to host address
     ``dst`` (shared-window address ``window_dst``, for the swizzle) in tile mode (PTX ISA, "Tensor Access
@@ -82,19 +105,8 @@ def box_copy(tm: dict, base: int, coords: list[int], dst: int, window_dst: int) 
     :func:`.hopper.swizzle`). Returns the bytes written (the complete-tx count)."""
     import ctypes
 
-    from .hopper import swizzle
-
-    rank, esize = tm["rank"], tm["esize"]
-    if any(e != 1 for e in tm["element_strides"]):
-        raise ValueError("tensor maps with elementStrides other than 1 are not emulated")
-    box = tm["box_dim"]
-    dims = tm["global_dim"]
-    strides = [esize] + tm["global_strides"]
-    idx = np.indices(box[::-1]).reshape(rank, -1)[::-1]  # (rank, n): dimension 0 fastest
-    g = idx + np.array(coords, np.int64)[:, None]
-    inside = np.all((g >= 0) & (g < np.array(dims, np.int64)[:, None]), axis=0)
-    src = (np.where(inside[None, :], g, 0) * np.array(strides, np.int64)[:, None]).sum(axis=0)
-    n = idx.shape[1]
+    esize = tm["esize"]
+    inside, src, dest, nbytes = _box(tm, coords, window_dst)
     hi = int(src.max()) + esize
     mem = np.frombuffer((ctypes.c_uint8 * hi).from_address(base), np.uint8)
     vals = mem[src[:, None] + np.arange(esize)]  # (n, esize)
@@ -105,10 +117,24 @@ def box_copy(tm: dict, base: int, coords: list[int], dst: int, window_dst: int) 
                    8: np.array([0x7FFFFFFFFFFFFFFF], np.uint64)}[esize]
             fill = nan.view(np.uint8)
         vals[~inside] = fill
-    offs = window_dst + np.arange(n, dtype=np.int64) * esize
-    dest = swizzle(offs, SWIZZLE_BYTES[tm["swizzle"]]) - window_dst
-    if dest.min() < 0 or dest.max() >= n * esize:
-        raise ValueError(f"a swizzled box of {n * esize} bytes that is not a whole number of 128-byte lines")
-    out = np.frombuffer((ctypes.c_uint8 * (n * esize)).from_address(dst), np.uint8)
+    out = np.frombuffer((ctypes.c_uint8 * nbytes).from_address(dst), np.uint8)
     out[dest[:, None] + np.arange(esize)] = vals
-    return n * esize
+    return nbytes
+
+
+def box_store(tm: dict, base: int, coords: list[int], src: int, window_src: int) -> int:
+    """The other direction (PTX ISA §9.7.9.25, "cp.async.bulk.tensor", ``.global.shared::cta``, tile mode):
+    write the box held at host address ``src`` (shared-window address ``window_src``; dense, dimension 0
+    fastest, in the tensor map's swizzle) to the tensor at ``base`` at ``coords``. Box elements outside
+    [0, globalDim) are not written ("Out-of-bound access": a store clips the box to the tensor). Returns the
+    box's bytes."""
+    import ctypes
+
+    esize = tm["esize"]
+    inside, dst, smem, nbytes = _box(tm, coords, window_src)
+    box = np.frombuffer((ctypes.c_uint8 * nbytes).from_address(src), np.uint8)
+    if inside.any():
+        dst, smem = dst[inside], smem[inside]
+        mem = np.frombuffer((ctypes.c_uint8 * (int(dst.max()) + esize)).from_address(base), np.uint8)
+        mem[dst[:, None] + np.arange(esize)] = box[smem[:, None] + np.arange(esize)]
+    return nbytes
