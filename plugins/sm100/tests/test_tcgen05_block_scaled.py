@@ -75,10 +75,21 @@ KERNELS = {
     "bs_m64": (mma_scaled_single, ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 64, 64, 64, 32]),
     "bs_m64_loop": (mma_scaled_loop, ["f8e5m2[2]", "f8e8m0[2]", "f8e5m2[2]", "f8e8m0[2]", "f32[2]", 64, 32, 128, 32]),
     # not admitted: sub-32-byte rows of B
-    "bs_nvfp4": (mma_scaled_single, ["f4[2]", "f8e4m3[2]", "f4[2]", "f8e4m3[2]", "f32[2]", 128, 64, 64, 16]),
+    # MXFP4 (e2m1, e8m0 per 32: kind::mxf4, 2X) and NVFP4 (e2m1, e4m3 per 16: kind::mxf4nvf4 block16, 4X)
+    "f4_mxfp4_loop": (mma_scaled_loop, ["f4[2]", "f8e8m0[2]", "f4[2]", "f8e8m0[2]", "f32[2]", 128, 64, 128, 32]),
+    "f4_nvfp4_loop": (mma_scaled_loop, ["f4[2]", "f8e4m3[2]", "f4[2]", "f8e4m3[2]", "f32[2]", 128, 32, 64, 16]),
+    "f4_nvfp4_single": (mma_scaled_single, ["f4[2]", "f8e4m3[2]", "f4[2]", "f8e4m3[2]", "f32[2]", 128, 64, 128,
+                                            16]),
+    "f4_mxfp4_m64": (mma_scaled_loop, ["f4[2]", "f8e8m0[2]", "f4[2]", "f8e8m0[2]", "f32[2]", 64, 32, 64, 32]),
+    "f4_nvfp4_m256": (mma_scaled_single, ["f4[2]", "f8e4m3[2]", "f4[2]", "f8e4m3[2]", "f32[2]", 256, 32, 64, 16]),
+    # not admitted: K = 32 (one e2m1 MMA takes 64)
+    "f4_k32": (mma_scaled_single, ["f4[2]", "f8e4m3[2]", "f4[2]", "f8e4m3[2]", "f32[2]", 128, 64, 32, 16]),
     "bs_n16": (mma_scaled_single, ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 128, 16, 64, 32]),
 }
 ADMITTED = ["bs_e4m3_loop", "bs_e5m2_loop", "bs_e4m3_single", "bs_e4m3_m256", "bs_m64", "bs_m64_loop"]
+F4_ATOMS = {"f4_mxfp4_loop": "mma.sm100a.mMnNk64.mxf4.f32", "f4_nvfp4_loop": "mma.sm100a.mMnNk64.nvf4.f32",
+            "f4_nvfp4_single": "mma.sm100a.mMnNk64.nvf4.f32", "f4_mxfp4_m64": "mma.sm100a.mMnNk64.mxf4.f32",
+            "f4_nvfp4_m256": "mma.sm100a.mMnNk64.nvf4.f32"}
 _KERNELS = KernelSet(KERNELS, "sm100-tcgen05-bs-")
 
 
@@ -130,9 +141,16 @@ def test_block_scaled_atom_selected(name):
     assert '"nv_tileas.block_scaled_mma"' in text and f'#nv_tileas.atom<"{ATOM}">' in text
 
 
-@pytest.mark.parametrize("name", ["bs_n16"])
+@pytest.mark.parametrize("name, atom", F4_ATOMS.items())
+def test_e2m1_atoms_selected(name, atom):
+    text = str(compile_file(_export(name), "sm_100a", stop_after="tileas-select-atoms").module)
+    assert '"nv_tileas.block_scaled_mma"' in text and f'#nv_tileas.atom<"{atom}">' in text
+
+
+@pytest.mark.parametrize("name", ["bs_n16", "f4_k32"])
 def test_block_scaled_atom_not_admitted(name):
-    """N = 16 (rows of B under 32 bytes) keeps the CUDA-core lowering."""
+    """N = 16 (rows of B under 32 bytes) and e2m1 with K = 32 (an mxf4 MMA takes K = 64) keep the CUDA-core
+    lowering."""
     text = str(compile_file(_export(name), "sm_100a", stop_after="convert-tileas-to-llvm").module)
     assert ATOM not in text and "sm100.umma_bs" not in text and "sm100.tmem_cp" not in text
 
@@ -305,3 +323,88 @@ def test_corpus_mma_scaled_f8():
                    arr(a) + arr(sa) + arr(b) + arr(sb) + arr(c))
     _check(c.astype(np.float64), av * np.repeat(2.0 ** (sa - 127.0), 32, axis=1),
            bv * np.repeat(2.0 ** (sb - 127.0), 32, axis=0))
+
+
+# ------------------------------------------------------------------ e2m1: MXFP4 / NVFP4
+def test_e2m1_stage4_ops():
+    """Per dot: the codes packed (two to a byte) after a barrier, the scale-factor chunks copied, one MMA per K step
+    of 64 with the kind, NVFP4's block16 and the instruction descriptor (E2M1 = 1, K-major B: no transpose bit;
+    UE4M3: scale format 0; SF ID 0 (4X) or 0 / 2 (2X))."""
+    text = str(compile_file(_export("f4_mxfp4_loop"), "sm_100a", stop_after="convert-tileas-to-llvm").module)
+    assert text.count('"sm100.umma_bs"') == 2 and 'kind = "mxf4"' in text and 'block = ' not in text
+    for sid in (0, 2):
+        d = instr_desc_bs("f4E2M1FN", "f4E2M1FN", 64, sid, sid)
+        assert (d >> 16) & 1 == 0 and (d >> 7) & 7 == 1 and (d >> 10) & 7 == 1 and (d >> 23) & 1 == 1
+        assert f"arith.constant {d} : i32" in text or f"arith.constant {d - (1 << 32)} : i32" in text
+    text = str(compile_file(_export("f4_nvfp4_single"), "sm_100a", stop_after="convert-tileas-to-llvm").module)
+    assert text.count('"sm100.umma_bs"') == 2 and 'kind = "mxf4nvf4"' in text and 'block = "block16"' in text
+    d = instr_desc_bs("f4E2M1FN", "f4E2M1FN", 64, 0, 0, ue8m0=False)
+    assert (d >> 23) & 1 == 0 and (f"arith.constant {d} : i32" in text or f"arith.constant {d - (1 << 32)} : i32" in text)
+    # 8 scale blocks: 2 words of A's 128 rows, 2 of B's 64 columns
+    assert text.count('"sm100.tmem_cp"') == 4
+
+
+@pytest.mark.skipif(not CUOBJDUMP, reason="cuobjdump (nvidia-cuda-cuobjdump) not installed")
+@pytest.mark.parametrize("name, gpu, kind", [("f4_mxfp4_loop", "sm_100a", "mxf4.block_scale"),
+                                             ("f4_nvfp4_single", "sm_100a", "mxf4nvf4.block_scale.block16"),
+                                             ("f4_mxfp4_loop", "sm_103a", "mxf4.block_scale"),
+                                             ("f4_nvfp4_single", "sm_103a", "mxf4nvf4.block_scale.scale_vec::4X")])
+def test_e2m1_ptxas_and_sass(name, gpu, kind, tmp_path):
+    """ptxas takes the PTX (sm_103a: inline); the SASS has the block-scaled tensor-memory MMA with its scale-factor
+    operand and UTCCP."""
+    res = compile_file(_export(name), gpu)
+    ptx = res.artifacts["ptx"]
+    ptx = ptx if isinstance(ptx, str) else "".join(ptx.values())
+    assert f"tcgen05.mma.cta_group::1.kind::{kind}" in ptx
+    cubin = res.artifacts["cubin"]
+    sass = _sass(cubin if isinstance(cubin, bytes) else next(iter(cubin.values())), tmp_path)
+    mmas = [ln for ln in sass.splitlines() if re.search(r"\bUTC\w*MMA\b", ln)]
+    # NVFP4: UTCOMMA.4X (scale_vec::4X)
+    assert mmas and all(re.search(r"UTC\w*MMA\S* .*idesc\[\w+\], tmem\[\w+\]", ln) for ln in mmas), mmas
+    assert re.search(r"\bUTCCP\S* tmem\[", sass)
+
+
+def _f4_run(name: str, m: int, n: int, k: int, seed: int):
+    from test_narrow_float import packed
+
+    params = KERNELS[name][1]
+    tm, tn, block = params[-4], params[-3], params[-1]
+    sf = {"f8e8m0": "f8E8M0FNU", "f8e4m3": "f8E4M3FN"}[params[1].split("[")[0]]
+    rng = np.random.default_rng(seed)
+    a, b = rng.integers(0, 16, (m, k)), rng.integers(0, 16, (k, n))
+    kb = cdiv(k, block)
+    if sf == "f8E8M0FNU":
+        sa, sb = rng.integers(120, 134, (m, kb)).astype(np.uint8), rng.integers(120, 134, (kb, n)).astype(np.uint8)
+    else:  # UE4M3: positive e4m3
+        sa, sb = (np.array([encode(float(v), sf) for v in rng.uniform(0.1, 4, int(np.prod(s)))], np.uint8).reshape(s)
+                  for s in ((m, kb), (kb, n)))
+    c = np.zeros((m, n), np.float32)
+    _KERNELS.run(name, "sm_100a", (cdiv(m, tm), cdiv(n, tn), 1), packed(a) + arr(sa) + packed(b) + arr(sb) + arr(c))
+
+    def values(codes, fmt):
+        return np.vectorize(lambda x: decode(int(x), fmt))(codes)
+
+    av = values(a, "f4E2M1FN") * np.repeat(values(sa, sf), block, axis=1)[:, :k]
+    bv = values(b, "f4E2M1FN") * np.repeat(values(sb, sf), block, axis=0)[:k]
+    return c, av, bv
+
+
+@NUMERIC_SKIP
+@pytest.mark.parametrize("name, mnk", [
+    ("f4_mxfp4_loop", (150, 70, 300)),  # K: 3 tiles, the last partial (its scale blocks too)
+    ("f4_nvfp4_loop", (130, 40, 100)),
+    ("f4_nvfp4_single", (140, 100, 120)),  # 8 blocks of 16 (the last one partial): 2 words, every SF ID 0
+    ("f4_mxfp4_m64", (100, 50, 130)),  # 64-row tiles: layout F
+    ("f4_nvfp4_m256", (270, 40, 60)),
+])
+def test_e2m1_numbers(name, mnk):
+    """MXFP4 / NVFP4 (A * scale_A) @ (B * scale_B) on sizes that are not tile multiples, against numpy."""
+    c, av, bv = _f4_run(name, *mnk, seed=sum(mnk))
+    _check(c.astype(np.float64), av, bv)
+
+
+@NUMERIC_SKIP
+def test_e2m1_fallback_numbers():
+    """K = 32 is not admitted: the CUDA cores, same numbers."""
+    c, av, bv = _f4_run("f4_k32", 130, 70, 32, seed=5)
+    _check(c.astype(np.float64), av, bv)

@@ -7,8 +7,9 @@ Memory Addressing": lane in bits 31-16, column in bits 15-0); shared addresses `
   cta_group::1, by a whole warp.
 - ``sm100.umma %d_tmem, %a_desc, %b_desc, %idesc, %enable_input_d {kind = "f16"|"tf32"|"i8"|"f8f6f4"}``:
   one ``tcgen05.mma.cta_group::1.kind::<kind>`` (one thread issues it).
-- ``sm100.umma_bs %d_tmem, %a_desc, %b_desc, %idesc, %enable_input_d, %sfa_tmem, %sfb_tmem {kind = "mxf8f6f4"}``:
-  one ``tcgen05.mma.cta_group::1.kind::<kind>.block_scale`` (scale factors at the two TMEM addresses).
+- ``sm100.umma_bs %d_tmem, %a_desc, %b_desc, %idesc, %enable_input_d, %sfa_tmem, %sfb_tmem {kind = "mxf8f6f4" |
+  "mxf4" | "mxf4nvf4"[, block = "block16" | "block32"]}``: one ``tcgen05.mma.cta_group::1.kind::<kind>.block_scale``
+  (scale factors at the two TMEM addresses; ``block``: the scale vector size, else the kind's default).
 - ``sm100.tmem_cp %taddr, %desc``: ``tcgen05.cp.cta_group::1.32x128b.warpx4`` (32 rows of 16 bytes from
   shared memory, K-major canonical layout, to each 32-lane partition; one thread issues it).
 - ``sm100.umma_commit %mbar``: ``tcgen05.commit.cta_group::1.mbarrier::arrive::one`` (the MMAs issued

@@ -67,10 +67,24 @@ column ``c``, one byte of the 32-bit cell per K block, selected by the instructi
 ``tcgen05.cp.cta_group::1.32x128b.warpx4`` (9.7.16.8.2) from shared memory (:class:`ScaleOperand`: 32 rows of
 16 bytes per 128 rows x 4 K blocks, the K-major canonical layout without swizzle), issued by the MMA thread
 before its MMAs (same-thread tcgen05.cp -> tcgen05.mma is ordered, 9.7.16.6); the columns follow the
-accumulator's in the scratch region. M a multiple of 128 (no M = 64: the 64-row trick of the plain atoms would
-need the scale factors in layout F), sm_100a and sm_103a (inline PTX there), N and K rows of 32
-bytes (B's scale-factor columns start on a 32-column boundary). NVFP4 / MXFP4 (e2m1, two to a byte,
-K-major-only B) are not taken: they keep tileas' CUDA-core lowering, as does every dot the atom does not admit.
+accumulator's in the scratch region. M a multiple of 128, or a 64-row tile: block-scaled MMAs have no M = 64
+shape (9.7.16.2.1, Table 39), so one M = 128 MMA runs over A and its scale factors with row ``i`` written twice, at
+rows ``32 (i / 16) + i % 16`` and ``+ 16`` (:func:`layout_f_rows`), which puts D where the 64-row fragment reads
+it (layout F, as the plain atoms' two M = 64 MMAs do, for the same tensor-core work; a zero-padded A would put
+row ``i`` in lane ``i``, out of reach of the warp whose fragment holds it). sm_100a and sm_103a (inline PTX
+there), N and K rows of 32 bytes (B's scale-factor columns start on a 32-column boundary).
+
+| ``mma.sm100a.mMnNk64.mxf4.f32`` (kind ``block_scaled_mma``) | e2m1 x e2m1, e8m0 scale per 32 -> f32 | mxf4 .block_scale (2X) | 64 |
+| ``mma.sm100a.mMnNk64.nvf4.f32`` (kind ``block_scaled_mma``) | e2m1 x e2m1, e4m3 (UE4M3) scale per 16 -> f32 | mxf4nvf4 .block_scale.block16 (4X) | 64 |
+
+**MXFP4 / NVFP4** (:class:`BlockScaledF4Umma`): ``.kind::mxf4`` / ``.kind::mxf4nvf4`` read packed e2m1 (two to a
+byte, the lower K index in the low half), A and B both K-major (no transpose for these kinds, Table 49), 32
+bytes of K per MMA. tileas writes the tiles a code per byte (its registers hold one code each); the atom packs
+them after a barrier into A (M x K / 2) and B's transpose (N x K / 2) in the canonical K-major swizzled layout,
+then runs as the MXFP8 atom; the scale factors keep the same layout (4 per tensor-memory word), the K step's SF
+ID being its first block % 4 (2X: 0 / 2, 4X: 0); UE4M3 is scale format 0 (bit 23). UE4M3 scale factors are
+unsigned: a negative e4m3 scale is read as its magnitude. Every dot no atom admits keeps tileas'
+CUDA-core lowering (e2m1 with K under 64, for one).
 
 No tf32 atom: B is N-major (MN-major) here, as the pipelined loops copy it, and an MN-major tf32 operand needs
 the 128B swizzle with 32-byte atoms (PTX ISA 9.7.16.10.1, Table 52), a layout neither the pipeline nor
@@ -280,6 +294,29 @@ class Umma:
             return self.dot(cg, req, *args)
         raise ValueError(f"atom {self.name}: unknown action '{action}'")
 
+    def k_bytes(self, k: int) -> int:
+        """Bytes of ``k`` elements of a K-major row."""
+        return k * self.eb
+
+    def inst_n(self, n: int) -> int:
+        """The instruction N of a tile N (B MN-major: :func:`inst_n`)."""
+        return inst_n(n, self.eb)
+
+    def kmajor_descriptor(self, cg, op: SwizzledOperand, kb: int, row: int):
+        """The descriptor of a K-major operand (A; B of the e2m1 atoms) from row ``row`` and byte ``kb`` of K:
+        the swizzle column of ``kb``, then the byte within it (a K step inside a swizzle atom advances the start
+        address), rows ``swizzle`` bytes apart (SBO: 8 rows; LBO unused with a swizzle)."""
+        s = op.swizzle
+        start = cg.op("arith.addi", op.base(cg), cg.c32((kb // s) * op.rows * s + kb % s + row * s))
+        return self.descriptor(cg, start, 16, 8 * s, s)
+
+    def b_descriptor(self, cg, b: SwizzledOperand, k0: int, col: int):
+        """The descriptor of B (K x N, N-major) from K row ``k0`` and column ``col``: LBO = the distance between
+        swizzle columns, SBO = 8 K rows."""
+        s = b.swizzle
+        start = cg.op("arith.addi", b.base(cg), cg.c32((col * self.eb // s) * b.rows * s + (k0 // 8) * 8 * s))
+        return self.descriptor(cg, start, b.rows * s, 8 * s, s)
+
     @staticmethod
     def descriptor(cg, byte_offset, lbo: int, sbo: int, swizzle: int):
         """The i64 shared-memory descriptor of the operand starting ``byte_offset`` (i32) into the scratch buffer."""
@@ -359,9 +396,9 @@ class Umma:
         cg.barrier()
         fence(cg, "after")
         m64 = getattr(frag, "m64", False)
-        ni = inst_n(n, self.eb)
-        idesc = instr_desc(self.kind, req.a, req.b, self.acc, ni, req.a_signed, req.b_signed, 64 if m64 else INST_M)
-        eb = self.eb
+        ni = self.inst_n(n)
+        idesc = None if scales else instr_desc(self.kind, req.a, req.b, self.acc, ni, req.a_signed, req.b_signed,
+                                               64 if m64 else INST_M)  # block-scaled: per K step (mma_scaled)
         # (first A row, first B column, D offset: (lane << 16) + column) of each instruction of a K step; a 64-row
         # tile is computed twice, into lanes 0.. and 16.. of each quarter (layout F), so that every thread's
         # tcgen05.ld .32x32b lane holds its row
@@ -371,20 +408,16 @@ class Umma:
             places = [(0, nb, nb) for nb in range(0, n, ni)]
 
         def issue():
-            idesc_v = cg.c32(idesc)
+            idesc_v = None if scales else cg.c32(idesc)
             one = cg.const(cg.i1, 1)
             if scales:
                 self.copy_scales(cg, scales, sf_base)
             for k0 in range(0, k_dim, self.k):
-                kb = k0 * eb
+                kb = self.k_bytes(k0)
                 enable = one if k0 else enable0
                 for row, col, d_off in places:
-                    a_start = cg.op("arith.addi", a.base(cg), cg.c32(
-                        (kb // a.swizzle) * a.rows * a.swizzle + kb % a.swizzle + row * a.swizzle))
-                    da = self.descriptor(cg, a_start, 16, 8 * a.swizzle, a.swizzle)
-                    b_start = cg.op("arith.addi", b.base(cg), cg.c32(
-                        (col * eb // b.swizzle) * b.rows * b.swizzle + (k0 // 8) * 8 * b.swizzle))
-                    db = self.descriptor(cg, b_start, b.rows * b.swizzle, 8 * b.swizzle, b.swizzle)
+                    da = self.kmajor_descriptor(cg, a, kb, row)
+                    db = self.b_descriptor(cg, b, k0, col)
                     d = cg.op("arith.addi", d_base, cg.c32(d_off)) if d_off else d_base
                     if scales:
                         self.mma_scaled(cg, req, scales, sf_base, d, da, db, enable, k0, row, col, ni)
@@ -428,12 +461,17 @@ SF_CHUNK_BYTES = 512  # their image in shared memory: 32 rows of 16 bytes
 SF_PER_WORD = 4  # 1X scale factors (bytes) in a 32-bit tensor-memory cell: the SF ID picks one
 
 
+F4 = "f4E2M1FN"
+BS_ABTYPE = {"f8E4M3FN": 0, "f8E5M2": 1, F4: 1}  # Table 44: mxf8f6f4 E4M3 0 / E5M2 1; mxf4 / mxf4nvf4 E2M1 1
+
+
 def instr_desc_bs(a: str, b: str, n: int, sfa_id: int, sfb_id: int, m: int = INST_M, ue8m0: bool = True) -> int:
-    """The 32-bit block-scaled instruction descriptor (PTX ISA 9.7.16.4.2, Table 44, .kind::mxf8f6f4): SF B ID
-    (bits 4-5), atype / btype (7-9 / 10-12: E4M3 0, E5M2 1), transpose B = 1 (bit 16, MN-major), N >> 3 (17-22),
-    scale format (23: UE8M0 1), M >> 4 (24-28), SF A ID (29-30)."""
-    return (sfb_id << 4 | ABTYPE[a] << 7 | ABTYPE[b] << 10 | 1 << 16 | (n >> 3) << 17 | int(ue8m0) << 23
-            | (m >> 4) << 24 | sfa_id << 29)
+    """The 32-bit block-scaled instruction descriptor (PTX ISA 9.7.16.4.2, Table 44, .kind::mxf8f6f4 / mxf4 /
+    mxf4nvf4): SF B ID (bits 4-5), atype / btype (7-9 / 10-12: E4M3 0, E5M2 1; E2M1 1), transpose B (bit 16: 1 =
+    MN-major for mxf8f6f4; e2m1 operands are K-major, the mxf4 kinds have no transpose, Table 49), N >> 3 (17-22),
+    scale format (23: UE8M0 1, UE4M3 0), M >> 4 (24-28), SF A ID (29-30); bit 31 (K = 96) stays 0."""
+    return (sfb_id << 4 | BS_ABTYPE[a] << 7 | BS_ABTYPE[b] << 10 | int(a != F4) << 16 | (n >> 3) << 17
+            | int(ue8m0) << 23 | (m >> 4) << 24 | sfa_id << 29)
 
 
 @dataclass(frozen=True)
@@ -518,9 +556,9 @@ class BlockScaledUmma(Umma):
     ``tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale`` per 128-row block, N instruction and K step of 32
     (one scale factor per row / column: scale_vec::1X), its SF IDs the K step's block % 4."""
 
-    def __init__(self, name: str, elems: tuple, scale: str, block: int, kind: str, k: int):
+    def __init__(self, name: str, elems: tuple, scale: str, block: int, kind: str, k: int, vec: str = ""):
         super().__init__(name, elems, "f32", kind, k)
-        self.scale, self.block = scale, block
+        self.scale, self.block, self.vec = scale, block, vec  # vec: the PTX block size ("block16"), "" = default
 
     def admits(self, req) -> bool:
         from tilecore_tileas.layout.fragment import tmem_grid
@@ -579,13 +617,153 @@ class BlockScaledUmma(Umma):
         g, sid = kb // SF_PER_WORD, kb % SF_PER_WORD
         sfa = cg.op("arith.addi", sf_base, cg.c32(g * sa.chunks * 4 + row // 32))
         sfb = cg.op("arith.addi", sf_base, cg.c32(sa.cols + g * sb.chunks * 4 + col // 32))
-        idesc = instr_desc_bs(req.a, req.b, ni, sid, sid)
-        ir.Operation.create("sm100.umma_bs", operands=[d, da, db, cg.c32(idesc), enable, sfa, sfb],
-                            attributes={"kind": ir.StringAttr.get(self.kind)})
+        idesc = instr_desc_bs(req.a, req.b, ni, sid, sid, ue8m0=self.scale == "f8E8M0FNU")
+        attrs = {"kind": ir.StringAttr.get(self.kind)}
+        if self.vec:
+            attrs["block"] = ir.StringAttr.get(self.vec)
+        ir.Operation.create("sm100.umma_bs", operands=[d, da, db, cg.c32(idesc), enable, sfa, sfb], attributes=attrs)
+
+
+# -- block-scaled e2m1 (MXFP4 / NVFP4) --------------------------------------------------------------
+# atom name -> (scale factor element, K elements per scale factor, kind, PTX block size); instruction K = 64
+F4_ATOMS = {
+    "mma.sm100a.mMnNk64.mxf4.f32": ("f8E8M0FNU", 32, "mxf4", ""),  # MXFP4: scale_vec::2X, UE8M0
+    "mma.sm100a.mMnNk64.nvf4.f32": ("f8E4M3FN", 16, "mxf4nvf4", "block16"),  # NVFP4: scale_vec::4X, UE4M3
+}
+F4_K = 64  # K of one .kind::mxf4 / mxf4nvf4 MMA (32 bytes of packed e2m1 per row)
+
+
+@dataclass(frozen=True)
+class ByteStaging:
+    """An operand's e2m1 codes, one byte each, row-major (``rows x cols``) at ``offset``: where tileas writes the
+    tile (its registers hold one code each) before :meth:`BlockScaledF4Umma.pack` packs them."""
+
+    offset: int
+    rows: int
+    cols: int
+    elem: object = None
+
+    @property
+    def nbytes(self) -> int:
+        return (self.rows * self.cols + 15) // 16 * 16
+
+    def address(self, cg, row, col):
+        return cg.smem_ptr(self.offset, cg.op("arith.addi", cg.op("arith.muli", row, cg.c32(self.cols)), col), cg.i8)
+
+
+class BlockScaledF4Umma(BlockScaledUmma):
+    """A block-scaled e2m1 atom: ``tcgen05.mma.cta_group::1.kind::mxf4.block_scale`` (MXFP4: UE8M0 scale factor
+    per 32, scale_vec::2X) or ``.kind::mxf4nvf4.block_scale.block16`` (NVFP4: UE4M3 per 16, scale_vec::4X), K =
+    64 per MMA (PTX ISA 9.7.16.2.1, Table 39; 9.7.16.10.7 Tables 54 / 55).
+
+    The mxf4 kinds read A and B K-major only (no transpose, Table 49) and packed: two e2m1 to a byte, the lower K
+    index in the low 4 bits, rows of K / 2 bytes in the canonical K-major swizzled layout (32 bytes per MMA).
+    tileas writes the tiles one code per byte (:class:`ByteStaging`, A M x K, B K x N); the dot first packs them
+    (every thread, after a barrier) into A (M x K / 2) and B (N x K / 2, B's transpose), then runs as
+    :class:`BlockScaledUmma`: the scale factors' layout is the same (a byte per block, 4 to a tensor-memory
+    word), the SF ID of a K step being its first block % 4 (2X: 0 / 2; 4X: 0)."""
+
+    def __init__(self, name: str, scale: str, block: int, kind: str, vec: str):
+        super().__init__(name, (F4,), scale, block, kind, F4_K, vec)
+
+    def k_bytes(self, k: int) -> int:
+        return k // 2
+
+    def inst_n(self, n: int) -> int:
+        """B is K-major: any multiple of 16 up to 256 dividing ``n``."""
+        return next((c for c in range(min(n, MAX_N) // 16 * 16, 0, -16) if n % c == 0), 0)
+
+    def b_descriptor(self, cg, b: SwizzledOperand, k0: int, col: int):
+        return self.kmajor_descriptor(cg, b, k0 // 2, col)
+
+    def admits(self, req) -> bool:
+        from tilecore_tileas.layout.fragment import tmem_grid
+
+        if not (req.a == F4 and req.b == F4 and req.acc == "f32" and req.arch in BS_ARCHS
+                and req.scale == self.scale and req.scale_block == self.block):
+            return False
+        if (req.m % INST_M and req.m != 64) or req.k % self.k or req.n % 16 or req.threads % 128:
+            return False
+        ni = self.inst_n(req.n)
+        if not ni or ni % 32 and ni != req.n:  # each instruction's B scale factors start at a column
+            return False
+        lays = self.all_layouts(req)
+        if tmem_cols(req.m, req.n) + lays[4].cols + lays[5].cols > TMEM_COLS or \
+                tmem_grid(req.m, req.n, req.threads) is None:
+            return False
+        return max(lay.offset + lay.nbytes for lay in lays) <= req.smem_budget
+
+    def all_layouts(self, req, at: int = 0):
+        """A and B staged a code a byte (:class:`ByteStaging`), A and B packed (K-major, ``K / 2`` bytes a row; a
+        64-row A as 128 rows in layout F, :func:`layout_f_rows`), the scale factors of A and B."""
+        a_st = ByteStaging(at, req.m, req.k)
+        b_st = ByteStaging(a_st.offset + a_st.nbytes, req.k, req.n)
+        s = swizzle_for(req.k // 2)
+        a_p = SwizzledOperand((b_st.offset + b_st.nbytes + 1023) // 1024 * 1024, 128 if req.m == 64 else req.m,
+                              req.k // 2, 1, s)
+        b_p = SwizzledOperand(a_p.offset + a_p.nbytes, req.n, req.k // 2, 1, s)
+        blocks = req.k // self.block
+        sa = ScaleOperand(b_p.offset + b_p.nbytes, a_p.rows, blocks, layout_f=req.m == 64)
+        return a_st, b_st, a_p, b_p, sa, ScaleOperand(sa.offset + sa.nbytes, req.n, blocks, True)
+
+    def layouts(self, req, at: int = 0):
+        """What tileas writes: A and B staged, the scale factors (the packed operands lie between them)."""
+        a_st, b_st, _, _, sa, sb = self.all_layouts(req, at)
+        return a_st, b_st, sa, sb
+
+    def lower(self, cg, action: str, req, *args):
+        if action == "dot":
+            a_st, b_st, sa, sb, frag, acc_regs, k_dim = args
+            _, _, a_p, b_p, _, _ = self.all_layouts(req, a_st.offset)
+            cg.barrier()  # the staged codes are written
+            self.pack(cg, a_st, a_p, False, req.m == 64)
+            self.pack(cg, b_st, b_p, True, False)
+            return self.dot(cg, req, a_p, b_p, frag, acc_regs, k_dim, None, (sa, sb))
+        return super().lower(cg, action, req, *args)
+
+    def pack(self, cg, st: ByteStaging, out: SwizzledOperand, transposed: bool, layout_f: bool) -> None:
+        """Every thread packs bytes ``tid, tid + threads, ...`` of ``out`` (``rows x K / 2``): byte (r, c) = code
+        (r, 2c) | code (r, 2c + 1) << 4 of the staged tile (B: its transpose, codes (2c, r) and (2c + 1, r); a
+        layout-F A: row ``16 (r / 32) + r % 16``)."""
+        op, c = cg.op, cg.c32
+        total, per_row = out.rows * out.cols, out.cols
+        steps = (total + cg.threads - 1) // cg.threads
+
+        def body(j, _):
+            i = op("arith.addi", op("arith.muli", j, c(cg.threads)), cg.tid)
+
+            def one():
+                r, col = op("arith.divui", i, c(per_row)), op("arith.remui", i, c(per_row))
+                if layout_f:
+                    r = op("arith.addi", op("arith.muli", op("arith.divui", r, c(32)), c(16)), op("arith.remui", r, c(16)))
+                k0 = op("arith.muli", col, c(2))
+                k1 = op("arith.addi", k0, c(1))
+                lo, hi = ((dialects.llvm.load(cg.i8, st.address(cg, k, r)) for k in (k0, k1)) if transposed else
+                          (dialects.llvm.load(cg.i8, st.address(cg, r, k)) for k in (k0, k1)))
+                byte = op("arith.ori", op("arith.andi", lo, cg.const(cg.i8, 15)),
+                          op("arith.shli", hi, cg.const(cg.i8, 4)))
+                dialects.llvm.store(byte, out.address(cg, op("arith.divui", i, c(per_row)), col))
+
+            if total % cg.threads:
+                cg.if_(cg.cmpi(6, i, c(total)), lambda: (one(), [])[1])
+            else:
+                one()
+            return []
+
+        cg.for_(c(0), c(steps), [], body)
 
 
 def atoms() -> list[Atom]:
     out = []
+    for name, (scale, block, kind, vec) in F4_ATOMS.items():
+        impl = BlockScaledF4Umma(name, scale, block, kind, vec)
+        out.append(Atom(name, "block_scaled_mma", lower=impl.lower, min_cc=100, max_cc=103, admits=impl.admits,
+                        priority=PRIORITY,
+                        data={"interface": MMA_INTERFACE, "inst": (INST_M, 0, F4_K), "fragment": "tcgen05",
+                              "impl": impl},
+                        description=f"tcgen05.mma cta_group::1 kind::{kind}.block_scale m128nNk64 e2m1 (packed, "
+                                    f"K-major) with {scale} scale factors per {block} -> f32, scale factors "
+                                    "(tcgen05.cp) and accumulator in tensor memory"))
     for name, (elems, scale, block, kind, k) in BS_ATOMS.items():
         impl = BlockScaledUmma(name, elems, scale, block, kind, k)
         out.append(Atom(name, "block_scaled_mma", lower=impl.lower, min_cc=100, max_cc=103, admits=impl.admits,

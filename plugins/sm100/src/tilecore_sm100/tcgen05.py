@@ -10,7 +10,7 @@ On sm_100a / sm_101a (the targets MLIR 22's nvvm verifier accepts tcgen05 ops on
 | ``sm100.tmem_dealloc %t {ncols}`` | ``nvvm.tcgen05.dealloc %t, %ncols`` | ``tcgen05.dealloc.cta_group::1.sync.aligned.b32`` |
 | ``sm100.tmem_relinquish`` | ``nvvm.tcgen05.relinquish_alloc_permit`` | ``tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned`` |
 | ``sm100.umma %d, %a, %b, %idesc, %en {kind}`` | ``nvvm.tcgen05.mma`` (cta_1, smem descriptors) | ``tcgen05.mma.cta_group::1.kind::<kind> [d], adesc, bdesc, idesc, p`` |
-| ``sm100.umma_bs %d, %a, %b, %idesc, %en, %sfa, %sfb {kind}`` | ``nvvm.tcgen05.mma.block_scale`` (cta_1) | ``tcgen05.mma.cta_group::1.kind::<kind>.block_scale [d], adesc, bdesc, idesc, [sfa], [sfb], p`` |
+| ``sm100.umma_bs %d, %a, %b, %idesc, %en, %sfa, %sfb {kind[, block]}`` | ``nvvm.tcgen05.mma.block_scale`` (cta_1, ``blockScale`` = block) | ``tcgen05.mma.cta_group::1.kind::<kind>.block_scale[.scale_vec::4X / 2X] [d], adesc, bdesc, idesc, [sfa], [sfb], p`` |
 | ``sm100.tmem_cp %t, %desc`` | ``nvvm.tcgen05.cp`` shape_32x128b, warpx4 | ``tcgen05.cp.cta_group::1.32x128b.warpx4 [t], desc`` |
 | ``sm100.umma_commit %mbar`` | ``nvvm.tcgen05.commit %mbar`` | ``tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64`` |
 | ``sm100.tmem_load %t {num}`` | ``nvvm.tcgen05.ld`` shape_32x32b -> ``vector<num x i32>`` | ``tcgen05.ld.sync.aligned.32x32b.x<num>.b32`` |
@@ -48,7 +48,7 @@ ASM = {
     "dealloc": "tcgen05.dealloc.cta_group::1.sync.aligned.b32 $0, $1;",
     "relinquish": "tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;",
     "mma": "{{\n.reg .pred p;\nsetp.ne.b32 p, $4, 0;\ntcgen05.mma.cta_group::1.kind::{kind} [$0], $1, $2, $3, p;\n}}",
-    "mma_bs": "{{\n.reg .pred p;\nsetp.ne.b32 p, $4, 0;\ntcgen05.mma.cta_group::1.kind::{kind}.block_scale [$0], $1, $2, $3, "
+    "mma_bs": "{{\n.reg .pred p;\nsetp.ne.b32 p, $4, 0;\ntcgen05.mma.cta_group::1.kind::{kind}.block_scale{vec} [$0], $1, $2, $3, "
               "[$5], [$6], p;\n}}",
     "cp": "tcgen05.cp.cta_group::1.32x128b.warpx4 [$0], $1;",
     "commit": "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [$0];",
@@ -175,14 +175,19 @@ class UmmaBlockScalePattern(_Tcgen05Pattern):
 
     def nvvm(self, op):
         d, a, b, idesc, en, sfa, sfb = op.operands
+        block = {"blockScale": ir.Attribute.parse(f"#nvvm.tcgen05_mma_block_scale<{_str(op, 'block')}>")} \
+            if "block" in op.attributes else {}
         dialects.nvvm.Tcgen05MMABlockScaleOp(ir.Attribute.parse(f"#nvvm.block_scale_kind<{_str(op, 'kind')}>"),
                                              ir.Attribute.parse("#nvvm.cta_group<cta_1>"), _tmem(d), a, b, idesc,
-                                             en, _tmem(sfa), _tmem(sfb))
+                                             en, _tmem(sfa), _tmem(sfb), **block)
 
     def asm(self, op):
         d, a, b, idesc, en, sfa, sfb = op.operands
-        _asm(ASM["mma_bs"].format(kind=_str(op, "kind")), [d, a, b, idesc, dialects.llvm.zext(_i32(), en), sfa, sfb],
-             "r,l,l,r,r,r,r")
+        # block16 / block32 as .scale_vec::4X / 2X (PTX ISA 9.7.16.10.9, tcgen05.mma: .block16 is .scale_vec::4X)
+        vec = {"block16": ".scale_vec::4X", "block32": ".scale_vec::2X"}.get(_str(op, "block"), "") \
+            if "block" in op.attributes else ""
+        _asm(ASM["mma_bs"].format(kind=_str(op, "kind"), vec=vec), [d, a, b, idesc, dialects.llvm.zext(_i32(), en),
+                                                                   sfa, sfb], "r,l,l,r,r,r,r")
 
 
 class CpPattern(_Tcgen05Pattern):
