@@ -58,6 +58,26 @@ def test_attach_nvvm_target_writes_exactly_one_target_with_opt_level(tmp_path):
 
 
 @needs_gpu_nvvm
+def test_attach_nvvm_target_links_libdevice_only_for_a_module_declaring_nv_functions(tmp_path):
+    from tilecore.serialize import libdevice_path
+
+    if libdevice_path() is None:
+        pytest.skip("nvidia-nvvm (libdevice) not installed")
+    plain = tmp_path / "plain.mlir"
+    assert run_cli("compile", VADD, "--emit", "mlir", "-o", str(plain)).returncode == 0
+    assert "link = " not in plain.read_text()
+    src = tmp_path / "calls.mlir"
+    src.write_text(open(VADD).read().replace(
+        "gpu.module @vadd_module {", "gpu.module @vadd_module {\n    llvm.func @__nv_expf(f32) -> f32"))
+    out = tmp_path / "calls_out.mlir"
+    proc = run_cli("compile", str(src), "--emit", "mlir", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert text.count("#nvvm.target") == 1
+    assert f'link = ["{libdevice_path()}"]' in text
+
+
+@needs_gpu_nvvm
 def test_attach_nvvm_target_replaces_existing_targets(tmp_path):
     src = tmp_path / "two.mlir"
     src.write_text(open(VADD).read().replace(

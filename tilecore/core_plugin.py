@@ -23,19 +23,15 @@ def _gpu_modules(module) -> list:
 
 
 def _calls_libdevice(gm) -> bool:
-    found = False
+    """Whether gpu.module ``gm`` declares a libdevice function (``llvm.func @__nv_*``).
 
-    def cb(op):
-        nonlocal found
-        if op.name == "llvm.func":
-            name = ir.StringAttr(op.attributes["sym_name"]).value
-            if name.startswith("__nv_"):
-                found = True
-                return ir.WalkResult.INTERRUPT
-        return ir.WalkResult.ADVANCE
-
-    gm.operation.walk(cb, ir.WalkOrder.PRE_ORDER)
-    return found
+    Functions sit in the module's body; their bodies (thousands of ops on a matmul) are not walked.
+    """
+    for op in gm.regions[0].blocks[0].operations:
+        o = op.operation
+        if o.name == "llvm.func" and ir.StringAttr(o.attributes["sym_name"]).value.startswith("__nv_"):
+            return True
+    return False
 
 
 def nvvm_target_attr(target, options, link: list[str] | None = None) -> ir.Attribute:
