@@ -51,6 +51,7 @@ deallocates and relinquishes the allocation permit.
 |---|---|---|---|
 | ``mma.sm100a.mMnNk16.f16.f32`` | f16 x f16 -> f32 | f16 | 16 |
 | ``mma.sm100a.mMnNk16.bf16.f32`` | bf16 x bf16 -> f32 | f16 | 16 |
+| ``mma.sm100a.mMnNk16.f16.f16`` | f16 x f16 -> f16 (D f32 in TMEM, rounded per dot; not kept across loops) | f16 | 16 |
 | ``mma.sm100a.mMnNk32.i8.i32`` | s8 / u8 x s8 / u8 -> s32 (wrapping) | i8 | 32 |
 | ``mma.sm100a.mMnNk32.f8.f32`` | e4m3 / e5m2 x e4m3 / e5m2 -> f32 | f8f6f4 | 32 |
 
@@ -108,6 +109,7 @@ from tilecore.mma import MMA_INTERFACE, SwizzledOperand, element_bytes, swizzle_
 ATOMS = {
     "mma.sm100a.mMnNk16.f16.f32": (("f16",), "f32", "f16", 16),
     "mma.sm100a.mMnNk16.bf16.f32": (("bf16",), "f32", "f16", 16),
+    "mma.sm100a.mMnNk16.f16.f16": (("f16",), "f16", "f16", 16),  # D f32 in tensor memory, rounded per dot
     "mma.sm100a.mMnNk32.i8.i32": (("i8",), "i32", "i8", 32),
     "mma.sm100a.mMnNk32.f8.f32": (("f8E4M3FN", "f8E5M2"), "f32", "f8f6f4", 32),
 }
@@ -263,6 +265,7 @@ class Umma:
 
     def __init__(self, name: str, elems: tuple, acc: str, kind: str, k: int):
         self.name, self.elems, self.acc, self.kind, self.k = name, elems, acc, kind, k
+        self.tmem_acc = "f32" if acc == "f16" else acc  # D's type in tensor memory (instruction descriptor)
         self.eb = element_bytes(elems[0])
 
     def admits(self, req) -> bool:
@@ -347,6 +350,8 @@ class Umma:
         m, n = frag.shape
         cols = tmem_cols(m, n)
         first_col = None
+        if self.acc == "f16":
+            resident = None  # the f16 result of every dot (D is f32 in tensor memory: rounded when loaded)
         if resident is not None:
             widest = max([tmem_cols(d.m, d.n) for d in resident["dots"] if (d.m % INST_M == 0 or d.m == 64) and
                           tmem_cols(d.m, d.n) <= TMEM_COLS] + [0])
@@ -378,6 +383,7 @@ class Umma:
                 v = llvm.mlir_poison(vi[w])
                 for j in range(w):
                     x = acc_regs[r * frag.cols + c + j]
+                    x = llvm.fpext(ir.F32Type.get(), x) if isinstance(x.type, ir.F16Type) else x
                     x = x if x.type == cg.i32 else llvm.bitcast(cg.i32, x)
                     v = llvm.insertelement(v, x, cg.c32(j))
                 ir.Operation.create("sm100.tmem_store", operands=[addr(r, c), v])
@@ -397,8 +403,8 @@ class Umma:
         fence(cg, "after")
         m64 = getattr(frag, "m64", False)
         ni = self.inst_n(n)
-        idesc = None if scales else instr_desc(self.kind, req.a, req.b, self.acc, ni, req.a_signed, req.b_signed,
-                                               64 if m64 else INST_M)  # block-scaled: per K step (mma_scaled)
+        idesc = None if scales else instr_desc(self.kind, req.a, req.b, self.tmem_acc, ni, req.a_signed,
+                                               req.b_signed, 64 if m64 else INST_M)  # block-scaled: per K step (mma_scaled)
         # (first A row, first B column, D offset: (lane << 16) + column) of each instruction of a K step; a 64-row
         # tile is computed twice, into lanes 0.. and 16.. of each quarter (layout F), so that every thread's
         # tcgen05.ld .32x32b lane holds its row
@@ -431,7 +437,7 @@ class Umma:
         ir.Operation.create("cute_nvgpu.mbarrier_try_wait_parity", operands=[tm.bar, parity])
         llvm.store(cg.op("arith.xori", parity, cg.c32(1)), tm.phase)
         fence(cg, "after")
-        el = ir.F32Type.get() if self.acc == "f32" else cg.i32
+        el = ir.F32Type.get() if self.tmem_acc == "f32" else cg.i32
 
         def load():
             loaded = [ir.Operation.create("sm100.tmem_load", results=[vi[w]], operands=[addr(r, c)],
@@ -442,7 +448,8 @@ class Umma:
             for v, (_, _, w) in zip(loaded, chunks):
                 for j in range(w):
                     x = llvm.extractelement(v, cg.c32(j))
-                    out.append(x if el == cg.i32 else llvm.bitcast(el, x))
+                    x = x if el == cg.i32 else llvm.bitcast(el, x)
+                    out.append(llvm.fptrunc(ir.F16Type.get(), x) if self.acc == "f16" else x)
             return out
 
         if resident is None:
