@@ -68,9 +68,11 @@ def test_compile_summary_and_emit_metadata(tmp_path):
     out = str(tmp_path / "mm.json")
     r = run_cli("compile", src, "--gpu-name", "sm_90a", "--emit", "metadata", "--no-cache", "-o", out)
     assert r.returncode == 0, r.stderr
-    assert "mm (17 params, 128 threads/CTA, 2 tensor maps: param 15: tensor map of param 0 (bf16" in r.stdout
+    # A's and B's maps (the K loop's TMA loads), C's (the epilogue's TMA store)
+    assert "mm (18 params, 128 threads/CTA, 3 tensor maps: param 15: tensor map of param 0 (bf16" in r.stdout
     meta = json.load(open(out))
     (k,) = meta["kernels"]
-    assert k["name"] == "mm" and k["params"] == 17 and k["threads_per_cta"] == 128
-    assert [TensorMapRecipe.from_json(t).param for t in k["tensor_maps"]] == [15, 16]
+    assert k["name"] == "mm" and k["params"] == 18 and k["threads_per_cta"] == 128
+    assert [TensorMapRecipe.from_json(t).param for t in k["tensor_maps"]] == [15, 16, 17]
     assert k["tensor_maps"][1]["box_dim"] == [64, 32] and k["tensor_maps"][1]["swizzle"] == 3
+    assert k["tensor_maps"][2]["box_dim"] == [64, 128] and k["tensor_maps"][2]["swizzle"] == 0

@@ -44,7 +44,16 @@ each stage completing on an mbarrier (one thread issues, every thread waits):
 - ``lower(cg, "wait", bar, phase)``: wait until the phase of parity ``phase`` (i32) of ``bar`` completed;
 - ``lower(cg, "inval", bar)``: the mbarrier's memory becomes ordinary shared memory again;
 - ``lower(cg, "fence_proxy")``: order this thread's generic-proxy shared-memory accesses before later
-  async-proxy ones (a stage the threads read with ld.shared / ldmatrix is refilled by TMA).
+  async-proxy ones (a stage the threads read with ld.shared / ldmatrix is refilled by TMA; a box the threads
+  wrote is stored by TMA).
+
+An atom with ``data["stores"]`` also stores (epilogues, one thread issues):
+
+- ``lower(cg, "store", tensor_map, src, coords)``: write the box at ``src`` (``!llvm.ptr<3>``, 128-byte aligned)
+  to the tensor of ``tensor_map`` at ``coords`` (innermost first), clipped to the tensor, in this thread's bulk
+  async-group;
+- ``lower(cg, "store_commit")``: close the group; ``lower(cg, "store_wait", n)``: wait until at most ``n`` of
+  this thread's groups still read their shared memory.
 
 ``cg`` is the lowering stage's code generator (``cg.op``, ``cg.c32``, ``cg.i32``, ``cg.lane_and_warp()``,
 ``cg.smem_ptr`` ...). See ``plugins/tileas/README.md`` ("MMA atoms") for the full contract.

@@ -302,3 +302,42 @@ def test_tma_atom_ops_lower_to_nvvm_and_ptxas_accepts(pm):
     from tilecore.serialize import ptx_to_cubin
 
     assert ptx_to_cubin(ptx, "sm_90a")[:4] == b"\x7fELF"
+
+
+TMA_STORE_KERNEL = TMA_KERNEL.replace(
+    '"cute_nvgpu.mbarrier_inval"(%bar) : (!llvm.ptr<3>) -> ()',
+    '"cute_nvgpu.mbarrier_inval"(%bar) : (!llvm.ptr<3>) -> ()\n'
+    '      "cute_nvgpu.tma_store"(%tm, %smem, %x, %y, %p) : (!llvm.ptr, !llvm.ptr<3>, i32, i32, i32) -> ()\n'
+    '      "cute_nvgpu.bulk_commit_group"() : () -> ()\n'
+    '      "cute_nvgpu.bulk_wait_group_read"() {n = 0 : i32} : () -> ()')
+
+
+def test_tma_store_ops_lower_to_nvvm_and_ptxas_accepts(pm):
+    """copy.sm90.tma.tile's store actions: a 3-D tile-mode ``cp.async.bulk.tensor`` shared -> global in a bulk
+    group, its commit and its ``.read`` wait (n = 0); ptxas accepts them for sm_90a."""
+    from tilecore_cute import copy_sm90
+
+    assert copy_sm90.atoms()[0].data["stores"]
+    m, _ = lower(pm, TMA_STORE_KERNEL, gpu="sm_90a")
+    ops = {o.name: o for o in op_list(m)}
+    for name in ("nvvm.cp.async.bulk.tensor.global.shared.cta", "nvvm.cp.async.bulk.commit.group",
+                 "nvvm.cp.async.bulk.wait_group"):
+        assert name in ops, name
+    assert len(list(ops["nvvm.cp.async.bulk.tensor.global.shared.cta"].operands)) == 2 + 3
+    assert "read" in ops["nvvm.cp.async.bulk.wait_group"].attributes
+    assert ir_int(ops["nvvm.cp.async.bulk.wait_group"].attributes["group"]) == 0
+    stages = ["convert-cute-to-llvm", "convert-nvgpu-and-gpu-to-nvvm", "attach-nvvm-target", "translate-debug-info",
+              "serialize"]
+    _, res = lower(pm, TMA_STORE_KERNEL, gpu="sm_90a", stages=stages)
+    ptx = res.artifacts["ptx"]["m"]
+    assert "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group" in ptx
+    assert "cp.async.bulk.commit_group" in ptx and "cp.async.bulk.wait_group.read" in ptx
+    from tilecore.serialize import ptx_to_cubin
+
+    assert ptx_to_cubin(ptx, "sm_90a")[:4] == b"\x7fELF"
+
+
+def ir_int(attr) -> int:
+    from tilecore.mlir import ir
+
+    return ir.IntegerAttr(attr).value

@@ -47,19 +47,19 @@ def _kernel_func(text: str) -> str:
 def test_tma_k_loop_ops_and_tensor_map_parameters():
     """sm_90a, bf16 128 x 64 x 32 (12 KiB a stage: 3 stages): thread 0 initialises and invalidates 3 mbarriers
     and issues one box for A and one for B per stage (2 stages in the prologue, 1 per iteration, each after a
-    proxy fence); every thread waits on the stage's phase; no cp.async. Two tensor-map parameters follow the
-    15 cuTile ones (byval 128 bytes, grid constant), their recipes in the kernel's tilecore.tensor_maps
-    attribute."""
+    proxy fence); every thread waits on the stage's phase; no cp.async. Three tensor-map parameters follow the
+    15 cuTile ones (byval 128 bytes, grid constant: A's and B's, and C's for the epilogue's TMA store), their
+    recipes in the kernel's tilecore.tensor_maps attribute."""
     text = str(compile_file(_path("tma_bf16"), "sm_90a", stop_after="convert-tileas-to-llvm").module)
     assert text.count('"cute_nvgpu.tma_load"') == 2 * 2 + 2
     assert text.count('"cute_nvgpu.mbarrier_init"') == 3 and text.count('"cute_nvgpu.mbarrier_inval"') == 3
     assert text.count('"cute_nvgpu.mbarrier_try_wait_parity"') == 1
     assert text.count('"cute_nvgpu.mbarrier_arrive_expect_tx"') == 2 + 1
-    assert text.count('"cute_nvgpu.fence_view_async_shared"') == 1  # before a refill, in the loop
+    assert text.count('"cute_nvgpu.fence_view_async_shared"') == 1 + 1  # before a refill; before the TMA store
     assert "cute_nvgpu.cp_async" not in text and text.count('"cute_nvgpu.wgmma"') == 4  # one loop, no fallback
     assert "arith.constant 12288 : i32" in text  # the bytes a stage expects
     sig = _kernel_func(text)
-    assert sig.count("nvvm.grid_constant") == 2 and sig.count("llvm.byval = !llvm.array<128 x i8>") == 2
+    assert sig.count("nvvm.grid_constant") == 3 and sig.count("llvm.byval = !llvm.array<128 x i8>") == 3
     recipes = json.loads(re.search(r'tilecore.tensor_maps = "(.*?)"', text).group(1).replace("\\22", '"'))
     assert recipes == [
         {"param": 15, "tensor": 0, "data_type": 9, "global_dim": [{"param": 2}, {"param": 1}],
@@ -67,7 +67,10 @@ def test_tma_k_loop_ops_and_tensor_map_parameters():
          "swizzle": 2, "interleave": 0, "l2_promotion": 0, "oob_fill": 0, "optional": False},
         {"param": 16, "tensor": 5, "data_type": 9, "global_dim": [{"param": 7}, {"param": 6}],
          "global_strides": [{"param": 8, "scale": 2}], "box_dim": [64, 32], "element_strides": [1, 1],
-         "swizzle": 3, "interleave": 0, "l2_promotion": 0, "oob_fill": 0, "optional": False}]
+         "swizzle": 3, "interleave": 0, "l2_promotion": 0, "oob_fill": 0, "optional": False},
+        {"param": 17, "tensor": 10, "data_type": 7, "global_dim": [{"param": 12}, {"param": 11}],
+         "global_strides": [{"param": 13, "scale": 4}], "box_dim": [64, 128], "element_strides": [1, 1],
+         "swizzle": 0, "interleave": 0, "l2_promotion": 0, "oob_fill": 0, "optional": False}]
 
 
 def test_tma_stages_beyond_48_kib_and_two_boxes_per_tile():
@@ -84,7 +87,7 @@ def test_tma_stages_beyond_48_kib_and_two_boxes_per_tile():
     from tilecore.batch import kernel_metadata
 
     (k,) = kernel_metadata(res)["kernels"]
-    assert k["dynamic_shared_bytes"] == 98336 and len(k["tensor_maps"]) == 2
+    assert k["dynamic_shared_bytes"] == 98336 and len(k["tensor_maps"]) == 2 + 1  # + C's (the TMA store)
 
 
 def test_tma_stage5_forms_and_ptx():
@@ -108,7 +111,7 @@ def _sass_counts(cubin: bytes, tmp) -> dict:
     path.write_bytes(cubin)
     sass = subprocess.run([tool, "-sass", str(path)], capture_output=True, text=True, check=True).stdout
     ops = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", sass)
-    return {k: ops.count(k) for k in ("UTMALDG", "HGMMA", "SYNCS", "LDGSTS", "HMMA")}
+    return {k: ops.count(k) for k in ("UTMALDG", "UTMASTG", "STG", "HGMMA", "SYNCS", "LDGSTS", "HMMA")}
 
 
 @pytest.mark.parametrize("kernel, sm, mma", [("tma_f16", "sm_90a", "HGMMA"), ("tma_f16", "sm_90", "HMMA"),
@@ -159,7 +162,7 @@ def test_tma_behind_the_run_time_alignment_check(mnk):
     text = str(compile_file(_path("no_facts"), "sm_90a", stop_after="convert-tileas-to-llvm").module)
     assert text.count('"cute_nvgpu.tma_load"') == 3 * 3 and "cute_nvgpu.cp_async" not in text
     recipes = json.loads(re.search(r'tilecore.tensor_maps = "(.*?)"', text).group(1).replace("\\22", '"'))
-    assert [r["optional"] for r in recipes] == [True, True]
+    assert [r["optional"] for r in recipes] == [True, True, True]  # A, B and C (the TMA store)
     m, n, k = mnk
     rng = np.random.default_rng(4)
     a = rng.standard_normal((m, k)).astype(np.float16)
@@ -182,7 +185,7 @@ def test_tma_kernel_through_the_cutile_front_door():
     c = np.zeros((m, n), np.float32)
     kern = tc.compile(ck.matmul_f32acc, (a, b, c, 128, 128, 64), gpu_name="sm_90a")
     desc = kern.contract.describe()
-    assert "15 parameters and 2 tensor maps" in desc and "param 15: tensor map of param 0 (f16" in desc
+    assert "15 parameters and 3 tensor maps" in desc and "param 15: tensor map of param 0 (f16" in desc
     kern.launch(None, (cdiv(m, 128), cdiv(n, 128)), (a, b, c, 128, 128, 64))
     want = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(c, want, atol=1e-4 * np.abs(want).max(), rtol=0)
@@ -207,9 +210,11 @@ def test_attention_loop_pipelines_what_it_loads_for_a_dot():
     assert text.count('"cute_nvgpu.tma_load"') == 2 * 3 and text.count('"cute_nvgpu.wgmma"') == 2 * 4
     assert text.count('b_major = "k"') == 4 and text.count('b_major = "n"') == 4
     recipes = json.loads(re.search(r'tilecore.tensor_maps = "(.*?)"', text).group(1).replace("\\22", '"'))
-    # K's map is over K as it is in memory (keys x d: Q: params 0-4, K: 5-9, V: 10-14), boxes of 64 keys
+    # K's map is over K as it is in memory (keys x d: Q: params 0-4, K: 5-9, V: 10-14), boxes of 64 keys; Out's
+    # (params 15-19) for the TMA store of acc / den (the accumulator's fragment layout)
     assert [(r["tensor"], r["global_dim"], r["box_dim"]) for r in recipes] == [
-        (5, [{"param": 7}, {"param": 6}], [64, 64]), (10, [{"param": 12}, {"param": 11}], [64, 64])]
+        (5, [{"param": 7}, {"param": 6}], [64, 64]), (10, [{"param": 12}, {"param": 11}], [64, 64]),
+        (15, [{"param": 17}, {"param": 16}], [64, 64])]
     off = str(compile_file(_attn_path(), "sm_90a", CompileOptions(emit="mlir", extra={"tileas.tma": "off"}),
                            stop_after="convert-tileas-to-llvm").module)
     assert off.count('"cute_nvgpu.cp_async"') > 0 and "tma_load" not in off
@@ -257,7 +262,7 @@ def test_kernel_over_the_targets_shared_memory_is_a_located_error(tmp_path):
 def test_batched_matmul_loads_3d_boxes():
     """A batched matmul's (1, 64, 32) / (1, 32, 64) slices of rank-3 tensors (reshaped to the dot's 2-D tiles)
     are pipelined by TMA with rank-3 maps: dims and byte strides innermost first (the batch outermost), box
-    (inner, rows, 1), three coordinates per ``cp.async.bulk.tensor.3d`` (PTX ISA 9.7.9.25.5.1, ``.dim`` .3d);
+    (inner, rows, 1), three coordinates per ``cp.async.bulk.tensor.3d`` (PTX ISA §9.7.9.25, ``.dim`` .3d);
     ``--emit metadata`` carries the rank-3 recipes; ptxas makes UTMALDG and HGMMA of it, no LDGSTS."""
     text = str(compile_file(_path("tma_bmm"), "sm_90a", stop_after="convert-tileas-to-llvm").module)
     assert text.count('"cute_nvgpu.tma_load"') == 2 * 2 + 2 and "cute_nvgpu.cp_async" not in text

@@ -10,7 +10,15 @@ mbarrier. "Parallel Synchronization and Communication Instructions: mbarrier": `
 ``fence.mbarrier_init`` so that the async proxy sees it), ``mbarrier.arrive.expect_tx`` (the issuing
 thread's arrival, expecting the box bytes), ``mbarrier.try_wait.parity`` (phases alternate parity 0 / 1),
 ``mbarrier.inval`` before the memory is reused. "Memory Consistency Model: proxies": ``fence.proxy.async.
-shared::cta`` orders generic-proxy accesses of shared memory before async-proxy ones (TMA writes).
+shared::cta`` orders generic-proxy accesses of shared memory before async-proxy ones (TMA writes, and the
+reads of a TMA store).
+
+Stores (PTX ISA §9.7.9.25, "cp.async.bulk.tensor", ``.global.shared::cta.tile.bulk_group``):
+``cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group [tensorMap, {c0, ...}], [src]`` writes the
+shared box at ``src`` (dense, dimension 0 fastest, in the map's swizzle) to the tensor at the coordinates;
+box elements out of bounds are not written ("Out-of-bound access"). The store joins the issuing thread's
+bulk async-group: ``cp.async.bulk.commit_group`` closes it, ``cp.async.bulk.wait_group.read N`` waits until
+at most N groups still read their shared memory ("Bulk and Tensor copy completion instructions").
 The atom emits ``cute_nvgpu`` ops; stage 5 lowers them (:mod:`.tma_lowering`).
 """
 
@@ -38,6 +46,14 @@ def lower(cg, action: str, *args):
         op("cute_nvgpu.mbarrier_inval", operands=[args[0]])
     elif action == "fence_proxy":
         op("cute_nvgpu.fence_view_async_shared")
+    elif action == "store":
+        tensor_map, src, coords = args
+        op("cute_nvgpu.tma_store", operands=[tensor_map, src, *coords])
+    elif action == "store_commit":
+        op("cute_nvgpu.bulk_commit_group")
+    elif action == "store_wait":
+        op("cute_nvgpu.bulk_wait_group_read", attributes={"n": ir.IntegerAttr.get(ir.IntegerType.get_signless(32),
+                                                                                  int(args[0]))})
     else:
         raise ValueError(f"{NAME}: unknown action '{action}'")
     return []
@@ -45,6 +61,6 @@ def lower(cg, action: str, *args):
 
 def atoms() -> list[Atom]:
     return [Atom(NAME, "copy", lower=lower, min_cc=90, priority=20,
-                 data={"interface": TMA_INTERFACE, "max_box": 256, "swizzles": (32, 64, 128)},
+                 data={"interface": TMA_INTERFACE, "max_box": 256, "swizzles": (32, 64, 128), "stores": True},
                  description="cp.async.bulk.tensor tile mode (TMA) global -> shared on an mbarrier, 1-5-D, "
-                             "zero fill, 32 / 64 / 128-byte swizzle")]
+                             "zero fill, 32 / 64 / 128-byte swizzle; shared -> global in bulk groups, clipped")]

@@ -17,7 +17,10 @@ lowers them, :mod:`.mma_lowering`):
 - ``cute_nvgpu.tma_load %dst, %tensor_map, %bar, %coords... `` (a tile-mode box of the tensor map at
   ``coords``, innermost first, into shared ``%dst``, completing on mbarrier ``%bar``),
   ``cute_nvgpu.mbarrier_init %bar {count}``, ``mbarrier_arrive_expect_tx %bar, %bytes``,
-  ``mbarrier_try_wait_parity %bar, %phase``, ``mbarrier_inval %bar``: the TMA copy atom (:mod:`.copy_sm90`).
+  ``mbarrier_try_wait_parity %bar, %phase``, ``mbarrier_inval %bar``: the TMA copy atom (:mod:`.copy_sm90`);
+  ``cute_nvgpu.tma_store %tensor_map, %src, %coords...`` (the shared box at ``%src`` to the tensor map's
+  tensor at ``coords``, in the thread's bulk async-group), ``bulk_commit_group``, ``bulk_wait_group_read
+  {n = N : i32}``: its stores.
 """
 
 from tilecore.dialects import DialectDef
@@ -86,6 +89,16 @@ irdl.dialect @cute_nvgpu {
     %b = irdl.any
     %c = irdl.is i32
     irdl.operands(dst: %d, tensor_map: %t, bar: %b, coords: variadic %c)
+  }
+  irdl.operation @tma_store {
+    %t = irdl.any
+    %s = irdl.any
+    %c = irdl.is i32
+    irdl.operands(tensor_map: %t, src: %s, coords: variadic %c)
+  }
+  irdl.operation @bulk_commit_group {
+  }
+  irdl.operation @bulk_wait_group_read {
   }
   irdl.operation @mma_sync {
     %w = irdl.is i32

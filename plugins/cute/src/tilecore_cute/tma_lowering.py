@@ -7,6 +7,9 @@
 | ``cute_nvgpu.mbarrier_try_wait_parity %bar, %p`` | ``nvvm.mbarrier.try_wait.parity`` (a loop until it succeeds) | ``mbarrier.try_wait.parity.shared.b64`` |
 | ``cute_nvgpu.mbarrier_inval %bar`` | ``nvvm.mbarrier.inval`` | ``mbarrier.inval.shared.b64`` |
 | ``cute_nvgpu.tma_load %dst, %tmap, %bar, %c...`` | ``nvvm.cp.async.bulk.tensor.shared.cluster.global`` (tile) | ``cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes`` |
+| ``cute_nvgpu.tma_store %tmap, %src, %c...`` | ``nvvm.cp.async.bulk.tensor.global.shared.cta`` (tile) | ``cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group`` |
+| ``cute_nvgpu.bulk_commit_group`` | ``nvvm.cp.async.bulk.commit.group`` | ``cp.async.bulk.commit_group`` |
+| ``cute_nvgpu.bulk_wait_group_read {n}`` | ``nvvm.cp.async.bulk.wait_group n {read}`` | ``cp.async.bulk.wait_group.read n`` |
 """
 
 from __future__ import annotations
@@ -67,6 +70,34 @@ class TmaLoadPattern(Pattern):
         rw.erase(op)
 
 
+class TmaStorePattern(Pattern):
+    root = "cute_nvgpu.tma_store"
+
+    def rewrite(self, op, rw):
+        tmap, src, *coords = op.operands
+        with rw.ip, op.location:
+            dialects.nvvm.cp_async_bulk_tensor_global_shared_cta(tmap, src, coords)
+        rw.erase(op)
+
+
+class BulkCommitPattern(Pattern):
+    root = "cute_nvgpu.bulk_commit_group"
+
+    def rewrite(self, op, rw):
+        with rw.ip, op.location:
+            dialects.nvvm.cp_async_bulk_commit_group()
+        rw.erase(op)
+
+
+class BulkWaitReadPattern(Pattern):
+    root = "cute_nvgpu.bulk_wait_group_read"
+
+    def rewrite(self, op, rw):
+        with rw.ip, op.location:
+            dialects.nvvm.cp_async_bulk_wait_group(ir.IntegerAttr(op.attributes["n"]).value, read=True)
+        rw.erase(op)
+
+
 def patterns():
     return [MbarrierInitPattern(), MbarrierExpectTxPattern(), MbarrierWaitPattern(), MbarrierInvalPattern(),
-            TmaLoadPattern()]
+            TmaLoadPattern(), TmaStorePattern(), BulkCommitPattern(), BulkWaitReadPattern()]

@@ -24,7 +24,7 @@ from tilecore.stages import Stage
 
 from ..nv_tileaa.abi import nv_tileaa_rule
 from ..rebuild import Rebuilder, attrs_of, run_stage
-from . import control, dot, elementwise, memory, misc, narrow_float, shape_ops, tf32
+from . import control, dot, elementwise, memory, misc, narrow_float, shape_ops, tf32, tma_store
 from .codegen import SMEM_SYMBOL, CodeGen
 from .fragments import blocked_operands
 from .tensor_maps import KernelTensorMaps
@@ -51,7 +51,7 @@ def populator() -> dict:
         "scf.while": control.while_op, "scf.condition": control.condition_op,
         f"{nt}.make_token": misc.token, f"{nt}.join_tokens": misc.token, f"{nt}.assume": misc.assume,
         f"{nt}.make_memref": memory.make_memref, f"{nt}.view": memory.view,
-        f"{nt}.tiled_load": memory.tiled_load, f"{nt}.tiled_store": memory.tiled_store,
+        f"{nt}.tiled_load": memory.tiled_load, f"{nt}.tiled_store": tma_store.tiled_store,
         f"{nt}.tiled_atomic_rmw": memory.tiled_atomic_rmw, f"{nt}.gather_load": memory.gather_load,
         f"{nt}.scatter_store": memory.scatter_store, f"{nt}.load": memory.load, f"{nt}.store": memory.store,
         f"{nt}.atomic_rmw": memory.atomic_rmw, f"{nt}.atomic_cas": memory.atomic_cas, f"{nt}.offset": memory.offset,
@@ -69,7 +69,7 @@ def populator() -> dict:
     }
     # Handlers that take tiles in any layout (MMA fragments included); the rest see blocked tiles.
     any_layout = ("arith.constant", "scf.for", "scf.if", "scf.yield", "scf.while", "scf.condition", f"{nt}.dot",
-                  "builtin.unrealized_conversion_cast")
+                  "builtin.unrealized_conversion_cast", f"{nt}.tiled_store")  # (a fragment may go by TMA)
     return {name: h if name in any_layout else blocked_operands(h) for name, h in table.items()}
 
 

@@ -48,6 +48,16 @@ def store_fragment(cg, tile: TileV, at: int, pitch: int) -> None:
         cg.smem_store(at, cg.op("arith.addi", cg.op("arith.muli", row, cg.c32(pitch)), col), v)
 
 
+def store_fragment_rows(cg, tile: TileV, r0: int, band: int) -> None:
+    """Store rows ``r0 .. r0 + band - 1`` of a fragment tile row-major at byte 0 of the scratch buffer."""
+    cols = tile.shape[1]
+    for k, v in enumerate(tile.regs):
+        row, col = fragment_coords(cg, tile.layout, k)
+        local = cg.op("arith.subi", row, cg.c32(r0)) if r0 else row
+        index = cg.op("arith.addi", cg.op("arith.muli", local, cg.c32(cols)), col)
+        cg.masked(cg.cmpi(6, local, cg.c32(band)), lambda index=index, v=v: cg.smem_store(0, index, v))
+
+
 EXCHANGE_BYTES = 32 * 1024  # shared memory one conversion of a fragment tile to blocked registers may take
 
 
@@ -73,11 +83,7 @@ def to_blocked(cg, tile: TileV) -> TileV:
     regs = [None] * lay.regs
     cg.reserve(band * row_bytes)
     for r0 in range(0, rows, band):
-        for k, v in enumerate(tile.regs):
-            row, col = fragment_coords(cg, tile.layout, k)
-            local = cg.op("arith.subi", row, cg.c32(r0))
-            index = cg.op("arith.addi", cg.op("arith.muli", local, cg.c32(cols)), col)
-            cg.masked(cg.cmpi(6, local, cg.c32(band)), lambda index=index, v=v: cg.smem_store(0, index, v))
+        store_fragment_rows(cg, tile, r0, band)
         cg.barrier()
         for k in range(lay.regs):
             local = cg.op("arith.subi", cg.flat_in_tile(lay, k), cg.c32(r0 * cols))

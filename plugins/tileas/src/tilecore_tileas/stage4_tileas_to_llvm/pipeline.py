@@ -368,21 +368,26 @@ def _view(rb, p: PipedLoad):
 
 def alignment_check(cg, rb, plan_: Plan):
     """i1: every chunk address of every operand is 16-byte aligned (None when that is known statically)."""
+    return cg.and_(*[aligned_16(cg, _memory_order(_view(rb, p).memref, p), p.elem_bytes) for p in plan_.loads])
+
+
+def aligned_16(cg, m, elem_bytes: int):
+    """i1: the base and every stride but the innermost of memref ``m`` (elements of ``elem_bytes``) are 16-byte
+    multiples, what 16-byte copies and TMA need (None when that is known statically; a false constant when a
+    static stride is not)."""
     conds = []
-    for p in plan_.loads:
-        m = _memory_order(_view(rb, p).memref, p)
-        if m.div_by % 16:
-            base = dialects.llvm.ptrtoint(cg.i64, m.base)
-            conds.append(cg.cmpi(0, cg.op("arith.andi", base, cg.const(cg.i64, 15)), cg.const(cg.i64, 0)))
-        for s, div in zip(m.strides[:-1], m.stride_div[:-1] or [1] * (len(m.strides) - 1)):
-            if isinstance(s, int):
-                if (s * p.elem_bytes) % 16:
-                    return cg.const(cg.i1, 0)
-                continue
-            if (div * p.elem_bytes) % 16 == 0:  # an assume div_by hint (cuTile's stride facts)
-                continue
-            bytes_ = cg.op("arith.muli", s, cg.const(cg.i64, p.elem_bytes))
-            conds.append(cg.cmpi(0, cg.op("arith.andi", bytes_, cg.const(cg.i64, 15)), cg.const(cg.i64, 0)))
+    if m.div_by % 16:
+        base = dialects.llvm.ptrtoint(cg.i64, m.base)
+        conds.append(cg.cmpi(0, cg.op("arith.andi", base, cg.const(cg.i64, 15)), cg.const(cg.i64, 0)))
+    for s, div in zip(m.strides[:-1], m.stride_div[:-1] or [1] * (len(m.strides) - 1)):
+        if isinstance(s, int):
+            if (s * elem_bytes) % 16:
+                return cg.const(cg.i1, 0)
+            continue
+        if (div * elem_bytes) % 16 == 0:  # an assume div_by hint (cuTile's stride facts)
+            continue
+        bytes_ = cg.op("arith.muli", s, cg.const(cg.i64, elem_bytes))
+        conds.append(cg.cmpi(0, cg.op("arith.andi", bytes_, cg.const(cg.i64, 15)), cg.const(cg.i64, 0)))
     return cg.and_(*conds)
 
 

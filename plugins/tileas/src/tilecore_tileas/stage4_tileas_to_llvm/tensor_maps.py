@@ -54,7 +54,7 @@ class KernelTensorMaps:
         ``elem``, tile order) with box ``box`` (innermost first: ``(inner elements, rows, 1...)``) and ``swizzle``
         bytes, or None when the tensor's base, extents or strides are not kernel parameters (or constants).
         ``optional``: the kernel reads the map only after checking the tensor's alignment at run time.
-        (PTX ISA 9.7.9.25.5.1 ``cp.async.bulk.tensor``: ``.dim`` 1d-5d; the driver's
+        (PTX ISA §9.7.9.25, "cp.async.bulk.tensor": ``.dim`` 1d-5d; the driver's
         ``cuTensorMapEncodeTiled`` takes ``tensorRank`` 1-5 (3-5 need a 16-byte aligned base, as TMA always does
         here: the recipe's tensors are 16-byte aligned or behind the run-time check).)"""
         rank = len(memref.shape)
