@@ -78,6 +78,35 @@ def test_attach_nvvm_target_links_libdevice_only_for_a_module_declaring_nv_funct
 
 
 @needs_gpu_nvvm
+def test_llvm_opt_level_option_sets_only_the_nvvm_target_level(tmp_path):
+    out = tmp_path / "k.mlir"
+    proc = run_cli("compile", VADD, "--gpu-name", "sm_90a", "--option", "llvm-opt-level=1", "--emit", "mlir",
+                   "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert '#nvvm.target<O = 1, chip = "sm_90a", features = "+ptx84">' in out.read_text()
+    # ptxas keeps -O: the real ptxas, through a wrapper that records its command line
+    from tilecore.assembler import find_nvidia_tool
+
+    ptxas = find_nvidia_tool("ptxas")
+    if ptxas is None:
+        pytest.skip("ptxas not installed")
+    wrapper, log = tmp_path / "ptxas", tmp_path / "ptxas.args"
+    wrapper.write_text(f'#!/bin/sh\necho "$@" > {log}\nexec {ptxas} "$@"\n')
+    wrapper.chmod(0o755)
+    cubin = tmp_path / "k.cubin"
+    proc = run_cli("compile", VADD, "--gpu-name", "sm_90a", "--option", "llvm-opt-level=1", "--no-cache",
+                   "-o", str(cubin), env={"TILECORE_PTXAS": str(wrapper), "TILECORE_ASSEMBLER": "ptxas"})
+    assert proc.returncode == 0, proc.stderr
+    assert cubin.read_bytes()[:4] == b"\x7fELF"
+    assert "-arch=sm_90a -O3" in log.read_text()
+    bad = tmp_path / "bad.cubin"
+    proc = run_cli("compile", VADD, "--option", "llvm-opt-level=fast", "-o", str(bad))
+    assert proc.returncode == 1 and not bad.exists()
+    assert "error: --option llvm-opt-level=fast: expected 0, 1, 2 or 3" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@needs_gpu_nvvm
 def test_attach_nvvm_target_replaces_existing_targets(tmp_path):
     src = tmp_path / "two.mlir"
     src.write_text(open(VADD).read().replace(

@@ -34,13 +34,27 @@ def _calls_libdevice(gm) -> bool:
     return False
 
 
+def llvm_opt_level(options) -> int:
+    """The LLVM (NVPTX back end) optimisation level: ``--option llvm-opt-level=N`` (0-3), else -O's.
+
+    Only the ``#nvvm.target``'s ``O`` (LLVM's pass pipeline and code generator) follows it; ptxas
+    keeps -O (``tilecore.assembler``).
+    """
+    raw = (options.extra or {}).get("llvm-opt-level")
+    if raw is None:
+        return options.opt_level
+    if str(raw) not in ("0", "1", "2", "3"):
+        raise TilecoreError(f"--option llvm-opt-level={raw}: expected 0, 1, 2 or 3")
+    return int(raw)
+
+
 def nvvm_target_attr(target, options, link: list[str] | None = None) -> ir.Attribute:
     """The ``#nvvm.target`` attribute for a compile target and options."""
     return ir.Attribute.parse(_nvvm_target_text(target, options, link))
 
 
 def _nvvm_target_text(target, options, link: list[str] | None = None) -> str:
-    text = f'#nvvm.target<O = {options.opt_level}, chip = "{target.name}", features = "{target.feature_string}"'
+    text = f'#nvvm.target<O = {llvm_opt_level(options)}, chip = "{target.name}", features = "{target.feature_string}"'
     if link:
         text += ", link = [" + ", ".join(f'"{p}"' for p in link) + "]"
     return text + ">"
