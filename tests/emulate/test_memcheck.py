@@ -244,3 +244,48 @@ def test_integer_division_by_zero_does_not_trap(pm, ty, vec):
         assert (sdiv[ok] == np.trunc(a[ok] / b[ok]).astype(dt)).all()
         assert (srem[ok] == np.fmod(a[ok], b[ok])).all()
         assert (udiv.view(u)[nz] == au[nz] // bu[nz]).all() and (urem.view(u)[nz] == au[nz] % bu[nz]).all()
+
+
+@pytest.mark.parametrize("src,dst,vec", [("f32", "i32", 1), ("f32", "i8", 1), ("f64", "i64", 1), ("f16", "i16", 1),
+                                         ("f32", "i32", 4), ("bf16", "i8", 2)])
+def test_float_to_integer_saturates_as_ptx_cvt(pm, src, dst, vec):
+    # On the host fptosi / fptoui of a NaN or an out-of-range value is undefined (the result depends on the
+    # CPU's instructions); the GPU's cvt.rzi clamps to the destination range and maps NaN to 0, and an 8-bit
+    # result is a 16-bit cvt truncated (PTX ISA "cvt": float-to-integer conversions are clamped by default).
+    st = src if vec == 1 else f"vector<{vec}x{src}>"
+    dt_ = dst if vec == 1 else f"vector<{vec}x{dst}>"
+    ops = "\n".join(f"""
+        %r{k} = llvm.{op} %x : {st} to {dt_}
+        %po{k} = llvm.getelementptr %o{k}[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, {dt_}
+        llvm.store %r{k}, %po{k} : {dt_}, !llvm.ptr<1>""" for k, op in enumerate(("fptosi", "fptoui")))
+    m = kernel(pm, f"""
+        %pa = llvm.getelementptr %a[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, {st}
+        %x = llvm.load %pa : !llvm.ptr<1> -> {st}
+        {ops}
+        """, params="%a: !llvm.ptr<1>, %o0: !llvm.ptr<1>, %o1: !llvm.ptr<1>")
+    fdt = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": np.float32}[src]
+    vals = np.array([np.nan, -np.inf, np.inf, -1e30, 1e30, -300.7, 1120.9, 40000.0, -2.5, 3.99, 65537.0, 0.0] * 2,
+                    np.float64)[: 12 * vec if vec > 1 else 12]
+    if src == "f16":
+        vals = np.clip(np.nan_to_num(vals, nan=np.nan, posinf=np.inf, neginf=-np.inf), -65504, 65504)
+        vals[0], vals[1], vals[2] = np.nan, -np.inf, np.inf
+    n = len(vals) // vec * vec
+    vals = vals[:n]
+    a = vals.astype(fdt)
+    if src == "bf16":  # bf16 = the high half of an f32 (these values are exact in bf16 after rounding)
+        a = (a.view(np.uint32) >> 16).astype(np.uint16)
+        vals = (a.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    else:
+        vals = a.astype(np.float64)
+    idt = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64}[dst]
+    bits = np.iinfo(idt).bits
+    reg = max(bits, 16)  # PTX registers hold 16 bits at least
+    o0, o1 = np.zeros(n, idt), np.zeros(n, idt)
+    launch(m, "k", grid=1, block=n // vec, args=[a, o0, o1])
+    def cvt(v: float, lo: int, hi: int) -> int:  # cvt.rzi to a `reg`-bit register, then the low `bits` bits
+        i = 0 if np.isnan(v) else lo if v == -np.inf else hi if v == np.inf else min(max(int(v), lo), hi)
+        return i % (1 << bits)
+
+    half = 1 << (reg - 1)
+    assert [cvt(v, -half, half - 1) for v in vals] == [int(x) % (1 << bits) for x in o0], (vals, o0)
+    assert [cvt(v, 0, 2 * half - 1) for v in vals] == [int(x) % (1 << bits) for x in o1], (vals, o1)

@@ -448,6 +448,8 @@ def _rewrite_op(op, rw: Rewriter, funcs: dict, dyn_shared: set) -> bool:
         _replace(op, [rw.call("__emu_dyn_smem", [], str(op.results[0].type))])
     elif name in optable.INT_DIVISIONS:
         _replace(op, optable.guarded_division(op, rw))
+    elif name in optable.FLOAT_TO_INT:
+        _replace(op, optable.saturating_float_to_int(op, rw))
     elif name == "llvm.alloca":
         where = format_location(op.location)
         alloca = _host_alloca(op) if str(op.results[0].type) != "!llvm.ptr" else op

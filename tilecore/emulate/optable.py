@@ -8,6 +8,7 @@
 - :data:`MEMORY_OPS` / :data:`BULK_MEMORY_OPS`: the llvm ops that touch memory, checked with
   :mod:`.memcheck` when bounds checks are on;
 - :data:`INT_DIVISIONS`: llvm integer divisions, which must not trap on the host;
+- :data:`FLOAT_TO_INT`: llvm float -> integer conversions, saturating as PTX's ``cvt`` (undefined on the host);
 - :data:`INLINE_ASM`: the inline PTX strings (``llvm.inline_asm``) the emulator recognises (regex,
   exact constraints, operand and result types -> rewrite); any other inline asm fails with its text.
 
@@ -1118,6 +1119,40 @@ def row(op_name: str) -> OpRow | None:
 INT_DIVISIONS: dict[str, tuple[bool, bool]] = {  # llvm op -> (signed, remainder)
     "llvm.sdiv": (True, False), "llvm.udiv": (False, False), "llvm.srem": (True, True), "llvm.urem": (False, True),
 }
+
+
+# Float -> integer conversions as the GPU does them. On the host an out-of-range or NaN input of
+# llvm.fptosi / fptoui is undefined (x86 gives 0x80000000, AVX-512 0xffffffff, ...); the PTX the NVPTX back
+# end emits for them is `cvt.rzi.{s,u}N.fM`, and "for float-to-integer conversions, the result is clamped to
+# the destination range by default" (PTX ISA, "cvt", Data Movement and Conversion Instructions), NaN -> 0:
+# LLVM's fpto{s,u}i.sat. PTX has no 8-bit registers: an i8 (or i1) result is cvt.rzi.{s,u}16 then truncated
+# (tileiras' F2I.S16 for f32 -> i8 alike), so it saturates to 16 bits and wraps to 8.
+FLOAT_TO_INT: dict[str, str] = {"llvm.fptosi": "llvm.fptosi.sat", "llvm.fptoui": "llvm.fptoui.sat"}
+
+
+def saturating_float_to_int(op, rw):
+    """Replace an ``llvm.fptosi`` / ``llvm.fptoui`` (scalar or vector) by the saturating conversion PTX does."""
+    name = op.operation.name
+    src, dst = str(op.operands[0].type), str(op.results[0].type)
+    vec = re.match(r"vector<(\d+)x", dst)
+    width = int(re.search(r"i(\d+)>?$", dst).group(1))
+    reg = dst if width >= 16 else re.sub(r"i\d+(>?)$", r"i16\1", dst)
+
+    def mangle(ty: str) -> str:
+        return (f"v{vec.group(1)}" if vec else "") + re.search(r"(\w+)>?$", ty).group(1)
+
+    body, arg = [], "%a"
+    if re.search(r"(f16|bf16)>?$", src):  # exact widening first: the host's conversions start from f32
+        wide = re.sub(r"b?f16(>?)$", r"f32\1", src)
+        body.append(f"%w = llvm.fpext %a : {src} to {wide}")
+        src, arg = wide, "%w"
+    conv = "%r" if reg == dst else "%s"
+    body.append(f'{conv} = llvm.call_intrinsic "{FLOAT_TO_INT[name]}.{mangle(reg)}.{mangle(src)}"({arg}) : ({src}) -> {reg}')
+    if reg != dst:
+        body.append(f"%r = llvm.trunc %s : {reg} to {dst}")
+    sym = f"__emu_{name.split('.')[1]}_{re.sub(r'[^a-z0-9]', '', str(op.operands[0].type) + dst)}"
+    rw.define(sym, f"%ctx: !llvm.ptr, %a: {op.operands[0].type}", "\n".join(body), dst)
+    return [rw.call(sym, list(op.operands), dst)]
 
 
 def guarded_division(op, rw):
