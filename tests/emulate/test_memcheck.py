@@ -289,3 +289,33 @@ def test_float_to_integer_saturates_as_ptx_cvt(pm, src, dst, vec):
     half = 1 << (reg - 1)
     assert [cvt(v, -half, half - 1) for v in vals] == [int(x) % (1 << bits) for x in o0], (vals, o0)
     assert [cvt(v, 0, 2 * half - 1) for v in vals] == [int(x) % (1 << bits) for x in o1], (vals, o1)
+
+
+@pytest.mark.parametrize("ty,vec", [("i32", 1), ("i64", 1), ("i16", 1), ("i32", 4)])
+def test_shift_by_the_width_or_more_clamps_as_ptx(pm, ty, vec):
+    # The host masks a shift amount (x86: x << (n % 32)); PTX's shl / shr clamp it to the register width:
+    # shl and shr.u give 0, shr.s the sign. The amount is unsigned (-1 is a huge shift).
+    vt = ty if vec == 1 else f"vector<{vec}x{ty}>"
+    ops = "\n".join(f"""
+        %r{k} = llvm.{op} %x, %y : {vt}
+        %po{k} = llvm.getelementptr %o{k}[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, {vt}
+        llvm.store %r{k}, %po{k} : {vt}, !llvm.ptr<1>""" for k, op in enumerate(("shl", "lshr", "ashr")))
+    m = kernel(pm, f"""
+        %pa = llvm.getelementptr %a[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, {vt}
+        %pb = llvm.getelementptr %b[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, {vt}
+        %x = llvm.load %pa : !llvm.ptr<1> -> {vt}
+        %y = llvm.load %pb : !llvm.ptr<1> -> {vt}
+        {ops}
+        """, params=", ".join(f"%{n}: !llvm.ptr<1>" for n in ("a", "b", "o0", "o1", "o2")))
+    dt = {"i16": np.int16, "i32": np.int32, "i64": np.int64}[ty]
+    bits = np.iinfo(dt).bits
+    a = np.array([-1000, 5, 12345, -7, -3, 9, 77, -1] * vec, dt)
+    b = np.array([0, 1, bits - 1, bits, bits + 1, 2 * bits + 3, -1, 4] * vec, dt)
+    outs = [np.zeros_like(a) for _ in range(3)]
+    launch(m, "k", grid=1, block=8, args=[a, b, *outs])
+    mask = (1 << bits) - 1
+    for x, n, shl, lshr, ashr in zip(a.tolist(), b.tolist(), *(o.tolist() for o in outs)):
+        n &= mask  # unsigned amount
+        assert shl & mask == (0 if n >= bits else (x << n) & mask), (x, n, shl)
+        assert lshr & mask == (0 if n >= bits else (x & mask) >> n), (x, n, lshr)
+        assert ashr == (x >> min(n, bits - 1)), (x, n, ashr)

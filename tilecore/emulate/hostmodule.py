@@ -448,6 +448,8 @@ def _rewrite_op(op, rw: Rewriter, funcs: dict, dyn_shared: set) -> bool:
         _replace(op, [rw.call("__emu_dyn_smem", [], str(op.results[0].type))])
     elif name in optable.INT_DIVISIONS:
         _replace(op, optable.guarded_division(op, rw))
+    elif name in optable.SHIFTS and not optable.is_constant(op.operands[1]):
+        _replace(op, optable.clamped_shift(op, rw))
     elif name in optable.FLOAT_TO_INT:
         _replace(op, optable.saturating_float_to_int(op, rw))
     elif name == "llvm.alloca":

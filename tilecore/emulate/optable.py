@@ -8,6 +8,7 @@
 - :data:`MEMORY_OPS` / :data:`BULK_MEMORY_OPS`: the llvm ops that touch memory, checked with
   :mod:`.memcheck` when bounds checks are on;
 - :data:`INT_DIVISIONS`: llvm integer divisions, which must not trap on the host;
+- :data:`SHIFTS`: llvm shifts by a run-time amount, clamped as PTX's ``shl`` / ``shr`` (masked on the host);
 - :data:`FLOAT_TO_INT`: llvm float -> integer conversions, saturating as PTX's ``cvt`` (undefined on the host);
 - :data:`INLINE_ASM`: the inline PTX strings (``llvm.inline_asm``) the emulator recognises (regex,
   exact constraints, operand and result types -> rewrite); any other inline asm fails with its text.
@@ -1119,6 +1120,41 @@ def row(op_name: str) -> OpRow | None:
 INT_DIVISIONS: dict[str, tuple[bool, bool]] = {  # llvm op -> (signed, remainder)
     "llvm.sdiv": (True, False), "llvm.udiv": (False, False), "llvm.srem": (True, True), "llvm.urem": (False, True),
 }
+
+
+# Shifts by a run-time amount as the GPU does them. LLVM's shl / lshr / ashr by the width or more is poison;
+# the host masks the amount (x86: x << (n % 32)), while PTX's shl / shr clamp it: "shift amounts greater than
+# the register width N are clamped to N" (PTX ISA, "shl" / "shr", Logic and Shift Instructions), so shl and
+# shr.u give 0 and shr.s the sign (tileiras' SHF.L.U32 / SHF.R.S32.HI alike). The amount is unsigned.
+SHIFTS = ("llvm.shl", "llvm.lshr", "llvm.ashr")
+
+
+def is_constant(value) -> bool:
+    """Whether ``value`` is the result of an ``llvm.mlir.constant`` (a shift by it needs no guard)."""
+    owner = value.owner  # an op, or the block of a block argument
+    return getattr(getattr(owner, "operation", owner), "name", None) == "llvm.mlir.constant"
+
+
+def clamped_shift(op, rw):
+    """Replace a shift (scalar or vector) by a run-time amount by a helper that clamps the amount as PTX does."""
+    name = op.operation.name
+    ty = str(op.results[0].type)
+    width = int(re.search(r"i(\d+)>?$", ty).group(1))
+
+    def const(v: int) -> str:
+        return f"llvm.mlir.constant(dense<{v}> : {ty}) : {ty}" if ty.startswith("vector") else \
+            f"llvm.mlir.constant({v} : {ty}) : {ty}"
+
+    pred = re.sub(r"i\d+>$", "i1>", ty) if ty.startswith("vector") else "i1"
+    body = [f"%w = {const(width)}", f'%big = llvm.icmp "uge" %d, %w : {ty}', f"%last = {const(width - 1)}",
+            f"%d1 = llvm.select %big, %last, %d : {pred}, {ty}"]
+    if name == "llvm.ashr":  # by width - 1: every bit is the sign
+        body.append(f"%r = {name} %a, %d1 : {ty}")
+    else:
+        body += [f"%q = {name} %a, %d1 : {ty}", f"%z = {const(0)}", f"%r = llvm.select %big, %z, %q : {pred}, {ty}"]
+    sym = f"__emu_{name.split('.')[1]}_{re.sub(r'[^a-z0-9]', '', ty)}"
+    rw.define(sym, f"%ctx: !llvm.ptr, %a: {ty}, %d: {ty}", "\n".join(body), ty)
+    return [rw.call(sym, list(op.operands), ty)]
 
 
 # Float -> integer conversions as the GPU does them. On the host an out-of-range or NaN input of
