@@ -136,11 +136,11 @@ def test_unknown_nvvm_op_fails_with_its_name(pm):
         m = ir.Module.parse("""
         gpu.module @m {
           llvm.func @k(%p: !llvm.ptr<1>) attributes {nvvm.kernel} {
-            nvvm.cp.async.bulk.commit.group
+            nvvm.breakpoint
             llvm.return
           }
         }""")
-    with pytest.raises(TilecoreError, match="does not support 'nvvm.cp.async.bulk.commit.group'"):
+    with pytest.raises(TilecoreError, match="does not support 'nvvm.breakpoint'"):
         compile_kernel(m, "k")
 
 
