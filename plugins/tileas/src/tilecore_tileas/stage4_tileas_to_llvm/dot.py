@@ -440,8 +440,11 @@ def _dot_tmem(cg, atom, req, frag, lhs, rhs, acc, m: int, n: int, k_dim: int, re
     (:func:`_resident_loop`) lets the atom keep the accumulator in tensor memory across the loop."""
     lhs, rhs, piped = _registers_or_stage(cg, lhs, rhs, m, n, k_dim)
     cg.smem_align = max(cg.smem_align, 1024)
-    a_l, b_l = _swizzled_operands(cg, atom, req, lhs, rhs, barrier=False)
+    # the accumulator into the fragment first: a conversion goes through the scratch buffer the operands take
     regs = None if _zero_splat(acc) else list(to_fragment(cg, acc, frag).regs)
+    if regs is not None and not (isinstance(acc, TileV) and acc.layout == frag):
+        cg.barrier()
+    a_l, b_l = _swizzled_operands(cg, atom, req, lhs, rhs, barrier=False)
     out = atom.lower(cg, "dot", req, a_l, b_l, frag, regs, k_dim, resident)
     if not piped:
         cg.barrier()
