@@ -67,6 +67,19 @@ def mma_single(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Const
     ct.store(c, index=(i, j), tile=ct.mma(x, y, ct.full((TM, TN), 0, dtype=ct.float32)))
 
 
+@ct.kernel
+def mma_batched(a, b, c, TB: ct.Constant[int], TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """c[z] = a[z] @ b[z] over K tiles, TB batches a block: a 2-D dot per batch, its accumulator sliced out of (and
+    inserted back into) the 3-D carried tile, so converted to the tcgen05 fragment every iteration."""
+    z, i, j = ct.bid(0), ct.bid(1), ct.bid(2)
+    acc = ct.full((TB, TM, TN), 0, dtype=c.dtype)
+    for k in range(ct.num_tiles(a, axis=2, shape=(TB, TM, TK))):
+        x = ct.load(a, index=(z, i, k), shape=(TB, TM, TK), padding_mode=ZERO)
+        y = ct.load(b, index=(z, k, j), shape=(TB, TK, TN), padding_mode=ZERO)
+        acc = ct.mma(x, y, acc)
+    ct.store(c, index=(z, i, j), tile=acc)
+
+
 KERNELS = {
     "mma_f16_f32": (mma_loop, ["f16[2]", "f16[2]", "f32[2]", 128, 64, 32]),
     "mma_bf16_f32": (mma_loop, ["bf16[2]", "bf16[2]", "f32[2]", 128, 32, 32]),
@@ -84,6 +97,9 @@ KERNELS = {
     "m64_f16_f32": (mma_loop, ["f16[2]", "f16[2]", "f32[2]", 64, 32, 32]),
     "m64_s8_i32": (mma_loop, ["i8[2]", "i8[2]", "i32[2]", 64, 64, 32]),
     "m64_e4m3_f32": (mma_loop, ["f8e4m3[2]", "f8e4m3[2]", "f32[2]", 64, 128, 64]),
+    "tf32_m64": (mma_tf32_loop, ["f32[2]", "f32[2]", "f32[2]", 64, 16, 32]),
+    "batched_f32": (mma_batched, ["f16[3]", "f16[3]", "f32[3]", 2, 128, 32, 32]),
+    "batched_m64_f16": (mma_batched, ["f16[3]", "f16[3]", "f16[3]", 2, 64, 32, 32]),
     # f16 accumulators: D f32 in tensor memory, rounded to f16 per dot
     "acc16_loop": (mma_loop, ["f16[2]", "f16[2]", "f16[2]", 128, 64, 32]),
     "acc16_m64": (mma_loop, ["f16[2]", "f16[2]", "f16[2]", 64, 32, 64]),
@@ -178,11 +194,26 @@ def test_tcgen05_atoms_not_selected_elsewhere(gpu):
     assert "mma.sm100a" not in text
 
 
-def test_tf32_keeps_mma_sync_on_sm100a():
-    """No tf32 tcgen05 atom: an MN-major tf32 B needs the 128B swizzle with 32-byte atoms (PTX ISA Table 52),
-    which the pipelined loops do not make; tf32 dots take cute's m16n8k8 mma.sync."""
-    text = str(compile_file(_export("mma_tf32_f32"), "sm_100a", stop_after="tileas-select-atoms").module)
-    assert '#nv_tileas.atom<"mma.sm80.m16n8k8.tf32.f32">' in text
+@pytest.mark.parametrize("name", ["mma_tf32_f32", "tf32_m64"])
+def test_tf32_atom(name, tmp_path):
+    """tf32: the tcgen05 atom with B K-major (an MN-major tf32 B needs the 128B swizzle with 32-byte atoms, PTX ISA
+    Table 52): the instruction descriptor's transpose-B bit is 0, B's descriptor a K-major one (LBO 16, SBO 8 rows
+    of the swizzle); ptxas takes it on sm_100a and sm_103a (UTCHMMA)."""
+    text = str(compile_file(_export(name), "sm_100a", stop_after="tileas-select-atoms").module)
+    assert '#nv_tileas.atom<"mma.sm100a.mMnNk8.tf32.f32">' in text
+    text = str(compile_file(_export(name), "sm_100a", stop_after="convert-tileas-to-llvm").module)
+    m, n = KERNELS[name][1][-3:-1]
+    d = instr_desc("tf32", "tf32", "tf32", "f32", n, m=m, b_mn_major=False)
+    assert (d >> 16) & 1 == 0 and (d >> 7) & 7 == 2 and f"arith.constant {d} : i32" in text
+    assert 'kind = "tf32"' in text
+    for gpu in ("sm_100a", "sm_103a"):
+        res = compile_file(_export(name), gpu)
+        ptx = res.artifacts["ptx"]
+        assert "tcgen05.mma.cta_group::1.kind::tf32" in (ptx if isinstance(ptx, str) else "".join(ptx.values()))
+        if CUOBJDUMP:
+            cubin = res.artifacts["cubin"]
+            sass = _sass(cubin if isinstance(cubin, bytes) else next(iter(cubin.values())), tmp_path)
+            assert re.search(r"\bUTC\w*MMA\b", sass) and "LDTM" in sass
 
 
 def _tile_ops(name: str) -> str:
@@ -504,3 +535,45 @@ def test_f16_accumulator_numbers(name, mnk):
                 ).astype(np.float16)
     # f32 sums inside a dot against exact ones: at most one f16 rounding step apart
     assert np.all(np.abs(c.astype(np.float64) - want) <= np.spacing(np.abs(want)).astype(np.float64) * 1.01)
+
+
+@NUMERIC_SKIP
+@pytest.mark.parametrize("name, mnk", [("mma_tf32_f32", (137, 70, 75)), ("tf32_m64", (100, 40, 130))])
+def test_tf32_numbers(name, mnk):
+    """Sizes that are not tile multiples: within f32 accumulation error (plus one tf32 step) of numpy's product of
+    the inputs rounded to tf32 as cvt.rna does (10 mantissa bits, ties away from zero)."""
+    m, n, k = mnk
+    tm, tn, _tk = KERNELS[name][1][-3:]
+    rng = np.random.default_rng(sum(mnk))
+    a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+    c = np.zeros((m, n), np.float32)
+    _KERNELS.run(name, "sm_100a", (cdiv(m, tm), cdiv(n, tn), 1), arr(a) + arr(b) + arr(c))
+    from test_mma_atoms import _tf32  # the tileas tests' cvt.rna.tf32.f32
+
+    want = _tf32(a).astype(np.float64) @ _tf32(b).astype(np.float64)
+    bound = (k * np.finfo(np.float32).eps + 2.0 ** -10) * (np.abs(a).astype(np.float64) @ np.abs(b)) + 1e-30
+    assert np.all(np.abs(c - want) <= bound), float(np.max(np.abs(c - want) / bound))
+
+
+@NUMERIC_SKIP
+@pytest.mark.parametrize("name", ["batched_f32", "batched_m64_f16"])
+def test_batched_dots_numbers(name):
+    """Two batches a block (generated mma programs, tests/fuzz seed 6): each dot's accumulator comes from a slice of
+    the 3-D carried tile, converted to the fragment through shared memory before the operands are written there
+    (they were overwritten by it: NaN / wrong numbers)."""
+    _kernel, params = KERNELS[name]
+    tb, tm, tn, tk = params[-4:]
+    bsz, m, n, k = 3, 70, 40, 94
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((bsz, m, k)).astype(np.float16), rng.standard_normal((bsz, k, n)).astype(np.float16)
+    f16 = params[2].startswith("f16")
+    c = np.zeros((bsz, m, n), np.float16 if f16 else np.float32)
+    assert "nvvm.tcgen05.mma" in str(compile_file(_export(name), "sm_100a").module)
+    _KERNELS.run(name, "sm_100a", (cdiv(bsz, tb), cdiv(m, tm), cdiv(n, tn)), arr(a) + arr(b) + arr(c))
+    want = np.zeros((bsz, m, n), np.float16 if f16 else np.float64)
+    for k0 in range(0, k, tk):  # f16: one rounding per K tile
+        want = (want.astype(np.float64) + a[..., k0:k0 + tk].astype(np.float64) @ b[:, k0:k0 + tk].astype(np.float64)
+                ).astype(want.dtype)
+    tol = np.spacing(np.abs(want).astype(np.float16)).astype(np.float64) * 1.01 if f16 else \
+        k * np.finfo(np.float32).eps * (np.abs(a).astype(np.float64) @ np.abs(b))
+    assert np.all(np.abs(c.astype(np.float64) - want) <= tol)

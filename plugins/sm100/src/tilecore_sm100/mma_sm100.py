@@ -51,6 +51,7 @@ deallocates and relinquishes the allocation permit.
 |---|---|---|---|
 | ``mma.sm100a.mMnNk16.f16.f32`` | f16 x f16 -> f32 | f16 | 16 |
 | ``mma.sm100a.mMnNk16.bf16.f32`` | bf16 x bf16 -> f32 | f16 | 16 |
+| ``mma.sm100a.mMnNk8.tf32.f32`` | tf32 x tf32 -> f32 (B K-major) | tf32 | 8 |
 | ``mma.sm100a.mMnNk16.f16.f16`` | f16 x f16 -> f16 (D f32 in TMEM, rounded per dot; not kept across loops) | f16 | 16 |
 | ``mma.sm100a.mMnNk32.i8.i32`` | s8 / u8 x s8 / u8 -> s32 (wrapping) | i8 | 32 |
 | ``mma.sm100a.mMnNk32.f8.f32`` | e4m3 / e5m2 x e4m3 / e5m2 -> f32 | f8f6f4 | 32 |
@@ -87,10 +88,11 @@ ID being its first block % 4 (2X: 0 / 2, 4X: 0); UE4M3 is scale format 0 (bit 23
 unsigned: a negative e4m3 scale is read as its magnitude. Every dot no atom admits keeps tileas'
 CUDA-core lowering (e2m1 with K under 64, for one).
 
-No tf32 atom: B is N-major (MN-major) here, as the pipelined loops copy it, and an MN-major tf32 operand needs
-the 128B swizzle with 32-byte atoms (PTX ISA 9.7.16.10.1, Table 52), a layout neither the pipeline nor
-:class:`tilecore.mma.SwizzledOperand` makes; tf32 dots keep cute's mma.sync atom (the instruction descriptor and
-the kind are there for it: :func:`instr_desc` takes ``tf32``).
+tf32 (``mma.sm100a.mMnNk8.tf32.f32``, :class:`Tf32Umma`): B K-major. An MN-major tf32 operand needs the 128B
+swizzle with 32-byte atoms (PTX ISA 9.7.16.10.1, Table 52), a layout neither the pipeline nor
+:class:`tilecore.mma.SwizzledOperand` makes; a K-major one takes the ordinary swizzles, so B is written as its
+transpose (tf32 operands are conversions, written from registers, never pipelined stages) and the instruction
+descriptor's transpose-B bit is 0.
 
 Targets: sm_100a and sm_103a (there the stage-5 patterns emit inline PTX, :mod:`.tcgen05`), except the i8 atom:
 ptxas has no ``.kind::i8`` on sm_103a ("Feature '.kind::i8' not supported on .target 'sm_103a'"), so s8 / u8 dots
@@ -110,6 +112,7 @@ ATOMS = {
     "mma.sm100a.mMnNk16.f16.f32": (("f16",), "f32", "f16", 16),
     "mma.sm100a.mMnNk16.bf16.f32": (("bf16",), "f32", "f16", 16),
     "mma.sm100a.mMnNk16.f16.f16": (("f16",), "f16", "f16", 16),  # D f32 in tensor memory, rounded per dot
+    "mma.sm100a.mMnNk8.tf32.f32": (("tf32",), "f32", "tf32", 8),  # B K-major (Tf32Umma)
     "mma.sm100a.mMnNk32.i8.i32": (("i8",), "i32", "i8", 32),
     "mma.sm100a.mMnNk32.f8.f32": (("f8E4M3FN", "f8E5M2"), "f32", "f8f6f4", 32),
 }
@@ -124,13 +127,15 @@ ABTYPE = {"f16": 0, "bf16": 1, "tf32": 2, "f8E4M3FN": 0, "f8E5M2": 1}
 LD_CHUNK = 32  # columns per tcgen05.ld / st (.32x32b.x32: 32 registers)
 
 
-def instr_desc(kind: str, a: str, b: str, acc: str, n: int, a_signed=True, b_signed=True, m: int = INST_M) -> int:
-    """The 32-bit instruction descriptor (PTX ISA 9.7.16.4.2) of a dense MMA: A K-major, B MN-major."""
+def instr_desc(kind: str, a: str, b: str, acc: str, n: int, a_signed=True, b_signed=True, m: int = INST_M,
+               b_mn_major: bool = True) -> int:
+    """The 32-bit instruction descriptor (PTX ISA 9.7.16.4.2) of a dense MMA: A K-major, B MN-major (transpose B,
+    bit 16) unless ``b_mn_major`` is False (the tf32 atom's K-major B)."""
     def ab(e, signed):
         return (1 if signed else 0) if kind == "i8" else ABTYPE[e]
 
-    return (DTYPE[acc] << 4 | ab(a, a_signed) << 7 | ab(b, b_signed) << 10 | 1 << 16 | (n >> 3) << 17
-            | (m >> 4) << 24)
+    return (DTYPE[acc] << 4 | ab(a, a_signed) << 7 | ab(b, b_signed) << 10 | int(b_mn_major) << 16
+            | (n >> 3) << 17 | (m >> 4) << 24)
 
 
 def inst_n(n: int, eb: int) -> int:
@@ -266,6 +271,7 @@ class Umma:
     def __init__(self, name: str, elems: tuple, acc: str, kind: str, k: int):
         self.name, self.elems, self.acc, self.kind, self.k = name, elems, acc, kind, k
         self.tmem_acc = "f32" if acc == "f16" else acc  # D's type in tensor memory (instruction descriptor)
+        self.b_mn_major = True
         self.eb = element_bytes(elems[0])
 
     def admits(self, req) -> bool:
@@ -404,7 +410,7 @@ class Umma:
         m64 = getattr(frag, "m64", False)
         ni = self.inst_n(n)
         idesc = None if scales else instr_desc(self.kind, req.a, req.b, self.tmem_acc, ni, req.a_signed,
-                                               req.b_signed, 64 if m64 else INST_M)  # block-scaled: per K step (mma_scaled)
+                                               req.b_signed, 64 if m64 else INST_M, self.b_mn_major)  # block-scaled: per K step (mma_scaled)
         # (first A row, first B column, D offset: (lane << 16) + column) of each instruction of a K step; a 64-row
         # tile is computed twice, into lanes 0.. and 16.. of each quarter (layout F), so that every thread's
         # tcgen05.ld .32x32b lane holds its row
@@ -455,6 +461,53 @@ class Umma:
         if resident is None:
             return load()
         return cg.if_(resident["last"], load, lambda: list(acc_regs), types=[el] * len(acc_regs))
+
+
+class Tf32Umma(Umma):
+    """The tf32 atom ``mma.sm100a.mMnNk8.tf32.f32`` (``tcgen05.mma.cta_group::1.kind::tf32``, K = 8): B K-major.
+
+    An MN-major tf32 operand needs the 128B swizzle with 32-byte atoms (PTX ISA 9.7.16.10.1, Table 52), a layout
+    neither the pipelined loops nor :class:`tilecore.mma.SwizzledOperand` make; K-major operands take the
+    ordinary swizzles (the K-major rows of tf32 are 4-byte elements, 8 to a 32-byte swizzle atom). So B is laid
+    out as its transpose (N x K, ``SwizzledOperand(transposed=True)``: tileas writes the tile through it with the
+    coordinates unchanged) and read through a K-major descriptor like A's; the instruction descriptor's transpose B
+    bit is 0. (A pipelined loop would hand B over as its MN-major stage; tf32 operands are conversions, never
+    pipelined, and the atom refuses such a B.)"""
+
+    def __init__(self, name: str):
+        super().__init__(name, ("tf32",), "f32", "tf32", 8)
+        self.b_mn_major = False
+
+    def admits(self, req) -> bool:
+        from tilecore_tileas.layout.fragment import tmem_grid
+
+        if not (req.a == "tf32" and req.b == "tf32" and req.acc == "f32" and req.arch in ARCHS):
+            return False
+        if (req.m % INST_M and req.m != 64) or req.k % self.k or req.threads % 128 or req.n % 16 or \
+                tmem_cols(req.m, req.n) > TMEM_COLS or not swizzle_for(req.k * 4) or not self.inst_n(req.n):
+            return False
+        if tmem_grid(req.m, req.n, req.threads) is None:
+            return False
+        return sum(lay.nbytes for lay in self.layouts(req)) <= req.smem_budget
+
+    def inst_n(self, n: int) -> int:
+        """B is K-major: any multiple of 16 up to 256 dividing ``n``."""
+        return next((c for c in range(min(n, MAX_N) // 16 * 16, 0, -16) if n % c == 0), 0)
+
+    def layouts(self, req, at: int = 0, *_):
+        """A (M x K, K-major) at ``at``, B as its transpose (N x K, K-major) after it."""
+        s = swizzle_for(req.k * 4)
+        a = SwizzledOperand(at, req.m, req.k, 4, s)
+        return a, SwizzledOperand(at + a.nbytes, req.n, req.k, 4, s, transposed=True)
+
+    def b_descriptor(self, cg, b: SwizzledOperand, k0: int, col: int):
+        return self.kmajor_descriptor(cg, b, k0 * 4, col)
+
+    def dot(self, cg, req, a, b, frag, acc_regs, k_dim: int, resident=None, scales=None) -> list:
+        if not b.transposed:  # tileas pipelines loads only: a tf32 operand is a conversion (ct.astype), never a stage
+            raise ValueError(f"atom {self.name}: B must be in the K-major layout of its 'layouts' action, got an "
+                             "MN-major tile (a pipelined stage?)")
+        return super().dot(cg, req, a, b, frag, acc_regs, k_dim, resident, scales)
 
 
 # -- block scaling (cuda_tile mmaf_scaled) ---------------------------------------------------------
@@ -781,7 +834,7 @@ def atoms() -> list[Atom]:
                                     f"{'/'.join(elems)} with {scale} scale factors per {block} -> f32, scale "
                                     "factors (tcgen05.cp) and accumulator in tensor memory"))
     for name, (elems, acc, kind, k) in ATOMS.items():
-        impl = Umma(name, elems, acc, kind, k)
+        impl = Tf32Umma(name) if kind == "tf32" else Umma(name, elems, acc, kind, k)
         out.append(Atom(name, "mma", lower=impl.lower, min_cc=100, max_cc=103, admits=impl.admits, priority=PRIORITY,
                         data={"interface": MMA_INTERFACE, "inst": (INST_M, 0, k), "fragment": "tcgen05",
                               "impl": impl},
