@@ -77,13 +77,18 @@ exit_now(0)
 '''
 
 
+def tree_pythonpath(tree: str, env: dict) -> str:
+    """``PYTHONPATH`` that runs the tilecore checkout at ``tree`` (itself and its ``plugins/*/src``) first."""
+    paths = [tree, *sorted(glob.glob(os.path.join(tree, "plugins", "*", "src")))]
+    return os.pathsep.join(paths + [env["PYTHONPATH"]] if env.get("PYTHONPATH") else paths)
+
+
 def child_env(tree: str | None, cache_dir: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["TILECORE_CACHE_DIR"] = cache_dir
     env["TILECORE_NO_CACHE"] = "1"
     if tree:
-        paths = [tree, *sorted(glob.glob(os.path.join(tree, "plugins", "*", "src")))]
-        env["PYTHONPATH"] = os.pathsep.join(paths + [env["PYTHONPATH"]] if env.get("PYTHONPATH") else paths)
+        env["PYTHONPATH"] = tree_pythonpath(tree, env)
     return env
 
 

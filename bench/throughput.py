@@ -2,7 +2,7 @@
 
 Usage:
     python bench/throughput.py [--corpus DIR ...] [--sm sm_80,sm_90a,sm_100a] [-n 3] [-j 2]
-                               [--parts cold,batch,hit] [--python-m] [--out PATH] [--timeout S]
+                               [--parts cold,batch,hit] [--python-m] [--tree DIR] [--out PATH] [--timeout S]
 
 In one run, on the visible corpus (default ../shared/corpus/visible) x the SMs:
 
@@ -22,7 +22,10 @@ In one run, on the visible corpus (default ../shared/corpus/visible) x the SMs:
 
 The tileiras spelling of each SM comes from bench/compare.py (``TILEIRAS_GPU``); its process runner,
 error extraction, kernel discovery and geometric mean are reused from there. ``--python-m`` runs
-``python -m tilecore`` instead of the ``tilecore`` console script. Output: the figures with their
+``python -m tilecore`` instead of the ``tilecore`` console script. ``--tree DIR`` runs the tilecore
+checkout at DIR (``DIR`` and ``DIR/plugins/*/src`` first on ``PYTHONPATH``, as bench/coldstart.py
+does; e.g. ``git archive <commit> | tar -x -C DIR``): a committed state, whatever the working tree
+holds meanwhile. Output: the figures with their
 targets on stdout, JSON in bench/results/throughput-<date>-<git sha>.json (or --out), with the
 machine's load average before and after (this 2-core machine is shared: compare ratios from one run).
 """
@@ -285,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parts", default="cold,batch,hit", help="which parts to run (default cold,batch,hit)")
     ap.add_argument("--kernel", action="append", default=[], metavar="NAME", help="only kernels whose name contains NAME")
     ap.add_argument("--python-m", action="store_true", help="run 'python -m tilecore' instead of the console script")
+    ap.add_argument("--tree", metavar="DIR", help="run the tilecore checkout at DIR (first on PYTHONPATH)")
     ap.add_argument("--out", help="JSON path (default bench/results/throughput-<date>-<git sha>.json)")
     ap.add_argument("--timeout", type=float, default=900, help="seconds before one command is killed (default 900)")
     a = ap.parse_args(argv)
@@ -302,6 +306,14 @@ def main(argv: list[str] | None = None) -> int:
         print("error: tileiras not found (pip install nvidia-cuda-tileiras)", file=sys.stderr)
         return 1
     tilecore = [sys.executable, "-m", "tilecore"] if a.python_m else compare.tilecore_command()
+    if a.tree:
+        from coldstart import tree_pythonpath
+
+        if not os.path.isdir(os.path.join(a.tree, "tilecore")):
+            print(f"error: {a.tree}: not a tilecore checkout (no tilecore/ folder)", file=sys.stderr)
+            return 1
+        a.tree = os.path.abspath(a.tree)
+        compare.CHILD_ENV["PYTHONPATH"] = tree_pythonpath(a.tree, compare.CHILD_ENV)
     sms = [s.strip() for s in a.sm.split(",") if s.strip()]
     sha = compare.git_sha()
     load_before = os.getloadavg()
@@ -332,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     meta = {"date": now.isoformat(timespec="seconds"), "git": sha, "n": a.n, "jobs": a.jobs, "sms": sms,
             "corpora": corpora, "kernels": [k.name for k in kernels], "parts": parts,
-            "tilecore_command": " ".join(tilecore), "machine": f"{os.cpu_count()} cores, {sys.platform}",
+            "tilecore_command": " ".join(tilecore), "tree": a.tree, "machine": f"{os.cpu_count()} cores, {sys.platform}",
             "load_average_before": load_before, "load_average_after": os.getloadavg(),
             "python": sys.version.split()[0], "tilecore": compare.tool_version([*tilecore, "--version"]),
             "tileiras": compare.tool_version([tileiras, "--version"]),
