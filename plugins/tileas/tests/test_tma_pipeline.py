@@ -275,19 +275,24 @@ def test_batched_matmul_loads_3d_boxes():
         (0, [{"param": 3}, {"param": 2}, {"param": 1}], [{"param": 5, "scale": 2}, {"param": 4, "scale": 2}],
          [32, 64, 1], [1, 1, 1], 2),
         (7, [{"param": 10}, {"param": 9}, {"param": 8}], [{"param": 12, "scale": 2}, {"param": 11, "scale": 2}],
-         [64, 32, 1], [1, 1, 1], 3)]
+         [64, 32, 1], [1, 1, 1], 3),
+        # C's, for the epilogue's TMA store (the accumulator reshaped to (1, 64, 64): a 3-D box, no swizzle)
+        (14, [{"param": 17}, {"param": 16}, {"param": 15}], [{"param": 19, "scale": 4}, {"param": 18, "scale": 4}],
+         [64, 64, 1], [1, 1, 1], 0)]
     res = compile_file(_path("tma_bmm"), "sm_90a", CompileOptions(emit="ptx"))
     ptx = "\n".join(res.artifacts["ptx"].values())
     assert "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes" in ptx
     from tilecore.batch import kernel_metadata
 
     (k,) = kernel_metadata(res)["kernels"]
-    assert [len(r["global_dim"]) for r in k["tensor_maps"]] == [3, 3] and k["tensor_maps"][0]["param"] == 21
+    assert [len(r["global_dim"]) for r in k["tensor_maps"]] == [3, 3, 3] and k["tensor_maps"][0]["param"] == 21
+    assert "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group" in ptx
 
 
 def test_batched_matmul_sass(tmp_path):
     c = _sass_counts(compile_file(_path("tma_bmm"), "sm_90a").artifacts["cubin"], tmp_path)
     assert c["UTMALDG"] >= 2 and c["HGMMA"] > 0 and c["SYNCS"] > 0 and c["LDGSTS"] == 0, c
+    assert c["UTMASTG"] == 1 and c["STG"] == 0, c
 
 
 @pytest.mark.parametrize("name, sm, options, bmnk", [
@@ -297,7 +302,8 @@ def test_batched_matmul_sass(tmp_path):
 def test_batched_matmul_numbers(name, sm, options, bmnk):
     """C[b] = A[b] @ B[b] on sizes that are not tile multiples in M, N and K (TMA's zero fill of the 3-D box,
     or cp.async's), batches read through the map's third dimension; without stride facts the maps are
-    optional (odd extents: the launcher passes zeros and the kernel takes its plain loop)."""
+    optional (odd extents: the launcher passes zeros and the kernel takes its plain loop). C is stored by a 3-D
+    TMA box (clipped) on sm_90a, by st.global from the fragment reshaped to (1, M, N) on sm_80."""
     from test_mma_atoms import _operand
 
     from tilecore import emulate

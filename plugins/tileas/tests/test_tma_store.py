@@ -62,9 +62,12 @@ def test_large_tile_goes_in_bands_and_the_option_turns_it_off():
 
 
 def test_no_tma_store_where_it_does_not_win_or_cannot_run():
-    """No TMA store for a tile in the blocked layout (a batched matmul's accumulator reshaped to (1, M, N) is
-    converted before the reshape; an element-wise kernel), nor on sm_80 (no TMA atom)."""
-    assert "tma_store" not in _stage4("tma_bmm") and _global_stores(_stage4("tma_bmm")) > 0
+    """No TMA store for a tile in the blocked layout (an element-wise kernel), nor on sm_80 (no TMA atom: a
+    batched matmul's fragment, reshaped to (1, M, N) for its store, is converted there); a batched matmul on
+    sm_90a stores its (1, M, N) tile as a 3-D box."""
+    bmm = _stage4("tma_bmm")
+    assert bmm.count('"cute_nvgpu.tma_store"') == 1 and _global_stores(bmm) == 0
+    assert "tma_store" not in _stage4("tma_bmm", "sm_80") and _global_stores(_stage4("tma_bmm", "sm_80")) > 0
     assert "tma_store" not in _stage4("tma_bf16", "sm_80")
     path = _path("tma_bf16").replace("tma_bf16", "relu")
     ck.export_spec(ck.relu_f16, ["f16[2]/16", "f16[2]/16", 16, 64], "relu", path)

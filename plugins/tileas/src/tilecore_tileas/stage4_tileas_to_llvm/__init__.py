@@ -69,7 +69,7 @@ def populator() -> dict:
     }
     # Handlers that take tiles in any layout (MMA fragments included); the rest see blocked tiles.
     any_layout = ("arith.constant", "scf.for", "scf.if", "scf.yield", "scf.while", "scf.condition", f"{nt}.dot",
-                  "builtin.unrealized_conversion_cast", f"{nt}.tiled_store")  # (a fragment may go by TMA)
+                  "builtin.unrealized_conversion_cast", f"{nt}.tiled_store", f"{nt}.reshape")  # (fragments by TMA)
     return {name: h if name in any_layout else blocked_operands(h) for name, h in table.items()}
 
 

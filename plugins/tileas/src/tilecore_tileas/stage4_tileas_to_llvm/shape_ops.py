@@ -6,8 +6,10 @@ from tilecore.mlir import ir
 from tilecore.mma import SmemOperand, SwizzledOperand
 
 from .exchange import exchange, scatter_gather_vector
+from .fragments import is_fragment, to_blocked
 from .memory import as_tile
 from .narrow_float import storage
+from .tma_store import fragment_reaches_store
 from .values import TileV
 
 
@@ -35,10 +37,16 @@ def broadcast(op, rb):
 
 
 def reshape(op, rb):
+    """(Takes tiles in any layout: a fragment is converted to the blocked layout first, unless the reshape only
+    adds unit dimensions for a store, :func:`.tma_store.fragment_reaches_store`, which then takes it as it is.)"""
     cg = rb.data["cg"]
     src = rb.get(op.operands[0])
     if isinstance(src, (SmemOperand, SwizzledOperand)):  # a pipelined (1, M, K) tile: unit dimensions dropped
         return [src]
+    if is_fragment(src):
+        if fragment_reaches_store(op):
+            return [src]
+        src = to_blocked(cg, src)
     out = _shape(op.results[0].type)
     if not out:
         return [src.regs[0] if isinstance(src, TileV) else src]

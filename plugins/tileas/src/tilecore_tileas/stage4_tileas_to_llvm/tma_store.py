@@ -2,7 +2,9 @@
 ``cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group`` (the TMA copy atom's ``store`` action).
 
 Where it wins, and so where it is used: a tile in an MMA fragment layout (a dot's accumulator and the
-element-wise epilogue on it) stored through a plain 2-D view. Such a tile goes through shared memory
+element-wise epilogue on it) stored through a plain 2-D view, or a ``(1, M, N)`` (up to 5-D) slice of a
+rank 3-5 tensor (a batched matmul: the fragment reaches the store through a reshape that only adds unit
+dimensions, :func:`fragment_reaches_store`; the box is then 3-5-D with unit outer sizes). Such a tile goes through shared memory
 anyway before a plain store (:func:`.fragments.to_blocked`: every thread writes its fragment registers,
 barrier, every thread reads back its blocked registers, barrier, then one ``st.global`` per vector with
 its bounds mask); the TMA store keeps the first half and replaces the rest by one instruction::
@@ -10,7 +12,7 @@ its bounds mask); the TMA store keeps the first half and replaces the rest by on
     every thread: its fragment registers -> the box in shared memory (row-major, rows of the tile);
                   fence.proxy.async.shared::cta (its generic-proxy writes before the async proxy's reads)
     barrier
-    thread 0:     cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [map, {col0, row0}], [box];
+    thread 0:     cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group [map, {col0, row0, ...}], [box];
                   cp.async.bulk.commit_group; cp.async.bulk.wait_group.read 0
     barrier                                  (the box's shared memory may be reused)
 
@@ -28,21 +30,50 @@ atomics, ordered (non-weak) stores, 4-bit elements; ``--option tileas.tma_store=
 
 from __future__ import annotations
 
+from tilecore.mlir import ir
 from tilecore.mma import TMA_INTERFACE
 
 from ..atoms import default_atom
 from ..stage1_cuda_tile_to_tileaa.common import resize_int
 from .codegen import elem_bytes
-from .fragments import EXCHANGE_BYTES, blocked_operands, is_fragment, store_fragment, store_fragment_rows
+from .fragments import EXCHANGE_BYTES, blocked_operands, is_fragment, store_fragment, store_fragment_rows, to_blocked
 from .memory import TiledAccess, _with_op_view, memory_order
 from .memory import tiled_store as plain_tiled_store
 from .narrow_float import PACKED
 from .pipeline import MAX_BOX, TMA_OPTION, _option_off, aligned_16
-from .values import TOKEN
+from .values import TOKEN, TileV
 
 TMA_STORE_OPTION = "tileas.tma_store"  # --option tileas.tma_store=off: epilogues keep st.global
 TMA_ALIGN = 128  # the shared box of a tile-mode TMA store: 128-byte aligned
-_plain = blocked_operands(plain_tiled_store)
+_blocked_store = blocked_operands(plain_tiled_store)
+
+
+def fragment_reaches_store(reshape) -> bool:
+    """Whether the old ``nv_tileas.reshape`` only adds unit dimensions in front of its operand's shape and its
+    result is stored (its one use: the value of a ``tiled_store``): the reshape then passes a fragment tile on
+    as it is, for :func:`tiled_store`."""
+    src = tuple(ir.RankedTensorType(reshape.operands[0].type).shape)
+    out = tuple(ir.RankedTensorType(reshape.results[0].type).shape)
+    uses = list(reshape.results[0].uses)
+    lead = len(out) - len(src)
+    return len(src) == 2 and 0 < lead <= 3 and out == (1,) * lead + src and len(uses) == 1 and \
+        uses[0].owner.name == "nv_tileas.tiled_store" and uses[0].operand_number == 0
+
+
+def _plain(op, rb):
+    """The plain store; a fragment that came through :func:`fragment_reaches_store`'s reshape is converted to
+    the blocked layout of the view's tile (the same registers: blocked layouts depend on the element count)."""
+    cg = rb.data["cg"]
+    v = op.operands[0]
+    tile = rb.get(v)
+    shape = tuple(ir.RankedTensorType(v.type).shape)
+    if not is_fragment(tile) or tuple(tile.shape) == shape:
+        return _blocked_store(op, rb)
+    rb.map[v] = TileV(cg.layout(shape), to_blocked(cg, tile).regs)
+    try:
+        return plain_tiled_store(op, rb)
+    finally:
+        rb.map[v] = tile
 
 
 def tiled_store(op, rb):
@@ -55,7 +86,9 @@ def tiled_store(op, rb):
     view, index, band, atom, eb = box
     maps = rb.data["tensor_maps"]
     check = aligned_16(cg, view.memref, eb)
-    recipe = maps.recipe(view.memref, view.memref.element, (tile.shape[1], band), 0, check is not None)
+    lead = len(view.tile_shape) - 2
+    recipe = maps.recipe(view.memref, view.memref.element, (tile.shape[1], band) + (1,) * lead, 0,
+                         check is not None)
     if recipe is None:
         return _plain(op, rb)
     tmap = maps.parameter(recipe)
@@ -81,8 +114,9 @@ def _box(cg, rb, op, tile):
     ins = rb.gets(op.operands)
     view = _with_op_view(ins[1], op)
     m = view.memref
-    if view.traversal_strides or m.narrow in PACKED or str(m.element) == "i1" or \
-            tuple(view.tile_shape) != tuple(tile.shape) or len(tile.shape) != 2 or m.strides[-1] != 1:
+    lead = len(view.tile_shape) - len(tile.shape)
+    if view.traversal_strides or m.narrow in PACKED or str(m.element) == "i1" or len(tile.shape) != 2 or \
+            not 0 <= lead <= 3 or tuple(view.tile_shape) != (1,) * lead + tuple(tile.shape) or m.strides[-1] != 1:
         return None
     rows, cols = tile.shape
     eb = elem_bytes(m.element)
@@ -100,7 +134,7 @@ def _store(cg, op, tile, view, index, band, atom, tmap) -> None:
     """The TMA store of ``tile`` (module docstring), one box of ``band`` rows at a time."""
     rows, cols = tile.shape
     acc = TiledAccess(cg, view, index, None, op)
-    row0, col0 = (resize_int(o, cg.i32) for o in acc.origin)
+    *outer, row0, col0 = (resize_int(o, cg.i32) for o in acc.origin)
     cg.reserve(band * cols * elem_bytes(view.memref.element))
     cg.smem_align = max(cg.smem_align, TMA_ALIGN)
     leader = cg.cmpi(0, cg.tid, cg.c32(0))
@@ -114,7 +148,7 @@ def _store(cg, op, tile, view, index, band, atom, tmap) -> None:
         row = cg.op("arith.addi", row0, cg.c32(r0)) if r0 else row0
 
         def issue(row=row):
-            atom.lower(cg, "store", tmap, cg.smem_base, [col0, row])
+            atom.lower(cg, "store", tmap, cg.smem_base, [col0, row, *outer[::-1]])
             atom.lower(cg, "store_commit")
             atom.lower(cg, "store_wait", 0)
             return []
