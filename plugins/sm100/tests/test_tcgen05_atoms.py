@@ -103,6 +103,7 @@ KERNELS = {
     # f16 accumulators: D f32 in tensor memory, rounded to f16 per dot
     "acc16_loop": (mma_loop, ["f16[2]", "f16[2]", "f16[2]", 128, 64, 32]),
     "acc16_m64": (mma_loop, ["f16[2]", "f16[2]", "f16[2]", 64, 32, 64]),
+    "acc16_e4m3": (mma_loop, ["f8e4m3[2]", "f8e4m3[2]", "f16[2]", 128, 32, 64]),
 }
 ATOM = {
     "f16": "mma.sm100a.mMnNk16.f16.f32", "bf16": "mma.sm100a.mMnNk16.bf16.f32",
@@ -500,16 +501,22 @@ def test_tcgen05_two_warpgroups_numbers(name, mnk):
 
 
 # ------------------------------------------------------------------ f16 accumulators
-@pytest.mark.parametrize("name", ["acc16_loop", "acc16_m64"])
+ACC16 = {"acc16_loop": ("mma.sm100a.mMnNk16.f16.f16", "f16", "f16"),
+         "acc16_m64": ("mma.sm100a.mMnNk16.f16.f16", "f16", "f16"),
+         "acc16_e4m3": ("mma.sm100a.mMnNk32.f8.f16", "f8f6f4", "f8E4M3FN")}
+
+
+@pytest.mark.parametrize("name", ACC16)
 def test_f16_accumulator_atom(name, tmp_path):
-    """``acc (f16) = mma(a, b, acc)``: the f16.f16 atom, D in tensor memory as f32 (instruction descriptor dtype
-    F32), the accumulator stored (f16 -> f32) and loaded (rounded to f16) around every dot: not kept in tensor
-    memory across the loop (each dot's result is f16); ptxas takes it (UTCHMMA, STTM, LDTM)."""
+    """``acc (f16) = mma(a, b, acc)``: the f16.f16 (f8.f16) atom, D in tensor memory as f32 (instruction descriptor
+    dtype F32), the accumulator stored (f16 -> f32) and loaded (rounded to f16) around every dot: not kept in
+    tensor memory across the loop (each dot's result is f16); ptxas takes it (UTC*MMA, STTM, LDTM)."""
+    atom, kind, el = ACC16[name]
     text = str(compile_file(_export(name), "sm_100a", stop_after="tileas-select-atoms").module)
-    assert '#nv_tileas.atom<"mma.sm100a.mMnNk16.f16.f16">' in text
+    assert f'#nv_tileas.atom<"{atom}">' in text
     text = str(compile_file(_export(name), "sm_100a", stop_after="convert-tileas-to-llvm").module)
     m, n = KERNELS[name][1][-3:-1]
-    d = instr_desc("f16", "f16", "f16", "f32", n, m=m)
+    d = instr_desc(kind, el, el, "f32", n, m=m)
     assert (d >> 4) & 3 == 1 and (f"arith.constant {d} : i32" in text)
     assert text.count('"sm100.tmem_store"') == text.count('"sm100.tmem_load"') > 0
     assert "llvm.fpext" in text and "llvm.fptrunc" in text
@@ -520,19 +527,20 @@ def test_f16_accumulator_atom(name, tmp_path):
 
 
 @NUMERIC_SKIP
-@pytest.mark.parametrize("name, mnk", [("acc16_loop", (137, 70, 75)), ("acc16_m64", (100, 40, 130))])
+@pytest.mark.parametrize("name, mnk", [("acc16_loop", (137, 70, 75)), ("acc16_m64", (100, 40, 130)),
+                                       ("acc16_e4m3", (130, 50, 150))])
 def test_f16_accumulator_numbers(name, mnk):
     """Sizes that are not tile multiples: the f16 accumulator rounded once per K tile (numpy, f64 products)."""
     m, n, k = mnk
     tm, tn, tk = KERNELS[name][1][-3:]
     rng = np.random.default_rng(sum(mnk))
-    a, b = rng.standard_normal((m, k)).astype(np.float16), rng.standard_normal((k, n)).astype(np.float16)
+    el = "e4m3" if name.endswith("e4m3") else "f16"
+    (a, av), (b, bv) = _operand(rng, (m, k), el), _operand(rng, (k, n), el)
     c = np.zeros((m, n), np.float16)
     _KERNELS.run(name, "sm_100a", (cdiv(m, tm), cdiv(n, tn), 1), arr(a) + arr(b) + arr(c))
     want = np.zeros((m, n), np.float16)
     for k0 in range(0, k, tk):
-        want = (want.astype(np.float64) + a[:, k0:k0 + tk].astype(np.float64) @ b[k0:k0 + tk].astype(np.float64)
-                ).astype(np.float16)
+        want = (want.astype(np.float64) + av[:, k0:k0 + tk] @ bv[k0:k0 + tk]).astype(np.float16)
     # f32 sums inside a dot against exact ones: at most one f16 rounding step apart
     assert np.all(np.abs(c.astype(np.float64) - want) <= np.spacing(np.abs(want)).astype(np.float64) * 1.01)
 

@@ -53,6 +53,7 @@ deallocates and relinquishes the allocation permit.
 | ``mma.sm100a.mMnNk16.bf16.f32`` | bf16 x bf16 -> f32 | f16 | 16 |
 | ``mma.sm100a.mMnNk8.tf32.f32`` | tf32 x tf32 -> f32 (B K-major) | tf32 | 8 |
 | ``mma.sm100a.mMnNk16.f16.f16`` | f16 x f16 -> f16 (D f32 in TMEM, rounded per dot; not kept across loops) | f16 | 16 |
+| ``mma.sm100a.mMnNk32.f8.f16`` | e4m3 / e5m2 x e4m3 / e5m2 -> f16 (as f16.f16) | f8f6f4 | 32 |
 | ``mma.sm100a.mMnNk32.i8.i32`` | s8 / u8 x s8 / u8 -> s32 (wrapping) | i8 | 32 |
 | ``mma.sm100a.mMnNk32.f8.f32`` | e4m3 / e5m2 x e4m3 / e5m2 -> f32 | f8f6f4 | 32 |
 
@@ -115,6 +116,7 @@ ATOMS = {
     "mma.sm100a.mMnNk8.tf32.f32": (("tf32",), "f32", "tf32", 8),  # B K-major (Tf32Umma)
     "mma.sm100a.mMnNk32.i8.i32": (("i8",), "i32", "i8", 32),
     "mma.sm100a.mMnNk32.f8.f32": (("f8E4M3FN", "f8E5M2"), "f32", "f8f6f4", 32),
+    "mma.sm100a.mMnNk32.f8.f16": (("f8E4M3FN", "f8E5M2"), "f16", "f8f6f4", 32),  # as f16.f16: rounded per dot
 }
 ARCHS = ("sm_100a", "sm_103a")
 PRIORITY = 30  # above the mma.sync atoms
