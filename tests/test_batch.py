@@ -111,6 +111,32 @@ def test_compile_many_spawned_and_forked_pools(tmp_path):
     assert proc.stdout == b"".join(r.artifact for r in spawned)
 
 
+def test_pool_worker_compiles_its_jobs_in_one_context_with_the_same_results(tmp_path, monkeypatch):
+    """A pool worker (init_worker) reuses one MLIR context for its jobs, replaced after CONTEXT_JOBS; the
+    artifacts are those of fresh contexts, also after a job that failed on the shared context."""
+    from tilecore import batch
+
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("func.func @f( {\n")  # a parse error in the shared context
+    jobs = [CompileJob(PATHS[0], "sm_80"), CompileJob(str(bad), "sm_80"), CompileJob(PATHS[1], "sm_90a"),
+            CompileJob(PATHS[2], "sm_80", emit="ptx"), CompileJob(PATHS[0], "sm_80")]
+    fresh = compile_many(jobs, max_workers=1, cache=False)  # in this process: a fresh context per job
+    assert [r.ok for r in fresh] == [True, False, True, True, True] and not batch._CTXS
+    monkeypatch.setattr(batch, "_REUSE_CONTEXT", True)
+    monkeypatch.setattr(batch, "_CTXS", {})
+    monkeypatch.setattr(batch, "CONTEXT_JOBS", 3)
+    seen = []
+    real = batch._context
+    monkeypatch.setattr(batch, "_context", lambda load, pm: seen.append(real(load, pm)) or seen[-1])
+    shared = compile_many(jobs, max_workers=1, cache=False)
+    assert [r.ok for r in shared] == [r.ok for r in fresh]
+    assert [r.artifact for r in shared] == [r.artifact for r in fresh]
+    assert [r.kernels for r in shared] == [r.kernels for r in fresh]
+    assert shared[1].error == fresh[1].error and shared[1].location == fresh[1].location
+    # jobs 1-3 in one context, the 4th and 5th in a new one (CONTEXT_JOBS = 3)
+    assert seen[0] is seen[1] is seen[2] and seen[3] is seen[4] and seen[3] is not seen[0]
+
+
 def test_compile_many_jobs_as_paths_and_dicts(cache_dir):
     res = compile_many([PATHS[0], {"input": PATHS[1], "gpu_name": "sm_90a", "emit": "ptx"}], max_workers=1)
     assert res[0].ok and res[0].job.gpu_name == "sm_80" and res[0].artifact[:4] == b"\x7fELF"
