@@ -138,6 +138,29 @@ def d_fragment(n: int) -> tuple[np.ndarray, np.ndarray]:
     return 16 * w + lane // 4 + 8 * ((i // 2) % 2), 8 * (i // 4) + 2 * (lane % 4) + i % 2
 
 
+# ---------------------------------------------------------------- Register Fragments (A)
+def a_fragment() -> tuple[np.ndarray, np.ndarray]:
+    """(row, col) of A element i (0 .. 7: a0..a7, two per .f16x2 register, low half first) of thread t (0..127)
+    for ``wgmma.mma_async.m64nNk16`` with A in registers, .f16 / .bf16 (PTX ISA 9.7.15.5.1.1.1, Figure 148
+    "WGMMA .m64nNk16 register fragment layout for matrix A"): warp w = t / 32 holds rows 16w .. 16w + 15;
+    lane l holds rows 16w + l / 4 (a0, a1, a4, a5) and 16w + l / 4 + 8 (a2, a3, a6, a7), columns 2 (l % 4) +
+    i % 2, plus 8 for a4..a7. Both arrays (128, 8)."""
+    t = np.arange(128)[:, None]
+    i = np.arange(8)[None, :]
+    w, lane = t // 32, t % 32
+    return 16 * w + lane // 4 + 8 * ((i // 2) % 2), 2 * (lane % 4) + i % 2 + 8 * (i // 4)
+
+
+def a_from_registers(words: np.ndarray, elem: str) -> np.ndarray:
+    """The 64 x 16 A (float64) of the warpgroup from its threads' A registers ``words`` (128, 4) (uint32: two
+    f16 / bf16 each, element 2j in the low half of word j)."""
+    halves = words.astype(np.uint32).view(np.uint16).reshape(128, 8)[..., None].view(np.uint8)
+    a = np.zeros((64, 16), np.float64)
+    rows, cols = a_fragment()
+    a[rows, cols] = decode(halves, elem)
+    return a
+
+
 class SharedMemory:
     """Reads the CTA's shared memory by shared-window address (``buffers``: (label, lo, hi) host ranges)."""
 
@@ -192,17 +215,26 @@ def _exact_sum(terms: list) -> float:
         return float(np.sum(np.array(terms, np.float64)))
 
 
-def wgmma(form: dict, desc_a: int, desc_b: int, scale_d: int, accs: dict[int, ctypes.Array], smem: SharedMemory):
+def wgmma(form: dict, desc_a: int, desc_b: int, scale_d: int, accs: dict[int, ctypes.Array], smem: SharedMemory,
+          a_regs: dict[int, ctypes.Array] | None = None):
     """Run one ``wgmma.mma_async`` of ``form`` (keys n, k, a, b, d, neg_a, neg_b, a_kmajor, b_kmajor,
-    satfinite) for the warpgroup: ``accs`` maps thread 0..127 to its accumulator words (read as C unless
-    scale_d is 0, then overwritten with D). Returns the operands' (host addresses, bytes) for the check
-    at wgmma.wait_group."""
+    satfinite, a_regs) for the warpgroup: ``accs`` maps thread 0..127 to its accumulator words (read as C unless
+    scale_d is 0, then overwritten with D); with ``form["a_regs"]`` A comes from ``a_regs`` (thread -> its four
+    A words, :func:`a_from_registers`) and ``desc_a`` is unused. Returns the shared operands' (host addresses,
+    bytes) for the check at wgmma.wait_group."""
     n, k, d = form["n"], form["k"], form["d"]
     ea, eb = ELEMENT_BYTES[form["a"]], ELEMENT_BYTES[form["b"]]
-    ha = smem.host(operand_addresses(desc_a, 64, k, ea, form["a_kmajor"]), ea)
     hb = smem.host(operand_addresses(desc_b, n, k, eb, form["b_kmajor"]), eb)
-    ra, rb = smem.read(ha, ea), smem.read(hb, eb)
-    a = decode(ra, form["a"]) * (-1 if form["neg_a"] else 1)  # (64, k)
+    rb = smem.read(hb, eb)
+    read = [(hb, rb)]
+    if form.get("a_regs"):
+        a = a_from_registers(np.array([list(a_regs[t]) for t in range(128)], np.uint32), form["a"])
+    else:
+        ha = smem.host(operand_addresses(desc_a, 64, k, ea, form["a_kmajor"]), ea)
+        ra = smem.read(ha, ea)
+        read.insert(0, (ha, ra))
+        a = decode(ra, form["a"])
+    a = a * (-1 if form["neg_a"] else 1)  # (64, k)
     b = decode(rb, form["b"]).T * (-1 if form["neg_b"] else 1)  # (k, n)
     rows, cols = d_fragment(n)
     regs = np.array([list(accs[t]) for t in range(128)], np.uint32)  # (128, words)
@@ -234,7 +266,7 @@ def wgmma(form: dict, desc_a: int, desc_b: int, scale_d: int, accs: dict[int, ct
                 out = f32[rows, cols].view(np.uint32)
     for t in range(128):
         accs[t][:] = [int(x) for x in out[t]]
-    return [(ha, ra), (hb, rb)]
+    return read
 
 
 # ---------------------------------------------------------------- forms
@@ -242,20 +274,23 @@ FORMS: list[dict] = []  # the wgmma.mma_async forms of the compiled kernels; the
 
 
 def form_id(n: int, k: int, a: str, b: str, d: str, neg_a: bool, neg_b: bool, a_kmajor: bool, b_kmajor: bool,
-            satfinite: bool) -> int:
-    """The index of a wgmma.mma_async form in :data:`FORMS` (added when new)."""
+            satfinite: bool, a_regs: bool = False) -> int:
+    """The index of a wgmma.mma_async form in :data:`FORMS` (added when new); ``a_regs``: A from registers."""
     form = {"n": n, "k": k, "a": a, "b": b, "d": d, "neg_a": neg_a, "neg_b": neg_b, "a_kmajor": a_kmajor,
-            "b_kmajor": b_kmajor, "satfinite": satfinite, "words": n // 4 if d == "f16" else n // 2}
+            "b_kmajor": b_kmajor, "satfinite": satfinite, "words": n // 4 if d == "f16" else n // 2, "a_regs": a_regs}
     if form not in FORMS:
         FORMS.append(form)
     return FORMS.index(form)
 
 
-def valid_form(n: int, k: int, a: str, b: str, d: str, a_kmajor: bool, b_kmajor: bool) -> bool:
+def valid_form(n: int, k: int, a: str, b: str, d: str, a_kmajor: bool, b_kmajor: bool, a_regs: bool = False) -> bool:
     """The combinations of PTX ISA "wgmma.mma_async" (dense, A and B from shared memory): m64nNk16 f16 / bf16
     (f32 or, f16 only, f16 accumulator) with N a multiple of 8 up to 256; m64nNk8 tf32 -> f32; m64nNk32
     e4m3 / e5m2 -> f32 / f16 (N multiple of 8); m64nNk32 s8 / u8 -> s32 (N 8, 16, 24, then multiples of 16);
-    transposed (MN-major) operands only for 16-bit types."""
+    transposed (MN-major) operands only for 16-bit types. With A from registers (``a_regs``) the emulator has
+    the 16-bit forms only (A has no major-ness there: ``a_kmajor`` True)."""
+    if a_regs and (a not in ("f16", "bf16") or not a_kmajor):
+        return False
     if a not in ELEMENT_BYTES or b not in ELEMENT_BYTES or k != K_OF[ELEMENT_BYTES[a]] or \
             ELEMENT_BYTES[a] != ELEMENT_BYTES[b] or not 8 <= n <= 256 or n % 8:
         return False

@@ -36,7 +36,8 @@ Emulated tensor-core / async-copy forms (PTX ISA sections cited at each row):
 - wgmma (sm_90a): ``nvvm.wgmma.fence.aligned``, ``nvvm.wgmma.commit.group.sync.aligned``,
   ``nvvm.wgmma.wait.group.sync.aligned N``, ``nvvm.wgmma.mma_async`` m64nNk16 f16 / bf16 -> f32 (f16 -> f16),
   m64nNk8 tf32 -> f32, m64nNk32 e4m3 / e5m2 -> f32 / f16, s8 / u8 -> s32 (satfinite), K- or MN-major (16-bit
-  types), all four swizzle modes (:mod:`.hopper`); also as the inline PTX of convert-nvvm-to-llvm;
+  types), all four swizzle modes (:mod:`.hopper`); also as the inline PTX of convert-nvvm-to-llvm; m64nNk16 f16 / bf16
+  with A from registers (inline PTX ``d, {a0..a3}, b-desc``: :func:`_asm_wgmma_rs`);
 - ``nvvm.cp.async.bulk.tensor.shared.cluster.global`` tile mode, 1-5-D, completing on an mbarrier, with the
   emulator's tensor maps (:mod:`.tensormap`); the predicated form also as convert-nvvm-to-llvm's inline PTX;
 - the TMA store ``nvvm.cp.async.bulk.tensor.global.shared.cta`` (tile mode, 1-5-D, clipped to the tensor) in
@@ -55,7 +56,7 @@ by deadlock detection; ``rt.warp_members`` tells how many threads of a warp are 
 The ``sm100`` plugin adds Blackwell's tensor memory and tcgen05 ops this way.
 
 Not emulated: ``stmatrix``, the other cp.async.bulk forms (non-tensor copies, prefetch, reduce, im2col,
-multicast, a predicated TMA store), wgmma with A from registers, sparse wgmma, b1 wgmma, descriptors with a non-zero base offset,
+multicast, a predicated TMA store), wgmma with A from registers other than f16 / bf16, sparse wgmma, b1 wgmma, descriptors with a non-zero base offset,
 tensor maps with elementStrides other than 1 or interleave, clusters of more than one CTA.
 """
 
@@ -699,29 +700,35 @@ def _struct_members(ty: str) -> list[str]:
 
 
 def _wgmma_emit(op, rw, n: int, k: int, a: str, b: str, d: str, neg: tuple, kmajor: tuple, satfinite: bool,
-                acc_values, desc_a, desc_b, scale_d):
+                acc_values, desc_a, desc_b, scale_d, a_words=None):
     """The call of the helper that runs one wgmma.mma_async; ``acc_values``: the accumulator struct (one
-    value) or its members (inline asm); returns D (the op's result struct type)."""
+    value) or its members (inline asm); ``a_words``: the four 32-bit A registers of the form with A in registers
+    (then ``desc_a`` is unused); returns D (the op's result struct type)."""
     from . import hopper
 
     result = str(op.results[0].type)
     members = _struct_members(result)
     words = n // 4 if d == "f16" else n // 2
     elem = {"f32": ("f32",), "s32": ("i32",), "f16": ("i32", "vector<2xf16>")}.get(d, ())
-    if not hopper.valid_form(n, k, a, b, d, *kmajor) or len(members) != words or members[0] not in elem \
-            or len(set(members)) != 1 or (satfinite and d != "s32") or (d == "s32" and any(neg)):
+    a_regs = a_words is not None
+    if not hopper.valid_form(n, k, a, b, d, *kmajor, a_regs=a_regs) or len(members) != words \
+            or members[0] not in elem or len(set(members)) != 1 or (satfinite and d != "s32") \
+            or (d == "s32" and any(neg)) or (a_regs and len(a_words) != 4):
         rw.unknown(op)
-    form = hopper.form_id(n, k, a, b, d, neg[0], neg[1], kmajor[0], kmajor[1], satfinite)
+    form = hopper.form_id(n, k, a, b, d, neg[0], neg[1], kmajor[0], kmajor[1], satfinite, a_regs=a_regs)
     et = members[0]
     scalars = len(acc_values) > 1
     sym = f"__emu_wgmma_{form}_{re.sub(r'[^a-z0-9]', '', et)}_{'s' if scalars else 'v'}"
-    buf = f"!llvm.struct<(i64, i64, i32, i32, array<{words} x i32>)>"
+    buf = f"!llvm.struct<(i64, i64, i32, i32, array<{words} x i32>{', array<4 x i32>' if a_regs else ''})>"
     params = ["%ctx: !llvm.ptr"] + ([f"%a{i}: {et}" for i in range(words)] if scalars else [f"%acc: {result}"]) + \
-        ["%da: i64", "%db: i64", "%sd: i32"]
+        ["%da: i64", "%db: i64", "%sd: i32"] + ([f"%x{i}: i32" for i in range(4)] if a_regs else [])
     body = ["%one = llvm.mlir.constant(1 : i32) : i32", f"%buf = llvm.alloca %one x {buf} : (i32) -> !llvm.ptr"]
     for i, (v, t) in enumerate((("%da", "i64"), ("%db", "i64"), ("%sd", "i32"))):
         body += [f"%f{i} = llvm.getelementptr %buf[0, {i}] : (!llvm.ptr) -> !llvm.ptr, {buf}",
                  f"llvm.store {v}, %f{i} : {t}, !llvm.ptr"]
+    for i in range(4 if a_regs else 0):  # after the accumulator words (:meth:`.runtime.DeviceRuntime._wgmma_issue`)
+        body += [f"%q{i} = llvm.getelementptr %buf[0, 5, {i}] : (!llvm.ptr) -> !llvm.ptr, {buf}",
+                 f"llvm.store %x{i}, %q{i} : i32, !llvm.ptr"]
     for i in range(words):
         v = f"%a{i}"
         if not scalars:
@@ -744,7 +751,7 @@ def _wgmma_emit(op, rw, n: int, k: int, a: str, b: str, d: str, neg: tuple, kmaj
             v = f"%v{i}"
         body.append(f"{out} = llvm.insertvalue {v}, %s{i}[{i}] : {result}")
     rw.define(sym, ", ".join(params), "\n".join(body), result)
-    return [rw.call(sym, list(acc_values) + [desc_a, desc_b, scale_d], result, can_abort=True)]
+    return [rw.call(sym, list(acc_values) + [desc_a, desc_b, scale_d] + list(a_words or []), result, can_abort=True)]
 
 
 _WG_PASS_THROUGH = ("nvvm.wgmma.mma_async", "llvm.inline_asm", "llvm.br", "llvm.cond_br")
@@ -830,6 +837,23 @@ def _asm_wgmma(op, rw, m):
                        ops[:words], da, db, sd)
 
 
+def _asm_wgmma_rs(op, rw, m):
+    """``wgmma.mma_async.sync.aligned.m64nNk16.<f32|f16>.<f16|bf16>.<f16|bf16> d, {a0, a1, a2, a3}, b-desc, p,
+    imm-scale-a, imm-scale-b, imm-trans-b`` (PTX ISA 9.7.15.5.2, the form with A in registers; as
+    ``tilecore_cute.mma_lowering.WGMMA_RS_ASM`` writes it: scale-d set from an i32 operand, the immediates
+    literal): A is the four .f16x2 registers of each thread (PTX ISA 9.7.15.5.1.1.1, Figure 148;
+    :func:`.hopper.a_fragment`), B from shared memory as in the descriptor form."""
+    n, k, d, a, b = int(m.group(2)), int(m.group(3)), m.group(4), m.group(5), m.group(6)
+    words = len(m.group(7).split(","))
+    ops = list(op.operands)
+    at = [ops[int(m.group(g)) - words] for g in (1, 8, 9, 10, 11, 12)]  # $N counts the outputs first
+    sd, a_words, db = at[0], at[1:5], at[5]
+    neg = (m.group(13) == "-1", m.group(14) == "-1")
+    check_accumulator_uses(op, rw)
+    return _wgmma_emit(op, rw, n, k, a, b, d, neg, (True, m.group(15) == "0"), False, ops[:words],
+                       rw.const(0, "i64"), db, sd, a_words=a_words)
+
+
 # ---------------------------------------------------------------- inline PTX
 @dataclass
 class AsmRow:
@@ -871,6 +895,12 @@ INLINE_ASM: list[AsmRow] = [
                       r"\$(\d+), \$(\d+), p((?:, \$\d+)*); \}"),
            re.compile(r"(=[fr],)+(\d+,)+l,l(,[nr])+"), re.compile(r".*"), re.compile(r"!llvm\.struct<.*>"),
            _asm_wgmma, collective=True),
+    # wgmma with A from registers (cute's inline PTX: MLIR 22's nvvm.wgmma.mma_async has no such form)
+    AsmRow(re.compile(r"\{ \.reg \.pred p; setp\.ne\.b32 p, \$(\d+), 0; wgmma\.mma_async\.sync\.aligned\."
+                      r"m64n(\d+)k(\d+)\.(f32|f16)\.(f16|bf16)\.(f16|bf16) \{(\$\d+(?:, \$\d+)*)\}, "
+                      r"\{\$(\d+), \$(\d+), \$(\d+), \$(\d+)\}, \$(\d+), p, (-?1), (-?1), ([01]); \}"),
+           re.compile(r"(=[fr],)+(\d+,)+r,r,r,r,l,r"), re.compile(r".*"), re.compile(r"!llvm\.struct<.*>"),
+           _asm_wgmma_rs, collective=True),
     # nvvm.cp.async.bulk.tensor.shared.cluster.global with a predicate, after convert-nvvm-to-llvm
     AsmRow(re.compile(r"(@\$\d+ )?cp\.async\.bulk\.tensor\.([1-5])d\.shared::cluster\.global\."
                       r"mbarrier::complete_tx::bytes \[\$0\], \[\$1, \{\$\d+(?:, ?\$\d+)*\} ?\], \[\$\d+\];"),

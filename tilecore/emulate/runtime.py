@@ -609,8 +609,11 @@ class DeviceRuntime:
             f = hopper.FORMS[form]
             words = f["words"]
             accs = {lane: (ctypes.c_uint32 * words).from_address(a + 24) for lane, a in slot.lanes.items()}
+            a_regs = {lane: (ctypes.c_uint32 * 4).from_address(a + 24 + 4 * words) for lane, a in slot.lanes.items()} \
+                if f["a_regs"] else None  # A from registers: four words after the accumulator's
             try:
-                operands = hopper.wgmma(f, desc_a, desc_b, scale_d, accs, hopper.SharedMemory(self.shared_buffers))
+                operands = hopper.wgmma(f, desc_a, desc_b, scale_d, accs, hopper.SharedMemory(self.shared_buffers),
+                                        a_regs)
             except ValueError as e:
                 self.fail(TilecoreError(f"wgmma.mma_async: {e} ({self._where(ctx)})"))
                 self._aborted(ctx)

@@ -205,9 +205,11 @@ def test_attention_loop_pipelines_what_it_loads_for_a_dot():
     """A flash-attention loop (reductions, an exchange, Q from before the loop): the tiles it loads for its
     dots come by TMA into a ring, V in row order and K through its transposed view (``order=(1, 0)``): the
     memory's rows are the K-major B wgmma reads (``b_major = "k"``); the body's own shared memory (Q and the
-    probabilities written for the dots, the row reductions) lies past the ring."""
+    probabilities written for the dots, the row reductions) lies past the ring. P @ V reads P from registers
+    (``wgmma_rs``: tests/test_wgmma_a_registers.py)."""
     text = str(compile_file(_attn_path(), "sm_90a", stop_after="convert-tileas-to-llvm").module)
-    assert text.count('"cute_nvgpu.tma_load"') == 2 * 3 and text.count('"cute_nvgpu.wgmma"') == 2 * 4
+    assert text.count('"cute_nvgpu.tma_load"') == 2 * 3 and text.count('"cute_nvgpu.wgmma"') == 4
+    assert text.count('"cute_nvgpu.wgmma_rs"') == 4
     assert text.count('b_major = "k"') == 4 and text.count('b_major = "n"') == 4
     recipes = json.loads(re.search(r'tilecore.tensor_maps = "(.*?)"', text).group(1).replace("\\22", '"'))
     # K's map is over K as it is in memory (keys x d: Q: params 0-4, K: 5-9, V: 10-14), boxes of 64 keys; Out's

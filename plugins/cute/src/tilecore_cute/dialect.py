@@ -11,7 +11,9 @@ lowers them, :mod:`.mma_lowering`):
 - ``cute_nvgpu.wgmma %desc_a, %desc_b, %c {shape = array<i32: 64, N, K>, a_type, b_type, acc_type}``
   (one warpgroup's m64nNkK; the accumulator an ``!llvm.struct`` of N / 2 scalars, chained from mma to
   mma and unpacked only after the wait), ``cute_nvgpu.wgmma_fence`` / ``_commit`` /
-  ``_wait {n}``: the sm_90a warpgroup MMA atom (:mod:`.mma_sm90`).
+  ``_wait {n}``: the sm_90a warpgroup MMA atom (:mod:`.mma_sm90`);
+  ``cute_nvgpu.wgmma_rs %a0, %a1, %a2, %a3, %desc_b, %c {shape, a_type, b_type, acc_type, b_major}``: the same with A
+  from registers (four 32-bit words of f16 / bf16 pairs, the thread's A fragment: PTX ISA Figure 148).
 - ``cute_nvgpu.cp_async %dst, %src, %src_bytes {size = 16 : i32}``, ``cute_nvgpu.cp_async_commit``,
   ``cute_nvgpu.cp_async_wait {n = N : i32}``: the global -> shared copy atom (:mod:`.copy_sm80`).
 - ``cute_nvgpu.tma_load %dst, %tensor_map, %bar, %coords... `` (a tile-mode box of the tensor map at
@@ -63,6 +65,13 @@ irdl.dialect @cute_nvgpu {
     %d = irdl.is i64
     %acc = irdl.any
     irdl.operands(desc_a: %d, desc_b: %d, c: %acc)
+    irdl.results(d: %acc)
+  }
+  irdl.operation @wgmma_rs {
+    %w = irdl.is i32
+    %d = irdl.is i64
+    %acc = irdl.any
+    irdl.operands(a: variadic %w, desc_b: %d, c: %acc)
     irdl.results(d: %acc)
   }
   irdl.operation @mbarrier_init {

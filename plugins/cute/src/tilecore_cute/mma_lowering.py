@@ -146,6 +146,47 @@ class WgmmaPattern(Pattern):
         rw.replace(op, [d])
 
 
+# PTX ISA 9.7.15.5.2 "wgmma.mma_async", the form with A in registers:
+#   wgmma.mma_async.sync.aligned.shape.dtype.{f16,bf16}.{f16,bf16} d, a, b-desc, scale-d, imm-scale-a, imm-scale-b,
+#   imm-trans-b;
+# ``a`` four .f16x2 registers (the A fragment of PTX ISA 9.7.15.5.1.1.1, Figure 148), scale-d a predicate (set from
+# an i32 operand), imm-trans-b 1 for an N-major B (``layout_b = row``), 0 for K-major. MLIR 22's nvvm.wgmma.mma_async
+# takes a descriptor for A only, hence inline PTX. The accumulator members are tied in / out operands.
+WGMMA_RS_ASM = ("{{ .reg .pred p; setp.ne.b32 p, ${sd}, 0; wgmma.mma_async.sync.aligned.m64n{n}k{k}.{d}.{a}.{b} "
+                "{{{outs}}}, {{{regs}}}, ${desc}, p, 1, 1, {trans_b}; }}")
+
+
+class WgmmaRsPattern(Pattern):
+    """``cute_nvgpu.wgmma_rs`` (A from registers) -> the inline PTX :data:`WGMMA_RS_ASM` on the accumulator's
+    members (f32, or f16 pairs as 32-bit registers), returning the accumulator struct."""
+
+    root = "cute_nvgpu.wgmma_rs"
+
+    def rewrite(self, op, rw):
+        llvm = dialects.llvm
+        m, n, k = list(ir.DenseI32ArrayAttr(op.attributes["shape"]))
+        ops = list(op.operands)
+        a, desc_b, acc = ops[:-2], ops[-2], ops[-1]
+        with rw.ip, op.location:
+            members = llvm.StructType(acc.type).body
+            words = len(members)
+            c = [llvm.extractvalue(t, acc, [i]) for i, t in enumerate(members)]
+            first = 2 * words  # $0.. the outputs, then the operands: the tied accumulator, A, B's descriptor, scale-d
+            asm = WGMMA_RS_ASM.format(
+                sd=first + len(a) + 1, n=n, k=k, d=_str(op, "acc_type"), a=_str(op, "a_type"), b=_str(op, "b_type"),
+                outs=", ".join(f"${i}" for i in range(words)), regs=", ".join(f"${first + i}" for i in range(len(a))),
+                desc=first + len(a), trans_b=0 if _b_k_major(op) else 1)
+            # f32 members in .f32 registers, f16 pairs (vector<2xf16>) in 32-bit ones; the result is the accumulator's
+            # struct itself, so a chain of mmas passes members from asm to asm (what the emulator checks before a wait)
+            cons = ",".join([("=f" if str(members[0]) == "f32" else "=r")] * words + [str(i) for i in range(words)]
+                            + ["r"] * len(a) + ["l", "r"])
+            d = ir.Operation.create("llvm.inline_asm", results=[acc.type], operands=[*c, *a, desc_b, _c32(1)],
+                                    attributes={"asm_string": ir.StringAttr.get(asm),
+                                                "constraints": ir.StringAttr.get(cons),
+                                                "has_side_effects": ir.UnitAttr.get()}).results[0]
+        rw.replace(op, [d])
+
+
 def _b_k_major(op) -> bool:
     return "b_major" in op.attributes and _str(op, "b_major") == "k"
 
@@ -182,4 +223,4 @@ def _c32(v: int):
 
 def patterns():
     return [LdmatrixPattern(), MmaSyncPattern(), CpAsyncPattern(), CpAsyncCommitPattern(), CpAsyncWaitPattern(),
-            WgmmaPattern(), *[WgmmaSyncPattern(w) for w in ("fence", "commit", "wait")]]
+            WgmmaPattern(), WgmmaRsPattern(), *[WgmmaSyncPattern(w) for w in ("fence", "commit", "wait")]]

@@ -26,6 +26,15 @@ instructions), ``commit_group`` / ``wait_group 0`` end it. The accumulator layou
 | ``mma.sm90a.m64nNk32.i8.i32`` | s8 / u8 x s8 / u8 -> s32 (wrapping) | wgmma.mma_async.sync.aligned.m64nNk32.s32.{s8,u8}.{s8,u8} | sm_90a |
 | ``mma.sm90a.m64nNk32.f8.f32`` | e4m3 / e5m2 x e4m3 / e5m2 -> f32 | wgmma.mma_async.sync.aligned.m64nNk32.f32.{e4m3,e5m2}.{e4m3,e5m2} | sm_90a |
 
+**A from registers** (16-bit atoms, ``data["a_registers"]``; action ``wg_mma_rs``, op ``cute_nvgpu.wgmma_rs``, inline
+PTX: MLIR 22's ``nvvm.wgmma.mma_async`` takes A by descriptor only): ``wgmma.mma_async.sync.aligned.m64nNk16.<d>.f16.f16
+d, {a0..a3}, b-desc, ...`` with the thread's A fragment (PTX ISA 9.7.15.5.1.1.1, Figure 148: warp w of the
+warpgroup holds rows 16w..16w+15; lane l holds rows 16w + l/4 (a0, a1, a4, a5) and + 8 (a2, a3, a6, a7), columns
+2 (l % 4) + (i & 1), + 8 for a4..a7). That is, per 16-column chunk, exactly the D fragment of an m64nN wgmma (Figure
+149: element i of lane l at row 16w + l/4 + 8 ((i/2) % 2), column 8 (i/4) + 2 (l % 4) + i % 2; elements 8c .. 8c + 7
+cover columns 16c .. 16c + 15 in a0..a7's order), so an accumulator cast to f16 / bf16 (attention's P) is the A of
+the next dot without going through shared memory.
+
 wgmma takes an N-major B for 16-bit types only: for tf32 / 8-bit types B is stored K-major (its transpose,
 ``SwizzledOperand.transposed``; written from registers per dot unless it comes from a transposed view, which a pipeline copies K-major) and
 read with ``layout_b = col``.
@@ -112,6 +121,8 @@ class Wgmma:
             return []
         if action == "wg_mma":
             return self.mma(cg, req, *args)
+        if action == "wg_mma_rs":
+            return self.mma_rs(cg, req, *args)
         if action == "pack":  # accumulator scalars -> the struct the mma chain carries
             llvm = dialects.llvm
             regs = args[0]
@@ -152,29 +163,55 @@ class Wgmma:
     def mma(self, cg, req, a: SwizzledOperand, b: SwizzledOperand, row, col, k0: int, inst_n: int, c):
         """One m64nNkK for rows ``row`` .. + 64 and columns ``col`` .. + ``inst_n`` (i32 values) at K step
         ``k0`` (int) on the accumulator struct ``c`` (``pack``); returns D's struct."""
-        eb = a.elem_bytes
-        kb = k0 * eb
+        kb = k0 * a.elem_bytes
+        da = self._descriptor(cg, _k_major_start(cg, a, row, kb), 16, 8 * a.swizzle, a.swizzle)
+        return ir.Operation.create("cute_nvgpu.wgmma", results=[c.type], operands=[da, self._b_descriptor(
+            cg, b, col, k0), c], attributes=self._attrs(req, b, inst_n)).results[0]
 
-        def k_major_start(op, first):  # the 64 (A) / inst_n (B) rows from ``first``, the K step's bytes
-            return cg.op("arith.addi", cg.op("arith.muli", first, cg.c32(op.swizzle)), cg.op(
-                "arith.addi", op.base(cg), cg.c32((kb // op.swizzle) * op.rows * op.swizzle + kb % op.swizzle)))
-
-        da = self._descriptor(cg, k_major_start(a, row), 16, 8 * a.swizzle, a.swizzle)
+    def _b_descriptor(self, cg, b: SwizzledOperand, col, k0: int):
+        """B's descriptor for the columns from ``col`` (i32) at K step ``k0``."""
         if b.transposed:  # K-major B
-            db = self._descriptor(cg, k_major_start(b, col), 16, 8 * b.swizzle, b.swizzle)
-        else:
-            b_col = cg.op("arith.divui", cg.op("arith.muli", col, cg.c32(eb)), cg.c32(b.swizzle))
-            b_start = cg.op("arith.addi", cg.op("arith.muli", b_col, cg.c32(b.rows * b.swizzle)),
-                            cg.op("arith.addi", b.base(cg), cg.c32((k0 // 8) * 8 * b.swizzle)))
-            db = self._descriptor(cg, b_start, b.rows * b.swizzle, 8 * b.swizzle, b.swizzle)
+            return self._descriptor(cg, _k_major_start(cg, b, col, k0 * b.elem_bytes), 16, 8 * b.swizzle, b.swizzle)
+        b_col = cg.op("arith.divui", cg.op("arith.muli", col, cg.c32(b.elem_bytes)), cg.c32(b.swizzle))
+        b_start = cg.op("arith.addi", cg.op("arith.muli", b_col, cg.c32(b.rows * b.swizzle)),
+                        cg.op("arith.addi", b.base(cg), cg.c32((k0 // 8) * 8 * b.swizzle)))
+        return self._descriptor(cg, b_start, b.rows * b.swizzle, 8 * b.swizzle, b.swizzle)
+
+    def _attrs(self, req, b: SwizzledOperand, inst_n: int) -> dict:
         from .mma_sm80 import ptx_type
 
-        attrs = {"shape": ir.DenseI32ArrayAttr.get([64, inst_n, self.k]),
-                 "a_type": ir.StringAttr.get(ptx_type(req.a, req.a_signed)),
-                 "b_type": ir.StringAttr.get(ptx_type(req.b, req.b_signed)),
-                 "acc_type": ir.StringAttr.get(PTX[self.acc]), "b_major": ir.StringAttr.get("k" if b.transposed else "n")}
-        return ir.Operation.create("cute_nvgpu.wgmma", results=[c.type], operands=[da, db, c],
-                                   attributes=attrs).results[0]
+        return {"shape": ir.DenseI32ArrayAttr.get([64, inst_n, self.k]),
+                "a_type": ir.StringAttr.get(ptx_type(req.a, req.a_signed)),
+                "b_type": ir.StringAttr.get(ptx_type(req.b, req.b_signed)),
+                "acc_type": ir.StringAttr.get(PTX[self.acc]), "b_major": ir.StringAttr.get("k" if b.transposed else "n")}
+
+    def a_words(self, cg, regs: list) -> list:
+        """The A register fragment of one m64nNk16 (PTX ISA 9.7.15.5.1.1.1, Figure 148 "WGMMA .m64nNk16 register
+        fragment layout for matrix A": four .f16x2 registers a0..a7, low half first) from the thread's 8 f16 /
+        bf16 elements a0..a7, packed two to a 32-bit word."""
+        llvm = dialects.llvm
+        v2 = ir.VectorType.get([2], regs[0].type)
+        words = []
+        for j in range(0, 8, 2):
+            v = llvm.mlir_poison(v2)
+            for e in range(2):
+                v = llvm.insertelement(v, regs[j + e], cg.c32(e))
+            words.append(llvm.bitcast(cg.i32, v))
+        return words
+
+    def mma_rs(self, cg, req, a_regs: list, b: SwizzledOperand, col, k0: int, inst_n: int, c):
+        """One m64nNk16 with A from registers (``a_regs``: this thread's 8 elements of the 64 x 16 A block, in
+        the order of Figure 148; 16-bit atoms only) and B from shared memory, as :meth:`mma`."""
+        return ir.Operation.create("cute_nvgpu.wgmma_rs", results=[c.type], operands=[
+            *self.a_words(cg, a_regs), self._b_descriptor(cg, b, col, k0), c],
+            attributes=self._attrs(req, b, inst_n)).results[0]
+
+
+def _k_major_start(cg, op: SwizzledOperand, first, kb: int):
+    """The byte offset of a K-major operand's 64 (A) / N (B) rows from ``first`` (i32) at the K step's byte
+    offset ``kb`` (the swizzle applies to the absolute address, so a start inside a swizzle column is legal)."""
+    return cg.op("arith.addi", cg.op("arith.muli", first, cg.c32(op.swizzle)), cg.op(
+        "arith.addi", op.base(cg), cg.c32((kb // op.swizzle) * op.rows * op.swizzle + kb % op.swizzle)))
 
 
 def atoms() -> list[Atom]:
@@ -183,6 +220,6 @@ def atoms() -> list[Atom]:
         impl = Wgmma(name, elems, acc, k, n_major)
         out.append(Atom(name, "mma", lower=impl.lower, min_cc=90, max_cc=90, admits=impl.admits, priority=PRIORITY,
                         data={"interface": MMA_INTERFACE, "inst": (64, 0, k), "fragment": "wgmma",
-                              "n_ok": impl.n_ok, "impl": impl},
+                              "n_ok": impl.n_ok, "impl": impl, "a_registers": impl.eb == 2},
                         description=f"wgmma.mma_async m64nNk{k} {'/'.join(elems)} -> {acc}, swizzled descriptors"))
     return out

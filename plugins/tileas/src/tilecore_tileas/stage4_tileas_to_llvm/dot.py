@@ -29,6 +29,7 @@ from tilecore.mma import SwizzledOperand, swizzle_for
 
 from ..atoms.mma import ROW_PAD_BYTES, SmemOperand, fma_atom, is_tensor_core
 from ..atoms.select import mma_request, signed
+from ..layout.fragment import WgFragment
 from . import narrow_float
 from .codegen import create, elem_bytes
 from .exchange import write
@@ -94,6 +95,9 @@ def dot(op, rb):
     if frag is not None and atom.data.get("fragment") == "tcgen05":
         return [_dot_tmem(cg, atom, req, frag, rb.get(lhs_v), rb.get(rhs_v), rb.get(acc_v), m, n, k_dim,
                           _resident_loop(cg, op, rb))]
+    if frag is not None and atom.data.get("fragment") == "wgmma" and a_from_registers(cg, atom, rb.get(lhs_v), frag):
+        return [TileV(frag, _dot_wgmma_rs(cg, atom, req, rb.get(lhs_v), rb.get(rhs_v), to_fragment(
+            cg, rb.get(acc_v), frag), k_dim, n))]
     if frag is not None and atom.data.get("fragment") == "wgmma":
         lhs, rhs, piped = _registers_or_stage(cg, rb.get(lhs_v), rb.get(rhs_v), m, n, k_dim)
         acc = to_fragment(cg, rb.get(acc_v), frag)
@@ -363,6 +367,57 @@ def _dot_wgmma(cg, atom, req, lhs: TileV, rhs: TileV, acc: TileV, k_dim: int) ->
             accs[r] = atom.lower(cg, "wg_mma", req, a_l, b_l, row, wcol, k0, frag.inst_n, accs[r])
     atom.lower(cg, "commit", req)
     atom.lower(cg, "wait", req, 0)
+    return [v for a in accs for v in atom.lower(cg, "unpack", req, a)]
+
+
+WGMMA_A_OPTION = "tileas.wgmma_a_registers"  # --option tileas.wgmma_a_registers=off: A always from shared memory
+
+
+def a_from_registers(cg, atom, lhs, frag) -> bool:
+    """Whether a wgmma dot reads its A operand ``lhs`` from registers (``wgmma.mma_async ... d, {a}, b-desc``): the
+    atom has that form (16-bit A, ``data["a_registers"]``) and ``lhs`` is already in registers in the A fragment's
+    layout: a warpgroup fragment (an earlier wgmma's accumulator cast to f16 / bf16, attention's P) whose
+    warpgroups hold whole rows (one warpgroup column) on the same grid of rows as the dot's accumulator ``frag``.
+    Per 16 columns, the D fragment of an m64nN wgmma is the A fragment of an m64nNk16 (PTX ISA 9.7.15.5.1.1.1,
+    Figures 148 / 149; ``tilecore_cute.mma_sm90``), so each K step takes 8 consecutive registers of the tile.
+    Anything else goes through shared memory (another layout would need an exchange through it anyway)."""
+    from .pipeline import _option_off
+
+    if _option_off(cg, WGMMA_A_OPTION) or not atom.data.get("a_registers") or not is_fragment(lhs):
+        return False
+    lay = lhs.layout
+    return (isinstance(lay, WgFragment) and isinstance(frag, WgFragment) and lay.groups_n == 1 and frag.groups_n == 1
+            and lay.groups_m == frag.groups_m and lay.threads == frag.threads and lay.shape[0] == frag.shape[0]
+            and lay.shape[1] % 16 == 0 and str(lhs.regs[0].type) in ("f16", "bf16"))
+
+
+def _dot_wgmma_rs(cg, atom, req, lhs: TileV, rhs, acc: TileV, k_dim: int, n: int) -> list:
+    """:func:`_dot_wgmma` with A from the registers of ``lhs`` (:func:`a_from_registers`): B (a pipelined loop's
+    stage, or written to its swizzled layout at byte 0, then a barrier), fence, per K step of 16 and 64-row
+    instruction ``r`` one ``wg_mma_rs`` on registers ``r * K / 2 + k0 / 2`` .. + 7, commit, wait 0."""
+    frag = acc.layout
+    cg.smem_align = max(cg.smem_align, 1024)
+    if isinstance(rhs, SwizzledOperand):
+        b_l, wrote = rhs, False
+    else:
+        rhs = rhs if is_fragment(rhs) else _blocked(cg, rhs, (k_dim, n))
+        b_l, wrote = replace(atom.lower(cg, "layouts", req, 0)[1], offset=0), True
+        _write_swizzled(cg, rhs, b_l)
+        cg.reserve(smem_end(b_l))
+        cg.barrier()
+    _, wcol = cg.warp_origin(frag)
+    per = frag.inst_n // 2
+    accs = [atom.lower(cg, "pack", req, list(acc.regs[r * per:(r + 1) * per])) for r in range(frag.insts)]
+    atom.lower(cg, "fence", req)
+    a_per = k_dim // 2  # A registers per 64-row instruction (one warpgroup column holds all K)
+    for k0 in range(0, k_dim, 16):
+        for r in range(frag.insts):
+            a_regs = list(lhs.regs[r * a_per + k0 // 2:r * a_per + k0 // 2 + 8])
+            accs[r] = atom.lower(cg, "wg_mma_rs", req, a_regs, b_l, wcol, k0, frag.inst_n, accs[r])
+    atom.lower(cg, "commit", req)
+    atom.lower(cg, "wait", req, 0)
+    if wrote:
+        cg.barrier()
     return [v for a in accs for v in atom.lower(cg, "unpack", req, a)]
 
 
