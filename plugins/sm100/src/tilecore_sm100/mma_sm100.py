@@ -314,7 +314,7 @@ class Umma:
         return inst_n(n, self.eb)
 
     def kmajor_descriptor(self, cg, op: SwizzledOperand, kb: int, row: int):
-        """The descriptor of a K-major operand (A; B of the e2m1 atoms) from row ``row`` and byte ``kb`` of K:
+        """The descriptor of a K-major operand (A; B of the e2m1 and tf32 atoms) from row ``row`` and byte ``kb`` of K:
         the swizzle column of ``kb``, then the byte within it (a K step inside a swizzle atom advances the start
         address), rows ``swizzle`` bytes apart (SBO: 8 rows; LBO unused with a swizzle)."""
         s = op.swizzle
