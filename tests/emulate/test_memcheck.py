@@ -209,22 +209,27 @@ def test_too_many_live_local_buffers_is_an_error(pm):
         in text
 
 
-@pytest.mark.parametrize("ty,vec", [("i32", 1), ("i64", 1), ("i32", 4)])
-def test_integer_division_by_zero_does_not_trap(pm, ty, vec):
-    # On the host x / 0 and MIN / -1 raise SIGFPE; PTX leaves them unspecified: all ones for a
-    # quotient by zero, the dividend for a remainder by zero, MIN / -1 wraps to MIN (remainder 0).
+def _binary_ops_kernel(pm, ty: str, vec: int, ops: tuple[str, ...]):
+    """Kernel ``k(a, b, o0, o1, ...)``: thread t stores ``a[t] <op_k> b[t]`` to ``o_k[t]`` (``ty`` or a vector of it)."""
     vt = ty if vec == 1 else f"vector<{vec}x{ty}>"
-    ops = "\n".join(f"""
+    body = "\n".join(f"""
         %r{k} = llvm.{op} %x, %y : {vt}
         %po{k} = llvm.getelementptr %o{k}[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, {vt}
-        llvm.store %r{k}, %po{k} : {vt}, !llvm.ptr<1>""" for k, op in enumerate(("sdiv", "udiv", "srem", "urem")))
-    m = kernel(pm, f"""
+        llvm.store %r{k}, %po{k} : {vt}, !llvm.ptr<1>""" for k, op in enumerate(ops))
+    return kernel(pm, f"""
         %pa = llvm.getelementptr %a[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, {vt}
         %pb = llvm.getelementptr %b[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, {vt}
         %x = llvm.load %pa : !llvm.ptr<1> -> {vt}
         %y = llvm.load %pb : !llvm.ptr<1> -> {vt}
-        {ops}
-        """, params=", ".join(f"%{n}: !llvm.ptr<1>" for n in ("a", "b", "o0", "o1", "o2", "o3")))
+        {body}
+        """, params=", ".join(f"%{n}: !llvm.ptr<1>" for n in ["a", "b", *(f"o{k}" for k in range(len(ops)))]))
+
+
+@pytest.mark.parametrize("ty,vec", [("i32", 1), ("i64", 1), ("i32", 4)])
+def test_integer_division_by_zero_does_not_trap(pm, ty, vec):
+    # On the host x / 0 and MIN / -1 raise SIGFPE; PTX leaves them unspecified: all ones for a
+    # quotient by zero, the dividend for a remainder by zero, MIN / -1 wraps to MIN (remainder 0).
+    m = _binary_ops_kernel(pm, ty, vec, ("sdiv", "udiv", "srem", "urem"))
     dt = np.int32 if ty == "i32" else np.int64
     low = np.iinfo(dt).min
     a = np.array([7, -7, 5, low, low, 9, 0, 12] * vec, dt)
@@ -295,18 +300,7 @@ def test_float_to_integer_saturates_as_ptx_cvt(pm, src, dst, vec):
 def test_shift_by_the_width_or_more_clamps_as_ptx(pm, ty, vec):
     # The host masks a shift amount (x86: x << (n % 32)); PTX's shl / shr clamp it to the register width:
     # shl and shr.u give 0, shr.s the sign. The amount is unsigned (-1 is a huge shift).
-    vt = ty if vec == 1 else f"vector<{vec}x{ty}>"
-    ops = "\n".join(f"""
-        %r{k} = llvm.{op} %x, %y : {vt}
-        %po{k} = llvm.getelementptr %o{k}[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, {vt}
-        llvm.store %r{k}, %po{k} : {vt}, !llvm.ptr<1>""" for k, op in enumerate(("shl", "lshr", "ashr")))
-    m = kernel(pm, f"""
-        %pa = llvm.getelementptr %a[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, {vt}
-        %pb = llvm.getelementptr %b[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, {vt}
-        %x = llvm.load %pa : !llvm.ptr<1> -> {vt}
-        %y = llvm.load %pb : !llvm.ptr<1> -> {vt}
-        {ops}
-        """, params=", ".join(f"%{n}: !llvm.ptr<1>" for n in ("a", "b", "o0", "o1", "o2")))
+    m = _binary_ops_kernel(pm, ty, vec, ("shl", "lshr", "ashr"))
     dt = {"i16": np.int16, "i32": np.int32, "i64": np.int64}[ty]
     bits = np.iinfo(dt).bits
     a = np.array([-1000, 5, 12345, -7, -3, 9, 77, -1] * vec, dt)
