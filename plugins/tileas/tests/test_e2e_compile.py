@@ -116,7 +116,8 @@ def test_argmax_and_scans_use_warp_shuffles():
 
 def test_block_scaled_mma_compiles_for_sm100a_only():
     """mmaf_scaled (f8E4M3FN operands, f8E8M0FNU scales) is an sm_100 form: the stage-2 guard rejects it
-    below; on sm_100a it runs on the CUDA cores (scale codes decoded with integer ops, operands with cvt)."""
+    below; on sm_100a it takes the block-scaled tcgen05 MMA (the sm100 plugin), with ``tileas.dot=fma`` the
+    CUDA cores (scale codes decoded with integer ops, operands with cvt)."""
     import cutile_kernels
 
     path = cutile_kernels.kernel_path("mma_scaled_f8")
@@ -127,7 +128,10 @@ def test_block_scaled_mma_compiles_for_sm100a_only():
     res = compile_file(path, "sm_100a")
     assert res.artifacts["cubin"][:4] == b"\x7fELF"
     ptx = _ptx(res)
-    assert "cvt.rn.f16x2.e4m3x2" in ptx and "fma.rn.f32" in ptx
+    assert "tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale" in ptx
+    opts = CompileOptions(extra={"tileas.dot": "fma"})
+    ptx = _ptx(compile_file(path, "sm_100a", options=opts))
+    assert "tcgen05" not in ptx and "cvt.rn.f16x2.e4m3x2" in ptx and "fma.rn.f32" in ptx
 
 
 @pytest.mark.parametrize("sm", SMS)
