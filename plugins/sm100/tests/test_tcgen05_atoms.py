@@ -98,6 +98,7 @@ KERNELS = {
     "m64_s8_i32": (mma_loop, ["i8[2]", "i8[2]", "i32[2]", 64, 64, 32]),
     "m64_e4m3_f32": (mma_loop, ["f8e4m3[2]", "f8e4m3[2]", "f32[2]", 64, 128, 64]),
     "tf32_m64": (mma_tf32_loop, ["f32[2]", "f32[2]", "f32[2]", 64, 16, 32]),
+    "tf32_piped": (mma_tf32_loop, ["f32[2]", "f32[2]", "f32[2]", 64, 32, 32]),  # TMA-pipelined: B an MN-major stage
     "batched_f32": (mma_batched, ["f16[3]", "f16[3]", "f32[3]", 2, 128, 32, 32]),
     "batched_m64_f16": (mma_batched, ["f16[3]", "f16[3]", "f16[3]", 2, 64, 32, 32]),
     # f16 accumulators: D f32 in tensor memory, rounded to f16 per dot
@@ -195,7 +196,7 @@ def test_tcgen05_atoms_not_selected_elsewhere(gpu):
     assert "mma.sm100a" not in text
 
 
-@pytest.mark.parametrize("name", ["mma_tf32_f32", "tf32_m64"])
+@pytest.mark.parametrize("name", ["mma_tf32_f32", "tf32_m64", "tf32_piped"])
 def test_tf32_atom(name, tmp_path):
     """tf32: the tcgen05 atom with B K-major (an MN-major tf32 B needs the 128B swizzle with 32-byte atoms, PTX ISA
     Table 52): the instruction descriptor's transpose-B bit is 0, B's descriptor a K-major one (LBO 16, SBO 8 rows
@@ -215,6 +216,8 @@ def test_tf32_atom(name, tmp_path):
             cubin = res.artifacts["cubin"]
             sass = _sass(cubin if isinstance(cubin, bytes) else next(iter(cubin.values())), tmp_path)
             assert re.search(r"\bUTC\w*MMA\b", sass) and "LDTM" in sass
+            # a pipelined loop loads by TMA; its MN-major B stage is copied into the K-major layout per dot
+            assert "UTMALDG" in sass or name != "tf32_piped"
 
 
 def _tile_ops(name: str) -> str:
@@ -546,7 +549,8 @@ def test_f16_accumulator_numbers(name, mnk):
 
 
 @NUMERIC_SKIP
-@pytest.mark.parametrize("name, mnk", [("mma_tf32_f32", (137, 70, 75)), ("tf32_m64", (100, 40, 130))])
+@pytest.mark.parametrize("name, mnk", [("mma_tf32_f32", (137, 70, 75)), ("tf32_m64", (100, 40, 130)),
+                                       ("tf32_piped", (100, 70, 130))])
 def test_tf32_numbers(name, mnk):
     """Sizes that are not tile multiples: within f32 accumulation error (plus one tf32 step) of numpy's product of
     the inputs rounded to tf32 as cvt.rna does (10 mantissa bits, ties away from zero)."""

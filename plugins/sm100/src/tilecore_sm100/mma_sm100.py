@@ -92,8 +92,8 @@ CUDA-core lowering (e2m1 with K under 64, for one).
 tf32 (``mma.sm100a.mMnNk8.tf32.f32``, :class:`Tf32Umma`): B K-major. An MN-major tf32 operand needs the 128B
 swizzle with 32-byte atoms (PTX ISA 9.7.16.10.1, Table 52), a layout neither the pipeline nor
 :class:`tilecore.mma.SwizzledOperand` makes; a K-major one takes the ordinary swizzles, so B is written as its
-transpose (tf32 operands are conversions, written from registers, never pipelined stages) and the instruction
-descriptor's transpose-B bit is 0.
+transpose (a pipelined loop's MN-major stage is copied into it first) and the instruction descriptor's
+transpose-B bit is 0.
 
 Targets: sm_100a and sm_103a (there the stage-5 patterns emit inline PTX, :mod:`.tcgen05`), except the i8 atom:
 ptxas has no ``.kind::i8`` on sm_103a ("Feature '.kind::i8' not supported on .target 'sm_103a'"), so s8 / u8 dots
@@ -473,8 +473,8 @@ class Tf32Umma(Umma):
     ordinary swizzles (the K-major rows of tf32 are 4-byte elements, 8 to a 32-byte swizzle atom). So B is laid
     out as its transpose (N x K, ``SwizzledOperand(transposed=True)``: tileas writes the tile through it with the
     coordinates unchanged) and read through a K-major descriptor like A's; the instruction descriptor's transpose B
-    bit is 0. (A pipelined loop would hand B over as its MN-major stage; tf32 operands are conversions, never
-    pipelined, and the atom refuses such a B.)"""
+    bit is 0. A pipelined loop hands B over as its MN-major stage: the dot first copies it into that layout
+    (:meth:`transpose_b`)."""
 
     def __init__(self, name: str):
         super().__init__(name, ("tf32",), "f32", "tf32", 8)
@@ -506,10 +506,35 @@ class Tf32Umma(Umma):
         return self.kmajor_descriptor(cg, b, k0 * 4, col)
 
     def dot(self, cg, req, a, b, frag, acc_regs, k_dim: int, resident=None, scales=None) -> list:
-        if not b.transposed:  # tileas pipelines loads only: a tf32 operand is a conversion (ct.astype), never a stage
-            raise ValueError(f"atom {self.name}: B must be in the K-major layout of its 'layouts' action, got an "
-                             "MN-major tile (a pipelined stage?)")
+        if not getattr(b, "transposed", False):  # a pipelined loop's MN-major stage: into B's K-major slot first
+            b = self.transpose_b(cg, req, b)
         return super().dot(cg, req, a, b, frag, acc_regs, k_dim, resident, scales)
+
+    def transpose_b(self, cg, req, b):
+        """Copy B (K x N, MN-major: a pipelined loop's stage) into the K-major layout of :meth:`layouts` (after A's
+        slot, in the scratch buffer past the stages): every thread a share of the elements, after a barrier (the
+        dot's fence and barrier follow)."""
+        bt = self.layouts(req)[1]
+        cg.reserve(bt.offset + bt.nbytes)
+        cg.barrier()
+        op, c = cg.op, cg.c32
+        total = req.k * req.n
+
+        def body(j, _):
+            i = op("arith.addi", op("arith.muli", j, c(cg.threads)), cg.tid)
+
+            def one():
+                k, n = op("arith.divui", i, c(req.n)), op("arith.remui", i, c(req.n))
+                dialects.llvm.store(dialects.llvm.load(cg.i32, b.address(cg, k, n)), bt.address(cg, k, n))
+
+            if total % cg.threads:
+                cg.if_(cg.cmpi(6, i, c(total)), lambda: (one(), [])[1])
+            else:
+                one()
+            return []
+
+        cg.for_(c(0), c((total + cg.threads - 1) // cg.threads), [], body)
+        return bt
 
 
 # -- block scaling (cuda_tile mmaf_scaled) ---------------------------------------------------------
