@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tilecore.errors import LoweringError
 from tilecore.mlir import dialects, ir
+from tilecore.mma import SmemOperand, SwizzledOperand
 
 from ..rebuild import attrs_of
 from . import fragments, narrow_float, tf32
@@ -37,6 +38,8 @@ def elementwise(op, rb):
     tf = any(tf32.is_tf32(v.type) for v in [*op.operands, *op.results])
     if tf and op.name not in NARROW_CONVERSIONS + NARROW_MOVES:
         raise LoweringError(f"'{op.name}' on tf32 is not supported (tf32 tiles must be converted first)", op)
+    if tf and op.name == "arith.truncf" and isinstance(ins[0], (SmemOperand, SwizzledOperand)):
+        return [tf32.round_stage(cg, ins[0])]  # a pipelined f32 tile rounded for its tf32 dot (.pipeline)
     if not tiles:
         if any(not isinstance(v, ir.Value) for v in ins):
             raise LoweringError(f"'{op.name}' on a non-value operand is not supported", op)

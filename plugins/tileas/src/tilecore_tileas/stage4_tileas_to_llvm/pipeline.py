@@ -65,7 +65,7 @@ class PipedLoad:
     swizzled: object = None  # the SwizzledOperand (offset 0) a warpgroup atom reads this tile in, or None
     transposed: bool = False  # a transposed view (``order=(1, 0)``): memory is contiguous along the tile's rows
     lead: int = 0  # unit dimensions before the tile's two (a ``(1, M, K)`` slice of a rank-3 tensor)
-    chain: tuple = ()  # the ``nv_tileas.reshape`` ops between the load and the dot (unit dimensions dropped)
+    chain: tuple = ()  # the ops between the load and the dot (reshapes dropping unit dimensions, f32 -> tf32)
 
     @property
     def nbytes(self) -> int:
@@ -99,12 +99,26 @@ def _splat_constant(v) -> bool:
     return op is not None and op.name == "arith.constant" and ir.DenseElementsAttr(op.attributes["value"]).is_splat
 
 
+def _passes_stage(op) -> bool:
+    """Whether ``op`` may stand between a piped load and its dot: a reshape dropping unit dimensions, or the
+    rounding of f32 to tf32 (``ct.astype(x, ct.tfloat32)``), which :func:`.tf32.round_stage` applies to the stage
+    in place (wgmma / mma.sync .tf32 read a tf32 operand's 32-bit words ignoring the low 13 bits, PTX ISA
+    9.7.15.5.1 / 9.7.14.5: a truncation, not the conversion's ``cvt.rna``, so the MMA cannot do it itself)."""
+    if op.name == "nv_tileas.reshape":
+        return True
+    from .tf32 import is_tf32
+
+    return op.name == "arith.truncf" and is_tf32(op.results[0].type) and \
+        str(ir.RankedTensorType(op.operands[0].type).element_type) == "f32"
+
+
 def _reshape_chain(v, body) -> tuple[object, tuple]:
-    """(the op defining ``v`` past a chain of single-use ``nv_tileas.reshape`` ops in ``body``, those reshapes):
-    a batched matmul's ``(1, M, K)`` tile reshaped to ``(M, K)`` for its dot."""
+    """(the op defining ``v`` past a chain of single-use ops of ``body`` that pass a stage through
+    (:func:`_passes_stage`), those ops): a batched matmul's ``(1, M, K)`` tile reshaped to ``(M, K)`` for its dot,
+    an f32 tile rounded to tf32."""
     chain = []
-    while isinstance(v, ir.OpResult) and v.owner.name == "nv_tileas.reshape" and _in_body(v, body) and \
-            len(list(v.uses)) == 1:
+    while isinstance(v, ir.OpResult) and _in_body(v, body) and _passes_stage(v.owner) and len(list(v.uses)) == 1 \
+            and _is_tensor(v.type):
         chain.append(v.owner)
         v = v.owner.operands[0]
     return (v.owner if isinstance(v, ir.OpResult) else None), tuple(chain)
@@ -198,10 +212,14 @@ def plan(cg, loop) -> Plan | None:
         lay_a = lay_b = None
         if a.data.get("fragment") == "wgmma":  # warpgroup atoms read their operands in their swizzled layouts
             lay_a, lay_b = a.lower(cg, "layouts", mma_request(d, cg.threads, cg.target), 0)
-        for v, lay in zip(list(d.operands)[:2], (lay_a, lay_b)):
+        for i, v in enumerate(list(d.operands)[:2]):
             if not isinstance(v, ir.OpResult) or not _in_body(v, body):
                 continue
             load, chain = _reshape_chain(v, body)
+            lay = (lay_a, lay_b)[i]
+            if lay is None and a.data.get("fragment") == "tcgen05" and any(o.name == "arith.truncf" for o in chain):
+                # a tf32 tcgen05 atom takes B K-major only (its 'layouts'): the stage must be that layout too
+                lay = a.lower(cg, "layouts", mma_request(d, cg.threads, cg.target), 0)[i]
             # a warpgroup atom takes B K-major too: a transposed view's tile is that layout in memory already
             piped, deps = _load_ok(load, d, body, transposed_ok=lay is lay_b and lay is not None, chain=chain), {}
             if piped is None or not _index_slice(load, body, iv, deps):

@@ -12,6 +12,9 @@ of tf32 with ``ftof`` (``arith.truncf`` / ``arith.extf`` here, :func:`convert`):
 - tf32 -> wider / narrower floats: the f32 value, extended or rounded like any f32.
 
 Other arithmetic on tf32 tiles is rejected (cuda_tile converts first), as for 8-bit floats.
+
+A pipelined K loop copies an f32 tile converted to tf32 for its dot into its stage as f32
+(:mod:`.pipeline`); the conversion then rounds the stage in place (:func:`round_stage`) before the dot reads it.
 """
 
 from __future__ import annotations
@@ -66,3 +69,43 @@ def convert(cg, op, regs: list) -> list:
 def constant_attr(attr: ir.Attribute) -> ir.Attribute:
     """A tf32 float attribute as the f32 attribute of its register value (the same number: exact)."""
     return ir.FloatAttr.get(ir.F32Type.get(), ir.FloatAttr(attr).value)
+
+
+def round_stage(cg, stage):
+    """Round a pipelined loop's stage buffer of f32 (a :class:`~tilecore.mma.SwizzledOperand` or
+    :class:`~tilecore.mma.SmemOperand` that landed: every thread waited for it) to tf32 in place and return it: each
+    thread rounds words ``tid + j * threads`` of it (the layout's order does not matter: element-wise; a padded
+    layout's pad words too, unread), then, where the target has the async proxy (sm_90+: wgmma and TMA access
+    shared memory through it, PTX ISA 9.7.15.5.2 "wgmma.mma_async"), ``fence.proxy.async.shared::cta`` orders
+    these generic stores before wgmma's reads and the stage's next TMA refill; a barrier ends it."""
+    from tilecore.mma import TMA_INTERFACE, SwizzledOperand
+
+    from ..atoms import default_atom
+
+    f32 = ir.F32Type.get()
+    p3 = ir.Type.parse("!llvm.ptr<3>")
+    llvm = dialects.llvm
+    swizzled = isinstance(stage, SwizzledOperand)
+    words = stage.rows * (stage.cols if swizzled else stage.pitch)
+    base = stage.base(cg) if swizzled else None
+    for j in range(-(-words // cg.threads)):
+        idx = cg.op("arith.addi", cg.tid, cg.c32(j * cg.threads)) if j else cg.tid
+
+        def one(idx=idx):
+            if swizzled:  # a byte GEP from the scratch base (the stage's offset may be negative: shifted scratch)
+                at = cg.op("arith.addi", base, cg.op("arith.muli", idx, cg.c32(4)))
+                ptr = llvm.getelementptr(p3, cg.smem_base, [at], [-2147483648], cg.i8, 0)
+            else:  # word idx of the padded rows
+                ptr = stage.address(cg, cg.c32(0), idx)
+            llvm.store(round_to_tf32(cg, llvm.load(f32, ptr)), ptr)
+            return []
+
+        if (j + 1) * cg.threads > words:
+            cg.masked(cg.cmpi(6, idx, cg.c32(words)), one)
+        else:
+            one()
+    atom = default_atom(cg.atoms, "copy", cg.target, None, interface=TMA_INTERFACE)
+    if atom is not None:
+        atom.lower(cg, "fence_proxy")
+    cg.barrier()
+    return stage
