@@ -3,7 +3,8 @@ sm_90a, cp.async on sm_80 / with ``tileas.tma=off``) and the conversion rounds t
 per word, then on sm_90+ fence.proxy.async and a barrier) before the dot reads it. The rounding is cuTile's
 (round to nearest, ties away: what the conversion means); the MMA itself would only drop the low 13 bits of each
 word (PTX ISA: the .tf32 operands of wgmma / mma.sync), so it is applied, not left to the MMA. wgmma takes a tf32
-B K-major only: a row-major B is still written transposed from registers per dot, A is pipelined."""
+B K-major only: a row-major B is still written transposed from registers per dot, A is pipelined (tcgen05: both,
+the sm100 atom transposing B's stage)."""
 
 from __future__ import annotations
 
@@ -48,11 +49,13 @@ def test_tf32_a_pipelined_by_tma_on_sm90a():
     assert "tma_load" not in off and off.count('"cute_nvgpu.cp_async"') > 0
 
 
-def test_tf32_a_pipelined_for_tcgen05_b_not():
-    """sm_100a (tcgen05 .kind::tf32, which takes B K-major only): A's stage is the atom's K-major layout and comes by
-    TMA; B, row-major in memory (MN-major), is still written transposed from registers per dot."""
+def test_tf32_pipelined_for_tcgen05():
+    """sm_100a (tcgen05 .kind::tf32, B K-major only): both tiles come by TMA (A one 128B box, B two: 3 a stage, 2
+    stages in the prologue + 1 per iteration), each stage rounded in place (A 128 x 32, B 32 x 64 words: 32 + 16 a
+    thread); the sm100 atom copies B's MN-major stage into its K-major layout in the scratch buffer, so the loop keeps
+    its body's scratch past the ring (the copy wrote into the ring's stages before: numbers below)."""
     text = _stage4("tf32_wg128", "sm_100a")
-    assert text.count('"cute_nvgpu.tma_load"') == 3  # A only: 2 prologue boxes + 1 per iteration
+    assert text.count('"cute_nvgpu.tma_load"') == 3 * 3
     assert text.count("nvvm.convert.float.to.tf32") == 128 * 32 // 128 + 32 * 64 // 128
 
 

@@ -217,9 +217,6 @@ def plan(cg, loop) -> Plan | None:
                 continue
             load, chain = _reshape_chain(v, body)
             lay = (lay_a, lay_b)[i]
-            if lay is None and a.data.get("fragment") == "tcgen05" and any(o.name == "arith.truncf" for o in chain):
-                # a tf32 tcgen05 atom takes B K-major only (its 'layouts'): the stage must be that layout too
-                lay = a.lower(cg, "layouts", mma_request(d, cg.threads, cg.target), 0)[i]
             # a warpgroup atom takes B K-major too: a transposed view's tile is that layout in memory already
             piped, deps = _load_ok(load, d, body, transposed_ok=lay is lay_b and lay is not None, chain=chain), {}
             if piped is None or not _index_slice(load, body, iv, deps):
@@ -234,7 +231,18 @@ def plan(cg, loop) -> Plan | None:
             loads.append(piped)
     if not loads:
         return None
-    pure = len(loads) == 2 * len(dots) and _only_fragment_arithmetic(cg, ops, loads, slice_ops, dots, frag)
+    # tcgen05's tf32 atom copies an MN-major B stage into its K-major layout in the scratch buffer (sm100
+    # ``Tf32Umma.transpose_b``): such a body uses shared memory of its own, past the ring
+    staged = {p.load.results[0] for p in loads}
+
+    def b_staged(d) -> bool:
+        src = _reshape_chain(d.operands[1], body)[0]
+        return src is not None and src.results[0] in staged
+
+    copies_b = any(a.data.get("fragment") == "tcgen05" and "tf32" in str(d.operands[1].type) and b_staged(d)
+                   for d, a in zip(dots, dot_atoms))
+    pure = len(loads) == 2 * len(dots) and not copies_b and \
+        _only_fragment_arithmetic(cg, ops, loads, slice_ops, dots, frag)
     at = 0
     for p in loads:
         if p.swizzled is not None:  # the swizzle pattern repeats every 1024 bytes of the absolute address
