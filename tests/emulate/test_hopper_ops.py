@@ -676,6 +676,82 @@ def test_ptxas_accepts_the_wgmma_forms_for_sm_90a(pm):
         assert needle in ptx, needle
 
 
+def a_register_words(a: np.ndarray) -> np.ndarray:
+    """(128, 4) uint32: the A registers of ``wgmma.mma_async.m64nNk16`` with A in registers for a 64 x 16 f16 /
+    bf16 ``a`` (uint16 bits), from the PTX ISA figure "WGMMA .m64nNk16 register fragment layout for matrix A"
+    (9.7.15.5.1.1.1, Figure 148): thread t = 32 w + l holds a0..a7 at rows 16 w + l / 4 (a0, a1, a4, a5) / + 8 (a2,
+    a3, a6, a7), columns 2 (l % 4) + (i & 1) (+ 8 for a4..a7); two per register, the lower index in the low half."""
+    out = np.zeros((128, 8), np.uint16)
+    for t in range(128):
+        w, lane = divmod(t, 32)
+        for i in range(8):
+            out[t, i] = a[16 * w + lane // 4 + (8 if i in (2, 3, 6, 7) else 0), 2 * (lane % 4) + (i & 1) + (8 if i >= 4 else 0)]
+    return out.view(np.uint32)
+
+
+def rs_mma_text(n: int, td: str, ta: str, words: int, k_major_b: bool) -> str:
+    """The register-A mma (``tilecore_cute.mma_lowering.WGMMA_RS_ASM``, inline PTX: MLIR 22 has no op for it) for
+    :func:`wgmma_kernel`: thread t's four A words from the A argument's words 4t .. 4t + 3."""
+    from tilecore_cute.mma_lowering import WGMMA_RS_ASM
+
+    acc = "f32" if td == "f32" else "i32"
+    st = f"!llvm.struct<({', '.join([acc] * words)})>"
+    lines = ["%rc4 = llvm.mlir.constant(4 : i32) : i32", "%rab = llvm.mul %t, %rc4 : i32",
+             "%rone = llvm.mlir.constant(1 : i32) : i32"]
+    for i in range(4):
+        lines += [f"%rai{i} = llvm.mlir.constant({i} : i32) : i32", f"%rao{i} = llvm.add %rab, %rai{i} : i32",
+                  f"%rap{i} = llvm.getelementptr %ga[%rao{i}] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32",
+                  f"%raw{i} = llvm.load %rap{i} : !llvm.ptr<1> -> i32"]
+    lines += [f"%rcm{i} = llvm.extractvalue {{acc}}[{i}] : {st}" for i in range(words)]
+    first = 2 * words
+    asm = WGMMA_RS_ASM.format(sd=first + 5, n=n, k=16, d=td, a=ta, b=ta, outs=", ".join(f"${i}" for i in range(words)),
+                              regs=", ".join(f"${first + i}" for i in range(4)), desc=first + 4,
+                              trans_b=0 if k_major_b else 1)
+    cons = ",".join(["=f" if td == "f32" else "=r"] * words + [str(i) for i in range(words)] + ["r"] * 4 + ["l", "r"])
+    operands = ", ".join([f"%rcm{i}" for i in range(words)] + [f"%raw{i}" for i in range(4)] + ["{db}", "%rone"])
+    types = ", ".join([acc] * words + ["i32"] * 4 + ["i64", "i32"])
+    lines.append(f'{{out}} = llvm.inline_asm has_side_effects "{asm.replace("{", "{{").replace("}", "}}")}", '
+                 f'"{cons}" {operands} : ({types}) -> {st}')
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("n, ta, td, swz, k_major_b", [(16, "f16", "f32", 64, False), (32, "bf16", "f32", 32, True),
+                                                       (64, "f16", "f16", 128, False), (24, "f16", "f32", 0, True)])
+def test_wgmma_a_from_registers(pm, n, ta, td, swz, k_major_b):
+    """``wgmma.mma_async.sync.aligned.m64nNk16.<d>.<a>.<b> d, {a0..a3}, b-desc, p, 1, 1, imm-trans-b`` (PTX ISA
+    9.7.15.5.2, A in registers): A from each thread's four words laid out per Figure 148 (:func:`a_register_words`),
+    B from shared memory (N- or K-major, swizzled or not), C added; an f16 accumulator in f16 pairs. D = A @ B + C.
+    ptxas takes the same text for sm_90a."""
+    if not has_plugin("cute"):
+        pytest.skip("needs the cute plugin")
+    rng = np.random.default_rng(n + swz)
+    a, b = quarters(rng, (64, 16)), quarters(rng, (16, n))
+    if ta == "bf16":
+        a_bits = (a.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)  # quarters: exact in bf16
+        b_store = (b.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    else:
+        a_bits, b_store = a.view(np.uint16), b
+    c = quarters(rng, (64, n)).astype(np.float32 if td == "f32" else np.float16)
+    words = n // 4 if td == "f16" else n // 2
+    lbo_b, sbo_b = layout_params(n, 32, k_major_b, swz)
+    a_arg = np.zeros(SMEM_BYTES // 4, np.uint32)
+    a_arg[:512] = a_register_words(a_bits).ravel()
+    img_b = operand_image(np.ascontiguousarray(b_store.T), k_major_b, swz, lbo_b, sbo_b, SMEM_BYTES)
+    cf = d_fragment_expected(c)
+    c_words = cf.view(np.uint32)
+    d_words = np.zeros_like(c_words)
+    body = wgmma_kernel(n, "f32" if td == "f32" else "i32", words, rs_mma_text(n, td, ta, words, k_major_b))
+    m = parse(pm, gpu_module(body))
+    launch(m, "k", grid=1, block=128, shared_bytes=SMEM_BYTES,
+           args=[a_arg.view(np.int32), img_b.view(np.int32), c_words, d_words, np.int64(0),
+                 np.int64(np.uint64(descriptor_high(lbo_b, sbo_b, swz)).view(np.int64))])
+    want = a.astype(np.float64) @ b.astype(np.float64) + c.astype(np.float64)
+    np.testing.assert_array_equal(d_words.view(cf.dtype), d_fragment_expected(want.astype(c.dtype)))
+    ptx = ptxas_round_trip(pm, body, "sm_90a")
+    assert re.search(rf"wgmma\.mma_async\.sync\.aligned\.m64n{n}k16\.{td}\.{ta}\.{ta} \{{[^}}]*\}}, "
+                     r"\{%r\d+, %r\d+, %r\d+, %r\d+\}", ptx)
+
+
 # ---------------------------------------------------------------- cp.async.bulk.tensor (TMA)
 def tma_kernel(rank: int, box_bytes: int, coords: list[int], pred: str = "") -> str:
     """128 threads; thread 0 inits the mbarrier, expects ``box_bytes`` (unless predicated) and issues the
