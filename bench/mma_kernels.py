@@ -1,13 +1,16 @@
-"""Matmul-like cuTile kernels on sm_90a: tilecore against tileiras on the same bytecode (issue 15's figures).
+"""Matmul-like cuTile kernels on the tensor-core targets: tilecore against tileiras on the same bytecode.
 
-    python bench/hopper_kernels.py [--json bench/results/hopper-kernels-DATE.json]
+    python bench/mma_kernels.py [--gpu-name sm_90a | sm_100a] [-n 3] [--json bench/results/mma-kernels-SM-DATE.json]
 
-For each kernel: the TileIR bytecode is exported once with cuTile; ``tilecore compile --gpu-name sm_90a``
-and ``tileiras --gpu-name sm_90`` (tileiras has no "a" spelling; it emits sm_90a code for sm_90) each
-compile it in a fresh process (wall seconds, median of 3); the cubins' SASS is counted with cuobjdump
-(``bench/sass.py``): instructions, HGMMA (warpgroup MMA), HMMA (mma.sync), UTMALDG / UTMASTG (TMA),
-SYNCS (mbarrier), LDGSTS (cp.async), registers, shared memory (static, plus tilecore's dynamic shared
-memory from ``--emit metadata``) and local memory (spills). Ratios are tilecore / tileiras.
+Issue 15's figures (sm_90a, the default) and issue 16's (sm_100a). For each kernel: the TileIR bytecode is
+exported once with cuTile; ``tilecore compile --gpu-name SM`` and ``tileiras --gpu-name SM'`` (SM' from
+``bench/compare.py``'s ``TILEIRAS_GPU``: tileiras has no "a" spelling and emits the "a" code for sm_90 / sm_100)
+each compile it in a fresh process (wall seconds, median of N); the cubins' SASS is counted with cuobjdump
+(``bench/sass.py``): instructions, HGMMA (warpgroup MMA), UTC*MMA (tcgen05), HMMA (mma.sync), UTMALDG / UTMASTG
+(TMA), SYNCS (mbarrier), LDGSTS (cp.async), registers, shared memory (static, plus tilecore's dynamic shared
+memory from ``--emit metadata``) and local memory (spills). Ratios are tilecore / tileiras. On sm_100a the
+block-scaled kernels are added: the MXFP8 ``mma_scaled_f8`` (64 x 64 x 64 tiles) and an NVFP4 loop
+(128 x 32 x 64, e4m3 scales per 16).
 """
 
 from __future__ import annotations
@@ -35,15 +38,29 @@ KERNELS = {
     "corpus:matmul_f16": None,
     "attention_f16_64x64x64_aligned": ("attention", ["f16[2]/16", "f16[2]/16", "f16[2]/16", "f32[2]/16", 64, 64, 64]),
 }
-COUNTS = {"HGMMA": "gmma", "HMMA": "hmma", "TMA": "tma", "SYNCS": "syncs", "LDGSTS": "ldgsts"}
+# added on sm_100 targets: the block-scaled kernels ("bs:NAME" is a kernel of
+# plugins/sm100/tests/test_tcgen05_block_scaled.py)
+BLOCK_SCALED = {
+    "mma_scaled_f8_64x64x64": ("mma_scaled", ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 64, 64, 64,
+                                              32]),
+    "bs:f4_nvfp4_loop": None,
+}
+COUNTS = {"HGMMA": "gmma", "UTCMMA": "utcmma", "HMMA": "hmma", "TMA": "tma", "SYNCS": "syncs", "LDGSTS": "ldgsts"}
 
 
 def _export(name: str, spec, tmp: str) -> str:
-    if spec is None:
-        return os.path.join(CORPUS, name.split(":")[1] + ".tileirbc")
     import cutile_kernels as ck
 
-    path = os.path.join(tmp, f"{name}.tileirbc")
+    path = os.path.join(tmp, f"{name.replace(':', '_')}.tileirbc")
+    if name.startswith("corpus:"):
+        return os.path.join(CORPUS, name.split(":")[1] + ".tileirbc")
+    if name.startswith("bs:"):
+        sys.path.insert(0, os.path.join(ROOT, "plugins", "sm100", "tests"))
+        import test_tcgen05_block_scaled as bs
+
+        kernel, params = bs.KERNELS[name.split(":")[1]]
+        ck.export_spec(kernel, params, name.split(":")[1], path)
+        return path
     ck.export_spec(getattr(ck, spec[0]), spec[1], name.replace(":", "_"), path)
     return path
 
@@ -61,24 +78,29 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", help="write the rows here")
     ap.add_argument("-n", type=int, default=3, help="compiles per side (median)")
+    ap.add_argument("--gpu-name", default="sm_90a", help="target (default sm_90a)")
     args = ap.parse_args()
+    from compare import TILEIRAS_GPU
     from sass import sass_stats
 
     from tilecore.serialize import find_nvidia_tool
 
     tileiras = find_nvidia_tool("tileiras") or shutil.which("tileiras")
     tilecore = os.path.join(os.path.dirname(sys.executable), "tilecore")
+    sm = args.gpu_name
+    ti_gpu = TILEIRAS_GPU.get(sm, sm.rstrip("af"))
+    kernels = dict(KERNELS, **(BLOCK_SCALED if sm.startswith("sm_10") else {}))
     rows = []
-    with tempfile.TemporaryDirectory(prefix="hopper-kernels-") as tmp:
-        for name, spec in KERNELS.items():
+    with tempfile.TemporaryDirectory(prefix="mma-kernels-") as tmp:
+        for name, spec in kernels.items():
             src = _export(name, spec, tmp)
             ours, meta = os.path.join(tmp, f"{name}.tc.cubin"), os.path.join(tmp, f"{name}.json")
-            t_ours, p = _timed([tilecore, "compile", src, "--gpu-name", "sm_90a", "--no-cache", "-o", ours], args.n)
+            t_ours, p = _timed([tilecore, "compile", src, "--gpu-name", sm, "--no-cache", "-o", ours], args.n)
             row = {"kernel": name, "tilecore_s": round(t_ours, 3)}
             if p.returncode:
                 row["tilecore_error"] = p.stderr.strip()[-300:]
             else:
-                subprocess.run([tilecore, "compile", src, "--gpu-name", "sm_90a", "--emit", "metadata", "-o", meta],
+                subprocess.run([tilecore, "compile", src, "--gpu-name", sm, "--emit", "metadata", "-o", meta],
                                check=True, capture_output=True)
                 k = json.load(open(meta))["kernels"][0]
                 row["tilecore"] = sass_stats(ours)
@@ -86,7 +108,7 @@ def main() -> int:
                 row["tilecore"]["tensor_maps"] = len(k["tensor_maps"])
             if tileiras:
                 theirs = os.path.join(tmp, f"{name}.ti.cubin")
-                t_ti, p = _timed([tileiras, "--gpu-name=sm_90", "--opt-level=3", f"--output-file={theirs}", src],
+                t_ti, p = _timed([tileiras, f"--gpu-name={ti_gpu}", "--opt-level=3", f"--output-file={theirs}", src],
                                  args.n)
                 row["tileiras_s"] = round(t_ti, 3)
                 row["tileiras"] = sass_stats(theirs) if p.returncode == 0 else {"error": p.stderr.strip()[-300:]}
@@ -110,7 +132,8 @@ def main() -> int:
                   f"{r['tilecore']['instructions'] / r['tileiras']['instructions']:6.2f}")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"date": time.strftime("%Y-%m-%d"), "rows": rows}, fh, indent=1)
+            json.dump({"date": time.strftime("%Y-%m-%d"), "gpu_name": sm, "tileiras_gpu_name": ti_gpu, "rows": rows},
+                      fh, indent=1)
     return 0
 
 
