@@ -11,6 +11,18 @@ through a less precise type (tf32 inputs, a cast from f16); ``floor`` the magnit
 value's operands where sums may cancel (adds / subtracts of inexact values, reductions), else 1; ``nred`` its accumulation length (reductions, scans,
 mma K, loop trips: a tree or chunked sum in another order is off by about log2(n) roundings of its
 partial sums); ``nops`` the inexact ops behind it. Non-finite values must agree exactly.
+
+``("dot", dtype, nterms)`` is the check of a sum of ``nterms`` exact products (``ct.mma_scaled``: every
+product of its narrow formats is exact in f32) computed in f32 in any order and grouping (an FMA chain,
+a tensor core's exactly rounded partial sums, K tiles added to the accumulator): each of the at most
+``nterms`` roundings errs by at most u = 2**-24 of a partial sum, and every partial sum is at most
+``A = sum(|terms|)`` (times 1 + the errors so far), so
+
+    |got - want| <= gamma * A,   gamma = nterms * u / (1 - nterms * u)
+
+(the model's ``want`` is the exact sum; the output's own rounding to f32 is one of the ``nterms``). The
+model returns ``A`` per element as ``<name>_abs`` (:func:`npsem.mma_scaled` of the magnitudes). Where
+``A`` is 0 every term is 0 and so must the result be.
 """
 
 from __future__ import annotations
@@ -38,7 +50,12 @@ def mismatches(outputs: dict, reference: dict, checks: dict) -> list[str]:
         if DTYPES[dt].is_float:
             g, w = got.astype(np.float64), want.astype(np.float64)
             both_nan = np.isnan(g) & np.isnan(w)
-            if check[0] == "exact":
+            if check[0] == "dot":
+                nu = check[2] * 2.0**-24
+                tol = nu / (1 - nu) * np.asarray(reference[name + "_abs"], np.float64)
+                with np.errstate(invalid="ignore"):
+                    ok = np.where(np.isfinite(w), np.abs(g - w) <= tol, (g == w) | both_nan)
+            elif check[0] == "exact":
                 ok = (g == w) | both_nan
             else:
                 _, _, floor, nred, nops, rtol = check

@@ -47,6 +47,10 @@ _ROWS = [
     ("f64", "float64", np.float64, np.float64, "f", 64, 80, -2.0, 2.0, 1e-13),
     ("f8e4m3", "float8_e4m3fn", np.uint8, np.float32, "f", 8, 89, -2.0, 2.0, 1.3e-1),
     ("f8e5m2", "float8_e5m2", np.uint8, np.float32, "f", 8, 89, -2.0, 2.0, 2.6e-1),
+    # block-scaled mma only (ct.mma_scaled operands and scales): a code per byte in the model, e2m1 packed
+    # two per byte for the kernel (runner.kernel_args)
+    ("f8e8m0", "float8_e8m0fnu", np.uint8, np.float32, "f", 8, 100, 2.0**-127, 2.0**127, 0.0),
+    ("f4e2m1", "float4_e2m1fn", np.uint8, np.float32, "f", 4, 100, -6.0, 6.0, 0.0),
     ("i8", "int8", np.int8, np.int8, "i", 8, 80, -128, 127, 0.0),
     ("i16", "int16", np.int16, np.int16, "i", 16, 80, -32768, 32767, 0.0),
     ("i32", "int32", np.int32, np.int32, "i", 32, 80, -(2**31), 2**31 - 1, 0.0),

@@ -14,7 +14,8 @@ returns a :class:`Program`; ``Program.render()`` is the text of a self-contained
 
 Programs are compositions of a *template* (how tiles are read and written: tile loads and
 stores with index tuples / ``order=`` / padding modes, loops over tiles with ``break`` /
-``continue``, ``tiled_view`` windows, gather / scatter, advanced indexing, atomics, mma) and a
+``continue``, ``tiled_view`` windows, gather / scatter, advanced indexing, atomics, mma, block-scaled
+mma) and a
 chain of ops from :mod:`.menu`. Array extents are never tile multiples (the last tile is
 partial). Minimisation (:mod:`.runner`) renders the same program with :class:`Edits` (statements
 removed or replaced by their bypass ``v3 = v2``) and smaller extents.
@@ -133,6 +134,7 @@ class Program:
     min_sm: int = 80
     second_tile: list[int] | None = None  # a second KernelSignature with this tile shape
     loop_var: str | None = None  # model-side grid excludes the loop axis
+    aux: list[tuple[str, str]] = field(default_factory=list)  # model-only outputs (name, output it is shaped like)
 
     @property
     def name(self) -> str:
@@ -200,6 +202,9 @@ def _render(p: Program, edits: Edits, extents: list[int]) -> str:
             outs.append(q.name)
         else:
             out.append(f"    {q.name} = ns.decode(inp[{q.name!r}], {q.dt!r})")
+    for name, like in p.aux:  # what a check needs besides the outputs (e.g. a dot's sum of |products|)
+        out.append(f"    {name} = np.zeros({like}.shape)")
+        outs.append(name)
     bvars = ", ".join(f"b{i}" for i in range(len(p.grid)))
     out.append(f"    for {bvars}, in ns.blocks(grid(S, T)):")
     for k, s in enumerate(p.stmts):
@@ -221,6 +226,9 @@ class Gen:
 
     def __init__(self, seed: int):
         self.rng = random.Random(seed)
+        # draws added after a template's seeds were in use (reported, cited): a stream of their own, so the
+        # programs those seeds draw stay the same except for the new form
+        self.side = random.Random(f"side-{seed}")
         self.seed = seed
         self.nval = 0
         self.nin = 0
@@ -236,6 +244,7 @@ class Gen:
         self.load_like = None  # template hook: a fresh load shaped like a value (second operands)
         self.keep_shape = False  # ops must keep the tile shape (a loop body feeding an accumulator)
         self.strided_ok = True  # arrays may be row-padded views (not for raw element offsets)
+        self.aux: list[tuple[str, str]] = []
 
     # --- helpers
     def chance(self, p: float) -> bool:
@@ -1021,8 +1030,12 @@ def t_mma(g: Gen, p: Program):
     TM, TN, TK = g.pick([16, 32, 64]), g.pick([16, 32]), g.pick([16, 32])
     if acc_dt == "f64" or a_dt in F8:  # slow in the emulator (CUDA-core fallback, per-element conversions)
         TM, TN = 16, 16
+    squeeze = False
     if batched:
         TB = g.pick([1, 2])
+        # a batch tile of 1 as the TMA paths take it: (1, TM, TK) tiles reshaped to the dot's 2-D tiles, the
+        # 2-D result reshaped to (1, TM, TN) for its store
+        squeeze = TB == 1 and g.side.random() < 0.5
         p.tile = [TB, TM, TN, TK]
         p.extents = [_extent(g.rng, TB, 1) if TB > 1 else 2, _extent(g.rng, TM, 1), _extent(g.rng, TN, 1),
                      _extent(g.rng, TK, 2)]
@@ -1037,6 +1050,10 @@ def t_mma(g: Gen, p: Program):
         acc_shape = "(T0, T1, T2)"
         axes = [Axis("S[0]", "b0", TB), Axis("S[1]", "b1", TM), Axis("S[2]", "b2", TN)]
         kax = 2
+        if squeeze:
+            g.features.add("mma_batch_reshape")
+            acc_shape = "(T1, T2)"
+            axes = axes[1:]
     else:
         p.tile = [TM, TN, TK]
         p.extents = [_extent(g.rng, TM, 2), _extent(g.rng, TN, 2), _extent(g.rng, TK, 2)]
@@ -1062,8 +1079,15 @@ def t_mma(g: Gen, p: Program):
     if g.chance(0.3):  # accumulate onto C
         qc = g.array(acc_dt, len(axes), [a.extent for a in axes], init="small")
         cidx = "(" + "".join(f"{a.index}, " for a in axes) + ")"
-        g.emit(f"{acc.name} = ct.load({qc.name}, index={cidx}, shape={acc_shape}, padding_mode=ct.PaddingMode.ZERO)",
-               f"{acc.name} = ns.load({qc.name}, {cidx}, {acc_shape}, 0)", feature="mma_acc_loaded")
+        if squeeze:  # C is 3-D: its (1, TM, TN) slice
+            qc.rank, qc.shape = 3, ["S[0]"] + qc.shape
+            g.emit(f"{acc.name} = ct.reshape(ct.load({qc.name}, index=(b0, b1, b2), shape=(1, T1, T2), "
+                   f"padding_mode=ct.PaddingMode.ZERO), {acc_shape})",
+                   f"{acc.name} = np.reshape(ns.load({qc.name}, (b0, b1, b2), (1, T1, T2), 0), {acc_shape})",
+                   feature="mma_acc_loaded")
+        else:
+            g.emit(f"{acc.name} = ct.load({qc.name}, index={cidx}, shape={acc_shape}, padding_mode=ct.PaddingMode.ZERO)",
+                   f"{acc.name} = ns.load({qc.name}, {cidx}, {acc_shape}, 0)", feature="mma_acc_loaded")
     else:
         g.emit(f"{acc.name} = ct.full({acc_shape}, {zero}, dtype=ct.{DTYPES[acc_dt].ct})",
                f"{acc.name} = np.zeros({acc_shape}, dtype=np.{DTYPES[acc_dt].compute.__name__})")
@@ -1074,6 +1098,12 @@ def t_mma(g: Gen, p: Program):
     a, b = g.tmp(), g.tmp()
     ka = f"ct.load({qa.name}, index={ia}, shape={shp_a}, padding_mode=ct.PaddingMode.ZERO)"
     kb = f"ct.load({qb.name}, index={ib}, shape={shp_b}{ob}, padding_mode=ct.PaddingMode.ZERO)"
+    ma = f"ns.load({qa.name}, {ia}, {shp_a}, 0)"
+    mb = f"ns.load({qb.name}, {ib}, {shp_b}, 0{', order=(1, 0)' if transposed_b else ''})"
+    if squeeze:  # (1, TM, TK) -> (TM, TK); a 3-D B likewise (a 2-D one is every batch's)
+        ka, ma = f"ct.reshape({ka}, (T1, T3))", f"np.reshape({ma}, (T1, T3))"
+        if len(b_shape) == 3:
+            kb, mb = f"ct.reshape({kb}, (T3, T2))", f"np.reshape({mb}, (T3, T2))"
     if a_dt == "tf32":
         ka, kb = f"ct.astype({ka}, ct.tfloat32)", f"ct.astype({kb}, ct.tfloat32)"
     kmm = f"{acc.name} = ct.mma({a}, {b}, {acc.name})"
@@ -1081,9 +1111,7 @@ def t_mma(g: Gen, p: Program):
         kmm = f"{acc.name} = {acc.name} + {a} @ {b}"
         g.features.add("matmul")
     g.emit([f"{a} = {ka}", f"{b} = {kb}", kmm],
-           [f"{a} = ns.load({qa.name}, {ia}, {shp_a}, 0)",
-            f"{b} = ns.load({qb.name}, {ib}, {shp_b}, 0{', order=(1, 0)' if transposed_b else ''})",
-            f"{acc.name} = ns.mma({a}, {b}, {acc.name}, {acc_dt!r})"], 1)
+           [f"{a} = {ma}", f"{b} = {mb}", f"{acc.name} = ns.mma({a}, {b}, {acc.name}, {acc_dt!r})"], 1)
     kmax = 3 * (TK if not batched else p.tile[3])
     v = g.new_val(acc, exact=DTYPES[acc_dt].is_int, bound=4.0 * math.sqrt(kmax), nred=kmax, nops=1)
     v.name = acc.name
@@ -1093,6 +1121,11 @@ def t_mma(g: Gen, p: Program):
         v.nops = 3  # one rounding per K tile
     if DTYPES[acc_dt].is_float:
         v = g.chain(v, g.rng.randint(0, 3), 0, pointwise_only=True, allow_cast=True, scalars_ok=True)
+    if squeeze:  # the store of a (1, TM, TN) slice
+        w = g.new_val(v, axes=[Axis("S[0]", "b0", 1)] + list(v.axes))
+        g.emit(f"{w.name} = ct.reshape({v.name}, (1, T1, T2))", f"{w.name} = np.reshape({v.name}, (1, T1, T2))",
+               feature="reshape")
+        v = w
     g.store(v, 0)
 
 
@@ -1423,8 +1456,114 @@ def t_advidx(g: Gen, p: Program):
     g.check(qy.name, v)
 
 
+# ct.mma_scaled's formats (cuTile's docstring table): operand type, scale type, scale block along K
+SCALED_KINDS = [("f8e4m3", "f8e8m0", 32), ("f8e5m2", "f8e8m0", 32), ("f4e2m1", "f8e8m0", 32), ("f4e2m1", "f8e8m0", 16),
+                ("f4e2m1", "f8e4m3", 16)]
+SCALED_OPERAND_EXP = {"f8e4m3": 1, "f8e5m2": 1, "f4e2m1": 3}  # operand codes with |value| <= 2**n (e2m1: all)
+SCALE_EXP = 2  # scales in [2**-2, 2**2]
+
+
+def _scaled_operand(g: Gen, dt: str, rows: str, cols: str, idx: tuple[str, str], shape: tuple[str, str],
+                    init: str, k_axis: int) -> tuple[str, str, Param]:
+    """A K-tile of an mma_scaled operand (or its scales) whose logical shape is ``shape`` (rows x cols of
+    the array ``rows x cols``): loaded as it is, or from the transposed array with ``order=(1, 0)``, or
+    loaded transposed and ``ct.transpose``-d (cuTile's docstring form for B). Zero padding."""
+    form = "plain" if k_axis == 1 else g.pick(["plain", "plain", "order", "transpose"])
+    zero = ", padding_mode=ct.PaddingMode.ZERO"
+    i0, i1 = idx
+    s0, s1 = shape
+    if form == "plain":
+        q = g.array(dt, 2, [rows, cols], init=init)
+        return (f"ct.load({q.name}, index=({i0}, {i1}), shape=({s0}, {s1}){zero}{g.load_hints()})",
+                f"ns.load({q.name}, ({i0}, {i1}), ({s0}, {s1}), 0)", q)
+    q = g.array(dt, 2, [cols, rows], init=init)
+    g.features.add(f"mma_scaled_{form}")
+    if form == "order":
+        return (f"ct.load({q.name}, index=({i0}, {i1}), shape=({s0}, {s1}), order=(1, 0){zero})",
+                f"ns.load({q.name}, ({i0}, {i1}), ({s0}, {s1}), 0, order=(1, 0))", q)
+    return (f"ct.transpose(ct.load({q.name}, index=({i1}, {i0}), shape=({s1}, {s0}){zero}))",
+            f"np.transpose(ns.load({q.name}, ({i1}, {i0}), ({s1}, {s0}), 0))", q)
+
+
+def t_mma_scaled(g: Gen, p: Program):
+    """``acc = ct.mma_scaled(a, sa, b, sb, acc)`` over K tiles (block-scaled MMA: e4m3 / e5m2 with e8m0
+    scales per 32, e2m1 with e8m0 per 16 / 32 or e4m3 per 16; f32 accumulator, zeros or loaded from C);
+    B and its scales maybe stored transposed (``order=(1, 0)`` or ``ct.transpose``); 16- to 128-row
+    tiles, K tiles of 32 to 128, extents not tile multiples (the last K tile and its scale blocks
+    partial). The result is stored as it is, checked against the exact sum (``compare``'s "dot" check),
+    and maybe scaled by a power of two under its magnitude bound and put through an elementwise epilogue.
+    Operand codes are drawn among every finite code of a magnitude range (subnormals, zeros, both signs),
+    scales among the positive codes in [2**-2, 2**2]."""
+    op_dt, sc_dt, blk = g.pick(SCALED_KINDS)
+    g.features.add(f"mma_scaled:{op_dt}/{sc_dt}/{blk}")
+    TM, TN, TK = g.pick([16, 32, 64, 64, 128, 128]), g.pick([16, 32, 64]), g.pick([32, 64, 64, 128])
+    if TK % blk:
+        TK = blk
+    p.tile = [TM, TN, TK]
+    # M / N: a partial tile after 0-1 whole ones, K: after 1-2 (the scale blocks of the last one partial too)
+    wholes = [g.rng.randint(0, 1), g.rng.randint(0, 1), g.rng.randint(1, 2)]
+    # the emulator runs a CUDA-core mma_scaled at ~1e5 multiply-adds a second: a budget of them per program
+    # (larger where the tile may take the tensor cores: 64- / 128-row tiles, N >= 32)
+    budget = 4 << 20 if TM >= 64 and TN >= 32 else 1 << 19
+    while math.prod(w + 1 for w in wholes) * TM * TN * TK > budget and any(wholes):
+        wholes[max(range(3), key=lambda i: wholes[i])] -= 1
+    p.extents = [t * w + g.rng.randint(1, t - 1) for t, w in zip(p.tile, wholes)]
+    p.grid = ["ns.cdiv(S[0], T0)", "ns.cdiv(S[1], T1)"]
+    # scale columns: cdiv(K, block), the last K tile's scale loads zero-padded; or as many as the K tiles
+    # cover, none padded (ZERO padding of an e8m0 tile is 2**127 in tilecore, 2**-127 in tileiras: the
+    # CUDA-core lowering's scale product overflows to inf, times the padded operand's 0: NaN)
+    ks = f"ns.cdiv(S[2], {blk})"
+    if g.side.random() < 0.3:
+        if sc_dt == "f8e8m0":
+            g.features.add("mma_scaled_e8m0_pad")
+    else:
+        ks = f"ns.cdiv(S[2], T2) * (T2 // {blk})"
+    codes, scales = f"codes:{SCALED_OPERAND_EXP[op_dt]}", f"scales:{SCALE_EXP}"
+    acc_axes = [Axis("S[0]", "b0", TM), Axis("S[1]", "b1", TN)]
+    acc, acc_abs = g.tmp(), g.tmp()
+    c_max = 0.0
+    if g.chance(0.3):  # accumulate onto C
+        qc = g.array("f32", 2, ["S[0]", "S[1]"], init="small")
+        c_max = 1.0
+        g.emit(f"{acc} = ct.load({qc.name}, index=(b0, b1), shape=(T0, T1), padding_mode=ct.PaddingMode.ZERO)",
+               [f"{acc} = ns.load({qc.name}, (b0, b1), (T0, T1), 0).astype(np.float64)", f"{acc_abs} = np.abs({acc})"],
+               feature="mma_acc_loaded")
+    else:
+        g.emit(f"{acc} = ct.full((T0, T1), 0.0, dtype=ct.float32)",
+               [f"{acc} = np.zeros((T0, T1))", f"{acc_abs} = np.zeros((T0, T1))"])
+    a, sa, b, sb = g.tmp(), g.tmp(), g.tmp(), g.tmp()
+    ka, ma, qa = _scaled_operand(g, op_dt, "S[0]", "S[2]", ("b0", "k"), ("T0", "T2"), codes, 1)
+    ksa, msa, _ = _scaled_operand(g, sc_dt, "S[0]", ks, ("b0", "k"), ("T0", f"T2 // {blk}"), scales, 1)
+    kb, mb, _ = _scaled_operand(g, op_dt, "S[2]", "S[1]", ("k", "b1"), ("T2", "T1"), codes, 0)
+    ksb, msb, _ = _scaled_operand(g, sc_dt, ks, "S[1]", ("k", "b1"), (f"T2 // {blk}", "T1"), scales, 0)
+    g.emit(f"for k in range(ct.num_tiles({qa.name}, axis=1, shape=(T0, T2))):", "for k in range(ns.cdiv(S[2], T2)):",
+           feature="mma_scaled")
+    g.emit([f"{a} = {ka}", f"{sa} = {ksa}", f"{b} = {kb}", f"{sb} = {ksb}",
+            f"{acc} = ct.mma_scaled({a}, {sa}, {b}, {sb}, {acc})"],
+           [f"{a} = {ma}", f"{sa} = {msa}", f"{b} = {mb}", f"{sb} = {msb}",
+            f"{acc} = ns.mma_scaled({a}, {sa}, {b}, {sb}, {acc})",
+            f"{acc_abs} = ns.mma_scaled(np.abs({a}), {sa}, np.abs({b}), {sb}, {acc_abs})"], 1)
+    # the result as it is: within the f32 sum's error bound of the exact sum (K products, C, the rounding)
+    k_max = p.extents[2]
+    q = g.array("f32", 2, ["S[0]", "S[1]"], role="out", init="zeros")
+    g.aux.append((f"{q.name}_abs", q.name))
+    g.emit(f"ct.store({q.name}, index=(b0, b1), tile={acc}{g.store_hints()})",
+           [f"ns.store({q.name}, (b0, b1), {acc})", f"ns.store({q.name}_abs, (b0, b1), {acc_abs})"], feature="store")
+    g.checks[q.name] = ("dot", "f32", k_max + 2)
+    if not g.chance(0.6):
+        return
+    # an epilogue on the result scaled under 1 by a power of two (exact): |acc| <= A <= bound
+    op_max = min(DTYPES[op_dt].hi, 2.0 ** SCALED_OPERAND_EXP[op_dt])  # e2m1: 6
+    a_max = k_max * (op_max * 2.0**SCALE_EXP) ** 2 + c_max
+    scale = 2.0 ** -math.ceil(math.log2(a_max))
+    v = Val(g.tmp(), "f32", acc_axes, exact=False, bound=1.0, nred=k_max + 2, nops=1, cancel=True)
+    g.emit(f"{v.name} = {acc} * {scale!r}", f"{v.name} = ns.r({acc} * {scale!r}, 'f32')", feature="mma_scaled_epilogue")
+    v = g.chain(v, g.rng.randint(1, 3), 0, pointwise_only=True, allow_cast=True, scalars_ok=True)
+    g.store(v, 0)
+
+
 TEMPLATES = [("tiles", t_tiles, 10), ("loop", t_loop, 3), ("mma", t_mma, 3), ("attn", t_attn, 1), ("gather", t_gather, 2), ("raw", t_raw, 2),
-             ("atomic", t_atomic, 2), ("view", t_view, 2), ("advidx", t_advidx, 1)]
+             ("atomic", t_atomic, 2), ("view", t_view, 2), ("advidx", t_advidx, 1), ("mma_scaled", t_mma_scaled, 1)]
 
 
 MAX_BLOCKS = 12  # the emulator runs blocks one after another: keep launches small
@@ -1464,6 +1603,7 @@ def generate(seed: int, template: str | None = None) -> Program:
     p = Program(seed=seed, template=name, rank=rank, tile=tile, extents=[_extent(g.rng, t) for t in tile], grid=[])
     fns[name](g, p)
     p.params, p.stmts, p.checks, p.features, p.min_sm = g.params, g.stmts, g.checks, g.features | {f"template:{name}"}, g.min_sm
+    p.aux = g.aux
     if g.index_dt == "i64":
         for q in p.params:
             if q.kind == "array":

@@ -12,6 +12,8 @@ import itertools
 
 import numpy as np
 
+from tilecore import narrow_floats
+
 from .dtypes import DTYPES
 
 # ------------------------------------------------------------------------------ narrow floats
@@ -34,25 +36,15 @@ def bf16_decode(bits) -> np.ndarray:
     return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
 
 
-def _f8_table(exp_bits: int, man_bits: int, fn: bool) -> np.ndarray:
-    """Value of each of the 256 codes (NaN where the code is NaN)."""
-    bias = 2 ** (exp_bits - 1) - 1
-    vals = np.empty(256, np.float64)
-    for code in range(256):
-        s, e, m = code >> 7, (code >> man_bits) & (2**exp_bits - 1), code & (2**man_bits - 1)
-        if fn and e == 2**exp_bits - 1 and m == 2**man_bits - 1:
-            v = np.nan  # e4m3fn: only S.1111.111 is NaN, no infinities
-        elif not fn and e == 2**exp_bits - 1:
-            v = np.inf if m == 0 else np.nan
-        elif e == 0:
-            v = m / 2**man_bits * 2.0 ** (1 - bias)
-        else:
-            v = (1 + m / 2**man_bits) * 2.0 ** (e - bias)
-        vals[code] = -v if s else v
-    return vals
+def _code_table(fmt: str) -> np.ndarray:
+    """Value of each of the 256 byte codes of ``fmt`` (a :mod:`tilecore.narrow_floats` format; NaN where
+    the code is NaN; a 4-bit format's codes repeat every 16)."""
+    return np.array([narrow_floats.decode(code, fmt) for code in range(256)], np.float64)
 
 
-F8_TABLES = {"f8e4m3": _f8_table(4, 3, True), "f8e5m2": _f8_table(5, 2, False)}
+F8_TABLES = {"f8e4m3": _code_table("f8E4M3FN"), "f8e5m2": _code_table("f8E5M2")}
+# block-scale formats (ct.mma_scaled): decoded only, the model never rounds to them
+SCALED_TABLES = {"f8e8m0": _code_table("f8E8M0FNU"), "f4e2m1": _code_table("f4E2M1FN")}
 
 
 def f8_decode(bits, key: str) -> np.ndarray:
@@ -96,6 +88,8 @@ def decode(a: np.ndarray, key: str) -> np.ndarray:
         return bf16_decode(a)
     if key in F8_TABLES:
         return f8_decode(a, key)
+    if key in SCALED_TABLES:
+        return SCALED_TABLES[key][np.asarray(a, dtype=np.uint8)].astype(np.float32)
     return a
 
 
@@ -323,6 +317,20 @@ def mma(a, b, acc, acc_key: str):
     return r(p, acc_key)
 
 
+def mma_scaled(a, sa, b, sb, acc):
+    """``ct.mma_scaled(a, sa, b, sb, acc)`` (cuTile's docstring): ``acc[i, j] + sum_k a[i, k] * sa[i, k // B] *
+    b[k, j] * sb[k // B, j]``, ``B = K // K_s``, in float64. Every product of these formats (e4m3 / e5m2 / e2m1
+    times e8m0 / e4m3 scales: at most 12 significant bits) is exact in float64 (and in f32, short of under- /
+    overflow); float64 sums them with an error under 2**-53 * K * sum(|products|), negligible against the
+    kernel's f32 sums (``compare``'s "dot" check)."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    k = a.shape[-1]
+    blk = k // np.shape(sa)[-1]
+    a = a * np.repeat(np.asarray(sa, np.float64), blk, axis=-1)
+    b = b * np.repeat(np.asarray(sb, np.float64), blk, axis=-2)
+    return np.matmul(a, b) + np.asarray(acc, np.float64)
+
+
 def bitcast(x, src: str, dst: str):
     """``ct.bitcast(x, dst)``: the same bits read as ``dst`` (same width)."""
     bits = encode(np.asarray(x), src)
@@ -380,6 +388,8 @@ def fill_array(init: str, shape, key: str, rng: np.random.Generator, n: int = 0)
         return rng.permutation(n).astype(np.int32).reshape(shape)
     if kind == "target":
         return rng.integers(0, n, shape).astype(np.int32)
+    if kind in ("codes", "scales"):
+        return narrow_codes(kind, shape, key, rng, n)
     if d.kind == "b":
         return rng.integers(0, 2, shape).astype(np.bool_)
     if d.is_float:
@@ -390,6 +400,19 @@ def fill_array(init: str, shape, key: str, rng: np.random.Generator, n: int = 0)
     else:
         lo, hi = int(d.lo), int(d.hi)
     return rng.integers(lo, hi, shape, dtype=d.storage, endpoint=True)
+
+
+def narrow_codes(kind: str, shape, key: str, rng: np.random.Generator, n: int) -> np.ndarray:
+    """Codes of an 8- / 4-bit format drawn uniformly among the format's finite codes: ``codes``, every one
+    with ``|value| <= 2**n`` (zeros, subnormals, both signs: every decode path); ``scales``, the positive
+    ones in ``[2**-n, 2**n]`` (block scales: a safe exponent range, no NaN, no sign, which a tcgen05
+    UE4M3 scale factor would not have)."""
+    table = (F8_TABLES | SCALED_TABLES)[key][:16 if DTYPES[key].bits == 4 else 256]
+    mag = np.abs(table)
+    ok = np.isfinite(table) & (mag <= 2.0**n)
+    if kind == "scales":
+        ok &= (table > 0) & (mag >= 2.0**-n)
+    return rng.choice(np.nonzero(ok)[0], size=shape).astype(np.uint8)
 
 
 # ------------------------------------------------------------------------------ debug output

@@ -136,15 +136,26 @@ def kernel_args(mod, inp: dict) -> list:
     """Arguments in the kernel ABI: an array is pointer, shape..., strides... (in elements, of its
     index type); a scalar is itself."""
     args = []
-    for name, kind, _dt, _rank, index_dt in mod.PARAMS:
+    for name, kind, dt, _rank, index_dt in mod.PARAMS:
         a = inp[name]
         if kind == "array":
             it = np.int64 if index_dt == "i64" else np.int32
             buf = a if a.base is None or a.flags.c_contiguous else a.base  # a row-padded view: its buffer
+            if dt == "f4e2m1":  # e2m1: the model's code per byte packed two to a byte (element 2i low)
+                buf = pack_e2m1(buf)
             args += [buf, *[it(d) for d in a.shape], *[it(s // a.itemsize) for s in a.strides]]
         else:
             args.append(a)
     return args
+
+
+def pack_e2m1(codes: np.ndarray) -> np.ndarray:
+    """E2M1 codes (one per byte, row-major) as the kernel's memory holds them: two to a byte, element 2i
+    in the low half of byte i (strides stay in elements)."""
+    flat = np.asarray(codes, np.uint8).reshape(-1) & 15
+    if flat.size % 2:
+        flat = np.append(flat, np.uint8(0))
+    return (flat[0::2] | (flat[1::2] << 4)).astype(np.uint8)
 
 
 # ------------------------------------------------------------------------------ one SM, in a child
