@@ -30,7 +30,10 @@ def test_nan_codes(fmt, code):
     ("f8E4M3FN", math.nan, 0x7F), ("f8E4M3FN", -0.0, 0x80),
     ("f8E5M2", 61440.0, 0x7B), ("f8E5M2", math.inf, 0x7B), ("f8E5M2", 2.0 ** -17, 0x00), ("f8E5M2", math.nan, 0x7F),
     ("f4E2M1FN", 0.25, 0x0), ("f4E2M1FN", 0.75, 0x2), ("f4E2M1FN", 5.0, 0x6), ("f4E2M1FN", 7.0, 0x7),
-    ("f4E2M1FN", -1e9, 0xF)])
+    ("f4E2M1FN", -1e9, 0xF),
+    # E8M0 has no zero: 0 and anything below 2^-127 is the smallest code (the zero padding of a scale tile;
+    # it was 0xFE, 2^127, through a wrapped-around index)
+    ("f8E8M0FNU", 0.0, 0x00), ("f8E8M0FNU", 2.0 ** -140, 0x00), ("f8E8M0FNU", 1e39, 0xFE)])
 def test_encode(fmt, x, code):
     assert encode(x, fmt) == code
 

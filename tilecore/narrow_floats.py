@@ -89,7 +89,7 @@ def encode(x: float, fmt: str) -> int:
         code = codes[-1]
     else:
         i = bisect.bisect_left(vals, a)
-        if vals[i] == a:
+        if vals[i] == a or i == 0:  # i == 0: below the smallest value of a format without zero (E8M0)
             code = codes[i]
         else:  # vals[i - 1] < a < vals[i]
             lo, hi = vals[i - 1], vals[i]

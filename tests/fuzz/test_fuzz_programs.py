@@ -34,17 +34,14 @@ SMS = ["sm_80", "sm_90a", "sm_100a"]
 # get fixed.
 #   feature                      marker in the failure (None: any)       bug
 KNOWN_FAILURES: list[tuple[str | None, str | None, str]] = [
-    # an e8m0 scale tile zero-padded along K (its last K tile partial) on the CUDA-core mma_scaled: tilecore
-    # pads e8m0 with code 254 = 2**127 (tilecore/narrow_floats.encode(0.0, "f8E8M0FNU"): below the smallest
-    # value the search wraps to the largest; tileiras pads 0x00 = 2**-127), whose scale product overflows
-    # to inf and times the padded operand's 0 gives NaN
-    ("mma_scaled_e8m0_pad", "elements differ", "e8m0 ZERO padding is 2**127 (narrow_floats.encode)"),
     # Fixed since they were listed (keep the shape of an entry for the next one):
     #   ("index_i64", None, "int64 index type fails to compile"), and likewise mma:tf32->f32, mma_batched,
     #   load_order, adv_slice_runtime, traversal_step_1 (the known bugs of issue 13's brief);
     #   found by this generator: ("loop", "'cuda_tile.continue' outside a 'for' or 'loop' body", "break /
     #   continue in a for"), ("store_bool" / "dtype:bool", "elements differ", "bool tiles bit-packed in
-    #   memory"), (None, "float bits: varint exceeds 64 bits", "f64 max / min reduction identity unreadable").
+    #   memory"), (None, "float bits: varint exceeds 64 bits", "f64 max / min reduction identity unreadable"),
+    #   ("mma_scaled_e8m0_pad", "elements differ", "e8m0 ZERO padding was 2**127: narrow_floats.encode wrapped
+    #   below the smallest E8M0 value to the largest").
 ]
 
 # Rejections by both compilers that are not tilecore bugs: message (normalised) -> reason.
