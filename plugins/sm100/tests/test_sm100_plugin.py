@@ -68,13 +68,13 @@ def test_tcgen05_outside_its_targets_is_rejected_with_location(pm, gpu):
 
 
 def test_every_atom_has_a_lowering(pm):
-    """The sm100 atoms listed on sm_100a are the seven tcgen05 MMA atoms and the three block-scaled ones (MXFP8,
-    MXFP4, NVFP4); every MMA atom has a lowering."""
+    """The sm100 atoms listed on sm_100a are the seven tcgen05 MMA atoms and the four block-scaled ones (MXFP8,
+    MXFP4, NVFP4, e2m1 with UE8M0 per 16); every MMA atom has a lowering."""
     atoms = pm.atoms(resolve_target("sm_100a", pm.targets()))
     assert sorted(a.name for a in atoms.values() if a.plugin == "sm100") == sorted([
         "mma.sm100a.mMnNk16.f16.f32", "mma.sm100a.mMnNk16.f16.f16", "mma.sm100a.mMnNk16.bf16.f32",
         "mma.sm100a.mMnNk8.tf32.f32", "mma.sm100a.mMnNk32.f8.f16",
         "mma.sm100a.mMnNk32.i8.i32",
         "mma.sm100a.mMnNk32.f8.f32", "mma.sm100a.mMnNk32.mxf8.f32", "mma.sm100a.mMnNk64.mxf4.f32",
-        "mma.sm100a.mMnNk64.nvf4.f32"])
+        "mma.sm100a.mMnNk64.nvf4.f32", "mma.sm100a.mMnNk64.nvf4ue8m0.f32"])
     assert all(a.lower is not None for a in atoms.values() if a.kind in ("mma", "block_scaled_mma"))

@@ -82,6 +82,11 @@ KERNELS = {
                                             16]),
     "f4_mxfp4_m64": (mma_scaled_loop, ["f4[2]", "f8e8m0[2]", "f4[2]", "f8e8m0[2]", "f32[2]", 64, 32, 64, 32]),
     "f4_nvfp4_m256": (mma_scaled_single, ["f4[2]", "f8e4m3[2]", "f4[2]", "f8e4m3[2]", "f32[2]", 256, 32, 64, 16]),
+    # e2m1 with e8m0 (UE8M0) per 16: kind::mxf4nvf4 block16 (4X), scale format bit 23 = 1
+    "f4_e8x16_loop": (mma_scaled_loop, ["f4[2]", "f8e8m0[2]", "f4[2]", "f8e8m0[2]", "f32[2]", 128, 32, 128, 16]),
+    "f4_e8x16_single": (mma_scaled_single, ["f4[2]", "f8e8m0[2]", "f4[2]", "f8e8m0[2]", "f32[2]", 128, 64, 128,
+                                            16]),
+    "f4_e8x16_m64": (mma_scaled_loop, ["f4[2]", "f8e8m0[2]", "f4[2]", "f8e8m0[2]", "f32[2]", 64, 32, 64, 16]),
     # not admitted: K = 32 (one e2m1 MMA takes 64)
     "f4_k32": (mma_scaled_single, ["f4[2]", "f8e4m3[2]", "f4[2]", "f8e4m3[2]", "f32[2]", 128, 64, 32, 16]),
     "bs_n16": (mma_scaled_single, ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 128, 16, 64, 32]),
@@ -89,7 +94,8 @@ KERNELS = {
 ADMITTED = ["bs_e4m3_loop", "bs_e5m2_loop", "bs_e4m3_single", "bs_e4m3_m256", "bs_m64", "bs_m64_loop"]
 F4_ATOMS = {"f4_mxfp4_loop": "mma.sm100a.mMnNk64.mxf4.f32", "f4_nvfp4_loop": "mma.sm100a.mMnNk64.nvf4.f32",
             "f4_nvfp4_single": "mma.sm100a.mMnNk64.nvf4.f32", "f4_mxfp4_m64": "mma.sm100a.mMnNk64.mxf4.f32",
-            "f4_nvfp4_m256": "mma.sm100a.mMnNk64.nvf4.f32"}
+            "f4_nvfp4_m256": "mma.sm100a.mMnNk64.nvf4.f32", "f4_e8x16_loop": "mma.sm100a.mMnNk64.nvf4ue8m0.f32",
+            "f4_e8x16_single": "mma.sm100a.mMnNk64.nvf4ue8m0.f32", "f4_e8x16_m64": "mma.sm100a.mMnNk64.nvf4ue8m0.f32"}
 _KERNELS = KernelSet(KERNELS, "sm100-tcgen05-bs-")
 
 
@@ -344,11 +350,31 @@ def test_e2m1_stage4_ops():
     assert text.count('"sm100.tmem_cp"') == 4
 
 
+def test_e2m1_ue8m0_per_16_stage4_ops():
+    """e2m1 with UE8M0 scale factors per 16 (PTX ISA 9.7.16.10.7: .kind::mxf4nvf4 .scale_vec::4X takes .ue8m0 as
+    well as .ue4m3): the NVFP4 path (kind mxf4nvf4, block16, SF ID 0, a tcgen05.cp per 128 rows x 4 blocks) with
+    scale format bit 23 = 1 in the instruction descriptor."""
+    text = str(compile_file(_export("f4_e8x16_single"), "sm_100a", stop_after="convert-tileas-to-llvm").module)
+    assert text.count('"sm100.umma_bs"') == 2 and 'kind = "mxf4nvf4"' in text and 'block = "block16"' in text
+    d = instr_desc_bs("f4E2M1FN", "f4E2M1FN", 64, 0, 0, ue8m0=True)
+    assert (d >> 23) & 1 == 1 and (d >> 7) & 7 == 1 and (d >> 10) & 7 == 1 and (d >> 16) & 1 == 0
+    assert (d >> 4) & 3 == 0 and (d >> 29) & 3 == 0
+    assert f"arith.constant {d} : i32" in text or f"arith.constant {d - (1 << 32)} : i32" in text
+    assert f"arith.constant {d & ~(1 << 23)} : i32" not in text  # not the UE4M3 descriptor
+    assert text.count('"sm100.tmem_cp"') == 4  # 8 blocks of 16: 2 words of A's 128 rows, 2 of B's 64 columns
+    text = str(compile_file(_export("f4_e8x16_m64"), "sm_100a", stop_after="convert-tileas-to-llvm").module)
+    assert 'kind = "mxf4nvf4"' in text and 'block = "block16"' in text
+    d = instr_desc_bs("f4E2M1FN", "f4E2M1FN", 32, 0, 0, ue8m0=True)  # M = 128 over the layout-F A, N = 32
+    assert f"arith.constant {d} : i32" in text or f"arith.constant {d - (1 << 32)} : i32" in text
+
+
 @pytest.mark.skipif(not CUOBJDUMP, reason="cuobjdump (nvidia-cuda-cuobjdump) not installed")
 @pytest.mark.parametrize("name, gpu, kind", [("f4_mxfp4_loop", "sm_100a", "mxf4.block_scale"),
                                              ("f4_nvfp4_single", "sm_100a", "mxf4nvf4.block_scale.block16"),
                                              ("f4_mxfp4_loop", "sm_103a", "mxf4.block_scale"),
-                                             ("f4_nvfp4_single", "sm_103a", "mxf4nvf4.block_scale.scale_vec::4X")])
+                                             ("f4_nvfp4_single", "sm_103a", "mxf4nvf4.block_scale.scale_vec::4X"),
+                                             ("f4_e8x16_single", "sm_100a", "mxf4nvf4.block_scale.block16"),
+                                             ("f4_e8x16_loop", "sm_103a", "mxf4nvf4.block_scale.scale_vec::4X")])
 def test_e2m1_ptxas_and_sass(name, gpu, kind, tmp_path):
     """ptxas takes the PTX (sm_103a: inline); the SASS has the block-scaled tensor-memory MMA with its scale-factor
     operand and UTCCP."""
@@ -362,6 +388,26 @@ def test_e2m1_ptxas_and_sass(name, gpu, kind, tmp_path):
     # NVFP4: UTCOMMA.4X (scale_vec::4X)
     assert mmas and all(re.search(r"UTC\w*MMA\S* .*idesc\[\w+\], tmem\[\w+\]", ln) for ln in mmas), mmas
     assert re.search(r"\bUTCCP\S* tmem\[", sass)
+
+
+@pytest.mark.skipif(not CUOBJDUMP, reason="cuobjdump (nvidia-cuda-cuobjdump) not installed")
+def test_e2m1_ue8m0_per_16_ptx_and_sass(tmp_path):
+    """UE8M0 per 16 on sm_100a: the PTX moves the instruction descriptor with scale format 1 (UE8M0) into the
+    register of both ``.kind::mxf4nvf4.block_scale.block16`` MMAs (K = 128: two steps of 64) and not NVFP4's
+    UE4M3 one; ptxas gives two UTCOMMA.4X and the four UTCCP of the scale-factor chunks."""
+    res = compile_file(_export("f4_e8x16_single"), "sm_100a")
+    ptx = res.artifacts["ptx"]
+    ptx = ptx if isinstance(ptx, str) else "".join(ptx.values())
+    mmas = [ln for ln in ptx.splitlines() if "tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.block16" in ln]
+    assert len(mmas) == 2
+    d = instr_desc_bs("f4E2M1FN", "f4E2M1FN", 64, 0, 0, ue8m0=True)
+    reg = re.search(rf"mov\.b32\s+(%r\d+), {d};", ptx)
+    assert reg and all(f", {reg.group(1)}, [" in ln for ln in mmas), (d, mmas)
+    assert str(d & ~(1 << 23)) not in ptx
+    cubin = res.artifacts["cubin"]
+    sass = _sass(cubin if isinstance(cubin, bytes) else next(iter(cubin.values())), tmp_path)
+    assert len(re.findall(r"\bUTCOMMA\.4X ", sass)) == 2 and len(re.findall(r"\bUTC\w*MMA\b", sass)) == 2
+    assert len(re.findall(r"\bUTCCP\S* tmem\[", sass)) == 4
 
 
 def _f4_run(name: str, m: int, n: int, k: int, seed: int):
@@ -396,6 +442,9 @@ def _f4_run(name: str, m: int, n: int, k: int, seed: int):
     ("f4_nvfp4_single", (140, 100, 120)),  # 8 blocks of 16 (the last one partial): 2 words, every SF ID 0
     ("f4_mxfp4_m64", (100, 50, 130)),  # 64-row tiles: layout F
     ("f4_nvfp4_m256", (270, 40, 60)),
+    ("f4_e8x16_loop", (150, 70, 300)),  # UE8M0 per 16: 3 K tiles, the last partial (19 blocks, the last partial)
+    ("f4_e8x16_single", (140, 100, 120)),
+    ("f4_e8x16_m64", (100, 50, 130)),  # 64-row tiles: layout F
 ])
 def test_e2m1_numbers(name, mnk):
     """MXFP4 / NVFP4 (A * scale_A) @ (B * scale_B) on sizes that are not tile multiples, against numpy."""

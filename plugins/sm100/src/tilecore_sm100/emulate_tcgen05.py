@@ -17,7 +17,8 @@ follow the PTX ISA, "TensorCore 5th Generation Family Instructions" (section 9.7
   an MN-major 8-bit B needs N a multiple of 16 (Table 50);
 - ``nvvm.tcgen05.mma.block_scale`` (9.7.16.10.7 "Block Scaling"): kinds mxf8f6f4 (e4m3 / e5m2, scale_vec::1X),
   mxf4 (e2m1, 2X) and mxf4nvf4 (e2m1, block32 = 2X, block16 = 4X), UE8M0 (or, mxf4nvf4 block16, UE4M3) scale
-  factors, M = 128; the block-scaled instruction descriptor (Table 44); scale factors in tensor memory
+  factors (so e2m1 with UE8M0 per 16 is mxf4nvf4 block16 with scale format 1: 9.7.16.10.7's table of kinds,
+  scale types and vector sizes lists .ue8m0 with 2X and 4X, .ue4m3 with 4X only), M = 128; the block-scaled instruction descriptor (Table 44); scale factors in tensor memory
   duplicated in the four 32-lane partitions, row r in lane r % 32 and column + r / 32, the byte (1X), half word
   (2X) or whole word (4X) the scale factor A / B ID selects (9.7.16.10.7.2 / .3); e2m1 two to a byte in shared
   memory, no padding (9.7.16.10.4.6), the lower K index in the low 4 bits;

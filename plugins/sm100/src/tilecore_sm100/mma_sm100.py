@@ -79,13 +79,15 @@ there), N and K rows of 32 bytes (B's scale-factor columns start on a 32-column 
 
 | ``mma.sm100a.mMnNk64.mxf4.f32`` (kind ``block_scaled_mma``) | e2m1 x e2m1, e8m0 scale per 32 -> f32 | mxf4 .block_scale (2X) | 64 |
 | ``mma.sm100a.mMnNk64.nvf4.f32`` (kind ``block_scaled_mma``) | e2m1 x e2m1, e4m3 (UE4M3) scale per 16 -> f32 | mxf4nvf4 .block_scale.block16 (4X) | 64 |
+| ``mma.sm100a.mMnNk64.nvf4ue8m0.f32`` (kind ``block_scaled_mma``) | e2m1 x e2m1, e8m0 (UE8M0) scale per 16 -> f32 | mxf4nvf4 .block_scale.block16 (4X) | 64 |
 
 **MXFP4 / NVFP4** (:class:`BlockScaledF4Umma`): ``.kind::mxf4`` / ``.kind::mxf4nvf4`` read packed e2m1 (two to a
 byte, the lower K index in the low half), A and B both K-major (no transpose for these kinds, Table 49), 32
 bytes of K per MMA. tileas writes the tiles a code per byte (its registers hold one code each); the atom packs
 them after a barrier into A (M x K / 2) and B's transpose (N x K / 2) in the canonical K-major swizzled layout,
 then runs as the MXFP8 atom; the scale factors keep the same layout (4 per tensor-memory word), the K step's SF
-ID being its first block % 4 (2X: 0 / 2, 4X: 0); UE4M3 is scale format 0 (bit 23). UE4M3 scale factors are
+ID being its first block % 4 (2X: 0 / 2, 4X: 0); UE4M3 is scale format 0 (bit 23), UE8M0 1 (mxf4nvf4 4X takes
+either: PTX ISA 9.7.16.10.7). UE4M3 scale factors are
 unsigned: a negative e4m3 scale is read as its magnitude. Every dot no atom admits keeps tileas'
 CUDA-core lowering (e2m1 with K under 64, for one).
 
@@ -716,6 +718,10 @@ class BlockScaledUmma(Umma):
 F4_ATOMS = {
     "mma.sm100a.mMnNk64.mxf4.f32": ("f8E8M0FNU", 32, "mxf4", ""),  # MXFP4: scale_vec::2X, UE8M0
     "mma.sm100a.mMnNk64.nvf4.f32": ("f8E4M3FN", 16, "mxf4nvf4", "block16"),  # NVFP4: scale_vec::4X, UE4M3
+    # e2m1 with UE8M0 per 16: .kind::mxf4nvf4 .scale_vec::4X takes .ue8m0 as well as .ue4m3 (PTX ISA 9.7.16.10.7,
+    # the block-scaling table of kinds / scale types / vector sizes; mma.sync's Table 36 the same); the NVFP4 atom
+    # with scale format bit 23 = 1 (``instr_desc_bs(ue8m0=True)``), the same scale-factor layout (a byte a block)
+    "mma.sm100a.mMnNk64.nvf4ue8m0.f32": ("f8E8M0FNU", 16, "mxf4nvf4", "block16"),
 }
 F4_K = 64  # K of one .kind::mxf4 / mxf4nvf4 MMA (32 bytes of packed e2m1 per row)
 
@@ -740,8 +746,8 @@ class ByteStaging:
 
 class BlockScaledF4Umma(BlockScaledUmma):
     """A block-scaled e2m1 atom: ``tcgen05.mma.cta_group::1.kind::mxf4.block_scale`` (MXFP4: UE8M0 scale factor
-    per 32, scale_vec::2X) or ``.kind::mxf4nvf4.block_scale.block16`` (NVFP4: UE4M3 per 16, scale_vec::4X), K =
-    64 per MMA (PTX ISA 9.7.16.2.1, Table 39; 9.7.16.10.7 Tables 54 / 55).
+    per 32, scale_vec::2X) or ``.kind::mxf4nvf4.block_scale.block16`` (NVFP4: UE4M3, or UE8M0, per 16,
+    scale_vec::4X), K = 64 per MMA (PTX ISA 9.7.16.2.1, Table 39; 9.7.16.10.7 Tables 54 / 55).
 
     The mxf4 kinds read A and B K-major only (no transpose, Table 49) and packed: two e2m1 to a byte, the lower K
     index in the low 4 bits, rows of K / 2 bytes in the canonical K-major swizzled layout (32 bytes per MMA).
