@@ -1159,6 +1159,18 @@ INT_DIVISIONS: dict[str, tuple[bool, bool]] = {  # llvm op -> (signed, remainder
 SHIFTS = ("llvm.shl", "llvm.lshr", "llvm.ashr")
 
 
+def _int_helpers(ty: str):
+    """(bit width, ``const(v)`` -> the MLIR text of a constant ``v`` of ``ty``, the i1 type of a compare) of an
+    integer type or vector of them, for the helpers below written as MLIR text."""
+    width = int(re.search(r"i(\d+)>?$", ty).group(1))
+
+    def const(v: int) -> str:
+        return f"llvm.mlir.constant(dense<{v}> : {ty}) : {ty}" if ty.startswith("vector") else \
+            f"llvm.mlir.constant({v} : {ty}) : {ty}"
+
+    return width, const, re.sub(r"i\d+>$", "i1>", ty) if ty.startswith("vector") else "i1"
+
+
 def is_constant(value) -> bool:
     """Whether ``value`` is the result of an ``llvm.mlir.constant`` (a shift by it needs no guard)."""
     owner = value.owner  # an op, or the block of a block argument
@@ -1169,13 +1181,7 @@ def clamped_shift(op, rw):
     """Replace a shift (scalar or vector) by a run-time amount by a helper that clamps the amount as PTX does."""
     name = op.operation.name
     ty = str(op.results[0].type)
-    width = int(re.search(r"i(\d+)>?$", ty).group(1))
-
-    def const(v: int) -> str:
-        return f"llvm.mlir.constant(dense<{v}> : {ty}) : {ty}" if ty.startswith("vector") else \
-            f"llvm.mlir.constant({v} : {ty}) : {ty}"
-
-    pred = re.sub(r"i\d+>$", "i1>", ty) if ty.startswith("vector") else "i1"
+    width, const, pred = _int_helpers(ty)
     body = [f"%w = {const(width)}", f'%big = llvm.icmp "uge" %d, %w : {ty}', f"%last = {const(width - 1)}",
             f"%d1 = llvm.select %big, %last, %d : {pred}, {ty}"]
     if name == "llvm.ashr":  # by width - 1: every bit is the sign
@@ -1226,13 +1232,7 @@ def guarded_division(op, rw):
     name = op.operation.name
     signed, remainder = INT_DIVISIONS[name]
     ty = str(op.results[0].type)
-    width = int(re.search(r"i(\d+)>?$", ty).group(1))
-
-    def const(v: int) -> str:
-        return f"llvm.mlir.constant(dense<{v}> : {ty}) : {ty}" if ty.startswith("vector") else \
-            f"llvm.mlir.constant({v} : {ty}) : {ty}"
-
-    pred = re.sub(r"i\d+>$", "i1>", ty) if ty.startswith("vector") else "i1"
+    width, const, pred = _int_helpers(ty)
     body = [f"%z = {const(0)}", f"%one = {const(1)}", f'%bad = llvm.icmp "eq" %d, %z : {ty}']
     fix = "%bad"  # divide by 1 instead where the division would trap
     if signed:
