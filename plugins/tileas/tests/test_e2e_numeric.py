@@ -107,38 +107,16 @@ def max_min_rows_f64(x, out, TM: ct.Constant[int], TN: ct.Constant[int]):
     ct.store(out, index=(bid,), tile=ct.max(t, axis=1) * 1000.0 + ct.min(t, axis=1))
 
 
-@ct.kernel
-def mma_f32(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
-    i, j = ct.bid(0), ct.bid(1)
-    acc = ct.full((TM, TN), 0, dtype=ct.float32)
-    for k in range(ct.cdiv(a.shape[1], TK)):
-        x = ct.load(a, index=(i, k), shape=(TM, TK), padding_mode=ct.PaddingMode.ZERO)
-        y = ct.load(b, index=(k, j), shape=(TK, TN), padding_mode=ct.PaddingMode.ZERO)
-        acc = ct.mma(x, y, acc)
-    ct.store(c, index=(i, j), tile=acc)
-
-
-@ct.kernel
-def mma_i8(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
-    i, j = ct.bid(0), ct.bid(1)
-    acc = ct.full((TM, TN), 0, dtype=ct.int32)
-    for k in range(ct.cdiv(a.shape[1], TK)):
-        x = ct.load(a, index=(i, k), shape=(TM, TK), padding_mode=ct.PaddingMode.ZERO)
-        y = ct.load(b, index=(k, j), shape=(TK, TN), padding_mode=ct.PaddingMode.ZERO)
-        acc = ct.mma(x, y, acc)
-    ct.store(c, index=(i, j), tile=acc)
-
-
 OWN = {
-    "mma_f32": (mma_f32, ["f32[2]", "f32[2]", "f32[2]", 32, 16, 16]),
+    "mma_f32": (ck.mma_loop, ["f32[2]", "f32[2]", "f32[2]", 32, 16, 16]),
     # tensor cores (mma.sync) on sm_80: 16x16 tiles (2 blocks per slab, warps 2 and 3 idle); bf16 64x32 tiles
-    "mma_f16_f32acc": (mma_f32, ["f16[2]", "f16[2]", "f32[2]", 16, 16, 32]),
-    "mma_bf16_f32acc": (mma_f32, ["bf16[2]", "bf16[2]", "f32[2]", 64, 32, 16]),
-    "mma_u8": (mma_i8, ["u8[2]", "u8[2]", "i32[2]", 32, 16, 64]),  # mma.sync m16n8k32 u8
+    "mma_f16_f32acc": (ck.mma_loop, ["f16[2]", "f16[2]", "f32[2]", 16, 16, 32]),
+    "mma_bf16_f32acc": (ck.mma_loop, ["bf16[2]", "bf16[2]", "f32[2]", 64, 32, 16]),
+    "mma_u8": (ck.mma_loop, ["u8[2]", "u8[2]", "i32[2]", 32, 16, 64]),  # mma.sync m16n8k32 u8
     # scans whose rows span 8 threads (4 rows per warp) / 64 threads (too wide for a warp: shared memory)
     "scan_rows_16x16": (ck.cumsum_scan_f32, ["f32[2]", "f32[2]", 16, 16]),
     "scan_rows_2x256": (ck.cumsum_scan_f32, ["f32[2]", "f32[2]", 2, 256]),
-    "mma_i8": (mma_i8, ["i8[2]", "i8[2]", "i32[2]", 16, 32, 32]),
+    "mma_i8": (ck.mma_loop, ["i8[2]", "i8[2]", "i32[2]", 16, 32, 32]),
     "cumsum_cols_f32": (cumsum_cols_f32, ["f32[2]", "f32[2]", 16, 32]),
     "permute3d_f32": (permute3d_f32, ["f32[3]", "f32[3]", 4, 8, 16]),
     "max_min_rows_f64": (max_min_rows_f64, ["f64[2]", "f64[1]", 4, 64]),
