@@ -846,31 +846,28 @@ class BlockScaledF4Umma(BlockScaledUmma):
         cg.for_(c(0), c(steps), [], body)
 
 
+def _atom(name: str, atom_kind: str, impl, k: int, description: str) -> Atom:
+    """An sm100 atom: tcgen05 fragment, M = 128 instructions of K ``k``, sm_100a / sm_103a."""
+    return Atom(name, atom_kind, lower=impl.lower, min_cc=100, max_cc=103, admits=impl.admits, priority=PRIORITY,
+                data={"interface": MMA_INTERFACE, "inst": (INST_M, 0, k), "fragment": "tcgen05", "impl": impl},
+                description=description)
+
+
 def atoms() -> list[Atom]:
     out = []
     for name, (scale, block, kind, vec) in F4_ATOMS.items():
-        impl = BlockScaledF4Umma(name, scale, block, kind, vec)
-        out.append(Atom(name, "block_scaled_mma", lower=impl.lower, min_cc=100, max_cc=103, admits=impl.admits,
-                        priority=PRIORITY,
-                        data={"interface": MMA_INTERFACE, "inst": (INST_M, 0, F4_K), "fragment": "tcgen05",
-                              "impl": impl},
-                        description=f"tcgen05.mma cta_group::1 kind::{kind}.block_scale m128nNk64 e2m1 (packed, "
-                                    f"K-major) with {scale} scale factors per {block} -> f32, scale factors "
-                                    "(tcgen05.cp) and accumulator in tensor memory"))
+        out.append(_atom(name, "block_scaled_mma", BlockScaledF4Umma(name, scale, block, kind, vec), F4_K,
+                         f"tcgen05.mma cta_group::1 kind::{kind}.block_scale m128nNk64 e2m1 (packed, "
+                         f"K-major) with {scale} scale factors per {block} -> f32, scale factors "
+                         "(tcgen05.cp) and accumulator in tensor memory"))
     for name, (elems, scale, block, kind, k) in BS_ATOMS.items():
-        impl = BlockScaledUmma(name, elems, scale, block, kind, k)
-        out.append(Atom(name, "block_scaled_mma", lower=impl.lower, min_cc=100, max_cc=103, admits=impl.admits,
-                        priority=PRIORITY,
-                        data={"interface": MMA_INTERFACE, "inst": (INST_M, 0, k), "fragment": "tcgen05",
-                              "impl": impl},
-                        description=f"tcgen05.mma cta_group::1 kind::{kind}.block_scale.scale_vec::1X m128nNk{k} "
-                                    f"{'/'.join(elems)} with {scale} scale factors per {block} -> f32, scale "
-                                    "factors (tcgen05.cp) and accumulator in tensor memory"))
+        out.append(_atom(name, "block_scaled_mma", BlockScaledUmma(name, elems, scale, block, kind, k), k,
+                         f"tcgen05.mma cta_group::1 kind::{kind}.block_scale.scale_vec::1X m128nNk{k} "
+                         f"{'/'.join(elems)} with {scale} scale factors per {block} -> f32, scale "
+                         "factors (tcgen05.cp) and accumulator in tensor memory"))
     for name, (elems, acc, kind, k) in ATOMS.items():
         impl = Tf32Umma(name) if kind == "tf32" else Umma(name, elems, acc, kind, k)
-        out.append(Atom(name, "mma", lower=impl.lower, min_cc=100, max_cc=103, admits=impl.admits, priority=PRIORITY,
-                        data={"interface": MMA_INTERFACE, "inst": (INST_M, 0, k), "fragment": "tcgen05",
-                              "impl": impl},
-                        description=f"tcgen05.mma cta_group::1 kind::{kind} m128nNk{k} / m64nNk{k} {'/'.join(elems)} -> {acc}, "
-                                    "accumulator in tensor memory"))
+        out.append(_atom(name, "mma", impl, k,
+                         f"tcgen05.mma cta_group::1 kind::{kind} m128nNk{k} / m64nNk{k} {'/'.join(elems)} -> {acc}, "
+                         "accumulator in tensor memory"))
     return out
