@@ -27,21 +27,10 @@ from tilecore.plugins import PluginManager  # noqa: E402
 TM, TN, TK = 32, 32, 32
 
 
-@ct.kernel
-def matmul_f16_f32(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
-    bm, bn = ct.bid(0), ct.bid(1)
-    acc = ct.full((TM, TN), 0, dtype=ct.float32)
-    for k in range(ct.cdiv(a.shape[1], TK)):
-        x = ct.load(a, index=(bm, k), shape=(TM, TK), padding_mode=ct.PaddingMode.ZERO)
-        y = ct.load(b, index=(k, bn), shape=(TK, TN), padding_mode=ct.PaddingMode.ZERO)
-        acc = ct.mma(x, y, acc)
-    ct.store(c, index=(bm, bn), tile=acc)
-
-
 @pytest.fixture(scope="module")
 def bytecode(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("thirdparty-mma") / "matmul_f16_f32.tileirbc")
-    ck.export_spec(matmul_f16_f32, ["f16[2]", "f16[2]", "f32[2]", TM, TN, TK], "matmul_f16_f32", path)
+    ck.export_spec(ck.mma_loop, ["f16[2]", "f16[2]", "f32[2]", TM, TN, TK], "matmul_f16_f32", path)
     return path
 
 
