@@ -137,7 +137,7 @@ def test_int64_mma_float(dt, tiles):
         va, vb = a.astype(f32), b.astype(f32)
     c = np.zeros((m, n), f32)
     tm, tn_, tk = tiles
-    out = _run(tn.mma_f32, [f"{dt}[2]i64", f"{dt}[2]i64", "f32[2]i64", tm, tn_, tk], f"mma_{dt}_i64",
+    out = _run(ck.mma_loop, [f"{dt}[2]i64", f"{dt}[2]i64", "f32[2]i64", tm, tn_, tk], f"mma_{dt}_i64",
                (tn.cdiv(m, tm), tn.cdiv(n, tn_), 1), arr64(a) + arr64(b) + arr64(c))
     tn.close(out[2], va.astype(np.float64) @ vb.astype(np.float64), 1e-4, 1e-4)
 
@@ -149,7 +149,7 @@ def test_int64_mma_integer_exact(dt):
     lo, hi = (-128, 128) if dt == "i8" else (0, 256)
     a, b = RNG.integers(lo, hi, (m, k)).astype(npdt), RNG.integers(lo, hi, (k, n)).astype(npdt)
     c = np.zeros((m, n), i32)
-    out = _run(tn.mma_i8, [f"{dt}[2]i64", f"{dt}[2]i64", "i32[2]i64", 32, 16, 32], f"mma_{dt}_i64",
+    out = _run(ck.mma_loop, [f"{dt}[2]i64", f"{dt}[2]i64", "i32[2]i64", 32, 16, 32], f"mma_{dt}_i64",
                (tn.cdiv(m, 32), tn.cdiv(n, 16), 1), arr64(a) + arr64(b) + arr64(c))
     np.testing.assert_array_equal(out[2], a.astype(np.int64) @ b.astype(np.int64))
 
