@@ -542,10 +542,16 @@ def atomic_cas(op, rb):
     llvm = dialects.llvm
     out = []
 
+    # PTX ISA "Parallel Synchronization and Communication Instructions: atom": atom.cas is .b32 / .b64, a
+    # bitwise compare; LLVM's cmpxchg takes integers only, so float tiles swap their bit patterns.
+    bits = ir.IntegerType.get_signless(ir.FloatType(el).width) if isinstance(el, ir.FloatType) else None
+
     def cas(k):
         order, scope = _ordering(op)
-        pair = llvm.cmpxchg(ps[k], cs[k], vs[k], order, llvm.AtomicOrdering.monotonic, syncscope=scope)
-        return llvm.extractvalue(el, pair, [0])
+        c, v = (cs[k], vs[k]) if bits is None else (llvm.bitcast(bits, cs[k]), llvm.bitcast(bits, vs[k]))
+        pair = llvm.cmpxchg(ps[k], c, v, order, llvm.AtomicOrdering.monotonic, syncscope=scope)
+        old = llvm.extractvalue(bits or el, pair, [0])
+        return old if bits is None else llvm.bitcast(el, old)
 
     for k in range(lay.regs):
         cond = cg.and_(ms[k], cg.valid(lay, k), cg.owner_mask(lay))
