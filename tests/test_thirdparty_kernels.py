@@ -47,3 +47,100 @@ def test_atomic_cas_on_floats_swaps_bit_patterns(sm, dt):
     np.testing.assert_array_equal(old, arr)
     np.testing.assert_array_equal(a, want)
     assert np.signbit(a[5])
+
+
+# ------------------------------------------------------------------------------ directed rounding modes
+def _rounded_ops(mode):
+    narrowing = mode if mode == ct.RoundingMode.RZ else ct.RoundingMode.RN  # cuTile: f32 -> f16 is RN or RZ
+
+    @ct.kernel
+    def rounded_ops(x, y, add, sub, mul, div, sqrt, narrow, TILE: ct.Constant[int]):
+        b = ct.bid(0)
+        t = ct.load(x, index=(b,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+        u = ct.load(y, index=(b,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)
+        ct.store(add, index=(b,), tile=ct.add(t, u, rounding_mode=mode))
+        ct.store(sub, index=(b,), tile=ct.sub(t, u, rounding_mode=mode))
+        ct.store(mul, index=(b,), tile=ct.mul(t, u, rounding_mode=mode))
+        ct.store(div, index=(b,), tile=ct.truediv(t, u, rounding_mode=mode))
+        ct.store(sqrt, index=(b,), tile=ct.sqrt(ct.abs(t), rounding_mode=mode))
+        half = ct.astype(t, ct.float16, rounding_mode=narrowing) if t.dtype != ct.float16 else t
+        ct.store(narrow, index=(b,), tile=ct.astype(half, narrow.dtype))
+    return rounded_ops
+
+
+def _round_exact(q, dt, mode):
+    """``q`` (a Fraction) rounded to ``dt`` toward zero ('rz'), -inf ('rm') or +inf ('rp'), by search."""
+    from fractions import Fraction
+    big = np.finfo(dt).max
+    if abs(q) > Fraction(float(big)):  # past the largest finite value: it, or infinity away from zero
+        keep = mode == "rz" or (mode == "rm") == (q > 0)
+        return dt(np.sign(float(q)) * (big if keep else np.inf))
+    r = dt(float(q))
+    up, down = dt(np.inf), dt(-np.inf)
+    while Fraction(float(r)) > q:
+        r = np.nextafter(r, down)
+    while Fraction(float(np.nextafter(r, up))) <= q:
+        r = np.nextafter(r, up)
+    # now r <= q < next(r): r is the rm result
+    if Fraction(float(r)) == q or mode == "rm" or (mode == "rz" and q > 0):
+        return r
+    return np.nextafter(r, up)
+
+
+def _sqrt_exact(v):
+    """A Fraction within 2^-200 relative of sqrt(v) and never equal to it unless v is a square of a float."""
+    from fractions import Fraction
+    v = Fraction(float(v))
+    if v == 0:
+        return v
+    s = Fraction(float(np.sqrt(float(v))))
+    for _ in range(8):
+        s = (s + v / s) / 2  # Newton from above: s >= sqrt(v)
+    if s * s == v:
+        return s
+    return s - Fraction(1, 2**300) * s  # below the root's upper bound but above the next float down
+
+
+@pytest.mark.parametrize("sm", SMS)
+@pytest.mark.parametrize("mode", ["rz", "rm", "rp"])
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.float16])
+def test_directed_rounding_modes_round_as_asked(sm, mode, dt):
+    """``rounding_mode=RZ / RM / RP`` of add / sub / mul / truediv / sqrt and of ``astype`` to f16 were
+    dropped: every result was rounded to nearest (tileiras emits FADD.RZ, FMUL.RP, F2FP.RZ ...). Now
+    stage 1 marks the op, stage 4 calls libdevice's ``__nv_fadd_rz`` ... (PTX ``add.rz.f32``), f16 computes
+    in f32 and narrows in the same direction; the emulator gives those functions exact directed results.
+    Checked bit for bit against exact rational arithmetic."""
+    from fractions import Fraction
+    if sm != "sm_80" and dt is not np.float32:
+        pytest.skip("the lowering does not depend on the target: f64 / f16 on sm_80 only")
+    rm = {"rz": ct.RoundingMode.RZ, "rm": ct.RoundingMode.RM, "rp": ct.RoundingMode.RP}[mode]
+    rng = np.random.default_rng(11)
+    n = 70
+    x = (rng.standard_normal(n) * 3).astype(dt)
+    y = (rng.standard_normal(n) * 3).astype(dt)
+    x[:4] = [1.0, -1.0, 3.0, 65504.0 if dt is np.float16 else 1e5]
+    y[:4] = [3.0, 3.0, 1e-3, 7.0]
+    outs = [np.zeros(n, dt) for _ in range(5)] + [np.zeros(n, np.float32)]
+    tc.launch(None, (3,), _rounded_ops(rm), (x, y, *outs, TILE), gpu_name=sm)
+    fx, fy = [Fraction(float(v)) for v in x], [Fraction(float(v)) for v in y]
+    with np.errstate(over="ignore"):
+        want = [[_round_exact(a + b, dt, mode) for a, b in zip(fx, fy)],
+                [_round_exact(a - b, dt, mode) for a, b in zip(fx, fy)],
+                [_round_exact(a * b, dt, mode) for a, b in zip(fx, fy)],
+                [_round_exact(a / b, dt, mode) for a, b in zip(fx, fy)],
+                [_round_exact(_sqrt_exact(abs(v)), dt, mode) for v in x],
+                [np.float32(v) if dt is np.float16 else np.float32(_round_exact(a, np.float16, mode))
+                 if mode == "rz" else np.float32(np.float16(v)) for a, v in zip(fx, x)]]
+    for name, got, w in zip(["add", "sub", "mul", "div", "sqrt", "astype f16"], outs, want):
+        np.testing.assert_array_equal(got, np.array(w, got.dtype), err_msg=f"{name} {mode}")
+    rn = (x.astype(np.float64) / y).astype(dt)
+    assert (outs[3] != rn).any()  # the inputs do tell a directed rounding from rounding to nearest
+
+
+def test_directed_rounding_reaches_the_ptx():
+    """The PTX of the f32 kernel has the rounding modifiers (libdevice's functions inlined), as tileiras' SASS
+    has FADD.RZ / FMUL.RZ ...; ptxas assembles it."""
+    k = tc.compile(_rounded_ops(ct.RoundingMode.RZ), ("f32[1]",) * 8 + (TILE,), gpu_name="sm_90a")
+    for ins in ("add.rz.f32", "mul.rz.f32", "div.rz.f32", "sqrt.rz.f32"):
+        assert ins in k.ptx, ins
+    assert "add.rn.f32" not in k.ptx and len(k.cubin) > 0

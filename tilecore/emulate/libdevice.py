@@ -66,6 +66,67 @@ CUSTOM: dict[str, tuple[str, dict[str, str]]] = {
 }
 
 
+def _two_sum(x: str, y: str, t: str) -> str:
+    """%s = x + y and %err = the exact x + y - %s (Knuth's TwoSum; round to nearest)."""
+    return (f"%s = llvm.fadd {x}, {y} : {t}\n%bb = llvm.fsub %s, {x} : {t}\n%ab = llvm.fsub %s, %bb : {t}\n"
+            f"%ea = llvm.fsub {x}, %ab : {t}\n%eb = llvm.fsub {y}, %bb : {t}\n%err = llvm.fadd %ea, %eb : {t}\n")
+
+
+def _directed(op: str, ty: str, mode: str) -> tuple[str, dict[str, str]]:
+    """libdevice ``__nv_{f,d}{add,mul,div,sqrt}_r{z,d,u}`` / ``__nv_fmaf_r*``: PTX add / mul / div / sqrt / fma
+    with .rz / .rm / .rp (PTX ISA "Floating-Point Instructions", rounding modifiers). The host rounds to nearest;
+    %d gets the sign of (exact result - %n), %n the round-to-nearest result, and %n steps one value toward the
+    mode's direction (``nextafter``) where it lies on the wrong side. f32: computed in f64 (products exact,
+    sums with TwoSum's error; a quotient or root of f32 operands is never within an f64 rounding of an f32 value
+    it does not equal); f64: the exact error from TwoSum or an fma residual."""
+    nxt = "nextafterf" if ty == "f32" else "nextafter"
+    fma = "llvm.intr.fma"
+    n = len({"add": "ab", "mul": "ab", "div": "ab", "sqrt": "a", "fma": "abc"}[op])
+    if ty == "f32":
+        text = "".join(f"%x{i} = llvm.fpext %a{i} : f32 to f64\n" for i in range(n))
+        text += {"add": _two_sum("%x0", "%x1", "f64"),
+                 "mul": "%s = llvm.fmul %x0, %x1 : f64\n%err = llvm.mlir.constant(0.0 : f64) : f64\n",
+                 "div": "%s = llvm.fdiv %x0, %x1 : f64\n%err = llvm.mlir.constant(0.0 : f64) : f64\n",
+                 "sqrt": "%s = llvm.intr.sqrt(%x0) : (f64) -> f64\n%err = llvm.mlir.constant(0.0 : f64) : f64\n",
+                 "fma": "%p = llvm.fmul %x0, %x1 : f64\n" + _two_sum("%p", "%x2", "f64")}[op]
+        text += ("%n = llvm.fptrunc %s : f64 to f32\n%nb = llvm.fpext %n : f32 to f64\n"
+                 "%gap = llvm.fsub %s, %nb : f64\n%d = llvm.fadd %gap, %err : f64\n"
+                 "%zd = llvm.mlir.constant(0.0 : f64) : f64\n")
+    else:
+        text = "%zd = llvm.mlir.constant(0.0 : f64) : f64\n" + {
+            "add": _two_sum("%a0", "%a1", "f64") + "%n = llvm.bitcast %s : f64 to f64\n"
+                   "%d = llvm.bitcast %err : f64 to f64\n",
+            "mul": f"%n = llvm.fmul %a0, %a1 : f64\n%m = llvm.fneg %n : f64\n"
+                   f"%d = {fma}(%a0, %a1, %m) : (f64, f64, f64) -> f64\n",
+            "div": f"%n = llvm.fdiv %a0, %a1 : f64\n%m = llvm.fneg %n : f64\n"
+                   f"%rem = {fma}(%m, %a1, %a0) : (f64, f64, f64) -> f64\n%d = llvm.fdiv %rem, %a1 : f64\n",
+            "sqrt": f"%n = llvm.intr.sqrt(%a0) : (f64) -> f64\n%m = llvm.fneg %n : f64\n"
+                    f"%d = {fma}(%m, %n, %a0) : (f64, f64, f64) -> f64\n"}[op]
+    z = "%zt = llvm.mlir.constant(0.0 : {t}) : {t}\n".format(t=ty)
+    inf = f"%it = llvm.mlir.constant(0x{'7F800000' if ty == 'f32' else '7FF0000000000000'} : " \
+          f"{'i32' if ty == 'f32' else 'i64'}) : {'i32' if ty == 'f32' else 'i64'}\n" \
+          f"%pinf = llvm.bitcast %it : {'i32' if ty == 'f32' else 'i64'} to {ty}\n%ninf = llvm.fneg %pinf : {ty}\n"
+    text += z + inf
+    if mode == "rz":  # |exact| < |n|: d and n of opposite signs
+        text += (f"%dn = llvm.fcmp \"olt\" %d, %zd : f64\n%dp = llvm.fcmp \"ogt\" %d, %zd : f64\n"
+                 f"%np = llvm.fcmp \"ogt\" %n, %zt : {ty}\n%nn = llvm.fcmp \"olt\" %n, %zt : {ty}\n"
+                 "%w1 = llvm.and %dn, %np : i1\n%w2 = llvm.and %dp, %nn : i1\n%w = llvm.or %w1, %w2 : i1\n"
+                 f"%to = llvm.select %w, %zt, %n : i1, {ty}\n")
+    else:
+        pred, target = ("olt", "%ninf") if mode == "rd" else ("ogt", "%pinf")
+        text += f"%w = llvm.fcmp \"{pred}\" %d, %zd : f64\n%to = llvm.select %w, {target}, %n : i1, {ty}\n"
+    text += f"%r = llvm.call @{nxt}(%n, %to) : ({ty}, {ty}) -> {ty}"
+    return text, {nxt: f"({ty}, {ty}) -> {ty}"}
+
+
+for _op, _f, _d in [("add", "fadd", "dadd"), ("mul", "fmul", "dmul"), ("div", "fdiv", "ddiv"),
+                    ("sqrt", "fsqrt", "dsqrt"), ("fma", "fmaf", None)]:
+    for _m in ("rz", "rd", "ru"):
+        CUSTOM[f"__nv_{_f}_{_m}"] = _directed(_op, "f32", _m)
+        if _d:
+            CUSTOM[f"__nv_{_d}_{_m}"] = _directed(_op, "f64", _m)
+
+
 def body(name: str, ret: str, params: list[str]) -> tuple[str, dict[str, str]] | None:
     """(MLIR body computing ``%r``, libm declarations it needs) for ``name``; None if unknown."""
     if name in CUSTOM:

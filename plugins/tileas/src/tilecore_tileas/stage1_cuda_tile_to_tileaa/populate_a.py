@@ -52,10 +52,32 @@ def fastmath(op) -> dict:
     return {}
 
 
+# Directed rounding modes of cuda_tile float ops (``ct.add(x, y, rounding_mode=ct.RoundingMode.RZ)``; tileiras
+# emits FADD.RZ / FMUL.RP / ...): the arith op carries ``tilecore.rounding`` = rz / rm / rp, which stage 4
+# lowers to the libdevice function of that rounding (:mod:`..stage4_tileas_to_llvm.rounding`).
+DIRECTED = {"zero": "rz", "negative_inf": "rm", "positive_inf": "rp"}
+ROUNDED_OPS = ("arith.addf", "arith.subf", "arith.mulf", "arith.divf", "math.sqrt", "math.fma")
+
+
+def rounding(op, name) -> dict:
+    mode = DIRECTED.get(s(op, "rounding_mode") or s(op, "rounding") or "")
+    if mode is None or name not in ROUNDED_OPS:
+        return {}
+    return {"tilecore.rounding": ir.StringAttr.get(mode)}
+
+
 def same_operands(name):
     def h(op, rb):
         attrs = fastmath(op) if name.startswith("math.") or name.endswith("f") else {}
-        return list(create(name, result_types(op, rb), _flat(op, rb), attrs).results)
+        directed = rounding(op, name)
+        rts, args = result_types(op, rb), _flat(op, rb)
+        if directed and _width(rts[0]) < 32:  # f16 / bf16: the f32 op, then narrowed in the same direction
+            f32 = _like(rts[0], ir.F32Type.get())  # (directed roundings compose: the f16 grid is in the f32 one)
+            wide = [create("arith.extf", [f32], [a]).results[0] for a in args]
+            r = create(name, [f32], wide, {**attrs, **directed}).results[0]
+            rn = create("arith.truncf", [rts[0]], [r]).results[0]
+            return [directed_truncation(r, rn, directed["tilecore.rounding"].value)]
+        return list(create(name, rts, args, {**attrs, **directed}).results)
     return h
 
 
@@ -82,7 +104,59 @@ def ftof(op, rb):
             else f32
         src = create("arith.extf", [mid_t], [src]).results[0]
         name = "arith.truncf"
-    return list(create(name, [rt], [src]).results)
+    out = create(name, [rt], [src]).results[0]
+    mode = DIRECTED.get(s(op, "rounding_mode") or "")
+    if name == "arith.truncf" and mode is not None:
+        out = directed_truncation(src, out, mode)
+    return [out]
+
+
+def _like(t, el):
+    """``el``, or a tensor of ``el`` shaped as ``t``."""
+    return ir.RankedTensorType.get(ir.RankedTensorType(t).shape, el) if str(t).startswith("tensor<") else el
+
+
+def _splat(t, attr):
+    return create("arith.constant", [t], [], {"value": ir.DenseElementsAttr.get_splat(t, attr)
+                                              if str(t).startswith("tensor<") else attr}).results[0]
+
+
+def directed_truncation(src, rn, mode: str):
+    """A float narrowing rounded toward zero (rz), -inf (rm) or +inf (rp), from the round-to-nearest one ``rn``:
+    where ``rn`` lies on the wrong side of ``src`` it steps one code toward zero (rz; from +-inf that is the
+    largest finite value, as PTX ``cvt.rz`` gives) or away from it in the mode's direction; the codes of a
+    float are ordered by magnitude within each sign, so one step is +-1 on the bit pattern. NaN compares
+    false everywhere and stays NaN. (PTX ISA "Data Movement and Conversion Instructions: cvt", rounding
+    modifiers .rz / .rm / .rp of float-to-float conversions.)"""
+    st, rt = src.type, rn.type
+    width = ir.FloatType(element_type(rt)).width
+    it = _like(rt, ir.IntegerType.get_signless(width))
+    i1 = _like(rt, ir.IntegerType.get_signless(1))
+
+    def cmp(pred, a, b):
+        return create("arith.cmpf", [i1], [a, b], {"predicate": i64(CMPF[(pred, "ordered")])}).results[0]
+
+    def const(v):
+        return _splat(it, ir.IntegerAttr.get(element_type(it), v))
+
+    back = create("arith.extf", [st], [rn]).results[0]
+    bits = create("arith.bitcast", [it], [rn]).results[0]
+    if mode == "rz":  # |rn| > |src|
+        absf = [create("math.absf", [st], [v]).results[0] for v in (back, src)]
+        wrong = toward_zero = cmp("greater_than", *absf)
+    else:  # rm: rn > src, one step down; rp: rn < src, one step up
+        wrong = cmp("greater_than" if mode == "rm" else "less_than", back, src)
+        negative = create("arith.cmpi", [i1], [bits, const(0)],
+                          {"predicate": i64(CMPI[("less_than", "signed")])}).results[0]
+        if mode == "rm":  # down is toward zero for a positive rn (its sign is src's, -0.0 included)
+            one = _splat(i1, ir.IntegerAttr.get(ir.IntegerType.get_signless(1), 1))
+            toward_zero = create("arith.xori", [i1], [negative, one]).results[0]
+        else:
+            toward_zero = negative
+    step = create("arith.select", [it], [toward_zero, const(-1), const(1)]).results[0]
+    step = create("arith.select", [it], [wrong, step, const(0)]).results[0]
+    stepped = create("arith.addi", [it], [bits, step]).results[0]
+    return create("arith.bitcast", [rt], [stepped]).results[0]
 
 
 def ftoi(op, rb):

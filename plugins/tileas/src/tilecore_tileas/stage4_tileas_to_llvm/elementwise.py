@@ -7,7 +7,7 @@ from tilecore.mlir import dialects, ir
 from tilecore.mma import SmemOperand, SwizzledOperand
 
 from ..rebuild import attrs_of
-from . import fragments, narrow_float, tf32
+from . import fragments, narrow_float, rounding, tf32
 from .codegen import create
 from .values import TileV
 
@@ -47,6 +47,8 @@ def elementwise(op, rb):
             return narrow_float.convert(cg, op, ins)
         if tf and op.name in NARROW_CONVERSIONS:
             return tf32.convert(cg, op, ins)
+        if rounding.ATTR in attrs:
+            return [rounding.directed(op, attrs, rtypes[0], ins)]
         new = create(op.name, rtypes, ins, attrs)
         return list(new.results)
     unified = fragments.unify(cg, tiles)
@@ -64,6 +66,9 @@ def elementwise(op, rb):
     regs = [[] for _ in op.results]
     for k in range(lay.regs):
         args = [v.regs[k] if isinstance(v, TileV) else v for v in ins]
+        if rounding.ATTR in attrs:
+            regs[0].append(rounding.directed(op, attrs, rtypes[0], args))
+            continue
         new = create(op.name, rtypes, args, attrs)
         for i, r in enumerate(new.results):
             regs[i].append(r)
