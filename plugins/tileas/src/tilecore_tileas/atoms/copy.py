@@ -17,14 +17,14 @@ def _pad(cg, access):
 
 def _scalar_load(cg, access, k, pad):
     lay = access.lay
-    g = access.coords(cg.flat(lay, k), k)
+    g = access.register_coords(k)
     cond = cg.and_(access.in_bounds(g), cg.valid(lay, k))
     return cg.masked(cond, lambda: access.load(access.address(g)), pad, access.element)
 
 
 def _scalar_store(cg, access, k, value):
     lay = access.lay
-    g = access.coords(cg.flat(lay, k), k)
+    g = access.register_coords(k)
     cond = cg.and_(access.in_bounds(g), cg.valid(lay, k), cg.owner_mask(lay))
     cg.masked(cond, lambda: access.store(value, access.address(g)))
 
@@ -53,7 +53,7 @@ def lower_vector(cg, kind, access, tile):
     out = []
     for rep in range(lay.reps):
         k0 = rep * lay.vec
-        g = access.coords(cg.flat(lay, k0), k0)
+        g = access.register_coords(k0)
         fast = cg.and_(access.in_bounds(g, extra_last=lay.vec - 1), cg.valid(lay, k0),
                        cg.owner_mask(lay) if kind == "store" else None)
         if kind == "load":

@@ -18,7 +18,7 @@ memory; :mod:`.assign` annotates them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import prod
+from math import gcd, prod
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,28 @@ class Blocked:
 
     def static_flat(self, k: int, t: int) -> int:
         return ((k // self.vec) * self.owners + t % self.owners) * self.vec + k % self.vec
+
+    def register_distance(self, k: int, shape: tuple) -> tuple | None:
+        """The coordinates (in row-major ``shape``) that register ``k``'s element lies from the thread's first
+        (register 0's), the same in every thread, or None when a carry between digits makes them differ.
+
+        Register ``k`` holds flat index ``F0 + C`` with ``F0 = slot * vec`` (``0 <= F0 < owners * vec``) and
+        ``C = (k / vec) * owners * vec + k % vec``; the coordinates of ``F0 + C`` are those of ``F0`` plus the
+        digits of ``C`` when no digit carries: for every inner block of ``Q`` elements (the product of the
+        trailing dimensions), the largest ``F0 mod Q`` (a multiple of ``gcd(vec, Q)``, at most the largest ``F0``)
+        plus ``C mod Q`` stays below ``Q``. The outermost digit is not reduced (registers past the tile are
+        masked by their callers)."""
+        c = (k // self.vec) * self.owners * self.vec + k % self.vec
+        q = 1
+        for d in reversed(shape[1:]):
+            q *= d
+            if min(self.owners * self.vec - self.vec, q - gcd(self.vec, q)) + c % q >= q:
+                return None
+        out, rest = [], c
+        for d in reversed(shape[1:]):
+            out.append(rest % d)
+            rest //= d
+        return (rest, *reversed(out)) if shape else ()
 
     def always_valid(self, k: int) -> bool:
         """True when register ``k`` is a real element in every thread."""

@@ -65,7 +65,8 @@ def _in_region(rb, templates, fn):
 
 def for_op(op, rb):
     """``scf.for``: pipelined (:mod:`.pipeline`) when its dots' operand loads allow it, behind a run-time
-    alignment check when the chunks' alignment is not known statically; plain otherwise."""
+    alignment check when the chunks' alignment is not known statically (the tensors that fail it take the
+    loop's element-copy form, :func:`.pipeline.pipelined_for` with ``elements``); plain otherwise."""
     from . import pipeline
 
     cg = rb.data["cg"]
@@ -86,7 +87,8 @@ def for_op(op, rb):
     if aligned is None:
         return unflatten(inits, pipeline.pipelined_for(op, rb, plan, lb, ub, step, inits, body_into))
     res = cg.if_(aligned, lambda: pipeline.pipelined_for(op, rb, plan, lb, ub, step, inits, body_into, checked=True),
-                 lambda: _plain_for(op, rb, lb, ub, step, inits), types=[v.type for v in flat])
+                 lambda: pipeline.pipelined_for(op, rb, plan, lb, ub, step, inits, body_into, elements=True),
+                 types=[v.type for v in flat])
     return unflatten(inits, res)
 
 

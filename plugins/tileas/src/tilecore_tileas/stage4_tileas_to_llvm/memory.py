@@ -152,6 +152,20 @@ class TiledAccess:
             g[self.sparse[0]] = resize_int(self.sparse[1][k], self.index)
         return g
 
+    def register_coords(self, k):
+        """:meth:`coords` of register ``k`` of the access's blocked layout. Where register ``k``'s element lies a
+        constant distance from the thread's first in every thread (:meth:`Blocked.register_distance`), they are
+        the first element's coordinates plus that distance (:class:`_Split`), which :meth:`offset` turns into
+        the first element's offset plus a constant: one address shared by the thread's registers."""
+        cg, lay = self.cg, self.lay
+        dist = None if self.sparse is not None or lay.owners == 1 else \
+            lay.register_distance(k, tuple(self.v.tile_shape))
+        if dist is None or not any(dist):
+            return self.coords(cg.flat(lay, k), k)
+        first = self.coords(cg.flat(lay, 0), 0)
+        return _Split([cg.op("arith.addi", a, cg.const(self.index, c)) if c else a for a, c in zip(first, dist)],
+                      first, dist)
+
     def in_bounds(self, g, extra_last: int = 0):
         cg = self.cg
         conds = []
@@ -162,8 +176,22 @@ class TiledAccess:
         return cg.and_(*conds)
 
     def offset(self, g):
-        """The element offset (i64) of global coordinates ``g`` from the memref's base."""
+        """The element offset (i64) of global coordinates ``g`` from the memref's base.
+
+        Coordinates from :meth:`register_coords` (``first + distance``) give ``offset(first) + sum(distance *
+        stride)``: for an element in bounds that is its offset (``first`` and the distance are computed in the
+        index width, which an in-bounds coordinate cannot have wrapped past), and the first part is the same
+        for all the thread's registers."""
         cg = self.cg
+        if isinstance(g, _Split):
+            off = self.offset(g.first)
+            static = sum(c * s for c, s in zip(g.distance, self.v.memref.strides) if isinstance(s, int))
+            if static:
+                off = cg.op("arith.addi", off, cg.const(cg.i64, static))
+            for c, s in zip(g.distance, self.v.memref.strides):
+                if c and not isinstance(s, int):
+                    off = cg.op("arith.addi", off, cg.op("arith.muli", s, cg.const(cg.i64, c)))
+            return off
         off = None
         for c, s in zip(g, self.v.memref.strides):
             c64 = resize_int(c, cg.i64)
@@ -268,6 +296,14 @@ class TiledAccess:
 
 
 PADDING_VALUES = {"nan": float("nan"), "pos_inf": float("inf"), "neg_inf": float("-inf"), "neg_zero": -0.0}
+
+
+class _Split(list):
+    """Global coordinates ``first + distance`` (:meth:`TiledAccess.register_coords`), with both parts kept."""
+
+    def __init__(self, coords, first, distance):
+        super().__init__(coords)
+        self.first, self.distance = first, distance
 
 
 def padding_value(cg, ty, pad: str, narrow: str = ""):

@@ -40,7 +40,7 @@ from tilecore.mma import G2S_INTERFACE, ROW_PAD_BYTES, TMA_INTERFACE, SmemOperan
 from ..atoms import default_atom
 from ..atoms.mma import is_tensor_core
 from ..stage1_cuda_tile_to_tileaa.common import resize_int
-from ..stage4_tileas_to_llvm.memory import memory_order, memref_type_parts, view_type_parts
+from ..stage4_tileas_to_llvm.memory import PTR1, memory_order, memref_type_parts, view_type_parts
 from .codegen import create
 from .fragments import dot_fragment, preferred_layout
 
@@ -339,6 +339,112 @@ def _issue(cg, rb, plan_: Plan, stage_base, iv_old, iv_new) -> None:
                 _copy_chunk(*args)
 
 
+def _issue_elements(cg, rb, plan_: Plan, stage_base, iv_old, iv_new) -> None:
+    """The copy of the loop's un-aligned form (:func:`pipelined_for` with ``elements``): every element of every
+    operand tile read by one thread (zero past the array's edge: the loads' padding) and stored to its place
+    in the stage, thread ``t`` taking elements ``t, t + threads, ...`` in memory order. No registers hold a
+    tile and the dots read the stage as in the pipelined loop (the same code)."""
+    from .memory import TiledAccess
+
+    for p in plan_.loads:
+        acc = TiledAccess(cg, _view(rb, p), _indices(rb, plan_, p, iv_old, iv_new), None, p.load)
+        if cg.threads % _lines(p)[1]:
+            _copy_elements(cg, p, acc, stage_base)
+        else:
+            _copy_elements_by_lines(cg, p, acc, stage_base)
+
+
+def _element_coords(p: PipedLoad, acc, line, along):
+    """(row, column) in ``p``'s tile (i32) and the global coordinates of the element ``along`` its ``line``."""
+    cg, idx_t = acc.cg, acc.index
+    row, col = (along, line) if p.transposed else (line, along)
+    return row, col, [*acc.origin[:p.lead], cg.op("arith.addi", acc.origin[p.lead], resize_int(row, idx_t)),
+                      cg.op("arith.addi", acc.origin[p.lead + 1], resize_int(col, idx_t))]
+
+
+def _copy_element(acc, inside, src, dst) -> list:
+    """Load the element at ``src`` when ``inside`` (else the zero padding) and store it at ``dst``."""
+    from .memory import padding_value
+
+    value = acc.cg.masked(inside, lambda: acc.load(src), padding_value(acc.cg, acc.element, "zero"), acc.element)
+    dialects.llvm.store(value, dst)
+    return []
+
+
+def _copy_elements(cg, p: PipedLoad, acc, stage_base) -> None:
+    """:func:`_issue_elements` for one tile, each element's coordinates computed from its flat index."""
+    lines, per_line = _lines(p)
+    shape = [resize_int(s, acc.index) for s in acc.v.memref.shape]
+    for rep in range(-(-lines * per_line // cg.threads)):
+        e = cg.op("arith.addi", cg.tid, cg.c32(rep * cg.threads)) if rep else cg.tid
+        line, along = cg.op("arith.divui", e, cg.c32(per_line)), cg.op("arith.remui", e, cg.c32(per_line))
+        row, col, g = _element_coords(p, acc, line, along)
+        inside = cg.and_(*[cg.cmpi(6, c, n) for c, n in zip(g, shape)])
+        args = (acc, inside, acc.address(g), _stage_address(cg, p, stage_base, row, col))
+        if (rep + 1) * cg.threads > lines * per_line:
+            cg.if_(cg.cmpi(6, line, cg.c32(lines)), lambda a=args: _copy_element(*a))
+        else:
+            _copy_element(*args)
+
+
+def _copy_elements_by_lines(cg, p: PipedLoad, acc, stage_base) -> None:
+    """:func:`_issue_elements` for one tile whose lines the threads cover whole: a thread's elements lie at one
+    place along their lines, ``d = threads / line length`` lines apart, so element ``j``'s global address is
+    element ``j - 1``'s plus ``d`` line strides and its stage address line ``line0 + (j d) % 8``'s plus
+    ``(j d) / 8`` 8-line periods (the swizzle pattern repeats every 8 lines): a compare, an add, a load and a
+    store per element, not its own coordinates, multiplications and swizzle."""
+    lines, per_line = _lines(p)
+    d = cg.threads // per_line
+    axis = p.lead + (1 if p.transposed else 0)  # the tile axis the lines follow (memory order's outer one)
+    shape = [resize_int(s, acc.index) for s in acc.v.memref.shape]
+    line0, along = cg.op("arith.divui", cg.tid, cg.c32(per_line)), cg.op("arith.remui", cg.tid, cg.c32(per_line))
+    _, _, g = _element_coords(p, acc, line0, along)
+    fixed = cg.and_(*[cg.cmpi(6, c, n) for i, (c, n) in enumerate(zip(g, shape)) if i != axis])
+    stride = acc.v.memref.strides[axis]
+    step = cg.const(cg.i64, d * stride) if isinstance(stride, int) else \
+        cg.op("arith.muli", stride, cg.const(cg.i64, d))
+    p1, p3 = ir.Type.parse(PTR1), ir.Type.parse("!llvm.ptr<3>")
+    src, firsts, period = acc.address(g), {}, _stage_address_delta(p, 8)
+    for rep in range(-(-lines * per_line // cg.threads)):
+        shift = rep * d
+        q, r = divmod(shift, 8)
+        if r not in firsts:
+            line_r = cg.op("arith.addi", line0, cg.c32(r)) if r else line0
+            firsts[r] = _stage_address(cg, p, stage_base, *_element_coords(p, acc, line_r, along)[:2])
+        dst = dialects.llvm.getelementptr(p3, firsts[r], [], [q * period], cg.i8, 0) if q else firsts[r]
+        if rep:
+            src = dialects.llvm.getelementptr(p1, src, [step], [-2147483648], acc.element, 0)
+        g_line = cg.op("arith.addi", g[axis], cg.const(acc.index, shift)) if shift else g[axis]
+        args = (acc, cg.and_(fixed, cg.cmpi(6, g_line, shape[axis])), src, dst)
+        if (rep + 1) * cg.threads > lines * per_line:
+            line = cg.op("arith.addi", line0, cg.c32(shift)) if shift else line0
+            cg.if_(cg.cmpi(6, line, cg.c32(lines)), lambda a=args: _copy_element(*a))
+        else:
+            _copy_element(*args)
+
+
+def _stage_address_delta(p: PipedLoad, n_lines: int) -> int:
+    """Bytes between an element of ``p``'s stage buffer and the one ``n_lines`` lines (memory order) further, for
+    ``n_lines`` a multiple of 8 (the swizzle pattern's period)."""
+    if p.swizzled is not None:
+        return n_lines * p.swizzled.swizzle
+    return n_lines * (p.elem_bytes if p.transposed else p.pitch * p.elem_bytes)
+
+
+def _stage_address(cg, p: PipedLoad, stage_base, row, col):
+    """``!llvm.ptr<3>`` of element (``row``, ``col``) (i32 tile coordinates) of ``p``'s buffer in the stage at
+    byte ``stage_base`` (an i32 value): its place in the swizzled layout, or in the padded rows."""
+    p3 = ir.Type.parse("!llvm.ptr<3>")
+    llvm = dialects.llvm
+    if p.swizzled is not None:
+        at = replace(p.swizzled, offset=p.offset, dynamic=stage_base).byte_offset(cg, row, col)
+        return llvm.getelementptr(p3, cg.smem_base, [at], [-2147483648], cg.i8, 0)
+    index = cg.op("arith.addi", cg.op("arith.muli", row, cg.c32(p.pitch)), col)
+    at = cg.op("arith.addi", cg.op("arith.muli", index, cg.c32(p.elem_bytes)), stage_base)
+    dst = llvm.getelementptr(p3, cg.smem_base, [at], [-2147483648], cg.i8, 0)
+    return llvm.getelementptr(p3, dst, [], [p.offset], cg.i8, 0) if p.offset else dst
+
+
 def _lines(p: PipedLoad) -> tuple[int, int]:
     """(lines, elements per line) of ``p``'s tile in memory order: its rows, or (transposed) its columns."""
     return (p.cols, p.rows) if p.transposed else (p.rows, p.cols)
@@ -355,7 +461,6 @@ def _copy_chunk(cg, atom, p: PipedLoad, acc, shape, cid, stage_base) -> None:
     """One 16-byte chunk (line ``cid / chunks per line``: a row, or a column of a transposed tile) of ``p``'s
     tile: the bytes in bounds are read, the rest zero-filled; a chunk with none in bounds reads nothing (its
     source is the tile origin, clamped)."""
-    llvm = dialects.llvm
     idx_t = acc.index
     vec = 16 // p.elem_bytes
     per_line = _lines(p)[1] // vec
@@ -371,17 +476,8 @@ def _copy_chunk(cg, atom, p: PipedLoad, acc, shape, cid, stage_base) -> None:
     n = cg.select(inside, cg.select(cg.cmpi(6, left, vec_c), left, vec_c), cg.const(idx_t, 0))
     nbytes = cg.op("arith.muli", resize_int(n, cg.i32), cg.c32(p.elem_bytes))
     src = acc.address([cg.select(inside, c, cg.const(idx_t, 0)) for c in g])
-    p3 = ir.Type.parse("!llvm.ptr<3>")
-    if p.swizzled is not None:  # the chunk is one 16-byte unit of the swizzled layout
-        dst_bytes = replace(p.swizzled, offset=p.offset, dynamic=stage_base).byte_offset(cg, row, col)
-        dst = llvm.getelementptr(p3, cg.smem_base, [dst_bytes], [-2147483648], cg.i8, 0)
-    else:
-        dst_index = cg.op("arith.addi", cg.op("arith.muli", row, cg.c32(p.pitch)), col)
-        dst_bytes = cg.op("arith.addi", cg.op("arith.muli", dst_index, cg.c32(p.elem_bytes)), stage_base)
-        dst = llvm.getelementptr(p3, cg.smem_base, [dst_bytes], [-2147483648], cg.i8, 0)
-        if p.offset:
-            dst = llvm.getelementptr(p3, dst, [], [p.offset], cg.i8, 0)
-    atom.lower(cg, "copy", dst, src, nbytes)
+    # the chunk is one 16-byte unit of the swizzled layout, or 16 bytes of a padded row
+    atom.lower(cg, "copy", _stage_address(cg, p, stage_base, row, col), src, nbytes)
 
 
 def _view(rb, p: PipedLoad):
@@ -448,20 +544,23 @@ def tma_maps(cg, rb, plan_: Plan, checked: bool):
     return atom, [maps.parameter(r) for r in recipes]
 
 
-def pipelined_for(op, rb, plan_: Plan, lb, ub, step, inits, body_into, checked: bool = False) -> list:
+def pipelined_for(op, rb, plan_: Plan, lb, ub, step, inits, body_into, checked: bool = False,
+                  elements: bool = False) -> list:
     """Build the pipelined loop (module docstring) at the current insertion point; returns the flat results.
 
     ``body_into(block, args)`` rebuilds the old body into ``block`` (with the dots' operands read from the
     current stage) and returns nothing; the loop's extra iteration arguments (the stage read; with TMA the
     phase parity too) are appended to its terminator here. The tiles come by TMA where they can
-    (:func:`tma_maps`; ``checked``: the loop runs behind :func:`alignment_check`)."""
+    (:func:`tma_maps`; ``checked``: the loop runs behind :func:`alignment_check`). ``elements``: the form for
+    tensors that fail that check: one stage, filled element by element (:func:`_issue_elements`) between
+    two barriers, then the same dots (the loop's whole code but the copy is shared with the aligned form)."""
     from .control import flatten
 
     cg = rb.data["cg"]
-    tma = tma_maps(cg, rb, plan_, checked)
+    tma = None if elements else tma_maps(cg, rb, plan_, checked)
     if tma is not None:
         return _tma_pipelined_for(op, rb, plan_, lb, ub, step, inits, body_into, *tma)
-    s_count = plan_.stages
+    s_count = 1 if elements else plan_.stages
     iv_old = op.regions[0].blocks[0].arguments[0]
     cg.reserve(s_count * plan_.stage_bytes)
     if any(p.swizzled is not None for p in plan_.loads):
@@ -490,6 +589,10 @@ def pipelined_for(op, rb, plan_: Plan, lb, ub, step, inits, body_into, checked: 
             cg.barrier()
             wr = cg.select(cg.cmpi(0, rd, cg.c32(0)), cg.c32(s_count - 1), cg.op("arith.subi", rd, cg.c32(1)))
             issue_if(ahead(iv, s_count - 1), wr)
+        elif elements:
+            cg.barrier()
+            _issue_elements(cg, rb, plan_, cg.c32(0), iv_old, iv)
+            cg.barrier()
         else:
             cg.barrier()
             _issue(cg, rb, plan_, cg.c32(0), iv_old, iv)
@@ -501,7 +604,8 @@ def pipelined_for(op, rb, plan_: Plan, lb, ub, step, inits, body_into, checked: 
         with ir.InsertionPoint(term), term.location:
             create("scf.yield", [], [*term.operands, _next_stage(cg, rd, s_count)])
         term.erase()
-    atom.lower(cg, "wait", 0)
+    if not elements:
+        atom.lower(cg, "wait", 0)
     cg.barrier()
     return list(node.results)[:-1]
 

@@ -1,0 +1,66 @@
+"""The un-aligned form of a pipelined K loop (``pipeline.pipelined_for`` with ``elements``): tensors whose rows are
+not 16-byte multiples fail the kernel's run-time alignment check and take a loop of one stage that every thread
+fills element by element (zero past the array's edge), then the same dots as the pipelined loop. The copy keeps
+no tile in registers; a thread's elements that lie whole lines apart share one global address and one swizzled
+stage address plus constants (``_copy_elements_by_lines``); other tiles compute each element's place
+(``_copy_elements``). Numbers on odd strides in the emulator, for the three atom families."""
+
+from __future__ import annotations
+
+import re
+
+import cutile_kernels as ck
+import numpy as np
+import pytest
+from emulated_kernels import KernelSet, arr, cdiv
+from test_mma_atoms import _operand
+
+from tilecore.compiler import compile_file
+
+pytest.importorskip("cuda.tile")
+
+_K = KernelSet({
+    # no stride facts: the alignment is known at run time only; 128 x 128 x 64 f16 tiles
+    "mm": (ck.matmul_f32acc, ["f16[2]", "f16[2]", "f32[2]", 128, 128, 64]),
+    # K tile of 256 halves: A's lines (512 bytes) are longer than the CTA's 128 threads cover at once
+    "mm_long_k": (ck.matmul_f32acc, ["f16[2]", "f16[2]", "f32[2]", 64, 64, 256]),
+    "mm_i8": (ck.matmul_i8, ["i8[2]", "i8[2]", "i32[2]", 64, 64, 32]),
+}, "tileas-fallback-")
+
+
+def _lowered(name: str, sm: str) -> str:
+    _K.compiled(name, "sm_80")  # exports the bytecode
+    return str(compile_file(f"{_K._dir}/{name}.tileirbc", sm, stop_after="convert-tileas-to-llvm").module)
+
+
+@pytest.mark.parametrize("sm", ["sm_80", "sm_90a", "sm_100a"])
+def test_fallback_copies_elements_into_one_stage(sm):
+    """128 x 64 A and 64 x 128 B halves over 128 threads: 64 + 64 element loads from global memory per thread,
+    each stored into the stage (no registers hold a tile, nothing is written through a tile's registers), and
+    the fallback's dots are the pipelined loop's: as many MMA ops in both loops."""
+    text = _lowered("mm", sm)
+    # the only loads from global memory of halves: the fallback's (the pipelined loop copies by cp.async / TMA)
+    assert len(re.findall(r"llvm\.load %\S+ : !llvm\.ptr<1> -> f16", text)) == 64 + 64
+    # per loop body: sm_80 32 m16n8k16 per warp (64 x 64) in a loop over K; sm_90a 2 m64n128k16 (128 rows) for
+    # each of the 4 K steps of 16; sm_100a one m128n128k16 per K step (thread 0 issues them)
+    per_loop = {"sm_80": 32, "sm_90a": 4 * 2, "sm_100a": 4}[sm]
+    mma = {"sm_80": '"cute_nvgpu.mma_sync"', "sm_90a": '"cute_nvgpu.wgmma"', "sm_100a": '"sm100.umma"'}[sm]
+    assert text.count(mma) == 2 * per_loop
+
+@pytest.mark.parametrize("sm", ["sm_80", "sm_90a", "sm_100a"])
+@pytest.mark.parametrize("name, mnk, el", [
+    ("mm", (133, 70, 67), "f16"), ("mm_long_k", (70, 33, 301), "f16"), ("mm_i8", (67, 45, 37), "s8")])
+def test_fallback_numbers_on_odd_strides(sm, name, mnk, el):
+    """Rows of odd lengths (not 16-byte multiples): the kernel runs the fallback loop; partial tiles in M, N and
+    K read zeros past the edges."""
+    m, n, k = mnk
+    rng = np.random.default_rng(11)
+    (a, av), (b, bv) = _operand(rng, (m, k), el), _operand(rng, (k, n), el)
+    c = np.zeros((m, n), np.int32 if el == "s8" else np.float32)
+    tm, tn = _K.table[name][1][3:5]
+    _K.run(name, sm, (cdiv(m, tm), cdiv(n, tn), 1), arr(a) + arr(b) + arr(c))
+    want = av @ bv
+    if el == "s8":
+        np.testing.assert_array_equal(c, want)
+    else:
+        np.testing.assert_allclose(c, want, atol=1e-4 * np.abs(want).max(), rtol=0)
