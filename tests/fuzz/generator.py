@@ -221,6 +221,12 @@ def _power(b: float, n: int) -> float:
     return math.inf if n * math.log10(max(b, 1e-300)) > 300 else b**n
 
 
+# binary menu rows drawn with a directed rounding mode too: row -> (cuTile function, divisor / operand in the kernel,
+# in the model); the div row divides by |y| + 1 as the menu's does
+DIRECTED_OPS = {"add": ("add", "{y}", "{y}"), "sub": ("sub", "{y}", "{y}"), "mul": ("mul", "{y}", "{y}"),
+                "div": ("truediv", "ct.abs({y}) + 1.0", "ns.r(np.abs({y}) + 1.0, '{d}')")}
+
+
 class Gen:
     """State while drawing one program."""
 
@@ -427,6 +433,8 @@ class Gen:
         seed = self.rng.random()
         k = self._fill_seeded(b.kernel, v.name, other.name, v.dt, seed)
         m = self._fill_seeded(b.model, v.name, other.name, v.dt, seed)
+        if b.name in DIRECTED_OPS and kind == "f" and self.side.random() < 0.3:
+            k, m = self._directed(b.name, v, other)
         exact = v.exact and other.exact and (b.keeps_exact or kind in "iub")
         res = self.new_val(v, exact=exact, bound=b.bound(v.bound, other.bound) if kind == "f" else v.bound,
                            nred=max(v.nred, other.nred), nops=v.nops + other.nops + (0 if exact else 1),
@@ -434,6 +442,16 @@ class Gen:
                            cancel=v.cancel or other.cancel or (b.name in ("add", "sub") and not exact))
         self.emit(f"{res.name} = {k}", f"{res.name} = {m}", depth, self._bypass(res, v), feature=f"op:{b.name}")
         return res
+
+    def _directed(self, name: str, v: Val, other: Val) -> tuple[str, str]:
+        """The binary row ``name`` with an explicit directed rounding mode (drawn on the side stream: rounding_mode
+        was dropped by tilecore, every result rounded to nearest)."""
+        mode = self.side.choice(["RZ", "RM", "RP"])
+        self.features.add(f"rounding_mode:{mode}")
+        fn, y, ym = DIRECTED_OPS[name]
+        y, ym = y.format(y=other.name), ym.format(y=other.name, d=v.dt)
+        return (f"ct.{fn}({v.name}, {y}, rounding_mode=ct.RoundingMode.{mode})",
+                f"ns.directed({name!r}, {v.name}, {ym}, {mode.lower()!r}, {v.dt!r})")
 
     def operand(self, v: Val, depth: int) -> Val | None:
         """A second operand of ``v``'s type and shape: a fresh load from a new input array (when
@@ -1307,6 +1325,8 @@ def t_atomic(g: Gen, p: Program):
     else:
         dt = g.pick(["i32", "i64", "u32"])
         op = kind
+        if kind == "cas" and g.side.random() < 0.5:  # float CAS (found broken: cmpxchg took no floats)
+            dt = g.side.choice(["f32", "f64"])
     g.features.add(f"atomic:{kind}:{op}:{dt}")
     qx = g.array(dt, 1, ["S[0]"], init="small")
     v = g.new_val(dt=dt, axes=[Axis("S[0]", "b0", T0)])
@@ -1352,6 +1372,11 @@ def t_atomic(g: Gen, p: Program):
     mtgt = f"np.where({i} < {qx.name}.shape[0], {pidx}, {OOB})"
     if kind == "xchg":
         k, m = f"ct.atomic_xchg({qt.name}, {tgt}, {v.name}{mo})", f"ns.atomic_rmw('xchg', {qt.name}, {mtgt}, {v.name})"
+    elif DTYPES[dt].kind == "f":  # expected: the current value on even lanes (swapped), the new one on odd lanes
+        cur = f"ct.gather({qt.name}, {tgt})"
+        k = f"ct.atomic_cas({qt.name}, {tgt}, ct.where({i} % 2 == 0, {cur}, {v.name}), {v.name}{mo})"
+        m = (f"ns.atomic_cas({qt.name}, {mtgt}, np.where({i} % 2 == 0, ns.gather({qt.name}, ({mtgt},)), {v.name}), "
+             f"{v.name})")
     else:
         k = f"ct.atomic_cas({qt.name}, {tgt}, {v.name} & 1, {v.name}{mo})"
         m = f"ns.atomic_cas({qt.name}, {mtgt}, {v.name} & 1, {v.name})"

@@ -263,6 +263,40 @@ def atomic_cas(arr, idx, expected, desired) -> np.ndarray:
 # ------------------------------------------------------------------------------ arithmetic
 
 
+def _step(v, key: str, up: bool):
+    """The next value of element type ``key`` above (``up``) or below ``v`` (a model value)."""
+    if key == "bf16":  # bf16 codes are the high halves of f32 codes: step there
+        bits = bf16_encode(np.float32(v)).astype(np.int64)
+        neg = bits >= 0x8000
+        mag = bits & 0x7FFF
+        if mag == 0:
+            return np.float32(bf16_decode(np.uint16(0x0001 if up else 0x8001)))
+        bits = bits + (1 if up != neg else -1)
+        return np.float32(bf16_decode(np.uint16(bits)))
+    t = DTYPES[key].compute
+    return np.nextafter(t(v), t(np.inf) if up else t(-np.inf))
+
+
+def directed(op: str, x, y, mode: str, key: str):
+    """``ct.add / sub / mul / truediv(x, y, rounding_mode=RZ | RM | RP)``: the exact result (rationals) rounded
+    toward zero / -inf / +inf to element type ``key``, element by element (finite results only)."""
+    from fractions import Fraction
+    x, y = np.broadcast_arrays(np.asarray(x), np.asarray(y))
+    out = np.empty(x.shape, dtype=DTYPES[key].compute)
+    for pos in np.ndindex(*x.shape):
+        a, b = Fraction(float(x[pos])), Fraction(float(y[pos]))
+        q = a + b if op == "add" else a - b if op == "sub" else a * b if op == "mul" else a / b
+        v = r(float(q), key)
+        while Fraction(float(v)) > q:
+            v = _step(v, key, False)
+        while Fraction(float(_step(v, key, True))) <= q:
+            v = _step(v, key, True)
+        if Fraction(float(v)) != q and (mode == "rp" or (mode == "rz" and q < 0)):
+            v = _step(v, key, True)
+        out[pos] = v
+    return out
+
+
 def floordiv_f(x, y, key):
     """cuTile float ``//``: floor(x / y) (the quotient rounded first)."""
     return r(np.floor(r(x / y, key)), key)
