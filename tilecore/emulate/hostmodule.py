@@ -53,6 +53,9 @@ def _fail(msg: str, op=None) -> TilecoreError:
     return TilecoreError(msg, format_location(op.location) if op is not None else None)
 
 
+HOST_KERNEL = "__emu_kernel"  # the kernel's name in the host module
+
+
 def find_kernel_module(module, kernel: str):
     """The op whose body holds ``llvm.func @kernel`` (a gpu.module, or the module itself)."""
     holders = [module.operation]
@@ -370,6 +373,10 @@ def _rewrite(host, kernel: str, check_bounds: bool) -> HostModule:
                   if op.operation.name == "llvm.mlir.global" and "addr_space" in op.attributes
                   and op.attributes["addr_space"].value == 3 and "external" in str(op.attributes["linkage"])}
     kfunc = funcs[kernel]
+    # The host module also holds libm functions (the libdevice bodies call them), runtime symbols and the
+    # driver: a kernel named like one of them ('fmod', 'sqrtf', ...) would clash, so it gets a reserved name.
+    kfunc.attributes["sym_name"] = ir.StringAttr.get(HOST_KERNEL)
+    funcs[HOST_KERNEL] = funcs.pop(kernel)
     location = format_location(kfunc.location)
     param_types = [str(a.type) for a in kfunc.regions[0].blocks[0].arguments]
     tensor_maps = recipes_of(kfunc)
@@ -402,7 +409,7 @@ def _rewrite(host, kernel: str, check_bounds: bool) -> HostModule:
     memory_globals = [(g.attributes["sym_name"].value, str(g.attributes["global_type"].value),
                        g.attributes["addr_space"].value if "addr_space" in g.attributes else 0)
                       for g in body.operations if g.operation.name == "llvm.mlir.global"]
-    _append_support(host, rw, kernel, param_types, memory_globals)
+    _append_support(host, rw, HOST_KERNEL, param_types, memory_globals)
     _pin_host_target(host)
     return HostModule(host, kernel, param_types, collective, location, [(g[0], g[2]) for g in memory_globals],
                       rw.sites, rw.local_labels, check_bounds, tensor_maps, dynamic_shared)
