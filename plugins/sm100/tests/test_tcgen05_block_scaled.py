@@ -51,6 +51,22 @@ def mma_scaled_loop(A, SA, B, SB, C, TM: ct.Constant[int], TN: ct.Constant[int],
 
 
 @ct.kernel
+def mma_scaled_loop_bt(A, SA, BT, SB, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int],
+                       BLOCK: ct.Constant[int]):
+    """:func:`mma_scaled_loop` with B given as its N x K transpose ``BT``, loaded through a transposed view
+    (``order=(1, 0)``: the tile's K is contiguous)."""
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=ct.float32)
+    for k in range(ct.cdiv(A.shape[1], TK)):
+        a = ct.load(A, index=(i, k), shape=(TM, TK), padding_mode=ZERO)
+        b = ct.load(BT, index=(k, j), shape=(TK, TN), order=(1, 0), padding_mode=ZERO)
+        sa = ct.load(SA, index=(i, k), shape=(TM, TK // BLOCK), padding_mode=ZERO)
+        sb = ct.load(SB, index=(k, j), shape=(TK // BLOCK, TN), padding_mode=ZERO)
+        acc = ct.mma_scaled(a, sa, b, sb, acc)
+    ct.store(C, index=(i, j), tile=acc)
+
+
+@ct.kernel
 def mma_scaled_single(A, SA, B, SB, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int],
                       BLOCK: ct.Constant[int]):
     """One block-scaled dot (K = TK), zero padding."""
@@ -71,6 +87,9 @@ KERNELS = {
                                            32]),
     "bs_e4m3_m256": (mma_scaled_loop, ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 256, 128, 64,
                                        32]),
+    # B K-major in memory (a transposed view): pipelined with B's stage K-major
+    "bs_e4m3_loop_bt": (mma_scaled_loop_bt, ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 128, 64, 128,
+                                             32]),
     # 64-row tiles: one M = 128 MMA over A in layout F
     "bs_m64": (mma_scaled_single, ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 64, 64, 64, 32]),
     "bs_m64_loop": (mma_scaled_loop, ["f8e5m2[2]", "f8e8m0[2]", "f8e5m2[2]", "f8e8m0[2]", "f32[2]", 64, 32, 128, 32]),
@@ -178,14 +197,16 @@ def test_block_scaled_fma_option_keeps_the_cuda_cores():
 def test_block_scaled_stage4_ops():
     """Per dot: 128 / 32 scale-factor chunks copied (tcgen05.cp: one for A's 128 rows x 4 blocks, one for B's),
     K / 32 block-scaled MMAs (one N instruction), one commit; the allocation covers the accumulator (64
-    columns) and the 8 scale-factor columns."""
+    columns) and the 8 scale-factor columns. The K loops are pipelined (test_tcgen05_block_scaled_tma.py): the
+    dot is in the TMA-pipelined loop and in its form for unaligned tensors."""
     text = str(compile_file(_export("bs_e4m3_loop"), "sm_100a", stop_after="convert-tileas-to-llvm").module)
-    assert text.count('"sm100.umma_commit"') == 1
-    assert text.count('"sm100.tmem_cp"') == 2 and text.count('"sm100.umma_bs"') == 4
+    dots = text.count('"sm100.umma_commit"')
+    assert dots == 2
+    assert text.count('"sm100.tmem_cp"') == 2 * dots and text.count('"sm100.umma_bs"') == 4 * dots
     assert 'kind = "mxf8f6f4"' in text and "ncols = 128 : i32" in text
     text = str(compile_file(_export("bs_e4m3_m256"), "sm_100a", stop_after="convert-tileas-to-llvm").module)
     # 2 row blocks x 1 N instruction x 2 K steps; A: 2 chunks (256 rows), B: 1 chunk (128 columns)
-    assert text.count('"sm100.tmem_cp"') == 3 and text.count('"sm100.umma_bs"') == 4
+    assert text.count('"sm100.tmem_cp"') == 3 * dots and text.count('"sm100.umma_bs"') == 4 * dots
 
 
 def test_block_scaled_m64_stage4_ops():
@@ -266,7 +287,9 @@ def _f8(rng, shape, fmt):
     return codes, np.vectorize(lambda c: decode(int(c), fmt))(codes)
 
 
-def _run(name: str, m: int, n: int, k: int, seed: int, gpu: str = "sm_100a"):
+def _run(name: str, m: int, n: int, k: int, seed: int, gpu: str = "sm_100a", options=None):
+    """Run kernel ``name`` on random m x n x k inputs (compiled with ``options``: a CompileOptions, else the
+    default, cached per process); returns C and the scaled operands."""
     _kernel, params = KERNELS[name]
     tm, tn = params[-4], params[-3]
     ea, eb = _elems(name)
@@ -276,7 +299,16 @@ def _run(name: str, m: int, n: int, k: int, seed: int, gpu: str = "sm_100a"):
     sa = rng.integers(120, 134, (m, kb)).astype(np.uint8)
     sb = rng.integers(120, 134, (kb, n)).astype(np.uint8)
     c = np.zeros((m, n), np.float32)
-    _KERNELS.run(name, gpu, (cdiv(m, tm), cdiv(n, tn), 1), arr(a) + arr(sa) + arr(b) + arr(sb) + arr(c))
+    args = arr(a) + arr(sa) + arr(np.ascontiguousarray(b.T) if name.endswith("_bt") else b) + arr(sb) + arr(c)
+    if options is None:
+        _KERNELS.run(name, gpu, (cdiv(m, tm), cdiv(n, tn), 1), args)
+    else:
+        from emulated_kernels import BLOCK
+
+        from tilecore import emulate
+
+        emulate.launch(compile_file(_export(name), gpu, options=options).module, name, (cdiv(m, tm), cdiv(n, tn), 1),
+                       BLOCK, args)
     avs = av * np.repeat(2.0 ** (sa.astype(np.float64) - 127), 32, axis=1)[:, :k]
     bvs = bv * np.repeat(2.0 ** (sb.astype(np.float64) - 127), 32, axis=0)[:k]
     return c, avs, bvs

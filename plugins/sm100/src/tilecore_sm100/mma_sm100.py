@@ -436,7 +436,8 @@ class Umma:
                     db = self.b_descriptor(cg, b, k0, col)
                     d = cg.op("arith.addi", d_base, cg.c32(d_off)) if d_off else d_base
                     if scales:
-                        self.mma_scaled(cg, req, scales, sf_base, d, da, db, enable, k0, row, col, ni)
+                        self.mma_scaled(cg, req, scales, sf_base, d, da, db, enable, k0, row, col, ni,
+                                        not getattr(b, "transposed", False))
                         continue
                     ir.Operation.create("sm100.umma", operands=[d, da, db, idesc_v, enable],
                                         attributes={"kind": ir.StringAttr.get(self.kind)})
@@ -554,13 +555,15 @@ F4 = "f4E2M1FN"
 BS_ABTYPE = {"f8E4M3FN": 0, "f8E5M2": 1, F4: 1}  # Table 44: mxf8f6f4 E4M3 0 / E5M2 1; mxf4 / mxf4nvf4 E2M1 1
 
 
-def instr_desc_bs(a: str, b: str, n: int, sfa_id: int, sfb_id: int, m: int = INST_M, ue8m0: bool = True) -> int:
+def instr_desc_bs(a: str, b: str, n: int, sfa_id: int, sfb_id: int, m: int = INST_M, ue8m0: bool = True,
+                  b_mn_major: bool = True) -> int:
     """The 32-bit block-scaled instruction descriptor (PTX ISA 9.7.16.4.2, Table 44, .kind::mxf8f6f4 / mxf4 /
     mxf4nvf4): SF B ID (bits 4-5), atype / btype (7-9 / 10-12: E4M3 0, E5M2 1; E2M1 1), transpose B (bit 16: 1 =
-    MN-major for mxf8f6f4; e2m1 operands are K-major, the mxf4 kinds have no transpose, Table 49), N >> 3 (17-22),
-    scale format (23: UE8M0 1, UE4M3 0), M >> 4 (24-28), SF A ID (29-30); bit 31 (K = 96) stays 0."""
-    return (sfb_id << 4 | BS_ABTYPE[a] << 7 | BS_ABTYPE[b] << 10 | int(a != F4) << 16 | (n >> 3) << 17
-            | int(ue8m0) << 23 | (m >> 4) << 24 | sfa_id << 29)
+    MN-major for mxf8f6f4, 0 for a K-major B; e2m1 operands are K-major, the mxf4 kinds have no transpose, Table
+    49), N >> 3 (17-22), scale format (23: UE8M0 1, UE4M3 0), M >> 4 (24-28), SF A ID (29-30); bit 31 (K = 96)
+    stays 0."""
+    return (sfb_id << 4 | BS_ABTYPE[a] << 7 | BS_ABTYPE[b] << 10 | int(a != F4 and b_mn_major) << 16
+            | (n >> 3) << 17 | int(ue8m0) << 23 | (m >> 4) << 24 | sfa_id << 29)
 
 
 @dataclass(frozen=True)
@@ -667,9 +670,12 @@ class BlockScaledUmma(Umma):
             return False
         return sum(lay.nbytes for lay in self.layouts(req)) <= req.smem_budget
 
-    def layouts(self, req, at: int = 0):
-        """A, B (:meth:`Umma.layouts`), then the scale factors of A (M x K / 32) and of B (K / 32 x N)."""
+    def layouts(self, req, at: int = 0, b_major: str = "n"):
+        """A, B (:meth:`Umma.layouts`; ``b_major="k"``: B K-major, as its N x K transpose, the layout a pipelined
+        loop copies a transposed view's tile into), then the scale factors of A (M x K / 32) and of B (K / 32 x N)."""
         a, b = super().layouts(req, at)
+        if b_major == "k":
+            b = SwizzledOperand(b.offset, req.n, req.k, self.eb, swizzle_for(req.k * self.eb), transposed=True)
         blocks = req.k // self.block
         m64 = req.m == 64  # one M = 128 MMA over A's rows in layout F (:func:`layout_f_rows`)
         if m64:
@@ -686,6 +692,13 @@ class BlockScaledUmma(Umma):
             return self.dot(cg, req, a, b, frag, acc_regs, k_dim, None, (sa, sb))
         raise ValueError(f"atom {self.name}: unknown action '{action}'")
 
+    def b_descriptor(self, cg, b: SwizzledOperand, k0: int, col: int):
+        """B MN-major (:meth:`Umma.b_descriptor`), or K-major (``b.transposed``: N x K, a pipelined loop's stage of
+        a transposed view; .kind::mxf8f6f4 takes either, the transpose bit of :func:`instr_desc_bs` says which)."""
+        if getattr(b, "transposed", False):
+            return self.kmajor_descriptor(cg, b, self.k_bytes(k0), col)
+        return super().b_descriptor(cg, b, k0, col)
+
     def copy_scales(self, cg, scales, sf_base) -> None:
         """``tcgen05.cp .32x128b.warpx4`` of every 512-byte chunk of both scale operands: A's to the columns
         from ``sf_base``, B's after them (4 columns a chunk)."""
@@ -697,16 +710,17 @@ class BlockScaledUmma(Umma):
                 ir.Operation.create("sm100.tmem_cp", operands=[t, desc])
                 col += 4
 
-    def mma_scaled(self, cg, req, scales, sf_base, d, da, db, enable, k0: int, row: int, col: int, ni: int) -> None:
+    def mma_scaled(self, cg, req, scales, sf_base, d, da, db, enable, k0: int, row: int, col: int, ni: int,
+                   b_mn_major: bool = True) -> None:
         """The block-scaled MMA of K step ``k0`` for A rows from ``row`` and B columns from ``col``: its scale
         factors at the chunk column of its rows (``row / 32``, ``col / 32``: lane 0 holds row ``row``), the
-        byte of its block (SF ID)."""
+        byte of its block (SF ID); ``b_mn_major``: B's major (the descriptor's transpose bit)."""
         sa, sb = scales
         kb = k0 // self.block
         g, sid = kb // SF_PER_WORD, kb % SF_PER_WORD
         sfa = cg.op("arith.addi", sf_base, cg.c32(g * sa.chunks * 4 + row // 32))
         sfb = cg.op("arith.addi", sf_base, cg.c32(sa.cols + g * sb.chunks * 4 + col // 32))
-        idesc = instr_desc_bs(req.a, req.b, ni, sid, sid, ue8m0=self.scale == "f8E8M0FNU")
+        idesc = instr_desc_bs(req.a, req.b, ni, sid, sid, ue8m0=self.scale == "f8E8M0FNU", b_mn_major=b_mn_major)
         attrs = {"kind": ir.StringAttr.get(self.kind)}
         if self.vec:
             attrs["block"] = ir.StringAttr.get(self.vec)
@@ -846,10 +860,11 @@ class BlockScaledF4Umma(BlockScaledUmma):
         cg.for_(c(0), c(steps), [], body)
 
 
-def _atom(name: str, atom_kind: str, impl, k: int, description: str) -> Atom:
-    """An sm100 atom: tcgen05 fragment, M = 128 instructions of K ``k``, sm_100a / sm_103a."""
+def _atom(name: str, atom_kind: str, impl, k: int, description: str, **data) -> Atom:
+    """An sm100 atom: tcgen05 fragment, M = 128 instructions of K ``k``, sm_100a / sm_103a (``data``: more of the
+    atom's data, e.g. ``b_k_major``: a pipelined loop may stage B K-major, ``layouts(req, at, "k")``)."""
     return Atom(name, atom_kind, lower=impl.lower, min_cc=100, max_cc=103, admits=impl.admits, priority=PRIORITY,
-                data={"interface": MMA_INTERFACE, "inst": (INST_M, 0, k), "fragment": "tcgen05", "impl": impl},
+                data={"interface": MMA_INTERFACE, "inst": (INST_M, 0, k), "fragment": "tcgen05", "impl": impl, **data},
                 description=description)
 
 
@@ -864,7 +879,7 @@ def atoms() -> list[Atom]:
         out.append(_atom(name, "block_scaled_mma", BlockScaledUmma(name, elems, scale, block, kind, k), k,
                          f"tcgen05.mma cta_group::1 kind::{kind}.block_scale.scale_vec::1X m128nNk{k} "
                          f"{'/'.join(elems)} with {scale} scale factors per {block} -> f32, scale "
-                         "factors (tcgen05.cp) and accumulator in tensor memory"))
+                         "factors (tcgen05.cp) and accumulator in tensor memory", b_k_major=True))
     for name, (elems, acc, kind, k) in ATOMS.items():
         impl = Tf32Umma(name) if kind == "tf32" else Umma(name, elems, acc, kind, k)
         out.append(_atom(name, "mma", impl, k,

@@ -150,7 +150,12 @@ def block_scaled_mma(op, rb):
 
 def _dot_scaled_atom(cg, op, atom, values, m: int, n: int, k_dim: int, ks: int) -> TileV:
     """A block-scaled dot on a tensor-memory atom (``tilecore.mma``: kind ``block_scaled_mma``): A, B and
-    the two scale tiles written to the atom's shared-memory layouts, then its ``dot`` action."""
+    the two scale tiles written to the atom's shared-memory layouts, then its ``dot`` action. A / B in a
+    pipelined loop's stage (:mod:`.pipeline`: a :class:`SwizzledOperand`, the layout the atom reads) are read
+    there (B maybe K-major: a transposed view's tile, for an atom with ``b_k_major``); a stage whose layout is
+    not the atom's (a 64-row A, which the atom reads as 128 rows in layout F: every row twice, the layout's
+    ``addresses``) is copied into the atom's layout first (:func:`_copy_stage`).
+    The scratch slots of staged operands are not taken: the others follow from byte 0."""
     from ..atoms.select import block_scaled_request
 
     req = block_scaled_request(op, cg.threads, cg.target)
@@ -161,13 +166,72 @@ def _dot_scaled_atom(cg, op, atom, values, m: int, n: int, k_dim: int, ks: int) 
     if regs is not None and not (isinstance(acc, TileV) and acc.layout == frag):
         cg.barrier()  # the conversion went through the scratch buffer the operands now take
     cg.smem_align = max(cg.smem_align, 1024)
-    layouts = atom.lower(cg, "layouts", req, 0)
-    for v, s, lay in zip((lhs, rhs, sa, sb), shapes, layouts):
-        _write_swizzled(cg, v if is_fragment(v) else _blocked(cg, v, s), lay)
-    cg.reserve(max(lay.offset + lay.nbytes for lay in layouts))
+    # a K-major B stage (a transposed view's tile): the atom's K-major B layout (atoms with ``b_k_major``)
+    layouts = list(atom.lower(cg, "layouts", req, 0, *(("k",) if getattr(rhs, "transposed", False) else ())))
+    staged = [_in_stage(v) for v in (lhs, rhs)]
+    if any(staged):  # the slots the atom still needs, from byte 0
+        at = 0
+        for i, lay in enumerate(layouts):
+            if i < 2 and staged[i] and _stage_is((lhs, rhs)[i], lay):
+                layouts[i] = (lhs, rhs)[i]
+                continue
+            layouts[i] = replace(lay, offset=(at + 1023) // 1024 * 1024)
+            at = layouts[i].offset + layouts[i].nbytes
+    written = []
+    for i, (v, lay) in enumerate(zip((lhs, rhs, sa, sb), layouts)):
+        if v is lay:
+            continue
+        if _in_stage(v):
+            _copy_stage(cg, v, lay)
+        else:
+            _write_swizzled(cg, v if is_fragment(v) else _blocked(cg, v, shapes[i]), lay)
+        written.append(lay)
+    cg.reserve(max(lay.offset + lay.nbytes for lay in written))
     out = atom.lower(cg, "dot", req, *layouts, frag, regs, k_dim)
     cg.barrier()
     return TileV(frag, out)
+
+
+def _stage_is(stage, layout) -> bool:
+    """Whether a pipelined loop's stage buffer ``stage`` is laid out as the atom's ``layout`` (offsets aside)."""
+    return isinstance(stage, SwizzledOperand) and type(layout) is SwizzledOperand and \
+        (stage.rows, stage.cols, stage.elem_bytes, stage.swizzle, stage.transposed) == \
+        (layout.rows, layout.cols, layout.elem_bytes, layout.swizzle, layout.transposed)
+
+
+def _copy_stage(cg, stage: SwizzledOperand, layout) -> None:
+    """Copy a stage buffer (rows x cols, swizzled) into an atom's layout of the same tile in the scratch buffer
+    (every place ``layout.addresses`` gives an element): every thread a share of the 16-byte units (a swizzle
+    permutes whole units, so a unit of either layout is 16 contiguous bytes of one row). The dot's barrier
+    follows."""
+    if (stage.cols, stage.elem_bytes, stage.swizzle, stage.transposed) != \
+            (layout.cols, layout.elem_bytes, layout.swizzle, layout.transposed):
+        raise LoweringError(f"a pipelined stage ({stage.rows} x {stage.cols}, {stage.swizzle}-byte swizzle) is not "
+                            f"rows of the MMA atom's operand layout ({layout.rows} x {layout.cols})")
+    units = stage.cols * stage.elem_bytes // 16
+    total = stage.rows * units
+    per = 16 // stage.elem_bytes  # elements a unit
+    op, c = cg.op, cg.c32
+    vec = ir.VectorType.get([4], cg.i32)
+    addresses = getattr(layout, "addresses", lambda cg, row, col: [layout.address(cg, row, col)])
+
+    def body(j, _):
+        i = op("arith.addi", op("arith.muli", j, c(cg.threads)), cg.tid)
+
+        def one():
+            row, col = op("arith.divui", i, c(units)), op("arith.muli", op("arith.remui", i, c(units)), c(per))
+            w = dialects.llvm.load(vec, stage.address(cg, row, col), alignment=16)
+            for p in addresses(cg, row, col):
+                dialects.llvm.store(w, p, alignment=16)
+            return []
+
+        if total % cg.threads:
+            cg.if_(cg.cmpi(6, i, c(total)), one)
+        else:
+            one()
+        return []
+
+    cg.for_(c(0), c(-(-total // cg.threads)), [], body)
 
 
 class _Scales:

@@ -4,7 +4,11 @@ A ``scf.for`` qualifies (:func:`plan`) when an operand of one of its tensor-core
 of its body used by that dot only (directly, or through reshapes that drop unit dimensions: a batched
 matmul's ``(1, M, K)`` slice of a rank-3 tensor, copied by TMA as a 3-D box), from a view defined outside the loop, with indices computed from the
 induction variable and loop-invariant values by scalar ops, contiguous rows of a whole number of copy
-chunks (16 bytes), zero (or unspecified) padding and plain ordering: those loads are *piped*. When every
+chunks (16 bytes), zero (or unspecified) padding and plain ordering: those loads are *piped*. A block-scaled
+dot (``nv_tileas.block_scaled_mma``, cuTile ``mma_scaled``) counts with its A and B (in swizzled layouts: its
+tensor-memory atoms read nothing else; 8-bit operands: the e2m1 ones are packed nibbles, which neither the
+copy atoms nor TMA re-pack into the K-major form the mxf4 kinds read); its scale tiles (a few bytes a row) stay
+loaded in the body and written to their layout there. When every
 dot operand is piped and nothing else in the body uses shared memory (element-wise ops on the
 accumulator's fragment layout, scalars and tokens only), the stages are all the loop uses; otherwise (a
 flash-attention loop: Q from before the loop, K loaded transposed, row reductions) the body's own
@@ -50,6 +54,7 @@ MAX_BOX = 256  # elements per dimension of a TMA box
 MAX_STAGES = 3  # cuTile 1.7 has no stage-count hint (only a load's latency hint)
 MBARRIER_BYTES = 8
 BODY_SCRATCH_BYTES = 64 * 1024  # kept for the scratch region of a loop body that uses shared memory itself
+SCALED_DOT = "nv_tileas.block_scaled_mma"  # cuda_tile mmaf_scaled: A / B piped as a dot's, the scales not
 
 
 @dataclass
@@ -197,7 +202,7 @@ def plan(cg, loop) -> Plan | None:
     body = loop.regions[0].blocks[0]
     iv = body.arguments[0]
     ops = list(body.operations)
-    dots = [o for o in ops if o.name == "nv_tileas.dot"]
+    dots = [o for o in ops if o.name in ("nv_tileas.dot", SCALED_DOT)]
     if not dots or any(dot_fragment(cg, d) is None for d in dots):
         return None
     frag = dot_fragment(cg, dots[0])
@@ -212,17 +217,21 @@ def plan(cg, loop) -> Plan | None:
         lay_a = lay_b = None
         if a.data.get("fragment") == "wgmma":  # warpgroup atoms read their operands in their swizzled layouts
             lay_a, lay_b = a.lower(cg, "layouts", mma_request(d, cg.threads, cg.target), 0)
-        for i, v in enumerate(list(d.operands)[:2]):
+        for i, v in enumerate(list(d.operands)[:2]):  # A and B (a block-scaled dot's scales stay in the body)
             if not isinstance(v, ir.OpResult) or not _in_body(v, body):
                 continue
             load, chain = _reshape_chain(v, body)
             lay = (lay_a, lay_b)[i]
             # a warpgroup atom takes B K-major too: a transposed view's tile is that layout in memory already
-            piped, deps = _load_ok(load, d, body, transposed_ok=lay is lay_b and lay is not None, chain=chain), {}
+            # (a block-scaled tcgen05 atom with ``b_k_major`` too)
+            k_major_ok = lay is lay_b and lay is not None or i == 1 and bool(a.data.get("b_k_major"))
+            piped, deps = _load_ok(load, d, body, transposed_ok=k_major_ok, chain=chain), {}
             if piped is None or not _index_slice(load, body, iv, deps):
                 continue
             if piped.transposed:
                 lay = a.lower(cg, "layouts", mma_request(d, cg.threads, cg.target), 0, "k")[1]
+            if d.name == SCALED_DOT and piped.swizzled is None and lay is None:  # its atoms read swizzled layouts
+                continue
             if lay is not None:
                 if lay.transposed != piped.transposed:  # 16-byte copies cannot transpose a tile
                     continue
@@ -241,7 +250,8 @@ def plan(cg, loop) -> Plan | None:
 
     copies_b = any(a.data.get("fragment") == "tcgen05" and "tf32" in str(d.operands[1].type) and b_staged(d)
                    for d, a in zip(dots, dot_atoms))
-    pure = len(loads) == 2 * len(dots) and not copies_b and \
+    # a block-scaled dot writes its scale factors (and a 64-row A in layout F) to shared memory in the body
+    pure = len(loads) == 2 * len(dots) and not copies_b and all(d.name != SCALED_DOT for d in dots) and \
         _only_fragment_arithmetic(cg, ops, loads, slice_ops, dots, frag)
     at = 0
     for p in loads:

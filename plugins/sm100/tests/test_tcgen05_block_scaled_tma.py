@@ -1,0 +1,166 @@
+"""Block-scaled K loops (cuTile ``mma_scaled``, MXFP8: e4m3 / e5m2 with e8m0 scale factors per 32) pipelined on
+sm_100a: A and B come by TMA into the S-stage ring of tileas' pipelined loops (``pipeline.plan`` takes
+``nv_tileas.block_scaled_mma`` dots; ``_tma_pipelined_for``), the scale tiles stay loaded in the body and go
+through shared memory to tensor memory (``tcgen05.cp``), the atom reads A / B in their stage (a 64-row A is
+copied into its layout-F image first). Checked: the stage-4 ops (TMA boxes per stage, the ring's mbarriers, the
+scale-factor copies), ptxas + cuobjdump (UTMALDG with the block-scaled UTC*MMA), and numbers in the CPU emulator
+against numpy on sizes that are not tile multiples (partial M / N / K tiles: TMA's zero fill is the loads'
+padding) with every A / B tile counted as a TMA box; the cp.async form (``--option tileas.tma=off``) too."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+import numpy as np
+import pytest
+
+from tilecore.compiler import CompileOptions, compile_file
+
+pytest.importorskip("cuda.tile")
+pytest.importorskip("tilecore_tileas")
+sys.path.insert(0, os.path.dirname(__file__))
+
+import test_tcgen05_block_scaled as bs  # noqa: E402
+from emulated_kernels import cdiv  # noqa: E402
+
+# kernel of test_tcgen05_block_scaled -> TMA boxes per stage (A, B: one per swizzle column of K / of N)
+PIPED = {"bs_e4m3_loop": 2, "bs_e5m2_loop": 2, "bs_e4m3_m256": 2, "bs_m64_loop": 2, "bs_e4m3_loop_bt": 2}
+STAGES = 3
+
+
+def _stage4(name: str, **extra) -> str:
+    options = CompileOptions(extra=extra) if extra else None
+    return str(compile_file(bs._export(name), "sm_100a", stop_after="convert-tileas-to-llvm", options=options).module)
+
+
+@pytest.mark.parametrize("name", list(PIPED))
+def test_block_scaled_loop_tma_ring(name):
+    """The K loop is pipelined: A and B by TMA (one box each per stage: S - 1 stages in the prologue, one per
+    iteration), a ring of S mbarriers plus the MMA's; the scale tiles still written per dot and copied to tensor
+    memory (``tcgen05.cp``) in both forms of the loop (the TMA ring, and the element-copy form behind the run-time
+    alignment check)."""
+    text = _stage4(name)
+    assert text.count('"cute_nvgpu.tma_load"') == STAGES * PIPED[name]
+    assert text.count('"cute_nvgpu.mbarrier_init"') == 1 + STAGES
+    dots = text.count('"sm100.umma_commit"')
+    assert dots == 2
+    per_dot = text.count('"sm100.tmem_cp"') // dots
+    assert per_dot >= 2 and text.count('"sm100.tmem_cp"') == dots * per_dot
+    assert 'kind = "mxf8f6f4"' in text
+
+
+def test_block_scaled_m64_copies_its_stage_to_layout_f():
+    """A 64-row A: the stage holds the tile (64 rows, TMA-written); the atom reads 128 rows in layout F (each row
+    twice), so the dot copies the stage there (a 16-byte unit per thread and step, stored twice) before its MMA;
+    B is read in its stage."""
+    text = _stage4("bs_m64_loop")
+    assert text.count('"cute_nvgpu.tma_load"') == STAGES * 2
+    # per dot (both forms of the loop) one 16-byte unit of the stage loaded, stored at its two layout-F rows
+    units = re.findall(r"(%\S+) = llvm\.load %\S+ \{alignment = 16 : i64\} : !llvm\.ptr<3> -> vector<4xi32>", text)
+    assert len(units) == 2
+    for u in units:
+        assert len(re.findall(rf"llvm\.store {u}, %\S+ \{{alignment = 16 : i64\}} : vector<4xi32>, !llvm\.ptr<3>",
+                              text)) == 2
+
+
+def _has_constant(text: str, d: int) -> bool:
+    return f"arith.constant {d} : i32" in text or f"arith.constant {d - (1 << 32)} : i32" in text
+
+
+def test_block_scaled_k_major_b_stage():
+    """B from a transposed view (``order=(1, 0)``: K contiguous in memory) is staged K-major (TMA boxes of its
+    N x K transpose) and read as it is: the instruction descriptors' transpose-B bit (16) is 0 (Table 44:
+    .kind::mxf8f6f4 takes either major), every K step's; the MN-major kernel's are 1."""
+    text = _stage4("bs_e4m3_loop_bt")
+    assert text.count('"cute_nvgpu.tma_load"') == STAGES * 2
+    for sid in range(4):
+        d = bs.instr_desc_bs("f8E4M3FN", "f8E4M3FN", 64, sid, sid, b_mn_major=False)
+        assert (d >> 16) & 1 == 0 and _has_constant(text, d)
+        assert not _has_constant(text, d | 1 << 16)
+    text = _stage4("bs_e4m3_loop")
+    assert all(_has_constant(text, bs.instr_desc_bs("f8E4M3FN", "f8E4M3FN", 64, sid, sid)) for sid in range(4))
+
+
+def test_block_scaled_tma_off_takes_cp_async():
+    """``--option tileas.tma=off``: the same ring filled by cp.async (no TMA box)."""
+    text = _stage4("bs_e4m3_loop", **{"tileas.tma": "off"})
+    assert '"cute_nvgpu.tma_load"' not in text and text.count('"sm100.umma_commit"') == 2
+    # A (128 x 128 bytes) and B (128 x 64) in 16-byte chunks, 128 threads: 8 + 4 copies an issue, 3 issues
+    assert text.count('"cute_nvgpu.cp_async"') == STAGES * (8 + 4)
+    assert text.count('"cute_nvgpu.cp_async_commit"') == STAGES
+
+
+def test_block_scaled_e2m1_not_piped():
+    """e2m1 operands (packed nibbles) are not piped: the loop is not pipelined (no TMA box)."""
+    assert '"cute_nvgpu.tma_load"' not in _stage4("f4_mxfp4_loop")
+
+
+@pytest.mark.skipif(not bs.CUOBJDUMP, reason="cuobjdump (nvidia-cuda-cuobjdump) not installed")
+@pytest.mark.parametrize("name", ["bs_e4m3_loop", "bs_m64_loop"])
+def test_block_scaled_loop_sass_has_utmaldg(name, tmp_path):
+    """ptxas takes the sm_100a PTX; the SASS loads by TMA (UTMALDG: the prologue's and the loop's boxes) and has
+    the block-scaled UTC*MMA (scale-factor tensor-memory operand) and UTCCP."""
+    res = compile_file(bs._export(name), "sm_100a")
+    ptx = res.artifacts["ptx"]
+    ptx = ptx if isinstance(ptx, str) else "".join(ptx.values())
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global" in ptx
+    assert "tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale" in ptx
+    cubin = res.artifacts["cubin"]
+    sass = bs._sass(cubin if isinstance(cubin, bytes) else next(iter(cubin.values())), tmp_path)
+    assert len(re.findall(r"\bUTMALDG\b", sass)) >= 2
+    mmas = [ln for ln in sass.splitlines() if re.search(r"\bUTC\w*MMA\b", ln)]
+    assert mmas and all(re.search(r"UTC\w*MMA .*idesc\[\w+\], tmem\[\w+\]", ln) for ln in mmas), mmas
+    assert re.search(r"\bUTCCP\S* tmem\[", sass)
+
+
+@pytest.fixture
+def copies(monkeypatch):
+    """Counts of the emulator's TMA boxes and cp.async copies during the test."""
+    from tilecore.emulate.runtime import DeviceRuntime
+
+    seen = {"tma": 0, "cp_async": 0}
+    tma, cp_async = DeviceRuntime.tma, DeviceRuntime.cp_async
+
+    def count_tma(self, ctx, dst, tmap, coords, mbar, flags):
+        if flags & 0x100:  # the predicate: a box is copied
+            seen["tma"] += 1
+        return tma(self, ctx, dst, tmap, coords, mbar, flags)
+
+    def count_cp_async(self, *args):
+        seen["cp_async"] += 1
+        return cp_async(self, *args)
+
+    monkeypatch.setattr(DeviceRuntime, "tma", count_tma)
+    monkeypatch.setattr(DeviceRuntime, "cp_async", count_cp_async)
+    return seen
+
+
+@bs.NUMERIC_SKIP
+@pytest.mark.parametrize("name, mnk", [
+    ("bs_e4m3_loop", (150, 80, 320)),  # 128 x 64 x 128 tiles: K 2.5 tiles (the last one's scale blocks partial)
+    ("bs_e5m2_loop", (200, 48, 208)),
+    ("bs_m64_loop", (100, 48, 304)),  # 64-row tiles: the stage copied into layout F per dot
+    ("bs_e4m3_m256", (272, 144, 112)),
+    ("bs_e4m3_loop_bt", (140, 96, 288)),  # B K-major: its N x K transpose in memory
+])
+def test_block_scaled_tma_numbers(name, mnk, copies):
+    """Rows of 16-byte multiples (TMA's alignment) on sizes that are not tile multiples: every A / B tile of every
+    CTA and K step is one TMA box, and (A * scale_A) @ (B * scale_B) matches numpy within the f32 sum's error."""
+    m, n, k = mnk
+    tm, tn, tk = bs.KERNELS[name][1][-4:-1]
+    c, av, bv = bs._run(name, m, n, k, seed=sum(mnk))
+    bs._check(c.astype(np.float64), av, bv)
+    assert copies["tma"] == cdiv(m, tm) * cdiv(n, tn) * cdiv(k, tk) * PIPED[name]
+
+
+@bs.NUMERIC_SKIP
+@pytest.mark.parametrize("name, mnk", [("bs_e4m3_loop", (150, 80, 320)), ("bs_m64_loop", (70, 32, 200))])
+def test_block_scaled_cp_async_numbers(name, mnk, copies):
+    """``--option tileas.tma=off``: the ring is filled by cp.async (16-byte chunks, zero-filled past the edge);
+    the same numbers."""
+    m, n, k = mnk
+    c, av, bv = bs._run(name, m, n, k, seed=sum(mnk), options=CompileOptions(extra={"tileas.tma": "off"}))
+    bs._check(c.astype(np.float64), av, bv)
+    assert copies["tma"] == 0 and copies["cp_async"] > 0
