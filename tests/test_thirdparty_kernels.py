@@ -165,3 +165,110 @@ def test_a_kernel_named_fmod_runs_in_the_emulator():
     r = np.zeros(70)
     tc.launch(None, (3,), fmod, (x, y, r, TILE))
     np.testing.assert_array_equal(r, np.mod(x, y))
+
+
+# ------------------------------------------------------------------------------ early return
+@ct.kernel
+def guarded_copy(x, y, n: int, TILE: ct.Constant[int]):
+    b = ct.bid(0)
+    if b * TILE >= n:
+        return
+    ct.store(y, index=(b,), tile=ct.load(x, index=(b,), shape=(TILE,)) + 1)
+
+
+@ct.kernel
+def return_in_loop(x, y, TILE: ct.Constant[int]):
+    b = ct.bid(0)
+    acc = ct.zeros((TILE,), dtype=ct.float32)
+    for k in range(4):
+        t = ct.load(x, index=(b, k), shape=(TILE, 1)).reshape((TILE,))
+        if ct.max(t) > 1.5:
+            ct.store(y, index=(b,), tile=acc - 100.0)
+            return
+        acc = acc + t
+    ct.store(y, index=(b,), tile=acc)
+
+
+@ct.kernel
+def return_nested(x, y, n: int, m: int, TILE: ct.Constant[int]):
+    b = ct.bid(0)
+    t = ct.load(x, index=(b,), shape=(TILE,))
+    if b >= 1:
+        t = t * 2
+        if b >= n:
+            if b == m:
+                ct.store(y, index=(b,), tile=t * 0 - 1)
+            return
+        t = t + 1
+    else:
+        if b == 5:
+            return
+        s = t - 1  # an if result used after the if
+        t = s
+    ct.store(y, index=(b,), tile=t)
+
+
+@ct.kernel
+def guarded_matmul(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    if i * TM >= a.shape[0]:
+        return
+    acc = ct.zeros((TM, TN), dtype=ct.float32)
+    for k in range(ct.cdiv(a.shape[1], TK)):
+        acc = ct.mma(ct.load(a, (i, k), shape=(TM, TK), padding_mode=ct.PaddingMode.ZERO),
+                     ct.load(b, (k, j), shape=(TK, TN), padding_mode=ct.PaddingMode.ZERO), acc)
+    ct.store(c, (i, j), tile=acc)
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_early_return_from_ifs(sm):
+    """``if ...: return`` (at any depth of ifs; cuTile turns one inside a loop into a flag and such an if after
+    the loop) left the return inside an ``scf.if`` ("'scf.if' op expects regions to end with 'scf.yield',
+    found 'nv_tileaa_term.return'"); tileiras compiles it. Stage 1 now lowers the ops after such an if into
+    the branches that fall through."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(70).astype(np.float32)
+    y = np.full(70, 7.0, np.float32)
+    tc.launch(None, (5,), guarded_copy, (x, y, 40, TILE), gpu_name=sm)  # blocks 2.. return at once
+    want = np.full(70, 7.0, np.float32)
+    want[:64] = x[:64] + 1
+    np.testing.assert_array_equal(y, want)
+
+    x2 = rng.standard_normal((96, 4)).astype(np.float32)
+    y2 = np.zeros(96, np.float32)
+    tc.launch(None, (3,), return_in_loop, (x2, y2, TILE), gpu_name=sm)
+    for b in range(3):
+        rows, acc, want = x2[32 * b:32 * b + 32], np.zeros(32, np.float32), None
+        for k in range(4):
+            if rows[:, k].max() > 1.5:
+                want = acc - 100
+                break
+            acc = acc + rows[:, k]
+        np.testing.assert_allclose(y2[32 * b:32 * b + 32], acc if want is None else want, rtol=1e-6)
+
+    x3 = rng.standard_normal(128).astype(np.float32)
+    y3 = np.full(128, 7.0, np.float32)
+    tc.launch(None, (4,), return_nested, (x3, y3, 2, 3, TILE), gpu_name=sm)
+    want = np.full(128, 7.0, np.float32)
+    want[:32] = x3[:32] - 1
+    want[32:64] = x3[32:64] * 2 + 1
+    want[96:] = -1.0  # block 2 returns without storing, block 3 stores -1 first
+    np.testing.assert_array_equal(y3, want)
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_guarded_matmul_keeps_its_tensor_core_path(sm):
+    """The usual ``if pid * TM >= M: return`` guard: right numbers (grid rows past M return), and the K loop
+    inside the guard's ``scf.if`` still takes the same MMA path (wgmma + TMA on sm_90a, tcgen05 on sm_100a,
+    mma.sync + cp.async on sm_80)."""
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((100, 96)).astype(np.float16)
+    b = rng.standard_normal((96, 70)).astype(np.float16)
+    c = np.zeros((100, 70), np.float32)
+    args = (a, b, c, 64, 64, 32)
+    tc.launch(None, (3, 2), guarded_matmul, args, gpu_name=sm)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=2e-3, atol=2e-3)
+    ptx = tc.compile(guarded_matmul, args, gpu_name=sm).ptx
+    marker = {"sm_80": "mma.sync", "sm_90a": "wgmma.mma_async", "sm_100a": "tcgen05.mma"}[sm]
+    assert marker in ptx
+    assert ("cp.async.bulk.tensor" in ptx) == (sm != "sm_80")

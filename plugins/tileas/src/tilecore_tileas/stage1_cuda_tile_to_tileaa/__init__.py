@@ -41,8 +41,58 @@ def _entry(op, rb):
     if "optimization_hints" in op.attributes:
         attrs["optimization_hints"] = op.attributes["optimization_hints"]
     new = ir.Operation.create("nv_tileaa.func", results=[], operands=[], attributes=attrs, regions=1)
-    rb.region_into(op.regions[0], new.regions[0])
+    body = op.regions[0]
+    if len(body.blocks) != 1 or not any(o.operation.name == "cuda_tile.if" and _has_return(o.operation)
+                                        for o in body.blocks[0].operations):
+        rb.region_into(body, new.regions[0])
+        return None
+    ob = body.blocks[0]
+    nb = new.regions[0].blocks.append(*[rb.convert_type(a.type) for a in ob.arguments],
+                                      arg_locs=[a.location for a in ob.arguments])
+    rb.bind(ob.arguments, list(nb.arguments))
+    with ir.InsertionPoint(nb):
+        _until_return(list(ob.operations), rb)
+        ir.Operation.create(f"{TERM}.return", results=[], operands=[])
     return None
+
+
+def _has_return(if_op) -> bool:
+    """True when a branch of ``if_op`` (or of an if nested in it) returns from the kernel (cuTile's early
+    ``return``; one inside a loop it turns into a flag and such an if after the loop)."""
+    for region in if_op.regions:
+        for block in region.blocks:
+            for o in block.operations:
+                if o.operation.name == "cuda_tile_term.return" or (o.operation.name == "cuda_tile.if"
+                                                                   and _has_return(o.operation)):
+                    return True
+    return False
+
+
+def _until_return(ops, rb) -> None:
+    """Lower a kernel body whose ifs may return early: an ``if`` with a return in a branch (at any depth of
+    nested ifs) becomes an ``scf.if`` whose branches hold their own ops followed by the ops after the if, up to
+    the first return on that path (``scf.if`` regions must end in a yield: a return cannot stay inside)."""
+    for idx, o in enumerate(ops):
+        o = o.operation
+        if o.name == "cuda_tile_term.return":
+            if len(o.operands):
+                raise LoweringError("a cuda_tile entry must not return values", o)
+            return
+        if o.name == "cuda_tile_term.yield":  # a branch falling through: bind the if's results for the rest
+            rb.bind(o.parent.results, rb.gets(o.operands))
+            continue
+        if o.name == "cuda_tile.if" and _has_return(o):
+            rest = list(ops[idx + 1:])
+            with o.location:
+                node = ir.Operation.create("scf.if", results=[], operands=rb.gets(o.operands), regions=2)
+                for region, new in zip(o.regions, node.regions):
+                    blk = new.blocks.append()
+                    body = list(region.blocks[0].operations) if len(region.blocks) else []
+                    with ir.InsertionPoint(blk):
+                        _until_return(body + rest, rb)
+                        ir.Operation.create("scf.yield", results=[], operands=[])
+            return
+        rb.op(o)
 
 
 def _return(op, rb):
