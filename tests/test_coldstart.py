@@ -1,10 +1,13 @@
 """Cold-start measures of ``tilecore compile`` (issue 18): the garbage collector off during a single
-compile. It must leave the output unchanged."""
+compile, dataclass methods from a byte-code cache (tilecore.codecache). Each must leave the output
+unchanged."""
 
 from __future__ import annotations
 
 import gc
 import os
+import subprocess
+import sys
 
 import pytest
 from support import CORPUS, has_plugin, run_cli
@@ -36,3 +39,77 @@ def test_single_compile_output_equals_the_in_process_compile_and_gc_is_restored(
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def _codecache_child(cache_file: str, code: str) -> str:
+    """Run ``code`` in a fresh interpreter with tilecore.codecache installed on ``cache_file``."""
+    prog = ("import sys, tilecore.codecache as c\n"
+            f"c.path = lambda: {cache_file!r}\n"
+            "assert c.install()\n" + code)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    proc = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+DATACLASSES = (
+    "import dataclasses, typing\n"
+    "@dataclasses.dataclass(frozen=True)\n"
+    "class P:\n"
+    "    x: int\n"
+    "    y: typing.Tuple[int, ...] = ()\n"
+    "@dataclasses.dataclass(order=True)\n"
+    "class Q:\n"
+    "    a: str\n"
+    "    b: list = dataclasses.field(default_factory=list)\n"
+    "p = P(1, (2,))\n"
+    "try:\n"
+    "    p.x = 3\n"
+    "    frozen = False\n"
+    "except dataclasses.FrozenInstanceError:\n"
+    "    frozen = True\n"
+    "print(repr(p), p == P(1, (2,)), hash(p) == hash(P(1, (2,))), frozen, Q('a') < Q('b'), Q('a').b,\n"
+    "      P.__init__.__annotations__['x'] is int, c._new)\n"
+)
+
+
+def test_codecache_gives_the_same_classes_and_compiles_a_text_once(tmp_path):
+    from tilecore import codecache
+
+    cache_file = str(tmp_path / "pycache" / "codecache.dataclasses")
+    first = _codecache_child(cache_file, DATACLASSES + "print(c.save())\n")
+    # annotations stay objects (compiled without tilecore's __future__ flags, as dataclasses' exec does)
+    assert first == "P(x=1, y=(2,)) True True True True [] True True\nTrue"
+    assert open(cache_file, "rb").read().startswith(__import__("importlib.util").util.MAGIC_NUMBER)
+    # a second process takes every method from the file: nothing compiled, nothing to write
+    assert _codecache_child(cache_file, DATACLASSES + "print(c.save())\n") == \
+        "P(x=1, y=(2,)) True True True True [] True False\nFalse"
+    # the builtin exec is back after uninstall
+    import dataclasses
+
+    assert codecache.install() and dataclasses.exec is codecache._exec
+    codecache.uninstall()
+    assert "exec" not in vars(dataclasses)
+
+
+@pytest.mark.parametrize("content", [b"", b"garbage", b"\x00\x00\x00\x00" + b"\xff" * 20, None])
+def test_codecache_ignores_a_corrupt_or_foreign_file_and_rewrites_it(tmp_path, content):
+    import importlib.util
+    import marshal
+
+    cache_file = tmp_path / "codecache.dataclasses"
+    if content is None:  # the right texts, but values that are not code objects
+        _codecache_child(str(cache_file), DATACLASSES + "c.save()\n")
+        table = marshal.loads(cache_file.read_bytes()[len(importlib.util.MAGIC_NUMBER):])
+        assert len(table) >= 8
+        content = importlib.util.MAGIC_NUMBER + marshal.dumps({t: "raise SystemExit(3)" for t in table})
+    cache_file.write_bytes(content)
+    out = _codecache_child(str(cache_file), DATACLASSES + "print(c.save())\n")
+    assert out == "P(x=1, y=(2,)) True True True True [] True True\nTrue"
+    assert cache_file.read_bytes().startswith(importlib.util.MAGIC_NUMBER)
+
+
+def test_codecache_writes_nothing_when_byte_code_is_not_written(tmp_path):
+    cache_file = tmp_path / "codecache.dataclasses"
+    out = _codecache_child(str(cache_file), "sys.dont_write_bytecode = True\n" + DATACLASSES + "print(c.save())\n")
+    assert out.endswith("True\nFalse") and not cache_file.exists()

@@ -215,23 +215,32 @@ def _compile_one(args) -> int:
     # unchanged).
     import gc
 
+    from . import codecache
+
     gc_was_enabled = gc.isenabled()
     try:
         cold_compile_setup()
         return _compile_miss(args, emit, out, cache, key, data)
     finally:
+        codecache.save()
+        codecache.uninstall()
         if gc_was_enabled:
             gc.enable()
 
 
 def cold_compile_setup() -> None:
-    """What a process that compiles once does before its imports: GC off.
+    """What a process that compiles once does before its imports: GC off, dataclass methods from the
+    byte-code cache (tilecore.codecache).
 
-    Also used by ``bench/coldstart.py``'s phase child. The caller re-enables the GC if it needs it.
+    Also used by ``bench/coldstart.py``'s phase child. The caller re-enables the GC, saves and
+    uninstalls the code cache if it needs to.
     """
     import gc
 
+    from . import codecache
+
     gc.disable()
+    codecache.install()
 
 
 def _compile_miss(args, emit: str, out: str, cache, key, data) -> int:
