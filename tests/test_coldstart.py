@@ -1,6 +1,6 @@
 """Cold-start measures of ``tilecore compile`` (issue 18): the garbage collector off during a single
-compile, dataclass methods from a byte-code cache (tilecore.codecache). Each must leave the output
-unchanged."""
+compile, dataclass methods from a byte-code cache (tilecore.codecache), no sm100 atoms imported for older
+targets. Each must leave the output unchanged."""
 
 from __future__ import annotations
 
@@ -113,3 +113,21 @@ def test_codecache_writes_nothing_when_byte_code_is_not_written(tmp_path):
     cache_file = tmp_path / "codecache.dataclasses"
     out = _codecache_child(str(cache_file), "sys.dont_write_bytecode = True\n" + DATACLASSES + "print(c.save())\n")
     assert out.endswith("True\nFalse") and not cache_file.exists()
+
+
+def test_sm100_atoms_are_registered_only_for_targets_that_admit_them():
+    from tilecore.plugins import get_plugin_manager
+    from tilecore.targets import resolve_target
+
+    if not has_plugin("sm100"):
+        pytest.skip("needs the sm100 plugin")
+    pm = get_plugin_manager()
+    code = ("import sys\nfrom tilecore.plugins import get_plugin_manager\nfrom tilecore.targets import resolve_target\n"
+            "pm = get_plugin_manager()\n"
+            "a = pm.atoms(resolve_target('sm_90a', pm.targets()))\n"
+            "print(any(x.plugin == 'sm100' for x in a.values()), 'tilecore_sm100.mma_sm100' in sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.stdout.strip() == "False False", proc.stderr
+    blackwell = pm.atoms(resolve_target("sm_100a", pm.targets()))
+    sm100 = [a for a in blackwell.values() if a.plugin == "sm100"]
+    assert sm100 and all(a.min_cc == 100 for a in sm100)
