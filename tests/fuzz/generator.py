@@ -1627,6 +1627,11 @@ def generate(seed: int, template: str | None = None) -> Program:
         g.features.add("index_i64")
     p = Program(seed=seed, template=name, rank=rank, tile=tile, extents=[_extent(g.rng, t) for t in tile], grid=[])
     fns[name](g, p)
+    if g.side.random() < 0.12:  # an early-return guard (found broken: the return stayed inside an scf.if)
+        k = g.side.randint(0, 2)
+        g.stmts.insert(0, Stmt([f"if b0 % 3 == {k}:", "    return"], [f"if b0 % 3 == {k}:", "    continue"],
+                               droppable=True, feature="early_return"))
+        g.features.add("early_return")
     p.params, p.stmts, p.checks, p.features, p.min_sm = g.params, g.stmts, g.checks, g.features | {f"template:{name}"}, g.min_sm
     p.aux = g.aux
     if g.index_dt == "i64":
