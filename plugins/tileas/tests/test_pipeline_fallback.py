@@ -1,9 +1,9 @@
 """The un-aligned form of a pipelined K loop (``pipeline.pipelined_for`` with ``elements``): tensors whose rows are
 not 16-byte multiples fail the kernel's run-time alignment check and take a loop of one stage that every thread
 fills element by element (zero past the array's edge), then the same dots as the pipelined loop. The copy keeps
-no tile in registers; a thread's elements that lie whole lines apart share one global address and one swizzled
-stage address plus constants (``_copy_elements_by_lines``); other tiles compute each element's place
-(``_copy_elements``). Numbers on odd strides in the emulator, for the three atom families."""
+no tile in registers and goes by the pipelined loop's 16-byte chunks (``_copy_chunk_elements``: one global and
+one stage address per chunk, its elements at constant offsets from them). Numbers on odd strides in the
+emulator, for the three atom families."""
 
 from __future__ import annotations
 

@@ -329,10 +329,13 @@ def _indices(rb, plan_: Plan, p: PipedLoad, iv_old, iv_new) -> list:
             rb.map.pop(r, None)
 
 
-def _issue(cg, rb, plan_: Plan, stage_base, iv_old, iv_new) -> None:
+def _issue(cg, rb, plan_: Plan, stage_base, iv_old, iv_new, elements: bool = False) -> None:
     """Copy every operand tile of iteration ``iv_new`` into the stage starting ``stage_base`` bytes (an i32
-    value) into the scratch buffer: chunk ``tid + j * threads`` of each tile per thread."""
+    value) into the scratch buffer: chunk ``tid + j * threads`` of each tile per thread, by the copy atom
+    (:func:`_copy_chunk`) or, ``elements``, element by element (:func:`_copy_chunk_elements`)."""
     from .memory import TiledAccess
+
+    copy = _copy_chunk_elements if elements else _copy_chunk
 
     for p in plan_.loads:
         view = _view(rb, p)
@@ -344,101 +347,9 @@ def _issue(cg, rb, plan_: Plan, stage_base, iv_old, iv_new) -> None:
             cid = cg.op("arith.addi", cg.tid, cg.c32(rep * cg.threads)) if rep else cg.tid
             args = (cg, plan_.atom, p, acc, shape, cid, stage_base)
             if (rep + 1) * cg.threads > chunks:
-                cg.masked(cg.cmpi(6, cid, cg.c32(chunks)), lambda args=args: _copy_chunk(*args))
+                cg.masked(cg.cmpi(6, cid, cg.c32(chunks)), lambda args=args: copy(*args))
             else:
-                _copy_chunk(*args)
-
-
-def _issue_elements(cg, rb, plan_: Plan, stage_base, iv_old, iv_new) -> None:
-    """The copy of the loop's un-aligned form (:func:`pipelined_for` with ``elements``): every element of every
-    operand tile read by one thread (zero past the array's edge: the loads' padding) and stored to its place
-    in the stage, thread ``t`` taking elements ``t, t + threads, ...`` in memory order. No registers hold a
-    tile and the dots read the stage as in the pipelined loop (the same code)."""
-    from .memory import TiledAccess
-
-    for p in plan_.loads:
-        acc = TiledAccess(cg, _view(rb, p), _indices(rb, plan_, p, iv_old, iv_new), None, p.load)
-        if cg.threads % _lines(p)[1]:
-            _copy_elements(cg, p, acc, stage_base)
-        else:
-            _copy_elements_by_lines(cg, p, acc, stage_base)
-
-
-def _element_coords(p: PipedLoad, acc, line, along):
-    """(row, column) in ``p``'s tile (i32) and the global coordinates of the element ``along`` its ``line``."""
-    cg, idx_t = acc.cg, acc.index
-    row, col = (along, line) if p.transposed else (line, along)
-    return row, col, [*acc.origin[:p.lead], cg.op("arith.addi", acc.origin[p.lead], resize_int(row, idx_t)),
-                      cg.op("arith.addi", acc.origin[p.lead + 1], resize_int(col, idx_t))]
-
-
-def _copy_element(acc, inside, src, dst) -> list:
-    """Load the element at ``src`` when ``inside`` (else the zero padding) and store it at ``dst``."""
-    from .memory import padding_value
-
-    value = acc.cg.masked(inside, lambda: acc.load(src), padding_value(acc.cg, acc.element, "zero"), acc.element)
-    dialects.llvm.store(value, dst)
-    return []
-
-
-def _copy_elements(cg, p: PipedLoad, acc, stage_base) -> None:
-    """:func:`_issue_elements` for one tile, each element's coordinates computed from its flat index."""
-    lines, per_line = _lines(p)
-    shape = [resize_int(s, acc.index) for s in acc.v.memref.shape]
-    for rep in range(-(-lines * per_line // cg.threads)):
-        e = cg.op("arith.addi", cg.tid, cg.c32(rep * cg.threads)) if rep else cg.tid
-        line, along = cg.op("arith.divui", e, cg.c32(per_line)), cg.op("arith.remui", e, cg.c32(per_line))
-        row, col, g = _element_coords(p, acc, line, along)
-        inside = cg.and_(*[cg.cmpi(6, c, n) for c, n in zip(g, shape)])
-        args = (acc, inside, acc.address(g), _stage_address(cg, p, stage_base, row, col))
-        if (rep + 1) * cg.threads > lines * per_line:
-            cg.if_(cg.cmpi(6, line, cg.c32(lines)), lambda a=args: _copy_element(*a))
-        else:
-            _copy_element(*args)
-
-
-def _copy_elements_by_lines(cg, p: PipedLoad, acc, stage_base) -> None:
-    """:func:`_issue_elements` for one tile whose lines the threads cover whole: a thread's elements lie at one
-    place along their lines, ``d = threads / line length`` lines apart, so element ``j``'s global address is
-    element ``j - 1``'s plus ``d`` line strides and its stage address line ``line0 + (j d) % 8``'s plus
-    ``(j d) / 8`` 8-line periods (the swizzle pattern repeats every 8 lines): a compare, an add, a load and a
-    store per element, not its own coordinates, multiplications and swizzle."""
-    lines, per_line = _lines(p)
-    d = cg.threads // per_line
-    axis = p.lead + (1 if p.transposed else 0)  # the tile axis the lines follow (memory order's outer one)
-    shape = [resize_int(s, acc.index) for s in acc.v.memref.shape]
-    line0, along = cg.op("arith.divui", cg.tid, cg.c32(per_line)), cg.op("arith.remui", cg.tid, cg.c32(per_line))
-    _, _, g = _element_coords(p, acc, line0, along)
-    fixed = cg.and_(*[cg.cmpi(6, c, n) for i, (c, n) in enumerate(zip(g, shape)) if i != axis])
-    stride = acc.v.memref.strides[axis]
-    step = cg.const(cg.i64, d * stride) if isinstance(stride, int) else \
-        cg.op("arith.muli", stride, cg.const(cg.i64, d))
-    p1, p3 = ir.Type.parse(PTR1), ir.Type.parse("!llvm.ptr<3>")
-    src, firsts, period = acc.address(g), {}, _stage_address_delta(p, 8)
-    for rep in range(-(-lines * per_line // cg.threads)):
-        shift = rep * d
-        q, r = divmod(shift, 8)
-        if r not in firsts:
-            line_r = cg.op("arith.addi", line0, cg.c32(r)) if r else line0
-            firsts[r] = _stage_address(cg, p, stage_base, *_element_coords(p, acc, line_r, along)[:2])
-        dst = dialects.llvm.getelementptr(p3, firsts[r], [], [q * period], cg.i8, 0) if q else firsts[r]
-        if rep:
-            src = dialects.llvm.getelementptr(p1, src, [step], [-2147483648], acc.element, 0)
-        g_line = cg.op("arith.addi", g[axis], cg.const(acc.index, shift)) if shift else g[axis]
-        args = (acc, cg.and_(fixed, cg.cmpi(6, g_line, shape[axis])), src, dst)
-        if (rep + 1) * cg.threads > lines * per_line:
-            line = cg.op("arith.addi", line0, cg.c32(shift)) if shift else line0
-            cg.if_(cg.cmpi(6, line, cg.c32(lines)), lambda a=args: _copy_element(*a))
-        else:
-            _copy_element(*args)
-
-
-def _stage_address_delta(p: PipedLoad, n_lines: int) -> int:
-    """Bytes between an element of ``p``'s stage buffer and the one ``n_lines`` lines (memory order) further, for
-    ``n_lines`` a multiple of 8 (the swizzle pattern's period)."""
-    if p.swizzled is not None:
-        return n_lines * p.swizzled.swizzle
-    return n_lines * (p.elem_bytes if p.transposed else p.pitch * p.elem_bytes)
+                copy(*args)
 
 
 def _stage_address(cg, p: PipedLoad, stage_base, row, col):
@@ -467,10 +378,10 @@ def _memory_order(m, p: PipedLoad):
     return permuted(m, (1, 0)) if p.transposed else m
 
 
-def _copy_chunk(cg, atom, p: PipedLoad, acc, shape, cid, stage_base) -> None:
-    """One 16-byte chunk (line ``cid / chunks per line``: a row, or a column of a transposed tile) of ``p``'s
-    tile: the bytes in bounds are read, the rest zero-filled; a chunk with none in bounds reads nothing (its
-    source is the tile origin, clamped)."""
+def _chunk(cg, p: PipedLoad, acc, shape, cid):
+    """Where 16-byte chunk ``cid`` (line ``cid / chunks per line``: a row, or a column of a transposed tile) of
+    ``p``'s tile is: (its first element's row and column in the tile, its global coordinates, i1 'that element
+    is in bounds', the elements of its line from it to the array's edge)."""
     idx_t = acc.index
     vec = 16 // p.elem_bytes
     per_line = _lines(p)[1] // vec
@@ -481,13 +392,40 @@ def _copy_chunk(cg, atom, p: PipedLoad, acc, shape, cid, stage_base) -> None:
     g = [*acc.origin[:p.lead], cg.op("arith.addi", acc.origin[p.lead], resize_int(row, idx_t)),
          cg.op("arith.addi", acc.origin[p.lead + 1], resize_int(col, idx_t))]
     inside = cg.and_(*[cg.cmpi(6, c, n) for c, n in zip(g, shape)])
-    left = cg.op("arith.subi", shape[axis], g[axis])
-    vec_c = cg.const(idx_t, vec)
+    return row, col, g, inside, cg.op("arith.subi", shape[axis], g[axis])
+
+
+def _copy_chunk(cg, atom, p: PipedLoad, acc, shape, cid, stage_base) -> None:
+    """One 16-byte chunk (:func:`_chunk`) of ``p``'s tile by the copy atom: the bytes in bounds are read, the
+    rest zero-filled; a chunk with none in bounds reads nothing (its source is the tile origin, clamped)."""
+    idx_t = acc.index
+    row, col, g, inside, left = _chunk(cg, p, acc, shape, cid)
+    vec_c = cg.const(idx_t, 16 // p.elem_bytes)
     n = cg.select(inside, cg.select(cg.cmpi(6, left, vec_c), left, vec_c), cg.const(idx_t, 0))
     nbytes = cg.op("arith.muli", resize_int(n, cg.i32), cg.c32(p.elem_bytes))
     src = acc.address([cg.select(inside, c, cg.const(idx_t, 0)) for c in g])
     # the chunk is one 16-byte unit of the swizzled layout, or 16 bytes of a padded row
     atom.lower(cg, "copy", _stage_address(cg, p, stage_base, row, col), src, nbytes)
+
+
+def _copy_chunk_elements(cg, atom, p: PipedLoad, acc, shape, cid, stage_base) -> None:
+    """One 16-byte chunk (:func:`_chunk`) of ``p``'s tile element by element, for tensors whose chunks are not
+    16-byte aligned (the un-aligned loop, :func:`pipelined_for` with ``elements``): element ``i`` is read when
+    in bounds (else the zero padding) from the chunk's source plus ``i`` and stored at its stage address plus
+    ``i`` elements (a chunk is contiguous in memory and in the stage: one 16-byte unit of the swizzled layout or
+    of a padded row), so the addresses are computed once per chunk."""
+    from .memory import padding_value
+
+    llvm = dialects.llvm
+    row, col, g, inside, left = _chunk(cg, p, acc, shape, cid)
+    src, dst = acc.address(g), _stage_address(cg, p, stage_base, row, col)
+    zero = padding_value(cg, acc.element, "zero")
+    p1, p3 = ir.Type.parse(PTR1), ir.Type.parse("!llvm.ptr<3>")
+    for i in range(16 // p.elem_bytes):
+        ok = cg.and_(inside, cg.cmpi(8, left, cg.const(acc.index, i))) if i else inside  # left > i (unsigned)
+        at = llvm.getelementptr(p1, src, [], [i], acc.element, 0) if i else src
+        value = cg.masked(ok, lambda at=at: acc.load(at), zero, acc.element)
+        llvm.store(value, llvm.getelementptr(p3, dst, [], [i * p.elem_bytes], cg.i8, 0) if i else dst)
 
 
 def _view(rb, p: PipedLoad):
@@ -562,7 +500,7 @@ def pipelined_for(op, rb, plan_: Plan, lb, ub, step, inits, body_into, checked: 
     current stage) and returns nothing; the loop's extra iteration arguments (the stage read; with TMA the
     phase parity too) are appended to its terminator here. The tiles come by TMA where they can
     (:func:`tma_maps`; ``checked``: the loop runs behind :func:`alignment_check`). ``elements``: the form for
-    tensors that fail that check: one stage, filled element by element (:func:`_issue_elements`) between
+    tensors that fail that check: one stage, filled element by element (:func:`_copy_chunk_elements`) between
     two barriers, then the same dots (the loop's whole code but the copy is shared with the aligned form)."""
     from .control import flatten
 
@@ -601,7 +539,7 @@ def pipelined_for(op, rb, plan_: Plan, lb, ub, step, inits, body_into, checked: 
             issue_if(ahead(iv, s_count - 1), wr)
         elif elements:
             cg.barrier()
-            _issue_elements(cg, rb, plan_, cg.c32(0), iv_old, iv)
+            _issue(cg, rb, plan_, cg.c32(0), iv_old, iv, elements=True)
             cg.barrier()
         else:
             cg.barrier()
