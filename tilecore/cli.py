@@ -209,10 +209,10 @@ def _compile_one(args) -> int:
                                                                   hit.meta.get("kernels", [])))
                     return 0
 
-    # A cache miss (or no cache): this process compiles once and exits. The cyclic garbage collector
-    # stays off: its collections, triggered by the allocations of imports and stages, took ~7 ms of a
-    # small kernel's ~200 ms while freeing nothing the compile would miss (matmul_f16's peak memory is
-    # unchanged).
+    # A cache miss (or no cache): this process compiles once and exits. The MLIR libraries load on a
+    # second thread meanwhile (tilecore.preload), and the cyclic garbage collector stays off: its
+    # collections, triggered by the allocations of imports and stages, took ~7 ms of a small kernel's
+    # ~200 ms while freeing nothing the compile would miss (matmul_f16's peak memory is unchanged).
     import gc
 
     from . import codecache
@@ -229,18 +229,25 @@ def _compile_one(args) -> int:
 
 
 def cold_compile_setup() -> None:
-    """What a process that compiles once does before its imports: GC off, dataclass methods from the
-    byte-code cache (tilecore.codecache).
+    """What a process that compiles once does before its imports: GC off, the MLIR libraries loading,
+    dataclass methods from the byte-code cache (tilecore.codecache).
 
     Also used by ``bench/coldstart.py``'s phase child. The caller re-enables the GC, saves and
     uninstalls the code cache if it needs to.
     """
     import gc
 
-    from . import codecache
+    from . import codecache, preload
 
     gc.disable()
+    preload.start()
     codecache.install()
+    # Needed later anyway (the bindings' start-up, serialize's back-end child, ptxas): imported now,
+    # while the MLIR libraries load on the other thread.
+    import logging  # noqa: F401
+    import pickle  # noqa: F401
+    import subprocess  # noqa: F401
+    import tempfile  # noqa: F401
 
 
 def _compile_miss(args, emit: str, out: str, cache, key, data) -> int:

@@ -11,6 +11,11 @@ from __future__ import annotations
 import importlib
 import sys
 
+# A cold ``tilecore compile`` may be loading the native libraries on another thread (tilecore.preload).
+_preload = sys.modules.get(f"{__package__}.preload")
+if _preload is not None:
+    _preload.wait()
+
 # ``mlir.ir`` imports numpy, when it can, only to register four element-attribute builders; that
 # import is ~70 ms of a ~0.5 s compile that never needs numpy. Import the bindings with numpy
 # hidden and register the same builders with numpy imported on first use.

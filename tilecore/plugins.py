@@ -65,10 +65,13 @@ class PluginManager:
         env_disabled = [s.strip() for s in os.environ.get("TILECORE_DISABLED_PLUGINS", "").split(",") if s.strip()]
         self.disabled = set(env_disabled) | set(disabled or [])
         self._cache: dict[Any, Any] = {}
-        from . import core_plugin
         from .entry_points import distributions, entry_points, version  # not importlib.metadata: see there
 
-        dists = distributions()  # one scan of sys.path for the core's version and the plugins
+        # One scan of sys.path for the core's version and the plugins; before the core plugin's import,
+        # which imports MLIR (a cold compile's libraries may still be loading: tilecore.preload).
+        dists = distributions()
+        from . import core_plugin
+
         self._register(core_plugin, PluginInfo("core", core_plugin.__name__, "tilecore", version("tilecore", dists)))
         eps = {ep.name: ep for ep in entry_points(GROUP, dists)}
         wanted = list(load or [])
