@@ -6,6 +6,8 @@ against numpy on sizes that are not tile multiples.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import numpy as np
 import pytest
 
@@ -272,3 +274,65 @@ def test_guarded_matmul_keeps_its_tensor_core_path(sm):
     marker = {"sm_80": "mma.sync", "sm_90a": "wgmma.mma_async", "sm_100a": "tcgen05.mma"}[sm]
     assert marker in ptx
     assert ("cp.async.bulk.tensor" in ptx) == (sm != "sm_80")
+
+
+# ------------------------------------------------------------------------------ lists of arrays
+@ct.kernel
+def weighted_sum(xs, y, n: int, TILE: ct.Constant[int]):
+    b = ct.bid(0)
+    acc = ct.zeros((TILE,), dtype=ct.float32)
+    for i in range(n):
+        acc = acc + ct.load(xs[i], index=(b,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO) * (i + 1)
+    ct.store(y, index=(b,), tile=acc)
+
+
+@ct.kernel
+def grouped_matmul(As: Annotated[list, ct.ListAnnotation(element=ct.ArrayAnnotation())], Bs, Cs,
+                   TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    i, j, g = ct.bid(0), ct.bid(1), ct.bid(2)
+    a, b, c = As[g], Bs[g], Cs[g]
+    acc = ct.zeros((TM, TN), dtype=ct.float32)
+    for k in range(ct.cdiv(a.shape[1], TK)):
+        acc = ct.mma(ct.load(a, (i, k), shape=(TM, TK), padding_mode=ct.PaddingMode.ZERO),
+                     ct.load(b, (k, j), shape=(TK, TN), padding_mode=ct.PaddingMode.ZERO), acc)
+    ct.store(c, (i, j), tile=acc)
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_list_of_arrays_arguments(sm):
+    """A list-of-arrays parameter (``xs[i]`` in the kernel; cuTile passes a table of int64 words, one row per
+    array: base pointer, extents, strides, and its length) was refused by tilecore.cutile ("not supported");
+    tilecore and tileiras compile such bytecode. The CPU path builds the table, the emulator places every item
+    in device memory of its own (bounds-checked) and writes its address into its row; items are written back,
+    strided views included."""
+    rng = np.random.default_rng(8)
+    xs = [rng.standard_normal(70).astype(np.float32) for _ in range(3)]
+    y = np.zeros(70, np.float32)
+    tc.launch(None, (3,), weighted_sum, (xs, y, 3, TILE), gpu_name=sm)
+    np.testing.assert_allclose(y, xs[0] + 2 * xs[1] + 3 * xs[2], rtol=1e-6, atol=1e-6)
+
+    As = [rng.standard_normal((40, 24)).astype(np.float16), rng.standard_normal((33, 24)).astype(np.float16)]
+    Bs = [rng.standard_normal((24, 30)).astype(np.float16) for _ in range(2)]
+    wide = np.zeros((33, 40), np.float32)
+    Cs = [np.zeros((40, 30), np.float32), wide[:, 5:35]]  # the second output is a strided view
+    tc.launch(None, (2, 1, 2), grouped_matmul, (As, Bs, Cs, 32, 32, 16), gpu_name=sm)
+    for a, b, c in zip(As, Bs, Cs):
+        np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=2e-3, atol=2e-3)
+    assert not wide[:, :5].any() and not wide[:, 35:].any()
+
+
+def test_list_of_arrays_errors():
+    """Items of different element types, a list for a plain array parameter's specialisation, and a list on the
+    GPU path are errors that say so."""
+    from tilecore.errors import TilecoreError
+
+    x = np.zeros(64, np.float32)
+    with pytest.raises(TilecoreError, match="item 1 is int32\\[1\\], item 0 is float32\\[1\\]"):
+        tc.launch(None, (2,), weighted_sum, ([x, np.zeros(64, np.int32)], x.copy(), 2, TILE))
+    k = tc.compile(weighted_sum, ([x, x.copy()], x.copy(), 2, TILE))
+    with pytest.raises(TilecoreError, match="argument 'xs' must be a list of arrays"):
+        k.launch(None, 2, (x, x.copy(), 2, TILE))
+    with pytest.raises(TilecoreError, match="CPU path only"):
+        from tilecore.cutile.gpu import parameters
+
+        parameters(k.contract, k.bind(([x, x.copy()], x.copy(), 2, TILE)))

@@ -37,6 +37,7 @@ class ParamEntry:
 
     def __str__(self) -> str:
         what = {"pointer": f"{self.name} (pointer to {self.dtype})", "scalar": f"{self.name} ({self.dtype})",
+                "list": f"{self.name} (table of {self.dtype} arrays)", "list_len": f"len({self.name})",
                 "shape": f"{self.name}.shape[{self.axis}]", "stride": f"{self.name}.strides[{self.axis}]"}
         return f"{what[self.kind]}: {self.type}"
 
@@ -100,12 +101,14 @@ def build_contract(module, symbol: str, specs, names) -> LaunchContract:
             entries += [("stride", i, name, k, spec.index) for k in range(spec.ndim)]
         elif spec.kind == "scalar":
             entries.append(("scalar", i, name, None, spec.dtype))
+        elif spec.kind == "list":  # a table of int64 words (one row per array) and its number of rows
+            entries += [("list", i, name, None, spec.element.dtype), ("list_len", i, name, None, "")]
     if len(entries) != len(types):
         raise TilecoreError(f"kernel '{symbol}' has {len(types)} parameters ({', '.join(types)}) but its cuTile "
                             f"signature gives {len(entries)}: the calling convention is not the one expected")
     params = []
     for (kind, i, name, axis, dtype), t in zip(entries, types):
-        if (kind == "pointer") != t.startswith("!llvm.ptr"):
+        if (kind in ("pointer", "list")) != t.startswith("!llvm.ptr"):
             raise TilecoreError(f"kernel '{symbol}': parameter {len(params)} ({name}, {kind}) has LLVM type {t}")
         params.append(ParamEntry(kind, i, name, axis, t, dtype))
     return LaunchContract(symbol, tuple(threads) + (1,) * (3 - len(threads)),
@@ -175,10 +178,19 @@ def index_value(v: int, type_: str, entry: ParamEntry):
     return np.int32(v) if key == "i32" else np.int64(v)
 
 
-def marshal(contract: LaunchContract, values, pointer, tensor_map=None) -> list:
+def list_words(items):
+    """The table cuTile passes for a list of arrays: one row of int64 words per item, its base pointer, its
+    extents, its strides (in elements)."""
+    import numpy as np
+
+    return np.array([[a.ptr, *a.shape, *a.strides] for a in items], dtype=np.int64)
+
+
+def marshal(contract: LaunchContract, values, pointer, tensor_map=None, table=None) -> list:
     """The kernel parameters for bound ``values`` (:class:`~.arrays.ArrayArg` / scalars, one per Python
     parameter), in the contract's order: ``pointer(array_arg)`` for each base pointer, numpy integers of
-    the index width for extents and strides, numpy scalars for scalars; then, for a kernel with tensor maps,
+    the index width for extents and strides, numpy scalars for scalars, ``table(list_arg)`` for a list of arrays
+    (its words: :func:`list_words`) and its length; then, for a kernel with tensor maps,
     ``tensor_map(recipe, params)`` for each (the encoded map; None leaves them to the launcher: the
     emulator encodes them itself)."""
     out = []
@@ -190,6 +202,13 @@ def marshal(contract: LaunchContract, values, pointer, tensor_map=None) -> list:
             out.append(index_value(v.shape[e.axis], e.type, e))
         elif e.kind == "stride":
             out.append(index_value(v.strides[e.axis], e.type, e))
+        elif e.kind == "list":
+            if table is None:
+                raise TilecoreError(f"argument '{e.name}' is a list of arrays: tilecore.cutile passes those on the "
+                                    "CPU path only so far")
+            out.append(table(v))
+        elif e.kind == "list_len":
+            out.append(index_value(len(v.items), e.type, e))
         else:
             out.append(scalar_value(v, e.dtype, e.name))
     if contract.tensor_maps and tensor_map is not None:

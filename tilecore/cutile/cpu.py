@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 from ..errors import TilecoreError
-from .contract import marshal
+from .contract import list_words, marshal
 
 
 def _span_copy(a):
@@ -42,22 +42,42 @@ def run(compiled, grid, values, isolate: bool = False, timeout: float | None = N
     ``values``; writes printf text to stdout and returns it."""
     passed, strided = [], {}  # arrays handed to the emulator (pointer order); position -> strided host array
 
-    def pointer(a):
+    def pointer_host(a):
         if a.host is None:
             raise TilecoreError(f"an argument of kernel '{compiled.symbol}' is in CUDA device memory ({a.layout()}); "
                                 "the CPU emulator needs host arrays (numpy), or launch with device='cuda'")
-        h = a.host
-        if any(st < 0 for st in h.strides):
+        if any(st < 0 for st in a.host.strides):
             raise TilecoreError(f"an array argument of kernel '{compiled.symbol}' has negative strides ({a.layout()}); "
                                 "the CPU path needs strides >= 0")
+        return a.host
+
+    def pointer(a):
+        h = pointer_host(a)
         if not (h.flags.c_contiguous or h.size == 0):
             strided[len(passed)] = h
             h = _span_copy(h)
         passed.append(h)
         return h
 
+    items_strided = []  # (strided host item, its span copy) of list arguments
+
+    def table(lst):  # a list of arrays: the emulator places each item and writes its address into its row
+        from ..emulate.engine import PointerTable
+
+        hosts = []
+        for a in lst.items:
+            h = pointer_host(a)
+            if not (h.flags.c_contiguous or h.size == 0):
+                span = _span_copy(h).copy()  # writable: the emulator copies the item's memory back into it
+                items_strided.append((h, span))
+                h = span
+            hosts.append(h)
+        return PointerTable(list_words(lst.items), hosts)
+
     c = compiled.contract
-    args = marshal(c, values, pointer)
+    args = marshal(c, values, pointer, table=table)
+    if items_strided and isolate:
+        raise TilecoreError("a list of strided arrays cannot be passed to an isolated launch yet")
     if isolate:
         from ..emulate import launch
 
@@ -67,6 +87,8 @@ def run(compiled, grid, values, isolate: bool = False, timeout: float | None = N
         result = compiled.emulated(check_bounds).launch(grid, c.threads, args, c.shared_bytes)
     for k, host in strided.items():
         _write_back(host, result.outputs[k])
+    for host, span in items_strided:
+        _write_back(host, span)
     if result.printf:
         sys.stdout.write(result.printf)
         sys.stdout.flush()

@@ -155,6 +155,18 @@ class CompiledKernel:
                 if got != spec:
                     raise TilecoreError(f"constant '{p.name}' is {got}, the kernel was compiled for {spec}")
                 values.append(got.value)
+            elif spec.kind == "list":
+                from .specialize import ListArg, bind_list, is_array_list
+
+                if not is_array_list(a):
+                    raise TilecoreError(f"argument '{p.name}' must be a list of arrays ({spec}), got "
+                                        f"{type(a).__name__}")
+                items = bind_list(a, p)
+                bad = spec.unmet(items)
+                if bad:
+                    raise TilecoreError(f"argument '{p.name}' " + "; ".join(bad) + " (tilecore.cutile.launch "
+                                        "compiles a new specialisation for such arguments)")
+                values.append(ListArg(tuple(items)))
             elif spec.kind == "array":
                 if not is_array(a):
                     raise TilecoreError(f"argument '{p.name}' must be an array ({spec}), got {type(a).__name__}")
@@ -191,12 +203,13 @@ class CompiledKernel:
 def choose_device(device: str | None, values) -> str:
     """``"cpu"`` or ``"cuda"``: ``device`` if given, else ``"cuda"`` when an array argument is in device memory."""
     from .arrays import ArrayArg
+    from .specialize import ListArg
 
     if device is not None:
         if device not in ("cpu", "cuda"):
             raise TilecoreError(f"device must be 'cpu' or 'cuda', got {device!r}")
         return device
-    on_device = {v.on_device for v in values if isinstance(v, ArrayArg)}
+    on_device = {v.on_device for v in values if isinstance(v, (ArrayArg, ListArg))}
     if len(on_device) > 1:
         raise TilecoreError("some array arguments are in host memory and some on a CUDA device")
     return "cuda" if on_device == {True} else "cpu"

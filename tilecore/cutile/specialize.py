@@ -133,6 +133,77 @@ class ConstSpec:
         return self.value
 
 
+@dataclass(frozen=True)
+class ListSpec:
+    """A list-of-arrays parameter (``xs[i]`` in the kernel): the spec every item meets (``element``) and
+    whether two items may share memory. cuTile passes it as a table of int64 words, one row per array (base
+    pointer, extents, strides), and the number of rows."""
+
+    element: ArraySpec
+    elements_may_alias: bool = False
+    kind = "list"
+
+    def __str__(self) -> str:
+        return f"list[{self.element}]"
+
+    def constraint(self):
+        """The ``cuda.tile.compilation.ListConstraint`` of this spec."""
+        from cuda.tile.compilation import ListConstraint
+
+        return ListConstraint(self.element.constraint(), alias_groups=(),
+                              elements_may_alias=self.elements_may_alias)
+
+    def unmet(self, items) -> list[str]:
+        """What the list of :class:`ArrayArg` ``items`` breaks of this spec (per item)."""
+        out = [] if items else ["is an empty list"]
+        for k, a in enumerate(items):
+            out += [f"item {k} {m}" for m in self.element.unmet(a)]
+        if not self.elements_may_alias and _items_overlap(items):
+            out.append("has items sharing memory, the kernel assumes none")
+        return out
+
+
+@dataclass(frozen=True)
+class ListArg:
+    """A bound list-of-arrays argument: its items (:class:`ArrayArg`)."""
+
+    items: tuple
+
+    @property
+    def on_device(self) -> bool:
+        return any(a.on_device for a in self.items)
+
+
+def _items_overlap(items) -> bool:
+    """True when the memory two items span overlaps (by address ranges; strides >= 0)."""
+    spans = sorted((a.ptr, a.ptr + sum((n - 1) * s for n, s in zip(a.shape, a.strides)) * a.dtype.bits // 8
+                    + max(a.dtype.bits // 8, 1)) for a in items if all(n > 0 for n in a.shape))
+    return any(lo < prev_hi for (_, prev_hi), (lo, _) in zip(spans, spans[1:]))
+
+
+def list_spec(items, name: str) -> ListSpec:
+    """The spec of a list of :class:`ArrayArg` ``items``: the facts every item's own spec has (cuTile
+    specialises a list on what holds for all its arrays)."""
+    if not items:
+        raise TilecoreError(f"argument '{name}' is an empty list of arrays")
+    specs = [array_spec(a, idx) for a, idx in items]
+    first = specs[0]
+    for k, sp in enumerate(specs[1:], 1):
+        if (sp.dtype, sp.ndim) != (first.dtype, first.ndim):
+            raise TilecoreError(f"argument '{name}': item {k} is {sp}, item 0 is {first} (the items of a list "
+                                "must have one element type and rank)")
+
+    def common(field):
+        vals = [getattr(sp, field) for sp in specs]
+        return tuple(v[0] if len(set(v)) == 1 else None for v in zip(*vals))
+
+    element = ArraySpec(first.dtype, first.ndim, first.index, common("stride_constant"),
+                        tuple(min(v) for v in zip(*[sp.stride_divisible_by for sp in specs])),
+                        tuple(min(v) for v in zip(*[sp.shape_divisible_by for sp in specs])),
+                        min(sp.base_divisible_by for sp in specs), any(sp.may_alias for sp in specs), True)
+    return ListSpec(element, _items_overlap([a for a, _ in items]))
+
+
 def elements_disjoint(shape, strides) -> bool:
     """cuTile's test that no two elements of a layout share memory (strides sorted, each >= the span
     below it)."""
@@ -189,9 +260,13 @@ def from_spelling(text: str):
 
 
 def from_constraint(c):
-    """A spec from a ``cuda.tile.compilation`` constraint (array, scalar or constant)."""
-    from cuda.tile.compilation import ArrayConstraint, ConstantConstraint, ScalarConstraint
+    """A spec from a ``cuda.tile.compilation`` constraint (array, list of arrays, scalar or constant)."""
+    from cuda.tile.compilation import ArrayConstraint, ConstantConstraint, ListConstraint, ScalarConstraint
 
+    if isinstance(c, ListConstraint):
+        if c.alias_groups:
+            raise TilecoreError("alias groups are not supported by tilecore.cutile (arrays never alias)")
+        return ListSpec(from_constraint(c.element), c.elements_may_alias)
     if isinstance(c, ScalarConstraint):
         return ScalarSpec(from_cutile(c.dtype).spelling)
     if isinstance(c, ConstantConstraint):
@@ -252,6 +327,7 @@ class Parameter:
     constant: bool
     index: str = "i32"
     int_dtype: str = "i32"
+    is_list: bool = False  # ct.ListAnnotation
 
 
 def check_kernel(kernel) -> None:
@@ -279,9 +355,13 @@ def parameters(kernel) -> list[Parameter]:
         if not isinstance(node, LeafAnnotationNode):
             raise TilecoreError(f"parameter '{name}' of kernel '{fn.pyfunc.__name__}' is a tuple: not supported "
                                 "by tilecore.cutile (arrays, scalars and constants are)")
-        if node.list is not None:
-            raise TilecoreError(f"parameter '{name}' is a list of arrays: not supported by tilecore.cutile")
         index = int_dtype = "i32"
+        if node.list is not None:  # ct.ListAnnotation(element=ct.ArrayAnnotation(...) or an Annotated type)
+            el = node.list.element
+            meta = [m for m in getattr(el, "__metadata__", ()) if hasattr(m, "index_dtype")]
+            el = meta[0] if meta else el
+            if getattr(el, "index_dtype", None) is not None:
+                index = from_cutile(el.index_dtype).spelling
         if node.array is not None:
             if node.array.static_shape_dims or node.array.static_stride_dims:
                 raise TilecoreError(f"parameter '{name}': static_shape_dims / static_stride_dims are not supported "
@@ -289,7 +369,7 @@ def parameters(kernel) -> list[Parameter]:
             index = from_cutile(node.array.index_dtype).spelling
         if node.scalar is not None:
             int_dtype = from_cutile(node.scalar.dtype).spelling
-        out.append(Parameter(name, bool(node.constant), index, int_dtype))
+        out.append(Parameter(name, bool(node.constant), index, int_dtype, node.list is not None))
     return out
 
 
@@ -310,6 +390,12 @@ def bind(kernel, args) -> tuple[tuple, list]:
         if p.constant:
             specs.append(const_spec(a, p.name))
             values.append(specs[-1].value)
+        elif p.is_list or is_array_list(a):
+            if not is_array_list(a):
+                raise TilecoreError(f"argument '{p.name}' must be a list of arrays, got {type(a).__name__}")
+            items = bind_list(a, p)
+            specs.append(list_spec([(x, p.index) for x in items], p.name))
+            values.append(ListArg(tuple(items)))
         elif is_array(a):
             arr = describe(a, f"argument '{p.name}'")
             spec = array_spec(arr, p.index)
@@ -324,6 +410,23 @@ def bind(kernel, args) -> tuple[tuple, list]:
             specs.append(scalar_spec(a, p.name, p.int_dtype))
             values.append(a)
     return tuple(specs), values
+
+
+def is_array_list(a) -> bool:
+    """True for a Python list / tuple of arrays (a list-of-arrays argument)."""
+    return isinstance(a, (list, tuple)) and len(a) > 0 and all(is_array(x) for x in a)
+
+
+def bind_list(a, p) -> list:
+    """The :class:`ArrayArg` items of list argument ``a`` of parameter ``p`` (index widths checked)."""
+    items = [describe(x, f"item {k} of argument '{p.name}'") for k, x in enumerate(a)]
+    lo, hi = INT_RANGE[p.index]
+    for k, x in enumerate(items):
+        if any(not lo <= v <= hi for v in (*x.shape, *x.strides)):
+            raise TilecoreError(f"item {k} of argument '{p.name}' does not fit the {p.index} index type (annotate "
+                                "the parameter with ct.ListAnnotation(element=ct.ArrayAnnotation(index_dtype="
+                                "ct.int64)))")
+    return items
 
 
 def specs_of(kernel, items) -> tuple:
@@ -345,6 +448,8 @@ def specs_of(kernel, items) -> tuple:
             out.append(from_constraint(item))
         elif is_array(item):
             out.append(array_spec(describe(item, f"argument '{p.name}'"), p.index))
+        elif is_array_list(item):
+            out.append(list_spec([(x, p.index) for x in bind_list(item, p)], p.name))
         else:
             out.append(scalar_spec(item, p.name, p.int_dtype))
     return tuple(out)

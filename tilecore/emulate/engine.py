@@ -43,6 +43,18 @@ class LaunchResult:
         return iter((self.outputs, self.printf))
 
 
+@dataclass
+class PointerTable:
+    """A pointer argument whose memory is a table of int64 ``words`` (rows) holding, in column ``column`` of
+    row r, the device address of array ``items[r]`` (cuTile's list-of-arrays parameter: one row per array,
+    its base pointer, extents and strides). Each item gets device memory of its own (checked as a buffer,
+    copied back into the item afterwards) and its address is written into its row."""
+
+    words: np.ndarray
+    items: list
+    column: int = 0
+
+
 def copy_back(originals, outputs) -> None:
     """Copy each launch output into the caller's array it came from (unless that one is read-only)."""
     for orig, dev in zip(originals, outputs):
@@ -128,8 +140,22 @@ class EmulatedKernel:
             raise TilecoreError(f"kernel '{self.host.kernel}' takes {len(types)} arguments "
                                 f"({', '.join(types)}), got {len(args)}", self.host.location)
         storage, device, originals, arrays = [], [], [], []
+        items = []  # (caller's array, device copy, memory range) of pointer tables' items
         for i, (a, t) in enumerate(zip(args, types)):
-            if t.startswith("!llvm.ptr"):
+            if t.startswith("!llvm.ptr") and isinstance(a, PointerTable):
+                words = np.array(a.words, dtype=np.int64, copy=True, order="C")
+                for r, item in enumerate(a.items):
+                    dev = np.array(item, copy=True, order="C")
+                    items.append((item, dev, (f"argument {i} item {r}", dev.ctypes.data,
+                                              dev.ctypes.data + max(dev.nbytes, 1))))
+                    words[r, a.column] = dev.ctypes.data
+                device.append(words)
+                arrays.append((f"argument {i}", words.ctypes.data, words.ctypes.data + words.nbytes))
+                keep = np.asarray(a.words).view()
+                keep.flags.writeable = False  # the caller's table keeps its words (no device addresses)
+                originals.append(keep)
+                storage.append(ctypes.c_void_p(words.ctypes.data))
+            elif t.startswith("!llvm.ptr"):
                 if not isinstance(a, np.ndarray):
                     raise TilecoreError(f"argument {i} ({t}) must be a numpy array, got {type(a).__name__}")
                 dev = np.array(a, copy=True, order="C")
@@ -146,7 +172,7 @@ class EmulatedKernel:
             else:
                 raise TilecoreError(f"argument {i} has type {t}, which the emulator cannot pass yet",
                                     self.host.location)
-        return storage, device, originals, arrays
+        return storage, device, originals, arrays, items
 
     def launch(self, grid, block, args, shared_bytes: int = 0) -> LaunchResult:
         """Run the kernel on ``grid`` x ``block`` threads; see :func:`tilecore.emulate.launch`."""
@@ -155,10 +181,10 @@ class EmulatedKernel:
         if nthreads > MAX_THREADS_PER_CTA:
             raise TilecoreError(f"block of {nthreads} threads exceeds {MAX_THREADS_PER_CTA} threads per CTA")
         ncta = grid[0] * grid[1] * grid[2]
-        storage, device, originals, arrays = self._marshal(list(args))
+        storage, device, originals, arrays, items = self._marshal(list(args))
         dyn = max(int(shared_bytes), self.host.dynamic_shared_bytes)  # a kernel's own need (deep pipelines)
         shared, shared_ptr = place_dynamic_shared(dyn, self._shared_vars)
-        memory = Memory(arrays + self._global_vars,
+        memory = Memory(arrays + [r for _, _, r in items] + self._global_vars,
                         self._shared_vars + [("the dynamic shared memory", shared_ptr, shared_ptr + dyn)],
                         self.host.local_labels, self.host.sites)
         sink = np.zeros(C.SINK_BYTES + 4096, dtype=np.uint8)  # scratch memory for bad accesses, page aligned
@@ -178,6 +204,7 @@ class EmulatedKernel:
         if rt.error is not None:
             raise rt.error
         copy_back(originals, device)
+        copy_back([o for o, _, _ in items], [d for _, d, _ in items])
         return LaunchResult(device, "".join(rt.printf))
 
     def _call(self, ctx, storage):
