@@ -62,7 +62,9 @@ deallocates and relinquishes the allocation permit.
 **Block scaling** (cuda_tile ``mmaf_scaled``, tileas ``nv_tileas.block_scaled_mma``; PTX ISA 9.7.16.10.7 "Block
 Scaling for tcgen05.mma"): ``D = (A * scale_A) (B * scale_B) + D`` with one UE8M0 scale factor per 32 elements of
 K of each row of A and column of B (MXFP8, ``.kind::mxf8f6f4.block_scale``, scale_vec::1X: one scale factor per
-row per MMA of K = 32). A and B as the plain atoms' (A K-major, B MN-major: mxf8f6f4 admits the transpose). The
+row per MMA of K = 32). A and B as the plain atoms' (A K-major, B MN-major: mxf8f6f4 admits the transpose; or B
+K-major, ``layouts(req, at, "k")``: a pipelined loop's stage of a transposed view, read through a K-major
+descriptor with transpose B = 0; in a pipelined K loop A / B come by TMA and are read in their stage). The
 scale factors live in tensor memory in the layout of 9.7.16.10.7 ("Scale factor A / B" for M = 128, 1X): rows
 (of A; columns of B) ``32 c + l`` in lane ``l`` of every 32-lane partition (the same data in all four),
 column ``c``, one byte of the 32-bit cell per K block, selected by the instruction descriptor's SF A ID (bits
