@@ -67,6 +67,22 @@ def mma_scaled_loop_bt(A, SA, BT, SB, C, TM: ct.Constant[int], TN: ct.Constant[i
 
 
 @ct.kernel
+def mma_scaled_loop_tb(A, SA, BT, SB, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int],
+                       BLOCK: ct.Constant[int]):
+    """:func:`mma_scaled_loop_bt` with B's tile loaded as it lies in ``BT`` (N x K) and transposed
+    (``ct.transpose``, cuTile's docstring form for B)."""
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=ct.float32)
+    for k in range(ct.cdiv(A.shape[1], TK)):
+        a = ct.load(A, index=(i, k), shape=(TM, TK), padding_mode=ZERO)
+        b = ct.transpose(ct.load(BT, index=(j, k), shape=(TN, TK), padding_mode=ZERO))
+        sa = ct.load(SA, index=(i, k), shape=(TM, TK // BLOCK), padding_mode=ZERO)
+        sb = ct.load(SB, index=(k, j), shape=(TK // BLOCK, TN), padding_mode=ZERO)
+        acc = ct.mma_scaled(a, sa, b, sb, acc)
+    ct.store(C, index=(i, j), tile=acc)
+
+
+@ct.kernel
 def mma_scaled_single(A, SA, B, SB, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int],
                       BLOCK: ct.Constant[int]):
     """One block-scaled dot (K = TK), zero padding."""
@@ -89,6 +105,8 @@ KERNELS = {
                                        32]),
     # B K-major in memory (a transposed view): pipelined with B's stage K-major
     "bs_e4m3_loop_bt": (mma_scaled_loop_bt, ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 128, 64, 128,
+                                             32]),
+    "bs_e5m2_loop_tb": (mma_scaled_loop_tb, ["f8e5m2[2]", "f8e8m0[2]", "f8e5m2[2]", "f8e8m0[2]", "f32[2]", 64, 64, 128,
                                              32]),
     # 64-row tiles: one M = 128 MMA over A in layout F
     "bs_m64": (mma_scaled_single, ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 64, 64, 64, 32]),
@@ -299,7 +317,8 @@ def _run(name: str, m: int, n: int, k: int, seed: int, gpu: str = "sm_100a", opt
     sa = rng.integers(120, 134, (m, kb)).astype(np.uint8)
     sb = rng.integers(120, 134, (kb, n)).astype(np.uint8)
     c = np.zeros((m, n), np.float32)
-    args = arr(a) + arr(sa) + arr(np.ascontiguousarray(b.T) if name.endswith("_bt") else b) + arr(sb) + arr(c)
+    args = arr(a) + arr(sa) + arr(np.ascontiguousarray(b.T) if name.endswith(("_bt", "_tb")) else b) + arr(sb) + \
+        arr(c)
     if options is None:
         _KERNELS.run(name, gpu, (cdiv(m, tm), cdiv(n, tn), 1), args)
     else:

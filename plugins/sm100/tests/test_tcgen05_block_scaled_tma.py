@@ -26,7 +26,8 @@ import test_tcgen05_block_scaled as bs  # noqa: E402
 from emulated_kernels import cdiv  # noqa: E402
 
 # kernel of test_tcgen05_block_scaled -> TMA boxes per stage (A, B: one per swizzle column of K / of N)
-PIPED = {"bs_e4m3_loop": 2, "bs_e5m2_loop": 2, "bs_e4m3_m256": 2, "bs_m64_loop": 2, "bs_e4m3_loop_bt": 2}
+PIPED = {"bs_e4m3_loop": 2, "bs_e5m2_loop": 2, "bs_e4m3_m256": 2, "bs_m64_loop": 2, "bs_e4m3_loop_bt": 2,
+         "bs_e5m2_loop_tb": 2}
 STAGES = 3
 
 
@@ -69,16 +70,22 @@ def _has_constant(text: str, d: int) -> bool:
     return f"arith.constant {d} : i32" in text or f"arith.constant {d - (1 << 32)} : i32" in text
 
 
-def test_block_scaled_k_major_b_stage():
-    """B from a transposed view (``order=(1, 0)``: K contiguous in memory) is staged K-major (TMA boxes of its
-    N x K transpose) and read as it is: the instruction descriptors' transpose-B bit (16) is 0 (Table 44:
-    .kind::mxf8f6f4 takes either major), every K step's; the MN-major kernel's are 1."""
-    text = _stage4("bs_e4m3_loop_bt")
+@pytest.mark.parametrize("name, el, n, blocks", [("bs_e4m3_loop_bt", "f8E4M3FN", 64, 4),
+                                                 ("bs_e5m2_loop_tb", "f8E5M2", 64, 4)])
+def test_block_scaled_k_major_b_stage(name, el, n, blocks):
+    """B from a transposed view (``order=(1, 0)``: K contiguous in memory) or transposed after its load
+    (``ct.transpose`` of an N x K tile) is staged K-major (TMA boxes of its N x K transpose) and read as it is:
+    the instruction descriptors' transpose-B bit (16) is 0 (Table 44: .kind::mxf8f6f4 takes either major), every
+    K step's; the MN-major kernel's are 1."""
+    text = _stage4(name)
     assert text.count('"cute_nvgpu.tma_load"') == STAGES * 2
-    for sid in range(4):
-        d = bs.instr_desc_bs("f8E4M3FN", "f8E4M3FN", 64, sid, sid, b_mn_major=False)
+    for sid in range(blocks):
+        d = bs.instr_desc_bs(el, el, n, sid, sid, b_mn_major=False)
         assert (d >> 16) & 1 == 0 and _has_constant(text, d)
         assert not _has_constant(text, d | 1 << 16)
+
+def test_block_scaled_mn_major_b_descriptors():
+    """B loaded as it lies (K x N, N contiguous) is staged MN-major: transpose-B bit 1 in every K step's descriptor."""
     text = _stage4("bs_e4m3_loop")
     assert all(_has_constant(text, bs.instr_desc_bs("f8E4M3FN", "f8E4M3FN", 64, sid, sid)) for sid in range(4))
 
@@ -144,6 +151,7 @@ def copies(monkeypatch):
     ("bs_m64_loop", (100, 48, 304)),  # 64-row tiles: the stage copied into layout F per dot
     ("bs_e4m3_m256", (272, 144, 112)),
     ("bs_e4m3_loop_bt", (140, 96, 288)),  # B K-major: its N x K transpose in memory
+    ("bs_e5m2_loop_tb", (90, 80, 272)),  # the same, transposed after the load (64-row tiles: layout F too)
 ])
 def test_block_scaled_tma_numbers(name, mnk, copies):
     """Rows of 16-byte multiples (TMA's alignment) on sizes that are not tile multiples: every A / B tile of every

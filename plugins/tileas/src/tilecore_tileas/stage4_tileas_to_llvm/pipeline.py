@@ -104,26 +104,30 @@ def _splat_constant(v) -> bool:
     return op is not None and op.name == "arith.constant" and ir.DenseElementsAttr(op.attributes["value"]).is_splat
 
 
-def _passes_stage(op) -> bool:
+def _passes_stage(op, permute_ok: bool = False) -> bool:
     """Whether ``op`` may stand between a piped load and its dot: a reshape dropping unit dimensions, or the
     rounding of f32 to tf32 (``ct.astype(x, ct.tfloat32)``), which :func:`.tf32.round_stage` applies to the stage
     in place (wgmma / mma.sync .tf32 read a tf32 operand's 32-bit words ignoring the low 13 bits, PTX ISA
-    9.7.15.5.1 / 9.7.14.5: a truncation, not the conversion's ``cvt.rna``, so the MMA cannot do it itself)."""
+    9.7.15.5.1 / 9.7.14.5: a truncation, not the conversion's ``cvt.rna``, so the MMA cannot do it itself);
+    ``permute_ok``: also the transpose of a 2-D tile (``ct.transpose``: the stage read transposed,
+    :func:`.shape_ops.permute`; for a consumer that reads such a B K-major)."""
     if op.name == "nv_tileas.reshape":
         return True
+    if op.name == "nv_tileas.permute":
+        return permute_ok and [int(x) for x in ir.DenseI32ArrayAttr(op.attributes["permutation"])] == [1, 0]
     from .tf32 import is_tf32
 
     return op.name == "arith.truncf" and is_tf32(op.results[0].type) and \
         str(ir.RankedTensorType(op.operands[0].type).element_type) == "f32"
 
 
-def _reshape_chain(v, body) -> tuple[object, tuple]:
+def _reshape_chain(v, body, permute_ok: bool = False) -> tuple[object, tuple]:
     """(the op defining ``v`` past a chain of single-use ops of ``body`` that pass a stage through
     (:func:`_passes_stage`), those ops): a batched matmul's ``(1, M, K)`` tile reshaped to ``(M, K)`` for its dot,
-    an f32 tile rounded to tf32."""
+    an f32 tile rounded to tf32, (``permute_ok``) a tile transposed."""
     chain = []
-    while isinstance(v, ir.OpResult) and _in_body(v, body) and _passes_stage(v.owner) and len(list(v.uses)) == 1 \
-            and _is_tensor(v.type):
+    while isinstance(v, ir.OpResult) and _in_body(v, body) and _passes_stage(v.owner, permute_ok) and \
+            len(list(v.uses)) == 1 and _is_tensor(v.type):
         chain.append(v.owner)
         v = v.owner.operands[0]
     return (v.owner if isinstance(v, ir.OpResult) else None), tuple(chain)
@@ -220,14 +224,18 @@ def plan(cg, loop) -> Plan | None:
         for i, v in enumerate(list(d.operands)[:2]):  # A and B (a block-scaled dot's scales stay in the body)
             if not isinstance(v, ir.OpResult) or not _in_body(v, body):
                 continue
-            load, chain = _reshape_chain(v, body)
+            # a block-scaled tcgen05 atom with ``b_k_major`` reads B K-major: a transposed view's tile, or the
+            # transpose of an N x K tile (``ct.transpose(ct.load(...))``), is that layout in memory already
+            b_k_major = i == 1 and d.name == SCALED_DOT and bool(a.data.get("b_k_major"))
+            load, chain = _reshape_chain(v, body, permute_ok=b_k_major)
             lay = (lay_a, lay_b)[i]
             # a warpgroup atom takes B K-major too: a transposed view's tile is that layout in memory already
-            # (a block-scaled tcgen05 atom with ``b_k_major`` too)
-            k_major_ok = lay is lay_b and lay is not None or i == 1 and bool(a.data.get("b_k_major"))
+            k_major_ok = lay is lay_b and lay is not None or b_k_major
             piped, deps = _load_ok(load, d, body, transposed_ok=k_major_ok, chain=chain), {}
             if piped is None or not _index_slice(load, body, iv, deps):
                 continue
+            if any(o.name == "nv_tileas.permute" for o in chain) and (piped.transposed or piped.swizzled is None):
+                continue  # a transposed view transposed again: MN-major, which 16-byte copies cannot make K-major
             if piped.transposed:
                 lay = a.lower(cg, "layouts", mma_request(d, cg.threads, cg.target), 0, "k")[1]
             if d.name == SCALED_DOT and piped.swizzled is None and lay is None:  # its atoms read swizzled layouts
