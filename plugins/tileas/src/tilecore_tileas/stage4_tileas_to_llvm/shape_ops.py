@@ -7,7 +7,6 @@ from dataclasses import replace
 from tilecore.mlir import ir
 from tilecore.mma import SmemOperand, SwizzledOperand
 
-from . import recompute
 from .exchange import exchange, scatter_gather_vector
 from .fragments import is_fragment, to_blocked
 from .memory import as_tile
@@ -26,14 +25,11 @@ def broadcast(op, rb):
     out = _shape(op.results[0].type)
     lay = cg.layout(out)
     if not isinstance(src, TileV):
-        return [TileV(lay, [src] * lay.regs, recompute.splat(src))]
+        return [TileV(lay, [src] * lay.regs)]
     if src.layout.n == 1:  # held by every thread: a register splat
-        return [TileV(lay, [src.regs[0]] * lay.regs, recompute.splat(src.regs[0]))]
+        return [TileV(lay, [src.regs[0]] * lay.regs)]
     ss = src.shape
     el = src.regs[0].type
-    if src.recipe is not None:  # recomputed in the result's layout (a broadcast dimension's coordinate is 0)
-        return [recompute.in_layout(cg, recompute.remapped(
-            src.recipe, lambda cg, c: [x if d != 1 else cg.c32(0) for x, d in zip(c, ss)]), out, lay)]
 
     def pick(c, offs):
         sc = [x if d != 1 else cg.c32(0) for x, d in zip(c, ss)]
@@ -58,11 +54,9 @@ def reshape(op, rb):
         return [src.regs[0] if isinstance(src, TileV) else src]
     lay = cg.layout(out)
     if not isinstance(src, TileV):
-        return [TileV(lay, [src] * lay.regs, recompute.splat(src))]
+        return [TileV(lay, [src] * lay.regs)]
     assert lay.regs == src.layout.regs  # layouts depend on the element count only
-    ss = src.shape
-    return [TileV(lay, list(src.regs), recompute.remapped(  # the element of the same row-major flat index
-        src.recipe, lambda cg, c: cg.coords(ss, cg.linear(out, c)), extra=2))]
+    return [TileV(lay, list(src.regs))]
 
 
 def permute(op, rb):
@@ -75,11 +69,6 @@ def permute(op, rb):
 
     def dest_index(c):  # result coordinate i is source coordinate perm[i]
         return cg.linear(out, [c[p] for p in perm])
-
-    if isinstance(src, TileV) and src.recipe is not None:
-        inverse = [perm.index(j) for j in range(len(perm))]
-        return [recompute.in_layout(cg, recompute.remapped(src.recipe, lambda cg, c: [c[i] for i in inverse]),
-                                    out, cg.layout(out))]
 
     return [scatter_gather_vector(cg, src, out, dest_index)]
 
@@ -155,7 +144,7 @@ def iota(op, rb):
         elif w < 32:
             f = cg.op("arith.trunci", f, ty=el)
         regs.append(f)
-    return [TileV(lay, regs, recompute.iota(el))]
+    return [TileV(lay, regs)]
 
 
 def pack(op, rb):
