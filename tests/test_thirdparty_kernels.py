@@ -336,3 +336,44 @@ def test_list_of_arrays_errors():
         from tilecore.cutile.gpu import parameters
 
         parameters(k.contract, k.bind(([x, x.copy()], x.copy(), 2, TILE)))
+
+
+# ------------------------------------------------------------------------------ tuple constants and tuple arguments
+@ct.kernel
+def tile_shape_constant(x, y, SHAPE: ct.Constant[tuple]):
+    i, j = ct.bid(0), ct.bid(1)
+    ct.store(y, (i, j), tile=ct.load(x, (i, j), shape=SHAPE, padding_mode=ct.PaddingMode.ZERO) * 2)
+
+
+@ct.kernel
+def tuple_arguments(xy, out, dims: tuple[int, float], TILE: ct.Constant[int]):
+    x, (y, s) = xy
+    n, scale = dims
+    b = ct.bid(0)
+    t = ct.load(x, (b,), shape=(TILE,)) + ct.load(y, (b,), shape=(TILE,)) * s
+    ct.store(out, (b,), tile=t * scale + n)
+
+
+@pytest.mark.parametrize("sm", ["sm_80", "sm_90a"])
+def test_tuple_constants_and_tuple_arguments(sm):
+    """``ct.Constant`` means a constant of any type: a tile shape passed as a tuple was refused ('must be a bool,
+    int or float'); a tuple argument (of arrays, scalars, tuples; annotated ``tuple[int, float]`` or not) was
+    refused too. cuTile exports both with calling convention ``cutile_python_v2`` (arrays and scalars as in v1,
+    a tuple's leaves one after the other), which tilecore compiles; tilecore.cutile now uses it where a tuple
+    is involved and passes the leaves."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((70, 45)).astype(np.float32)
+    y = np.zeros_like(x)
+    tc.launch(None, (3, 3), tile_shape_constant, (x, y, (32, 16)), gpu_name=sm)
+    np.testing.assert_array_equal(y, x * 2)
+
+    a, b = rng.standard_normal(70).astype(np.float32), rng.standard_normal(70).astype(np.float32)
+    out = np.zeros(70, np.float32)
+    tc.launch(None, (3,), tuple_arguments, ((a, (b, 3.0)), out, (5, 0.5), TILE), gpu_name=sm)
+    np.testing.assert_allclose(out, (a + b * np.float32(3)) * np.float32(0.5) + 5, rtol=1e-6)
+    k = tc.compile(tuple_arguments, ((a, (b, 3.0)), out, (5, 0.5), TILE), gpu_name=sm)
+    assert [p.name for p in k.contract.params][:8] == ["xy[0]"] * 3 + ["xy[1][0]"] * 3 + ["xy[1][1]", "out"]
+    from tilecore.errors import TilecoreError
+    with pytest.raises(TilecoreError, match=r"argument 'dims' is \(float32, float32\), the kernel was compiled for "
+                                            r"\(int32, float32\)"):
+        k.launch(None, 3, ((a, (b, 3.0)), out, (5.0, 0.5), TILE))

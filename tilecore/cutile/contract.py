@@ -34,6 +34,7 @@ class ParamEntry:
     axis: int | None
     type: str
     dtype: str = ""
+    path: tuple = ()  # the leaf's position inside a tuple argument (its name says it too: ``t[0][1]``)
 
     def __str__(self) -> str:
         what = {"pointer": f"{self.name} (pointer to {self.dtype})", "scalar": f"{self.name} ({self.dtype})",
@@ -94,23 +95,30 @@ def build_contract(module, symbol: str, specs, names) -> LaunchContract:
     threads = _dense(attrs["nvvm.reqntid"]) if "nvvm.reqntid" in attrs else (1, 1, 1)
     cluster = _dense(attrs["nvvm.cluster_dim"]) if "nvvm.cluster_dim" in attrs else (1, 1, 1)
     entries = []
-    for i, (spec, name) in enumerate(zip(specs, names)):
+
+    def add(i, spec, name, path=()):
         if spec.kind == "array":
-            entries.append(("pointer", i, name, None, spec.dtype))
-            entries += [("shape", i, name, k, spec.index) for k in range(spec.ndim)]
-            entries += [("stride", i, name, k, spec.index) for k in range(spec.ndim)]
+            entries.append(("pointer", i, name, None, spec.dtype, path))
+            entries.extend(("shape", i, name, k, spec.index, path) for k in range(spec.ndim))
+            entries.extend(("stride", i, name, k, spec.index, path) for k in range(spec.ndim))
         elif spec.kind == "scalar":
-            entries.append(("scalar", i, name, None, spec.dtype))
+            entries.append(("scalar", i, name, None, spec.dtype, path))
         elif spec.kind == "list":  # a table of int64 words (one row per array) and its number of rows
-            entries += [("list", i, name, None, spec.element.dtype), ("list_len", i, name, None, "")]
+            entries.extend([("list", i, name, None, spec.element.dtype, path), ("list_len", i, name, None, "", path)])
+        elif spec.kind == "tuple":  # its leaves in order (calling convention cutile_python_v2)
+            for k, item in enumerate(spec.items):
+                add(i, item, f"{name}[{k}]", (*path, k))
+
+    for i, (spec, name) in enumerate(zip(specs, names)):
+        add(i, spec, name)
     if len(entries) != len(types):
         raise TilecoreError(f"kernel '{symbol}' has {len(types)} parameters ({', '.join(types)}) but its cuTile "
                             f"signature gives {len(entries)}: the calling convention is not the one expected")
     params = []
-    for (kind, i, name, axis, dtype), t in zip(entries, types):
+    for (kind, i, name, axis, dtype, path), t in zip(entries, types):
         if (kind in ("pointer", "list")) != t.startswith("!llvm.ptr"):
             raise TilecoreError(f"kernel '{symbol}': parameter {len(params)} ({name}, {kind}) has LLVM type {t}")
-        params.append(ParamEntry(kind, i, name, axis, t, dtype))
+        params.append(ParamEntry(kind, i, name, axis, t, dtype, path))
     return LaunchContract(symbol, tuple(threads) + (1,) * (3 - len(threads)),
                           tuple(cluster) + (1,) * (3 - len(cluster)), dynamic_shared_bytes(func.operation), tuple(params),
                           maps)
@@ -196,6 +204,8 @@ def marshal(contract: LaunchContract, values, pointer, tensor_map=None, table=No
     out = []
     for e in contract.params:
         v = values[e.arg]
+        for k in e.path:
+            v = v[k]
         if e.kind == "pointer":
             out.append(pointer(v))
         elif e.kind == "shape":

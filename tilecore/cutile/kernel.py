@@ -155,6 +155,16 @@ class CompiledKernel:
                 if got != spec:
                     raise TilecoreError(f"constant '{p.name}' is {got}, the kernel was compiled for {spec}")
                 values.append(got.value)
+            elif spec.kind == "tuple":
+                from .specialize import tuple_spec
+
+                if not isinstance(a, tuple):
+                    raise TilecoreError(f"argument '{p.name}' must be a tuple {spec}, got {type(a).__name__}")
+                got, v = tuple_spec(a, p, p.name)
+                if got != spec:
+                    raise TilecoreError(f"argument '{p.name}' is {got}, the kernel was compiled for {spec} "
+                                        "(tilecore.cutile.launch compiles a new specialisation for such arguments)")
+                values.append(v)
             elif spec.kind == "list":
                 from .specialize import ListArg, bind_list, is_array_list
 
@@ -209,7 +219,11 @@ def choose_device(device: str | None, values) -> str:
         if device not in ("cpu", "cuda"):
             raise TilecoreError(f"device must be 'cpu' or 'cuda', got {device!r}")
         return device
-    on_device = {v.on_device for v in values if isinstance(v, (ArrayArg, ListArg))}
+    def leaves(vs):
+        for v in vs:
+            yield from leaves(v) if isinstance(v, tuple) else (v,)
+
+    on_device = {v.on_device for v in leaves(values) if isinstance(v, (ArrayArg, ListArg))}
     if len(on_device) > 1:
         raise TilecoreError("some array arguments are in host memory and some on a CUDA device")
     return "cuda" if on_device == {True} else "cpu"

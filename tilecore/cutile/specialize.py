@@ -164,6 +164,41 @@ class ListSpec:
 
 
 @dataclass(frozen=True)
+class TupleSpec:
+    """A tuple parameter of arrays, scalars and tuples (one spec per item); its leaves are kernel parameters
+    one after the other."""
+
+    items: tuple
+    kind = "tuple"
+
+    def __str__(self) -> str:
+        return "(" + ", ".join(str(s) for s in self.items) + ("," if len(self.items) == 1 else "") + ")"
+
+    def constraint(self):
+        """The ``cuda.tile.compilation.TupleConstraint`` of this spec."""
+        from cuda.tile.compilation import TupleConstraint
+
+        return TupleConstraint([s.constraint() for s in self.items])
+
+
+def tuple_spec(value, p, where: str):
+    """(spec, bound value) of a tuple argument: arrays, scalars and nested tuples, bound as at top level."""
+    specs, values = [], []
+    for k, a in enumerate(value):
+        what = f"{where}[{k}]"
+        if isinstance(a, tuple):
+            sp, v = tuple_spec(a, p, what)
+        elif is_array(a):
+            v = describe(a, f"argument {what}")
+            sp = array_spec(v, p.index)
+        else:
+            sp, v = scalar_spec(a, what, p.int_dtype), a
+        specs.append(sp)
+        values.append(v)
+    return TupleSpec(tuple(specs)), tuple(values)
+
+
+@dataclass(frozen=True)
 class ListArg:
     """A bound list-of-arrays argument: its items (:class:`ArrayArg`)."""
 
@@ -260,9 +295,17 @@ def from_spelling(text: str):
 
 
 def from_constraint(c):
-    """A spec from a ``cuda.tile.compilation`` constraint (array, list of arrays, scalar or constant)."""
-    from cuda.tile.compilation import ArrayConstraint, ConstantConstraint, ListConstraint, ScalarConstraint
+    """A spec from a ``cuda.tile.compilation`` constraint (array, list of arrays, tuple, scalar or constant)."""
+    from cuda.tile.compilation import (
+        ArrayConstraint,
+        ConstantConstraint,
+        ListConstraint,
+        ScalarConstraint,
+        TupleConstraint,
+    )
 
+    if isinstance(c, TupleConstraint):
+        return TupleSpec(tuple(from_constraint(x) for x in c.items))
     if isinstance(c, ListConstraint):
         if c.alias_groups:
             raise TilecoreError("alias groups are not supported by tilecore.cutile (arrays never alias)")
@@ -287,15 +330,25 @@ def from_constraint(c):
 
 
 def const_spec(value, name: str) -> ConstSpec:
-    """The spec of constant ``value`` (numpy scalars become Python values)."""
+    """The spec of constant ``value``: a bool, int, float or a tuple of them (nested tuples too; ``ct.Constant``
+    means a constant of any type, e.g. a tile shape); numpy scalars become Python values."""
     import numpy as np
 
-    if isinstance(value, np.generic):
-        value = value.item()
-    if not isinstance(value, (bool, int, float)):
-        raise TilecoreError(f"constant parameter '{name}' must be a bool, int or float, got "
-                            f"{type(value).__name__}")
-    return ConstSpec(value, type(value).__name__)
+    def plain(v):
+        if isinstance(v, np.generic):
+            v = v.item()
+        if isinstance(v, tuple):
+            return tuple(plain(x) for x in v)
+        if not isinstance(v, (bool, int, float)):
+            raise TilecoreError(f"constant parameter '{name}' must be a bool, int, float or a tuple of them, got "
+                                f"{type(v).__name__}")
+        return v
+
+    def type_key(v):  # keeps 1, 1.0 and True apart, inside tuples too
+        return f"({','.join(type_key(x) for x in v)})" if isinstance(v, tuple) else type(v).__name__
+
+    value = plain(value)
+    return ConstSpec(value, type_key(value))
 
 
 def scalar_spec(value, name: str, int_dtype: str = "i32") -> ScalarSpec:
@@ -352,9 +405,16 @@ def parameters(kernel) -> list[Parameter]:
     fn = kernel._annotated_function
     out = []
     for name, node in zip(fn.pysig.parameters, fn.parameter_annotations):
-        if not isinstance(node, LeafAnnotationNode):
-            raise TilecoreError(f"parameter '{name}' of kernel '{fn.pyfunc.__name__}' is a tuple: not supported "
-                                "by tilecore.cutile (arrays, scalars and constants are)")
+        if not isinstance(node, LeafAnnotationNode):  # a tuple annotation: all constant, or a runtime tuple
+            leaves = list(_annotation_leaves(node))
+            constant = {bool(leaf.constant) for leaf in leaves}
+            if len(constant) > 1 or any(leaf.list is not None or (leaf.array is not None and leaf.array.index_dtype
+                                                                   is not None) for leaf in leaves):
+                raise TilecoreError(f"parameter '{name}' of kernel '{fn.pyfunc.__name__}' is a tuple annotated with "
+                                    "constant and runtime items, lists or index types: not supported by "
+                                    "tilecore.cutile")
+            out.append(Parameter(name, constant == {True}))
+            continue
         index = int_dtype = "i32"
         if node.list is not None:  # ct.ListAnnotation(element=ct.ArrayAnnotation(...) or an Annotated type)
             el = node.list.element
@@ -371,6 +431,17 @@ def parameters(kernel) -> list[Parameter]:
             int_dtype = from_cutile(node.scalar.dtype).spelling
         out.append(Parameter(name, bool(node.constant), index, int_dtype, node.list is not None))
     return out
+
+
+def _annotation_leaves(node):
+    """The leaf annotation nodes of a tuple annotation node (cuTile's homogeneous / heterogeneous tuples)."""
+    if hasattr(node, "items"):
+        for item in node.items:
+            yield from _annotation_leaves(item)
+    elif hasattr(node, "each"):
+        yield from _annotation_leaves(node.each)
+    else:
+        yield node
 
 
 def check_count(kernel, params, n: int) -> None:
@@ -390,6 +461,10 @@ def bind(kernel, args) -> tuple[tuple, list]:
         if p.constant:
             specs.append(const_spec(a, p.name))
             values.append(specs[-1].value)
+        elif isinstance(a, tuple) and not p.is_list:
+            spec, v = tuple_spec(a, p, p.name)
+            specs.append(spec)
+            values.append(v)
         elif p.is_list or is_array_list(a):
             if not is_array_list(a):
                 raise TilecoreError(f"argument '{p.name}' must be a list of arrays, got {type(a).__name__}")
@@ -448,6 +523,8 @@ def specs_of(kernel, items) -> tuple:
             out.append(from_constraint(item))
         elif is_array(item):
             out.append(array_spec(describe(item, f"argument '{p.name}'"), p.index))
+        elif isinstance(item, tuple) and not p.is_list:
+            out.append(tuple_spec(item, p, p.name)[0])
         elif is_array_list(item):
             out.append(list_spec([(x, p.index) for x in bind_list(item, p)], p.name))
         else:
@@ -456,7 +533,11 @@ def specs_of(kernel, items) -> tuple:
 
 
 def signature(specs, symbol: str):
-    """The ``KernelSignature`` (calling convention ``cutile_python_v1``) of ``specs``."""
+    """The ``KernelSignature`` of ``specs``: calling convention ``cutile_python_v1``, or ``cutile_python_v2``
+    where a parameter is a tuple (a tuple constant, or a tuple of arrays / scalars: v1 refuses them; v2 passes
+    arrays and scalars as v1 does, a tuple's leaves one after the other)."""
     from cuda.tile.compilation import CallingConvention, KernelSignature
 
-    return KernelSignature([s.constraint() for s in specs], CallingConvention.cutile_python_v1(), symbol=symbol)
+    tuples = any(s.kind == "tuple" or (s.kind == "constant" and isinstance(s.value, tuple)) for s in specs)
+    cc = CallingConvention.cutile_python_v2() if tuples else CallingConvention.cutile_python_v1()
+    return KernelSignature([s.constraint() for s in specs], cc, symbol=symbol)
