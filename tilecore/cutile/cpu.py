@@ -76,8 +76,8 @@ def run(compiled, grid, values, isolate: bool = False, timeout: float | None = N
 
     c = compiled.contract
     args = marshal(c, values, pointer, table=table)
-    if items_strided and isolate:
-        raise TilecoreError("a list of strided arrays cannot be passed to an isolated launch yet")
+    if isolate and any(e.kind == "list" for e in c.params):  # the child would write the items back, not us
+        raise TilecoreError("a list-of-arrays argument cannot be passed to an isolated launch yet")
     if isolate:
         from ..emulate import launch
 
