@@ -377,3 +377,24 @@ def test_tuple_constants_and_tuple_arguments(sm):
     with pytest.raises(TilecoreError, match=r"argument 'dims' is \(float32, float32\), the kernel was compiled for "
                                             r"\(int32, float32\)"):
         k.launch(None, 3, ((a, (b, 3.0)), out, (5.0, 0.5), TILE))
+
+
+# ------------------------------------------------------------------------------ error locations
+@ct.kernel
+def fp8_cast_method(x, y, TILE: ct.Constant[int]):
+    b = ct.bid(0)
+    t = ct.load(x, index=(b,), shape=(TILE,)).astype(ct.float8_e4m3fn)  # the Tile method calls cuTile's stub
+    ct.store(y, index=(b,), tile=t.astype(ct.float32))
+
+
+def test_an_error_in_a_tile_method_names_the_users_line():
+    """A rejected op written as a Tile method (``t.astype(ct.float8_e4m3fn)`` on sm_80) has the location
+    callsite(cuTile's _stub.py at the user's line): the error named _stub.py:678; it names the kernel's line."""
+    from tilecore.errors import TilecoreError
+
+    x = np.zeros(64, np.float32)
+    with pytest.raises(TilecoreError) as e:
+        tc.launch(None, (2,), fp8_cast_method, (x, x.copy(), TILE), gpu_name="sm_80")
+    line = fp8_cast_method._annotated_function.pyfunc.__code__.co_firstlineno + 3
+    assert f"test_thirdparty_kernels.py:{line}:" in str(e.value) and "_stub.py" not in str(e.value)
+    assert "unsupported type 'f8E4M3FN'" in str(e.value)

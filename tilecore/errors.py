@@ -47,6 +47,9 @@ class LoweringError(TilecoreError):
         super().__init__(message, location)
 
 
+_LIBRARY_FRAME = "/cuda/tile/"  # frames of the cuTile package: a location names the user's line instead
+
+
 def format_location(loc) -> str:
     """Render an MLIR location as ``file:line:col`` (falls back to MLIR's own text)."""
     try:
@@ -55,8 +58,12 @@ def format_location(loc) -> str:
         if loc.is_a_name():
             inner = format_location(loc.child_loc)
             return inner if inner != "unknown" else loc.name_str
-        if loc.is_a_callsite():
-            return format_location(loc.callee)
+        if loc.is_a_callsite():  # the callee, unless it is cuTile's own code (``x.astype(...)`` calls its stub)
+            callee = format_location(loc.callee)
+            if _LIBRARY_FRAME in callee.replace("\\", "/"):
+                caller = format_location(loc.caller)
+                return caller if caller != "unknown" else callee
+            return callee
         if loc.is_a_fused():
             for sub in loc.locations:
                 text = format_location(sub)
