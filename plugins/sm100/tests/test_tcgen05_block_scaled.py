@@ -83,6 +83,21 @@ def mma_scaled_loop_tb(A, SA, BT, SB, C, TM: ct.Constant[int], TN: ct.Constant[i
 
 
 @ct.kernel
+def mma_scaled_loop_notma(A, SA, B, SB, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int],
+                          BLOCK: ct.Constant[int]):
+    """:func:`mma_scaled_loop` with cuTile's hint ``allow_tma=False`` on B's load."""
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=ct.float32)
+    for k in range(ct.cdiv(A.shape[1], TK)):
+        a = ct.load(A, index=(i, k), shape=(TM, TK), padding_mode=ZERO)
+        b = ct.load(B, index=(k, j), shape=(TK, TN), padding_mode=ZERO, allow_tma=False)
+        sa = ct.load(SA, index=(i, k), shape=(TM, TK // BLOCK), padding_mode=ZERO)
+        sb = ct.load(SB, index=(k, j), shape=(TK // BLOCK, TN), padding_mode=ZERO)
+        acc = ct.mma_scaled(a, sa, b, sb, acc)
+    ct.store(C, index=(i, j), tile=acc)
+
+
+@ct.kernel
 def mma_scaled_single(A, SA, B, SB, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int],
                       BLOCK: ct.Constant[int]):
     """One block-scaled dot (K = TK), zero padding."""
@@ -108,6 +123,8 @@ KERNELS = {
                                              32]),
     "bs_e5m2_loop_tb": (mma_scaled_loop_tb, ["f8e5m2[2]", "f8e8m0[2]", "f8e5m2[2]", "f8e8m0[2]", "f32[2]", 64, 64, 128,
                                              32]),
+    "bs_e4m3_loop_notma": (mma_scaled_loop_notma, ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 128, 64,
+                                                   128, 32]),
     # 64-row tiles: one M = 128 MMA over A in layout F
     "bs_m64": (mma_scaled_single, ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 64, 64, 64, 32]),
     "bs_m64_loop": (mma_scaled_loop, ["f8e5m2[2]", "f8e8m0[2]", "f8e5m2[2]", "f8e8m0[2]", "f32[2]", 64, 32, 128, 32]),

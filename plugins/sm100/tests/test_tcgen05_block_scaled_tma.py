@@ -99,6 +99,26 @@ def test_block_scaled_tma_off_takes_cp_async():
     assert text.count('"cute_nvgpu.cp_async_commit"') == STAGES
 
 
+def test_block_scaled_allow_tma_false_takes_cp_async():
+    """cuTile's load hint ``allow_tma=False`` (on B's load; cuTile: "If False, the load will not use TMA"): the
+    loop is pipelined by cp.async instead, no TMA box."""
+    text = _stage4("bs_e4m3_loop_notma")
+    assert '"cute_nvgpu.tma_load"' not in text and text.count('"cute_nvgpu.cp_async"') == STAGES * (8 + 4)
+    # the hint as the bytecode reader gives it: a boolean of the op's optimization_hints (per target or default)
+    from tilecore_tileas.stage2_tileaa_to_tileas.kernel_spec import hints_for
+
+    from tilecore.mlir import ir
+    from tilecore.plugins import get_plugin_manager
+    from tilecore.targets import resolve_target
+
+    targets = get_plugin_manager().targets()
+    with ir.Context() as ctx:
+        ctx.allow_unregistered_dialects = True
+        attr = ir.Attribute.parse("{default = {allow_tma = false, latency = 3 : i32}, sm_90 = {allow_tma = true}}")
+    assert hints_for(attr, resolve_target("sm_100a", targets)) == {"allow_tma": 0, "latency": 3}
+    assert hints_for(attr, resolve_target("sm_90a", targets))["allow_tma"] == 1
+
+
 def test_block_scaled_e2m1_not_piped():
     """e2m1 operands (packed nibbles) are not piped: the loop is not pipelined (no TMA box)."""
     assert '"cute_nvgpu.tma_load"' not in _stage4("f4_mxfp4_loop")

@@ -45,7 +45,8 @@ class KernelSpec:
 
 
 def hints_for(attr, target) -> dict:
-    """The cuTile optimization hints for ``target``: ``default`` overridden by ``sm_<cc>``."""
+    """The cuTile optimization hints for ``target``: ``default`` overridden by ``sm_<cc>`` (integers; booleans,
+    e.g. a load's ``allow_tma = false``, as 1 / 0)."""
     if attr is None:
         return {}
     text = str(attr)
@@ -55,7 +56,8 @@ def hints_for(attr, target) -> dict:
             continue
         m = re.search(rf"\b{key}\s*=\s*\{{([^}}]*)\}}", text)
         if m:
-            out.update({k: int(v) for k, v in re.findall(r"(\w+)\s*=\s*(-?\d+)", m.group(1))})
+            out.update({k: int(v) if v not in ("true", "false") else int(v == "true")
+                        for k, v in re.findall(r"(\w+)\s*=\s*(-?\d+|true|false)\b", m.group(1))})
     return out
 
 

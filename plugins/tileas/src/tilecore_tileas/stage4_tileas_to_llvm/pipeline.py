@@ -488,7 +488,7 @@ def tma_maps(cg, rb, plan_: Plan, checked: bool):
         sw = p.swizzled
         lines, line_elems = _lines(p)
         if sw is None or sw.transposed != p.transposed or lines % 8 or lines > MAX_BOX or \
-                (line_elems * p.elem_bytes) % sw.swizzle:
+                (line_elems * p.elem_bytes) % sw.swizzle or not _tma_allowed(cg, p.load):
             return None
         m = _memory_order(_view(rb, p).memref, p)
         elem = rb.convert_type(ir.RankedTensorType(p.load.results[0].type).element_type)
@@ -498,6 +498,15 @@ def tma_maps(cg, rb, plan_: Plan, checked: bool):
             return None
         recipes.append(r)
     return atom, [maps.parameter(r) for r in recipes]
+
+
+def _tma_allowed(cg, load) -> bool:
+    """cuTile's load hint ``allow_tma`` (``ct.load(..., allow_tma=False)``, the ``default`` or ``sm_<cc>`` entry of
+    the op's ``optimization_hints``): False keeps the loop's copies on cp.async."""
+    from ..stage2_tileaa_to_tileas.kernel_spec import hints_for
+
+    attr = load.attributes["optimization_hints"] if "optimization_hints" in load.attributes else None
+    return bool(hints_for(attr, cg.target).get("allow_tma", 1))
 
 
 def pipelined_for(op, rb, plan_: Plan, lb, ub, step, inits, body_into, checked: bool = False,
