@@ -68,6 +68,8 @@ def attach_nvvm_target(ctx) -> None:
     if not mods:
         raise TilecoreError("attach-nvvm-target: the module has no gpu.module to attach a target to",
                             _loc_of(ctx.module))
+    for gm in mods:  # checked before anything is written
+        _check_kernels(gm)
     with ctx.module.context:
         for gm in mods:
             link = None
@@ -81,6 +83,25 @@ def attach_nvvm_target(ctx) -> None:
             # which imports mlir.dialects.nvvm (~7 ms of a small kernel's compile that never needs it).
             gm.operation.attributes["targets"] = ir.Attribute.parse(
                 f"[{_nvvm_target_text(ctx.target, ctx.options, link)}]")
+
+
+KERNEL_MARKS = ("nvvm.kernel", "gpu.kernel")
+
+
+def _check_kernels(gm) -> None:
+    """A kernel (``llvm.func`` marked ``nvvm.kernel`` / ``gpu.kernel``) returns nothing: PTX has no return
+    value for a ``.entry`` (the NVPTX back end would write one that ptxas rejects)."""
+    from .errors import format_location
+
+    for op in gm.regions[0].blocks[0].operations:
+        o = op.operation
+        if o.name != "llvm.func" or not any(m in o.attributes for m in KERNEL_MARKS):
+            continue
+        fty = str(ir.TypeAttr(o.attributes["function_type"]).value)
+        if not fty.startswith("!llvm.func<void"):
+            name = ir.StringAttr(o.attributes["sym_name"]).value
+            raise TilecoreError(f"kernel '{name}' must not return values (its type is {fty})",
+                                format_location(o.location))
 
 
 def _loc_of(module) -> str:

@@ -7,6 +7,8 @@ lets a Python traceback escape.
 
 from __future__ import annotations
 
+import contextlib
+
 
 class TilecoreError(Exception):
     """A user-facing compilation error with an optional source location.
@@ -48,6 +50,42 @@ class LoweringError(TilecoreError):
 
 
 _LIBRARY_FRAME = "/cuda/tile/"  # frames of the cuTile package: a location names the user's line instead
+
+
+@contextlib.contextmanager
+def at_op(op, stage: str = ""):
+    """Report what goes wrong while ``op`` is processed at ``op``'s location.
+
+    A :class:`TilecoreError` without a location gets the op's; any other exception (a handler
+    that met IR it did not expect: a wrong attribute kind, a missing operand) becomes a
+    :class:`LoweringError` at the op, so outside-written MLIR never ends in a traceback.
+    """
+    try:
+        yield
+    except TilecoreError as e:
+        if not e.location or e.location == "unknown":
+            e.location = format_location(op.location)
+        raise
+    except Exception as e:  # noqa: BLE001 - the point: every failure is reported at the op
+        where = f" in stage '{stage}'" if stage else ""
+        raise LoweringError(f"cannot handle '{op.name}'{where} (unexpected operands, types or attributes): "
+                            f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": "),
+                            op) from e
+
+
+def ops_in(op) -> list:
+    """Every op nested in ``op`` (``op`` included), in pre-order: walk first, then work on the list, so
+    an error raised for one of them is not wrapped by MLIR's walk callback machinery."""
+    from .mlir import ir  # (errors.py is imported by a cache hit: MLIR only when ops are walked)
+
+    out = []
+
+    def visit(o):
+        out.append(o.operation if hasattr(o, "operation") else o)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return out
 
 
 def format_location(loc) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from tilecore.errors import LoweringError
+from tilecore.errors import LoweringError, at_op
 from tilecore.mlir import ir
 
 
@@ -54,8 +54,13 @@ class Rebuilder:
     def bind(self, olds, news) -> None:
         olds = list(olds)
         news = list(news) if news is not None else []
-        if len(olds) != len(news):
-            raise LoweringError(f"internal error in {self.stage}: {len(news)} values for {len(olds)} results")
+        if len(olds) != len(news):  # a block / op written with more or fewer values than the stage expects
+            if olds and isinstance(olds[0], ir.BlockArgument):
+                owner = olds[0].owner.owner  # the block's parent op
+                raise LoweringError(f"a block of '{owner.name}' has {len(olds)} argument(s); stage '{self.stage}' "
+                                    f"expects {len(news)}", owner)
+            raise LoweringError(f"{len(olds)} value(s) where stage '{self.stage}' makes {len(news)}",
+                                olds[0].owner if olds and isinstance(olds[0], ir.OpResult) else None)
         for o, n in zip(olds, news):
             self.map[o] = n
 
@@ -70,7 +75,7 @@ class Rebuilder:
     def op(self, op) -> None:
         op = op.operation
         pop, fn = self.handler(op.name)
-        with op.location:
+        with op.location, at_op(op, self.stage):
             if fn is None:
                 if op.name.split(".", 1)[0] in self.strict:
                     raise LoweringError(f"unsupported op '{op.name}' in stage '{self.stage}'", op)
@@ -78,8 +83,12 @@ class Rebuilder:
             else:
                 self.fired[f"{pop}:{op.name}"] = self.fired.get(f"{pop}:{op.name}", 0) + 1
                 res = fn(op, self)
-        if op.results:
-            self.bind(op.results, res)
+            if op.results:
+                n = len(list(res)) if res is not None else 0
+                if n != len(op.results):  # an op written with more / fewer results than this stage makes
+                    raise LoweringError(f"'{op.name}' has {len(op.results)} result(s); stage '{self.stage}' "
+                                        f"lowers it to {n}", op)
+                self.bind(op.results, res)
 
     def block_into(self, old_block, new_block, args=None) -> None:
         """Rebuild ``old_block``'s ops at the end of ``new_block`` (args bound to ``args`` or its arguments)."""
@@ -138,7 +147,10 @@ def run_plugin_patterns(ctx, stage: str) -> dict:
 def run_stage(ctx, stage: str, body):
     """A tileas stage: other plugins' patterns for ``stage`` first, then ``body(ctx)`` (the built-in
     populators); returns ``body``'s ConversionStats with both sets of firing counts."""
+    from .entry_check import check_module
+
     with ctx.module.context, ir.Location.unknown():
+        check_module(ctx.module)  # outside-written tile IR is checked before anything changes it
         fired = run_plugin_patterns(ctx, stage)
         stats = body(ctx)
         stats.fired = {**fired, **stats.fired}

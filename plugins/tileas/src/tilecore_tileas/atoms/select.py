@@ -12,9 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilecore.conversion import ConversionStats
+from tilecore.errors import at_op, ops_in
 from tilecore.mlir import ir
 from tilecore.stages import Stage
 
+from ..entry_check import check_module
 from ..layout import blocked
 from ..nv_tileaa import DYNAMIC
 from ..stage2_tileaa_to_tileas.kernel_spec import KernelSpec, kernel_spec_of
@@ -140,6 +142,7 @@ def select_mma(ctx, op, threads: int, atoms: dict, path: str):
 
 def run(ctx) -> ConversionStats:
     with ctx.module.context, ir.Location.unknown():
+        check_module(ctx.module)  # outside-written tile IR is checked before anything changes it
         return _run(ctx)
 
 
@@ -155,7 +158,6 @@ def _run(ctx) -> ConversionStats:
         threads = 32 * spec.num_warps
 
         def visit(op, threads=threads):
-            op = op.operation if hasattr(op, "operation") else op
             atom = None
             if op.name in COPY_OPS:
                 atom = default_atom(atoms, "copy", ctx.target, copy_request(op, threads))
@@ -175,9 +177,10 @@ def _run(ctx) -> ConversionStats:
             if atom is not None:
                 op.attributes["atom"] = ir.Attribute.parse(f'#nv_tileas.atom<"{atom.name}">')
                 stats.fired[f"tileas:{atom.name}"] = stats.fired.get(f"tileas:{atom.name}", 0) + 1
-            return ir.WalkResult.ADVANCE
 
-        top.walk(visit, ir.WalkOrder.PRE_ORDER)
+        for op in ops_in(top):
+            with at_op(op, NAME):
+                visit(op)
     return stats
 
 

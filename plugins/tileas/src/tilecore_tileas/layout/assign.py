@@ -10,9 +10,11 @@ comes from its kernel spec.
 from __future__ import annotations
 
 from tilecore.conversion import ConversionStats
+from tilecore.errors import at_op, ops_in
 from tilecore.mlir import ir
 from tilecore.stages import Stage
 
+from ..entry_check import check_module
 from ..stage2_tileaa_to_tileas.kernel_spec import KernelSpec, kernel_spec_of
 from . import blocked
 
@@ -39,25 +41,27 @@ def exchange_kind(op) -> str | None:
 
 def annotate(func, threads: int) -> int:
     n = 0
+    for op in ops_in(func):  # (a list, not a walk callback: an error is reported at its op)
+        with at_op(op, NAME):
+            n += _annotate_op(op, threads)
+    return n
 
-    def visit(op):
-        nonlocal n
-        op = op.operation if hasattr(op, "operation") else op
-        lays = [blocked(_shape(r.type), threads).attr_text() for r in op.results if _shape(r.type) is not None]
-        if lays and op.name.split(".")[0] in ("nv_tileas", "arith", "math"):
-            op.attributes["layouts"] = ir.ArrayAttr.get([ir.Attribute.parse(t) for t in lays])
-            n += 1
-        kind = exchange_kind(op)
-        if kind:
-            op.attributes["exchange"] = ir.StringAttr.get(kind)
-        return ir.WalkResult.ADVANCE
 
-    func.walk(visit, ir.WalkOrder.PRE_ORDER)
+def _annotate_op(op, threads: int) -> int:
+    n = 0
+    lays = [blocked(_shape(r.type), threads).attr_text() for r in op.results if _shape(r.type) is not None]
+    if lays and op.name.split(".")[0] in ("nv_tileas", "arith", "math"):
+        op.attributes["layouts"] = ir.ArrayAttr.get([ir.Attribute.parse(t) for t in lays])
+        n += 1
+    kind = exchange_kind(op)
+    if kind:
+        op.attributes["exchange"] = ir.StringAttr.get(kind)
     return n
 
 
 def run(ctx) -> ConversionStats:
     with ctx.module.context, ir.Location.unknown():
+        check_module(ctx.module)  # outside-written tile IR is checked before anything changes it
         return _run(ctx)
 
 

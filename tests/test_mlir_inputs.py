@@ -1,0 +1,116 @@
+"""MLIR that nobody here wrote, at every stage entry (``bench/fuzz_mlir.py`` found these classes).
+
+Each input is a real stage output (``tilecore compile K.tileirbc --dump-dir D``) with one edit an
+outside author could make; the check is the exact message at the op's file:line:col, exit status 1,
+no traceback and no output file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+from support import has_plugin, run_cli
+
+VISIBLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                       "shared", "corpus", "visible")
+
+pytestmark = pytest.mark.skipif(not (has_plugin("tileas") and os.path.isdir(VISIBLE)),
+                                reason="needs the tileas plugin and the visible corpus")
+
+
+@pytest.fixture(scope="module")
+def dumps(tmp_path_factory):
+    """kernel -> {stage file prefix ("03") -> text} for sm_90a."""
+    root = tmp_path_factory.mktemp("dumps")
+    out = {}
+    for k in ("vadd_f32", "row_softmax_f16"):
+        d = root / k
+        proc = run_cli("compile", os.path.join(VISIBLE, f"{k}.tileirbc"), "--gpu-name", "sm_90a", "--emit", "ptx",
+                       "--no-cache", "--dump-dir", str(d), "-o", str(root / f"{k}.ptx"))
+        assert proc.returncode == 0, proc.stderr
+        out[k] = {f[:2]: (d / f).read_text() for f in os.listdir(d)}
+    return out
+
+
+def _bad(tmp_path, text: str, *args: str) -> tuple[str, str]:
+    """Run tilecore on ``text``; assert a clean failure; return (the error line, the input path)."""
+    src = tmp_path / "in.mlir"
+    src.write_text(text)
+    out = tmp_path / "out.bin"
+    proc = run_cli(args[0], str(src), *args[1:], "--gpu-name", "sm_90a", "-o", str(out),
+                   env={"TILECORE_NO_CACHE": "1"})
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+    assert not out.exists()
+    return proc.stderr.splitlines()[0], str(src)
+
+
+def _line_of(text: str, needle: str) -> int:
+    return next(i for i, ln in enumerate(text.splitlines(), 1) if needle in ln)
+
+
+def test_wrong_attribute_kind_is_reported_at_the_op(dumps, tmp_path):
+    # div_by must be an integer: stage 3 (select atoms) read it with IntegerAttr(...): a ValueError in a walk
+    text = dumps["vadd_f32"]["03"].replace("{div_by = 16 : i64}", "{div_by = dense<0> : tensor<2xi32>}", 1)
+    err, src = _bad(tmp_path, text, "opt", "--stages", "tileas-select-atoms")
+    line = _line_of(text, "dense<0> : tensor<2xi32>")
+    assert err == (f"error: {src}:{line}:10: 'nv_tileas.assume' op attribute 'div_by' must be an integer, "
+                   f"but got dense<0> : tensor<2xi32>")
+
+
+def test_wrong_layouts_attribute_kind(dumps, tmp_path):
+    text = re.sub(r"layouts = \[[^\]]*\]", "layouts = [1 : i32]", dumps["vadd_f32"]["05"], count=1)
+    err, src = _bad(tmp_path, text, "compile", "--emit", "ptx")
+    line = _line_of(text, "layouts = [1 : i32]")
+    assert re.fullmatch(rf"error: {re.escape(src)}:{line}:\d+: 'nv_tileas\.\w+' op attribute 'layouts' must be "
+                        r"an array of #nv_tileas\.blocked layouts, but got \[1 : i32\]", err), err
+
+
+@pytest.mark.parametrize("extent, what", [("?", "a dynamic extent"), ("0", "a zero extent")])
+def test_tile_extents_must_be_static_and_positive(dumps, tmp_path, extent, what):
+    # tensor<128xf32> -> tensor<?xf32> / tensor<0xf32> everywhere: stage 4 failed with IndexError / ZeroDivisionError
+    text = dumps["vadd_f32"]["05"].replace("tensor<128xf32>", f"tensor<{extent}xf32>")
+    err, src = _bad(tmp_path, text, "opt", "--stages", "convert-tileas-to-llvm")
+    line = _line_of(text, f"tensor<{extent}xf32>")
+    assert re.fullmatch(rf"error: {re.escape(src)}:{line}:\d+: 'nv_tileas.tiled_load' op result #0 is a tile "
+                        rf"with {what} \(tensor<{re.escape(extent)}xf32>\): tiles have static, positive extents",
+                        err), err
+
+
+def test_combiner_block_with_an_extra_argument(dumps, tmp_path):
+    # the reduce combiner takes (acc, value) pairs: a third argument was "internal error ... 2 values for 3 results"
+    text = dumps["row_softmax_f16"]["05"]
+    m = re.search(r"\^bb0\((%arg\d+): f32, (%arg\d+): f32\):", text)
+    text = text[:m.start()] + f"^bb0({m.group(1)}: f32, {m.group(2)}: f32, %extra: i32):" + text[m.end():]
+    err, src = _bad(tmp_path, text, "opt", "--stages", "convert-tileas-to-llvm")
+    line = _line_of(text, "%extra: i32") - 1  # the reduce op, one line above its block
+    assert re.fullmatch(rf"error: {re.escape(src)}:{line}:\d+: a block of 'nv_tileas.reduce' has 3 argument\(s\); "
+                        r"stage 'convert-tileas-to-llvm' expects 2", err), err
+
+
+def test_llvm_kernel_with_a_result(dumps, tmp_path):
+    # an nvvm.kernel llvm.func returning i32: ptxas rejected the PTX ('func_retval0') without a source location
+    text = dumps["vadd_f32"]["07"]
+    text = re.sub(r"(llvm\.func @vadd_f32\([^)]*\))", r"\1 -> i32", text, count=1)
+    text = text.replace("llvm.return\n", "llvm.return %arg1 : i32\n", 1) if "%arg1: i32" in text else text
+    err, src = _bad(tmp_path, text, "compile", "--emit", "cubin")
+    line = _line_of(text, "llvm.func @vadd_f32(")
+    assert re.fullmatch(rf"error: {re.escape(src)}:{line}:5: kernel 'vadd_f32' must not return values "
+                        r"\(its type is !llvm\.func<i32 \(.*\)>\)", err), err
+
+
+def test_at_op_turns_any_exception_into_a_located_error(tmp_path):
+    from tilecore.errors import LoweringError, at_op
+    from tilecore.mlir import ir
+
+    src = tmp_path / "m.mlir"
+    src.write_text("module {\n  func.func @f() {\n    return\n  }\n}\n")
+    with ir.Context():
+        m = ir.Module.parseFile(str(src))
+        fn = m.body.operations[0].operation
+        with pytest.raises(LoweringError) as e, at_op(fn, "some-stage"):
+            raise IndexError("list index out of range")
+    assert e.value.render() == (f"error: {src}:2:3: cannot handle 'func.func' in stage 'some-stage' (unexpected "
+                                "operands, types or attributes): IndexError: list index out of range")
