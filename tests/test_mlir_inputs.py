@@ -114,3 +114,58 @@ def test_at_op_turns_any_exception_into_a_located_error(tmp_path):
             raise IndexError("list index out of range")
     assert e.value.render() == (f"error: {src}:2:3: cannot handle 'func.func' in stage 'some-stage' (unexpected "
                                 "operands, types or attributes): IndexError: list index out of range")
+
+
+# -- the quoted diagnostics of /work/shared/spec, through MLIR files on the command line ---------------
+
+TILEAA_FUNC = '''"nv_tileaa.func"() ({{
+^bb0(%a: tensor<128x32xf8E4M3FN>, %b: tensor<32x128xf8E4M3FN>, %c: tensor<128x128xf32>,
+     %sa: tensor<128x1xi8>, %sb: tensor<1x128xi8>):
+  {body}
+  "nv_tileaa_term.return"() : () -> ()
+}}) {{sym_name = "k", function_type = (tensor<128x32xf8E4M3FN>, tensor<32x128xf8E4M3FN>, tensor<128x128xf32>,
+     tensor<128x1xi8>, tensor<1x128xi8>) -> (){attrs}}} : () -> ()
+'''
+BLOCK_SCALE = ('%d = "nv_tileaa.mma_block_scale"(%a, %b, %c, %sa, %sb) : (tensor<128x32xf8E4M3FN>, '
+               'tensor<32x128xf8E4M3FN>, tensor<128x128xf32>, tensor<128x1xi8>, tensor<1x128xi8>) -> '
+               'tensor<128x128xf32>')
+
+
+def _opt(tmp_path, text: str, stages: str, gpu: str) -> tuple[list[str], str]:
+    src = tmp_path / "in.mlir"
+    src.write_text(text)
+    out = tmp_path / "out.mlir"
+    proc = run_cli("opt", str(src), "--stages", stages, "--gpu-name", gpu, "-o", str(out))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr and not out.exists(), proc.stderr
+    return proc.stderr.splitlines(), str(src)
+
+
+@pytest.mark.parametrize("gpu, attrs, message", [
+    ("sm_90a", ", cute.kernel", "mma block scale is not supported by compute capability < sm100"),
+    ("sm_100a", "", "failed to get the target spec"),  # no kernel: no kernel spec / target spec to read
+])
+def test_spec_block_scale_guard_diagnostics(tmp_path, gpu, attrs, message):
+    lines, src = _opt(tmp_path, TILEAA_FUNC.format(body=BLOCK_SCALE, attrs=attrs), "convert-tileaa-to-tileas", gpu)
+    assert lines[0] == f"error: {src}:4:8: {message}"
+
+
+def test_spec_residual_tileaa_op(dumps, tmp_path):
+    text = dumps["vadd_f32"]["01"].replace("    %c1_i32 = arith.constant 1 : i32\n", "    %c1_i32 = arith.constant "
+                                           '1 : i32\n    %g = "nv_tileaa.generate"() ({ }) : () -> tensor<4xf32>\n', 1)
+    lines, src = _opt(tmp_path, text, "convert-tileaa-to-tileas", "sm_90a")
+    line = _line_of(text, "nv_tileaa.generate")
+    assert lines == [f"error: {src}:{line}:10: failed to convert nv_tileaa to nv_tileas",
+                     "note: failed to legalize operation 'nv_tileaa.generate' in stage 'convert-tileaa-to-tileas' "
+                     "(no plugin has a pattern for it)"]
+
+
+def test_spec_mbarrier_outside_shared_memory(tmp_path):
+    bar = "!nvgpu.mbarrier.group<memorySpace = #gpu.address_space<global>>"
+    text = ("module attributes {gpu.container_module} {\n  gpu.module @m {\n"
+            f"    gpu.func @k(%g: {bar}) kernel {{\n"
+            "      %c0 = arith.constant 0 : index\n      %n = arith.constant 128 : index\n"
+            f"      nvgpu.mbarrier.init %g[%c0], %n : {bar}\n"
+            "      gpu.return\n    }\n  }\n}\n")
+    lines, src = _opt(tmp_path, text, "convert-nvgpu-and-gpu-to-nvvm", "sm_90a")
+    assert lines[0] == (f"error: {src}:6:7: 'nvgpu.mbarrier.init' op operand #0 ('barriers') must be mbarrier "
+                        f"barrier type, but got '{bar}' (the barrier must live in shared memory)")
