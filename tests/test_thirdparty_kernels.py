@@ -398,3 +398,20 @@ def test_an_error_in_a_tile_method_names_the_users_line():
     line = fp8_cast_method._annotated_function.pyfunc.__code__.co_firstlineno + 3
     assert f"test_thirdparty_kernels.py:{line}:" in str(e.value) and "_stub.py" not in str(e.value)
     assert "unsupported type 'f8E4M3FN'" in str(e.value)
+
+
+# ------------------------------------------------------------------------------ printf with many arguments
+@ct.kernel
+def debug_print(x, TILE: ct.Constant[int]):
+    b = ct.bid(0)
+    s = ct.sum(ct.load(x, index=(b,), shape=(TILE,)))
+    ct.printf("blk %d: %d %d %d %d %d %d %d %d %d | %.1f %.1f %.1f\n", b, b + 1, b + 2, b + 3, b + 4, b + 5, b + 6,
+              b + 7, b + 8, b + 9, s, s * 2, ct.astype(s, ct.float64))
+
+
+def test_printf_with_more_than_eight_arguments(capfd):
+    """A printf of 13 values was refused ('print with more than 8 arguments is not supported'; tileiras compiles
+    40): nv_tileaa.print holds 64 now."""
+    tc.launch(None, (2,), debug_print, (np.ones(8, np.float32), 4))
+    lines = sorted(capfd.readouterr().out.splitlines())
+    assert lines == ["blk 0: 1 2 3 4 5 6 7 8 9 | 4.0 8.0 4.0", "blk 1: 2 3 4 5 6 7 8 9 10 | 4.0 8.0 4.0"]

@@ -49,6 +49,8 @@ ATTRIBUTES = {
     "kernel_spec": ("num_warps", "cluster_dim", "num_ctas", "occupancy", "max_registers"),
 }
 
+PRINT_SLOTS = 64  # printf arguments an nv_tileaa.print holds (cuTile's print_tko takes any number; 8 were too few)
+
 # name -> (operand groups, result groups, regions)
 OPS = {
     "func": ("", "", 1),
@@ -87,7 +89,8 @@ OPS = {
     "scan": ("o0 o1? o2? o3?", "r0 r1? r2? r3?", 1),
     "dot": ("lhs rhs acc", "result", 0),
     "mma_block_scale": ("lhs rhs acc lhs_scale rhs_scale", "result", 0),
-    "print": ("a0? a1? a2? a3? a4? a5? a6? a7? token?", "token?", 0),
+    # printf arguments: PRINT_SLOTS optional operands (each its own type), then the token
+    "print": (" ".join(f"a{i}?" for i in range(PRINT_SLOTS)) + " token?", "token?", 0),
     "assert": ("condition", "", 0),
     "pack": ("source", "result", 0),
     "unpack": ("source", "result", 0),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from tilecore.errors import LoweringError
 from tilecore.mlir import ir
 
-from ..nv_tileaa import TERM, builder
+from ..nv_tileaa import PRINT_SLOTS, TERM, builder
 from .common import create, element_type, has, i64, operands, result_types, s
 
 # cuda_tile op -> arith / math op with the same operands (signedness chooses the second column).
@@ -402,9 +402,9 @@ def assert_op(op, rb):
 def print_op(op, rb):
     g = operands(op, rb)
     args = g.get("args", [])
-    if len(args) > 8:
-        raise LoweringError("print with more than 8 arguments is not supported", op)
-    slots = list(args) + [None] * (8 - len(args))
+    if len(args) > PRINT_SLOTS:
+        raise LoweringError(f"print with more than {PRINT_SLOTS} arguments is not supported", op)
+    slots = list(args) + [None] * (PRINT_SLOTS - len(args))
     tok = (g.get("token") or [None])[0]
     res = [ir.Type.parse("!nv_tileaa.mem_token")] if op.results else [None]
     new = builder.build("print", [*slots, tok], res, {"str": op.attributes["str"]})
