@@ -896,7 +896,14 @@ def _debug_ops(g: Gen, v: Val) -> None:
     s = g.scalar("i32", str(g.rng.randint(-1000, 1000)))
     py = g.chance(0.4)  # ct.print with an f-string: cuTile writes the same C format
     k = f'ct.print(f"fz b={{b0}} s={{{s.name}}}")' if py else f'ct.printf("fz b=%d s=%d\\n", b0, {s.name})'
-    g.emit(k, f'ns.printf(PRINTS, "fz b=%d s=%d\\n", b0, {s.name})', feature="print" if py else "printf")
+    m = f'ns.printf(PRINTS, "fz b=%d s=%d\\n", b0, {s.name})'
+    if not py and g.side.random() < 0.5:  # more than 8 values (found broken: nv_tileaa.print held 8)
+        extra = [f"b0 + {i}" for i in range(1, 10)]
+        fmt = "fz b=%d s=%d" + " %d" * len(extra) + "\\n"
+        k = f'ct.printf("{fmt}", b0, {s.name}, {", ".join(extra)})'
+        m = f'ns.printf(PRINTS, "{fmt}", b0, {s.name}, {", ".join(extra)})'
+        g.features.add("printf_many_args")
+    g.emit(k, m, feature="print" if py else "printf")
     fmt = PRINTF_FORMATS.get(v.dt)
     if fmt and v.exact and not v.tainted and math.prod(v.shape) <= 64:
         k = f'ct.print(f"fz v={{{v.name}:{fmt[1:]}}}")' if py else f'ct.printf("fz v={fmt}\\n", {v.name})'
