@@ -415,3 +415,25 @@ def test_printf_with_more_than_eight_arguments(capfd):
     tc.launch(None, (2,), debug_print, (np.ones(8, np.float32), 4))
     lines = sorted(capfd.readouterr().out.splitlines())
     assert lines == ["blk 0: 1 2 3 4 5 6 7 8 9 | 4.0 8.0 4.0", "blk 1: 2 3 4 5 6 7 8 9 10 | 4.0 8.0 4.0"]
+
+
+def test_tuple_constant_from_the_command_line(tmp_path):
+    """``tilecore run file.py::kernel --const SHAPE=(4,4)``: a tuple constant on the command line; a malformed
+    one is a located error."""
+    from support import run_cli
+
+    (tmp_path / "k.py").write_text(
+        "import cuda.tile as ct\n\n\n@ct.kernel\ndef scale(x, y, SHAPE: ct.Constant[tuple]):\n"
+        "    i, j = ct.bid(0), ct.bid(1)\n"
+        "    ct.store(y, (i, j), tile=ct.load(x, (i, j), shape=SHAPE, padding_mode=ct.PaddingMode.ZERO) * 2)\n")
+    x = np.arange(120, dtype=np.float32).reshape(12, 10)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", np.zeros_like(x))
+    r = run_cli("run", "k.py::scale", "--grid", "3,3", "--arg", "x.npy", "--arg", "y.npy", "--const", "SHAPE=(4,4)",
+                "--out-dir", "res", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "res" / "y.npy"), x * 2)
+    r = run_cli("run", "k.py::scale", "--grid", "3,3", "--arg", "x.npy", "--arg", "y.npy", "--const", "SHAPE=(4,x)",
+                cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr.strip() == "error: --const SHAPE: '(4,x)' is not a tuple of ints, floats, " \
+                                                      "True or False"

@@ -55,7 +55,8 @@ def load_kernel(path: str, name: str):
 
 
 def parse_consts(items: list[str]) -> dict:
-    """``["TILE=128", "EPS=1e-5", "FLAG=True"]`` -> {"TILE": 128, "EPS": 1e-05, "FLAG": True}."""
+    """``["TILE=128", "EPS=1e-5", "FLAG=True", "SHAPE=(32,16)"]`` -> {"TILE": 128, "EPS": 1e-05, "FLAG": True,
+    "SHAPE": (32, 16)}."""
     out = {}
     for item in items:
         key, sep, text = item.partition("=")
@@ -63,6 +64,16 @@ def parse_consts(items: list[str]) -> dict:
             raise TilecoreError(f"--const must be NAME=VALUE, got '{item}'")
         if text in ("True", "False"):
             out[key] = text == "True"
+            continue
+        if text.startswith("("):  # a tuple constant (a tile shape): --const SHAPE=(32,16)
+            import ast
+
+            try:
+                out[key] = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                out[key] = None
+            if not isinstance(out[key], tuple):
+                raise TilecoreError(f"--const {key}: '{text}' is not a tuple of ints, floats, True or False")
             continue
         try:
             out[key] = int(text, 0)
