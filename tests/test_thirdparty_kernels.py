@@ -120,8 +120,8 @@ def test_directed_rounding_modes_round_as_asked(sm, mode, dt):
     n = 70
     x = (rng.standard_normal(n) * 3).astype(dt)
     y = (rng.standard_normal(n) * 3).astype(dt)
-    x[:4] = [1.0, -1.0, 3.0, 65504.0 if dt is np.float16 else 1e5]
-    y[:4] = [3.0, 3.0, 1e-3, 7.0]
+    x[:5] = [1.0, -1.0, 3.0, 65504.0 if dt is np.float16 else 1e5, 2.5]
+    y[:5] = [3.0, 3.0, 1e-3, 7.0, -2.5]
     outs = [np.zeros(n, dt) for _ in range(5)] + [np.zeros(n, np.float32)]
     tc.launch(None, (3,), _rounded_ops(rm), (x, y, *outs, TILE), gpu_name=sm)
     fx, fy = [Fraction(float(v)) for v in x], [Fraction(float(v)) for v in y]
@@ -137,6 +137,7 @@ def test_directed_rounding_modes_round_as_asked(sm, mode, dt):
         np.testing.assert_array_equal(got, np.array(w, got.dtype), err_msg=f"{name} {mode}")
     rn = (x.astype(np.float64) / y).astype(dt)
     assert (outs[3] != rn).any()  # the inputs do tell a directed rounding from rounding to nearest
+    assert np.signbit(outs[0][4]) == (mode == "rm")  # 2.5 + -2.5: -0 rounding toward -inf, else +0 (IEEE 754 6.3)
 
 
 def test_directed_rounding_reaches_the_ptx():

@@ -115,7 +115,12 @@ def _directed(op: str, ty: str, mode: str) -> tuple[str, dict[str, str]]:
     else:
         pred, target = ("olt", "%ninf") if mode == "rd" else ("ogt", "%pinf")
         text += f"%w = llvm.fcmp \"{pred}\" %d, %zd : f64\n%to = llvm.select %w, {target}, %n : i1, {ty}\n"
-    text += f"%r = llvm.call @{nxt}(%n, %to) : ({ty}, {ty}) -> {ty}"
+    if op == "add" and mode == "rd":  # an exact zero sum is -0 when rounding toward -inf (IEEE 754 6.3): -((-x) + (-y))
+        text += (f"%st = llvm.call @{nxt}(%n, %to) : ({ty}, {ty}) -> {ty}\n%mx = llvm.fneg %a0 : {ty}\n"
+                 f"%my = llvm.fneg %a1 : {ty}\n%ms = llvm.fadd %mx, %my : {ty}\n%zs = llvm.fneg %ms : {ty}\n"
+                 f"%iz = llvm.fcmp \"oeq\" %st, %zt : {ty}\n%r = llvm.select %iz, %zs, %st : i1, {ty}")
+    else:
+        text += f"%r = llvm.call @{nxt}(%n, %to) : ({ty}, {ty}) -> {ty}"
     return text, {nxt: f"({ty}, {ty}) -> {ty}"}
 
 
