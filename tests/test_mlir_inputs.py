@@ -169,3 +169,53 @@ def test_spec_mbarrier_outside_shared_memory(tmp_path):
     lines, src = _opt(tmp_path, text, "convert-nvgpu-and-gpu-to-nvvm", "sm_90a")
     assert lines[0] == (f"error: {src}:6:7: 'nvgpu.mbarrier.init' op operand #0 ('barriers') must be mbarrier "
                         f"barrier type, but got '{bar}' (the barrier must live in shared memory)")
+
+
+# -- shapes that do not fit together (the handlers asserted, or indexed past a list) -----------------
+
+def test_dot_shapes_must_form_a_matrix_product(tmp_path):
+    # an nv_tileas.dot reaching stage 4 with [128, 64] x [64, 7] + [128, 128] failed in the MMA atom's code
+    text = ('module {\n  "nv_tileaa.func"() ({\n'
+            '  ^bb0(%a: tensor<128x64xf16>, %b: tensor<64x7xf16>, %c: tensor<128x128xf32>):\n'
+            '    %d = "nv_tileas.dot"(%a, %b, %c) : (tensor<128x64xf16>, tensor<64x7xf16>, tensor<128x128xf32>) '
+            '-> tensor<128x128xf32>\n'
+            '    "nv_tileaa_term.return"() : () -> ()\n'
+            '  }) {cute.kernel, function_type = (tensor<128x64xf16>, tensor<64x7xf16>, tensor<128x128xf32>) -> (), '
+            'sym_name = "k"} : () -> ()\n}\n')
+    lines, src = _opt(tmp_path, text, "tileas-assign-layouts", "sm_90a")
+    assert lines[0] == (f"error: {src}:4:10: 'nv_tileas.dot' op operands do not form a matrix product [M, K] x "
+                        "[K, N] + [M, N]: tensor<128x64xf16>, tensor<64x7xf16>, tensor<128x128xf32>")
+
+
+def test_reduce_result_must_fit_its_operand(dumps, tmp_path):
+    # row_softmax's row max: tensor<2x512xf32> -> tensor<2xf32> along dim 1; a result of tensor<3xf32> made
+    # stage 4's reshape assert (its layout's register count differed from its source's)
+    text = dumps["row_softmax_f16"]["05"]
+    m = re.search(r'(%\d+) = "nv_tileas.reduce"', text)
+    head, tail = text[:m.start()], text[m.start():]
+    end = tail.index("-> tensor<2xf32>")
+    text = head + tail[:end] + "-> tensor<3xf32>" + tail[end + len("-> tensor<2xf32>"):]
+    line = _line_of(text, '"nv_tileas.reduce"')
+    # the uses of the result keep tensor<2xf32>: the parser reports that first
+    err, src = _bad(tmp_path, text, "opt", "--stages", "convert-tileas-to-llvm")
+    assert err.startswith(f"error: {src}:") and "expects different type than prior uses" in err, err
+    # consistent: every tensor<2xf32> of the file becomes tensor<3xf32>
+    text = dumps["row_softmax_f16"]["05"].replace("tensor<2xf32>", "tensor<3xf32>")
+    err, src = _bad(tmp_path, text, "opt", "--stages", "convert-tileas-to-llvm")
+    assert err == (f"error: {src}:{line}:{m.start() - text.rfind(chr(10), 0, m.start()) + len(m.group(1)) + 3}: "
+                   "'nv_tileas.reduce' op result #0 tensor<3xf32> does not fit operand #0 tensor<2x512xf32> (dim 1)")
+
+
+def test_cuda_tile_text_gets_the_bytecode_verifier(tmp_path):
+    # cuda_tile written as MLIR text skipped read_tileir's type rules: a make_tensor_view with its base and size
+    # swapped reached stage 4 ("Cannot cast type to IntegerType")
+    proc = run_cli("disasm", os.path.join(VISIBLE, "vadd_f32.tileirbc"))
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout
+    ptr, i32 = "!cuda_tile.tile<array<i64>, !cuda_tile.ptr<f32>>", "!cuda_tile.tile<array<i64>, i32>"
+    m = re.search(r'"cuda_tile.make_tensor_view"\((%\w+), (%\w+)\) (\{[^}]*\}) : \(' + re.escape(f"{ptr}, {i32})"), text)
+    a, b, attrs = m.groups()
+    text = text[:m.start()] + f'"cuda_tile.make_tensor_view"({b}, {a}) {attrs} : ({i32}, {ptr})' + text[m.end():]
+    err, src = _bad(tmp_path, text, "compile", "--emit", "ptx")
+    assert re.fullmatch(r"error: gen_corpus\.py:\d+:\d+: 'cuda_tile\.make_tensor_view' base must be a scalar pointer "
+                        r"tile, got tile<i32>", err), err

@@ -61,9 +61,58 @@ def _tile_shape_error(t) -> str | None:
     return None
 
 
+def _shape(v) -> tuple | None:
+    return tuple(ir.RankedTensorType(v.type).shape) if isinstance(v.type, ir.RankedTensorType) else None
+
+
+def _check_dot(op) -> None:
+    """lhs [B..., M, K] x rhs [B..., K, N] + acc [B..., M, N] -> acc's type (dot and the block-scaled MMAs)."""
+    lhs, rhs, acc = (_shape(v) for v in list(op.operands)[:3])
+    ok = (lhs is not None and rhs is not None and acc is not None and len(lhs) == len(rhs) == len(acc) >= 2
+          and lhs[:-2] == rhs[:-2] == acc[:-2] and lhs[-1] == rhs[-2] and acc[-2:] == (lhs[-2], rhs[-1]))
+    if not ok:
+        raise LoweringError(f"'{op.name}' op operands do not form a matrix product [M, K] x [K, N] + [M, N]: "
+                            f"{', '.join(str(v.type) for v in list(op.operands)[:3])}", op)
+    if op.results and op.results[0].type != op.operands[2].type:
+        raise LoweringError(f"'{op.name}' op result type {op.results[0].type} differs from the accumulator's "
+                            f"{op.operands[2].type}", op)
+
+
+def _check_reshape(op) -> None:
+    src, res = op.operands[0].type, op.results[0].type
+    if isinstance(src, ir.RankedTensorType) and isinstance(res, ir.RankedTensorType):
+        n = [1, 1]
+        for i, t in enumerate((src, res)):
+            for d in t.shape:
+                n[i] *= d
+        if n[0] != n[1] or src.element_type != res.element_type:
+            raise LoweringError(f"'{op.name}' op must keep the element type and count: {src} -> {res}", op)
+
+
+def _check_reduce(op) -> None:
+    """reduce: each result is its operand without dimension ``dim``; scan: each result has its operand's shape."""
+    if "dim" not in op.attributes:
+        raise LoweringError(f"'{op.name}' op needs a 'dim' attribute", op)
+    dim = ir.IntegerAttr(op.attributes["dim"]).value
+    for i, (v, r) in enumerate(zip(op.operands, op.results)):
+        src, res = _shape(v), _shape(r)
+        if src is None or res is None:
+            continue
+        if not 0 <= dim < len(src):
+            raise LoweringError(f"'{op.name}' op dim {dim} is out of range for operand #{i} {v.type}", op)
+        want = src if op.name.endswith("scan") else src[:dim] + src[dim + 1:]
+        if res != want:
+            raise LoweringError(f"'{op.name}' op result #{i} {r.type} does not fit operand #{i} {v.type} "
+                                f"(dim {dim})", op)
+
+
+OP_RULES = {"reduce": _check_reduce, "scan": _check_reduce, "dot": _check_dot, "block_scaled_mma": _check_dot,
+            "reshape": _check_reshape}
+
+
 def check_op(op) -> None:
-    """Raise a LoweringError at ``op`` if it is a tile op with a wrongly kinded attribute or a tile that is
-    not of a static, positive shape."""
+    """Raise a LoweringError at ``op`` if it is a tile op with a wrongly kinded attribute, a tile that is
+    not of a static, positive shape, or (dot / reshape) operand shapes that do not fit together."""
     if op.name.split(".", 1)[0] not in TILE_DIALECTS:
         return
     attrs = op.attributes
@@ -76,6 +125,10 @@ def check_op(op) -> None:
             if err:
                 raise LoweringError(f"'{op.name}' op {kind} #{i} is a tile with {err}: tiles have static, "
                                     f"positive extents", op)
+    # (nv_tileas only: stage 2 reports ill-formed nv_tileaa dots / combiners with the spec's diagnostics)
+    rule = OP_RULES.get(op.name.split(".", 1)[1]) if op.name.startswith("nv_tileas.") else None
+    if rule is not None and len(op.operands) >= (3 if rule is _check_dot else 1) and op.results:
+        rule(op)
 
 
 def check_module(module) -> None:

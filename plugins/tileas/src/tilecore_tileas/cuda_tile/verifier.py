@@ -13,6 +13,8 @@ gives its ``if`` the if's result types. A failure is a TilecoreError at the op's
 
 from __future__ import annotations
 
+import weakref
+
 from tilecore.errors import TilecoreError, format_location, mlir_error_to_tilecore
 
 from . import types as T
@@ -226,6 +228,14 @@ def _make_tensor_view(name, op) -> None:
     tv = T.parse_type(str(op.results[0].type))
     if not isinstance(tv, T.TensorView):
         raise VerifyError(f"result must be a tensor_view, got {short(tv)}")
+    base = _tile(T.parse_type(str(g["base"][0].type)), "base")
+    if base.shape or not isinstance(base.element, T.Ptr):
+        raise VerifyError(f"base must be a scalar pointer tile, got {short(base)}")
+    for what in ("dynamic_shape", "dynamic_strides"):
+        for v in g[what]:
+            t = _tile(T.parse_type(str(v.type)), what.replace("_", " "))
+            if t.shape or not (isinstance(t.element, T.Scalar) and t.element.is_int()):
+                raise VerifyError(f"{what.replace('_', ' ')} operands must be integer scalar tiles, got {short(t)}")
     dyn_shape = sum(d == T.DYNAMIC for d in tv.shape)
     dyn_strides = sum(d == T.DYNAMIC for d in tv.strides)
     if len(g["dynamic_shape"]) != dyn_shape or len(g["dynamic_strides"]) != dyn_strides:
@@ -367,12 +377,18 @@ def check_op(op) -> None:
         raise TilecoreError(f"'{name}' is malformed: {e}", format_location(op.location)) from None
 
 
-def verify_module(module) -> None:
-    """Raise a located TilecoreError for the first violated rule of ``module``."""
-    try:
-        module.operation.verify()
-    except Exception as e:  # noqa: BLE001 - MLIRError with diagnostics
-        raise mlir_error_to_tilecore(e) from None
+# modules verify_module passed (read_tileir's): stage 1 checks the others (cuda_tile written as MLIR text)
+VERIFIED: weakref.WeakSet = weakref.WeakSet()
+
+
+def verify_module(module, structure: bool = True) -> None:
+    """Raise a located TilecoreError for the first violated rule of ``module`` (``structure``: MLIR's
+    verifier first; a module parsed from text has passed it already)."""
+    if structure:
+        try:
+            module.operation.verify()
+        except Exception as e:  # noqa: BLE001 - MLIRError with diagnostics
+            raise mlir_error_to_tilecore(e) from None
 
     def walk(op):
         check_op(op)
@@ -383,3 +399,4 @@ def verify_module(module) -> None:
 
     for op in module.body.operations:
         walk(op.operation)
+    VERIFIED.add(module)

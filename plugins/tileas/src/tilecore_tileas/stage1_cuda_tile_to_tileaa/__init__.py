@@ -15,6 +15,7 @@ from tilecore.errors import LoweringError
 from tilecore.mlir import ir
 from tilecore.stages import Stage
 
+from ..cuda_tile.verifier import VERIFIED, verify_module
 from ..nv_tileaa import TERM
 from ..rebuild import Rebuilder, run_stage
 from . import populate_a, populate_b, populate_c
@@ -108,6 +109,9 @@ def _run(ctx) -> ConversionStats:
     module = ctx.module
     body = module.body if isinstance(module, ir.Module) else module.regions[0].blocks[0]
     stats = ConversionStats(stage=NAME)
+    if isinstance(module, ir.Module) and module not in VERIFIED and any(
+            op.operation.name.startswith("cuda_tile.") for op in body.operations):
+        verify_module(module, structure=False)  # read_tileir's type rules, for cuda_tile written as MLIR text too
     tc = TypeConverter()
     pops = [("entry", {"cuda_tile.entry": _entry, "cuda_tile_term.return": _return}), *POPULATORS]
     rb = Rebuilder(pops, tc, stage=NAME, strict_dialects=("cuda_tile", "cuda_tile_term"))
