@@ -438,3 +438,32 @@ def test_tuple_constant_from_the_command_line(tmp_path):
                 cwd=tmp_path)
     assert r.returncode == 1 and r.stderr.strip() == "error: --const SHAPE: '(4,x)' is not a tuple of ints, floats, " \
                                                       "True or False"
+
+
+# ------------------------------------------------------------------------------ conversion to e8m0 (block scales)
+def _to_e8m0(mode):
+    @ct.kernel
+    def to_e8m0(x, y, TILE: ct.Constant[int]):
+        b = ct.bid(0)
+        s = ct.astype(ct.load(x, index=(b,), shape=(TILE,)), ct.float8_e8m0fnu, rounding_mode=mode)
+        ct.store(y, index=(b,), tile=ct.astype(s, ct.float32))
+    return to_e8m0
+
+
+@pytest.mark.parametrize("mode", ["rz", "rp"])
+def test_conversion_to_e8m0_rounds_to_a_power_of_two(mode):
+    """``ct.astype(x, ct.float8_e8m0fnu, rounding_mode=RZ | RP)`` (an MX block scale; cuTile allows only these two)
+    was refused on sm_100a ('conversion to f8E8M0FNU is not supported yet'); tileiras emits
+    ``cvt.rp.satfinite.ue8m0x2.f32``. Now integer ops on the f32 bits: the power of two at or below (rz) / at or
+    above (rp) x, saturated to [2^-127, 2^127]; NaN stays NaN; zero and negative values give the smallest scale."""
+    x = np.array([1.0, 3.0, 0.75, 0.3, 1e-3, 100.0, 2.0**-127, 1.5 * 2.0**-127, 2.0**-140, 3.4e38, 2.0**127, np.inf,
+                  8.0, 8.1, 7.9, 1.0000001, 0.0, -2.0, -0.0, np.nan], np.float32)
+    y = np.zeros_like(x)
+    rm = ct.RoundingMode.RZ if mode == "rz" else ct.RoundingMode.RP
+    tc.launch(None, (1,), _to_e8m0(rm), (x, y, 32), gpu_name="sm_100a")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        e = np.floor(np.log2(x.astype(np.float64))) if mode == "rz" else np.ceil(np.log2(x.astype(np.float64)))
+    want = np.where(x > 0, 2.0 ** np.clip(e, -127, 127), 2.0**-127).astype(np.float32)
+    want[np.isnan(x)] = np.nan
+    np.testing.assert_array_equal(y, want)
+    assert "ue8m0" not in tc.compile(_to_e8m0(rm), (x, y, 32), gpu_name="sm_100a").ptx  # integer ops (ptxas ok)

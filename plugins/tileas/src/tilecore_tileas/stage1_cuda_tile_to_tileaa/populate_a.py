@@ -104,8 +104,10 @@ def ftof(op, rb):
             else f32
         src = create("arith.extf", [mid_t], [src]).results[0]
         name = "arith.truncf"
-    out = create(name, [rt], [src]).results[0]
     mode = DIRECTED.get(s(op, "rounding_mode") or "")
+    if name == "arith.truncf" and mode is not None and _width(rt) <= 8:  # to an 8- / 4-bit float: stage 4 rounds
+        return list(create(name, [rt], [src], {"tilecore.rounding": ir.StringAttr.get(mode)}).results)
+    out = create(name, [rt], [src]).results[0]
     if name == "arith.truncf" and mode is not None:
         out = directed_truncation(src, out, mode)
     return [out]

@@ -15,7 +15,8 @@ Arithmetic never sees the codes (cuda_tile converts first: ``ftof`` becomes ``ar
   infinities) saturate to the largest finite value, NaN stays NaN (E2M1 has none: +0). f16 / bf16
   sources are extended to f32 first (exact); f64 sources are rounded to f32 first;
 - ``f8E8M0FNU`` (block scales, exponent only) -> wider: integer ops, ``code << 23`` as f32 bits
-  (code 0 is 2^-127, a subnormal; code 255 is NaN). Converting to ``f8E8M0FNU`` is not supported yet.
+  (code 0 is 2^-127, a subnormal; code 255 is NaN); wider -> ``f8E8M0FNU`` (cuTile allows RZ / RP only): integer
+  ops on the f32 bits (:func:`_e8m0`).
 
 :data:`MIN_CC` gives each type's lowest target (as tileiras: e4m3 / e5m2 from sm_89, e8m0 / e2m1 from
 sm_100); :func:`check_types` rejects a kernel that uses one below it, at the first op that does.
@@ -143,10 +144,41 @@ def _cvt_f4x2(cg, a, b, fmt: str) -> tuple:
 CVT_ENCODERS = {"f8E4M3FN": _cvt_f8x2, "f8E5M2": _cvt_f8x2, "f4E2M1FN": _cvt_f4x2}
 
 
-def encode_regs(cg, regs: list, fmt: str, op=None) -> list:
-    """Float registers -> ``fmt`` codes (i8), nearest even with saturation (pairs through one cvt)."""
+def _e8m0(cg, v, mode: str):
+    """An f32 register -> its ``f8E8M0FNU`` code (i8) rounded toward zero (``rz``: the power of two at or below
+    |v|) or +inf (``rp``: at or above), as PTX ``cvt.rz|rp.satfinite.ue8m0x2.f32`` (PTX ISA "Data Movement and
+    Conversion Instructions: cvt"; tileiras emits it): the f32 exponent field is the code for a normal v (plus
+    one for ``rp`` when the mantissa is not 0), values past 2^127 and +inf saturate to 254, a subnormal rounds
+    to 2^-127 (code 0; 2^-126, code 1, for ``rp`` above 2^-127), zero and negative values are the smallest
+    scale (code 0, what tileiras pads e8m0 tiles with), NaN is 255. Integer ops only."""
+    i32 = cg.i32
+    bits = cg.op("arith.bitcast", v, ty=i32)
+    exp = cg.op("arith.andi", cg.op("arith.shrui", bits, cg.const(i32, 23)), cg.const(i32, 0xFF))
+    mant = cg.op("arith.andi", bits, cg.const(i32, 0x7FFFFF))
+    EQ, NE, SLT, UGT = 0, 1, 2, 8  # arith.cmpi predicates
+    if mode == "rp":  # ceil: one more where bits are below the exponent (a subnormal: above 2^-127)
+        up = cg.op("arith.select", cg.cmpi(EQ, exp, cg.const(i32, 0)), cg.cmpi(UGT, mant, cg.const(i32, 0x400000)),
+                   cg.cmpi(NE, mant, cg.const(i32, 0)), ty=cg.i1)
+        code = cg.op("arith.addi", exp, cg.op("arith.extui", up, ty=i32))
+    else:
+        code = exp
+    code = cg.op("arith.minui", code, cg.const(i32, 254))  # satfinite (and +inf)
+    nan = cg.op("arith.andi", cg.cmpi(EQ, exp, cg.const(i32, 0xFF)), cg.cmpi(NE, mant, cg.const(i32, 0)))
+    code = cg.op("arith.select", cg.cmpi(SLT, bits, cg.const(i32, 0)), cg.const(i32, 0), code, ty=i32)  # < 0, -0
+    code = cg.op("arith.select", nan, cg.const(i32, E8M0_NAN), code, ty=i32)
+    return cg.op("arith.trunci", code, ty=cg.i8)
+
+
+def encode_regs(cg, regs: list, fmt: str, op=None, mode: str | None = None) -> list:
+    """Float registers -> ``fmt`` codes (i8), nearest even with saturation (pairs through one cvt); ``f8E8M0FNU``
+    rounded toward zero or +inf (``mode`` rz / rp, :func:`_e8m0`)."""
+    if fmt == "f8E8M0FNU" and mode in ("rz", "rp"):
+        f32 = ir.F32Type.get()
+        return [_e8m0(cg, r if r.type == f32 else cg.op(
+            "arith.extf" if ir.FloatType(r.type).width < 32 else "arith.truncf", r, ty=f32), mode) for r in regs]
     if fmt not in CVT_ENCODERS:
-        raise LoweringError(f"conversion to {fmt} is not supported yet", op)
+        raise LoweringError(f"conversion to {fmt}" + (f" rounded '{mode}'" if mode else "") + " is not supported yet",
+                            op)
     f32 = ir.F32Type.get()
     vals = [r if r.type == f32 else cg.op("arith.extf" if ir.FloatType(r.type).width < 32 else "arith.truncf",
                                           r, ty=f32) for r in regs]
@@ -167,7 +199,8 @@ def convert(cg, op, regs: list) -> list:
         regs = decode(cg, regs, src, ir.F32Type.get() if dst in MIN_CC else element_type(op.results[0].type))
         if dst not in MIN_CC:
             return regs
-    return encode_regs(cg, regs, dst, op)
+    mode = ir.StringAttr(op.attributes["tilecore.rounding"]).value if "tilecore.rounding" in op.attributes else None
+    return encode_regs(cg, regs, dst, op, mode)
 
 
 def constant_code(attr, fmt: str) -> int:
