@@ -169,3 +169,13 @@ def test_sm100_atoms_are_registered_only_for_targets_that_admit_them():
     blackwell = pm.atoms(resolve_target("sm_100a", pm.targets()))
     sm100 = [a for a in blackwell.values() if a.plugin == "sm100"]
     assert sm100 and all(a.min_cc == 100 for a in sm100)
+
+
+def test_a_process_whose_preload_started_spawns_its_batch_workers():
+    # a fork while the preload thread may hold the loader's lock could leave the child deadlocked
+    code = ("import tilecore.preload as p, tilecore.batch as b\n"
+            "before = b._start_method()\n"
+            "p.start()\n"
+            "print(before, b._start_method(), 'mlir' in __import__('sys').modules)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.stdout.strip() == "fork spawn False", proc.stderr

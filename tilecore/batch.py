@@ -238,12 +238,14 @@ def run_job(payload: dict) -> dict:
 
 # -- the calling side ---------------------------------------------------------------------------
 def _start_method() -> str:
-    """'fork' where it is safe and cheap (Linux, MLIR not loaded in this process), else 'spawn'.
+    """'fork' where it is safe and cheap (Linux, MLIR not loaded or loading (tilecore.preload) in this
+    process), else 'spawn'.
 
     A process that has loaded MLIR may hold LLVM / MLIR threads and locks, which a forked child
     would inherit in an undefined state; spawned workers start clean (and import MLIR themselves).
     """
-    if sys.platform.startswith("linux") and "mlir" not in sys.modules:
+    preload = sys.modules.get(f"{__package__}.preload")  # its thread may be inside dlopen: the loader's lock
+    if sys.platform.startswith("linux") and "mlir" not in sys.modules and getattr(preload, "_thread", None) is None:
         return "fork"
     return "spawn"
 
