@@ -1,13 +1,13 @@
 """Fuzz every stage entry with mutated MLIR: what an outside author's MLIR could contain.
 
 Usage: python bench/fuzz_mlir.py [-n 200] [--seed 0] [-j 2] [--gpu-name sm_80,sm_90a,sm_100a]
-                                 [--kernels vadd_f32,...] [--generated N] [--max-seed-bytes 200000]
+                                 [--kernels vadd_f32,...] [--generated N [--template T]] [--max-seed-bytes N]
                                  [--mutation NAME] [--keep DIR] [--timeout 60]
 
 Seeds: each visible corpus kernel's cuda_tile IR (``tilecore disasm``) and every stage's output
 (``tilecore compile K.tileirbc --dump-dir D`` writes ``NN-<stage>.mlir``) for each target, optionally
 for ``--generated N`` random cuTile programs too (tests/fuzz, exported with ``runner.prepare``). Seed
-files above ``--max-seed-bytes`` are skipped (the big matmul stage-6 files make slow cases).
+files above ``--max-seed-bytes`` (default 1.5 MB: all of the corpus) are skipped.
 
 Each case draws (from ``random.Random(seed * 1_000_003 + i)``: a case number reproduces it) a seed
 file, one or two structural / textual mutations (wrong or mismatched types and shapes, a dropped /
@@ -85,7 +85,8 @@ def _dump(bc: str, name: str, target: str, root: str) -> str | None:
     return d
 
 
-def build_seeds(kernels: list[str], targets: list[str], generated: int, root: str, max_bytes: int) -> list[Seed]:
+def build_seeds(kernels: list[str], targets: list[str], generated: int, root: str, max_bytes: int,
+                template: str | None = None) -> list[Seed]:
     bcs = []
     for k in kernels:
         bcs.append((k, os.path.join(VISIBLE, f"{k}.tileirbc")))
@@ -94,13 +95,14 @@ def build_seeds(kernels: list[str], targets: list[str], generated: int, root: st
         from tests.fuzz.generator import generate
         from tests.fuzz.runner import prepare
 
+        tag = f"gen-{template}" if template else "gen"
         for s in range(1, generated + 1):
-            bc = os.path.join(root, "generated", f"gen{s}.tileirbc")
+            bc = os.path.join(root, "generated", f"{tag}{s}.tileirbc")
             if not os.path.isfile(bc):
-                _, bc2, err = prepare(generate(s), os.path.join(root, "generated"), tag=f"gen{s}")
+                _, bc, err = prepare(generate(s, template=template), os.path.join(root, "generated"), tag=f"{tag}{s}")
                 if err:
                     continue
-            bcs.append((f"gen{s}", bc))
+            bcs.append((f"{tag}{s}", bc))
     seeds = []
     for name, bc in bcs:
         for t in targets:
@@ -705,9 +707,10 @@ def main() -> int:
     ap.add_argument("--start", type=int, default=0, help="first case number (default 0)")
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--gpu-name", default=",".join(TARGETS))
-    ap.add_argument("--kernels", default="", help="visible corpus kernels (default: all)")
+    ap.add_argument("--kernels", default="", help="visible corpus kernels (default: all; 'none': only generated)")
     ap.add_argument("--generated", type=int, default=0, help="also N random cuTile programs (tests/fuzz) as seeds")
-    ap.add_argument("--max-seed-bytes", type=int, default=200_000)
+    ap.add_argument("--template", help="the tests/fuzz template of the generated programs (mma, mma_scaled, ...)")
+    ap.add_argument("--max-seed-bytes", type=int, default=1_500_000)
     ap.add_argument("--mutation", choices=sorted(MUTATIONS), help="only this mutation")
     ap.add_argument("--timeout", type=float, default=60)
     ap.add_argument("--seed-dir", default=os.path.join(tempfile.gettempdir(), "tilecore-fuzz-mlir-seeds"),
@@ -719,11 +722,11 @@ def main() -> int:
     if a.list:
         print("\n".join(sorted(MUTATIONS)))
         return 0
-    kernels = [k for k in a.kernels.split(",") if k] or sorted(
+    kernels = [k for k in a.kernels.split(",") if k and k != "none"] if a.kernels else sorted(
         os.path.basename(p)[:-len(".tileirbc")] for p in glob.glob(os.path.join(VISIBLE, "*.tileirbc")))
     targets = [t for t in a.gpu_name.split(",") if t]
     t0 = time.perf_counter()
-    seeds = build_seeds(kernels, targets, a.generated, a.seed_dir, a.max_seed_bytes)
+    seeds = build_seeds(kernels, targets, a.generated, a.seed_dir, a.max_seed_bytes, a.template)
     print(f"{len(seeds)} seed files ({len(kernels)} corpus kernels + {a.generated} generated x {targets}) "
           f"in {time.perf_counter() - t0:.1f} s")
     cases = [make_case(seeds, a.seed, i, a.mutation) for i in range(a.start, a.start + a.n)]

@@ -219,3 +219,29 @@ def test_cuda_tile_text_gets_the_bytecode_verifier(tmp_path):
     err, src = _bad(tmp_path, text, "compile", "--emit", "ptx")
     assert re.fullmatch(r"error: gen_corpus\.py:\d+:\d+: 'cuda_tile\.make_tensor_view' base must be a scalar pointer "
                         r"tile, got tile<i32>", err), err
+
+
+def test_dense_array_of_index_is_refused_before_the_parser_aborts(dumps, tmp_path):
+    # MLIR's parser accepts array<index: ...> and then asserts (getIntOrFloatBitWidth): the process aborted
+    text = dumps["vadd_f32"]["03"].replace("array<i64: 128>", "array<index: 128>", 1)
+    err, src = _bad(tmp_path, text, "compile", "--emit", "cubin")
+    line = _line_of(text, "array<index: 128>")
+    col = text.splitlines()[line - 1].index("array<index") + 1
+    assert err == (f"error: {src}:{line}:{col}: a dense array of 'index' elements (array<index: ...>) is not valid: "
+                   "dense arrays take i1, i8, i16, i32, i64, f32 or f64 elements")
+
+
+def test_memory_ops_take_views_and_pointers(dumps, tmp_path):
+    # an nv_tileas.tiled_store among stage-1 output (a memref where stage 3 expects a tiled view) failed in a regex
+    text = dumps["vadd_f32"]["01"].replace('"nv_tileaa.tiled_store"', '"nv_tileas.tiled_store"', 1)
+    err, src = _bad(tmp_path, text, "compile", "--emit", "ptx")
+    line = _line_of(text, '"nv_tileas.tiled_store"')
+    assert re.fullmatch(rf"error: {re.escape(src)}:{line}:\d+: 'nv_tileas.tiled_store' op operand #1 must be a "
+                        r"tiled view \(!nv_tileaa.tiled_view\), but got !nv_tileaa.memref<f32, .*>", err), err
+    # make_memref's base and size swapped: "Cannot cast type to IntegerType" in stage 4
+    text = re.sub(r'"nv_tileas.make_memref"\((%\w+), (%\w+)\) (\{[^}]*\}) : \((!nv_tileaa\.ptr<[^>]*>), (i32)\)',
+                  r'"nv_tileas.make_memref"(\2, \1) \3 : (\5, \4)', dumps["vadd_f32"]["05"], count=1)
+    err, src = _bad(tmp_path, text, "opt", "--stages", "convert-tileas-to-llvm")
+    line = _line_of(text, ": (i32, !nv_tileaa.ptr<")
+    assert re.fullmatch(rf"error: {re.escape(src)}:{line}:\d+: 'nv_tileas.make_memref' op operand #0 must be a "
+                        r"pointer \(!nv_tileaa.ptr\), but got i32", err), err

@@ -7,6 +7,7 @@ The core reads MLIR text (``.mlir``) and MLIR bytecode; plugins add more
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -48,6 +49,8 @@ def read_mlir_text(data: bytes, path: str, ctx):
     from .errors import mlir_error_to_tilecore
     from .mlir import ir
 
+    if not data.startswith(b"ML\xefR"):
+        _refuse_parser_aborts(data, path or "<input>")
     try:
         with ctx:
             if path and os.path.isfile(path):
@@ -56,6 +59,23 @@ def read_mlir_text(data: bytes, path: str, ctx):
             return ir.Module.parse(text)
     except Exception as e:  # noqa: BLE001 - MLIRError carries the parser diagnostics
         raise mlir_error_to_tilecore(e, default_location=path or "<input>") from None
+
+
+# Text MLIR's parser accepts but then aborts on (an assertion, with the assertions-enabled build): a dense
+# array of `index` elements (DenseArrayAttr asks the element type for its bit width, which index has not).
+_PARSER_ABORTS = [(re.compile(rb"\barray<\s*index\b"),
+                   "a dense array of 'index' elements (array<index: ...>) is not valid: dense arrays take i1, i8, "
+                   "i16, i32, i64, f32 or f64 elements")]
+
+
+def _refuse_parser_aborts(data: bytes, where: str) -> None:
+    """Report, at its line and column, text that would abort MLIR's parser instead of failing it."""
+    for pat, message in _PARSER_ABORTS:
+        m = pat.search(data)
+        if m:
+            line = data.count(b"\n", 0, m.start()) + 1
+            col = m.start() - (data.rfind(b"\n", 0, m.start()) + 1) + 1
+            raise TilecoreError(message, f"{where}:{line}:{col}")
 
 
 CORE_FORMATS = [

@@ -106,6 +106,44 @@ def _check_reduce(op) -> None:
                                 f"(dim {dim})", op)
 
 
+def _operand_kind(op, i: int, prefix: str, what: str) -> None:
+    if len(op.operands) > i and not str(op.operands[i].type).startswith(prefix):
+        raise LoweringError(f"'{op.name}' op operand #{i} must be {what}, but got {op.operands[i].type}", op)
+
+
+def _memory_rule(slot: int, prefix: str, what: str, tile: bool):
+    """A load / store / atomic: its memref (nv_tileaa) or tiled view (nv_tileas) operand at ``slot``, the stored
+    tile (operand 0) a tensor."""
+    def rule(op):
+        if tile:
+            _operand_kind(op, 0, "tensor<", "a tile (tensor)")
+        _operand_kind(op, slot, prefix, what)
+    return rule
+
+
+def _make_memref(op) -> None:
+    _operand_kind(op, 0, "!nv_tileaa.ptr<", "a pointer (!nv_tileaa.ptr)")
+    for i in range(1, len(op.operands)):
+        t = op.operands[i].type
+        if not (isinstance(t, ir.IntegerType) or isinstance(t, ir.IndexType)):
+            raise LoweringError(f"'{op.name}' op operand #{i} (a size or stride) must be an integer, but got {t}",
+                                op)
+
+
+VIEW = ("!nv_tileaa.tiled_view<", "a tiled view (!nv_tileaa.tiled_view)")
+MEMREF = ("!nv_tileaa.memref<", "a memref (!nv_tileaa.memref)")
+# rules of both dialects (nv_tileaa ops keep their memref operands, nv_tileas ones take views)
+SHARED_RULES = {
+    "nv_tileaa.make_memref": _make_memref, "nv_tileas.make_memref": _make_memref,
+    "nv_tileas.view": lambda op: _operand_kind(op, 0, *MEMREF),
+    **{f"nv_tileaa.{n}": _memory_rule(slot, *MEMREF, tile) for n, slot, tile in (
+        ("tiled_load", 0, False), ("gather_load", 0, False), ("tiled_atomic_rmw", 0, False),
+        ("tiled_store", 1, True), ("scatter_store", 1, True))},
+    **{f"nv_tileas.{n}": _memory_rule(slot, *VIEW, tile) for n, slot, tile in (
+        ("tiled_load", 0, False), ("gather_load", 0, False), ("tiled_atomic_rmw", 0, False),
+        ("tiled_store", 1, True), ("scatter_store", 1, True))},
+}
+
 OP_RULES = {"reduce": _check_reduce, "scan": _check_reduce, "dot": _check_dot, "block_scaled_mma": _check_dot,
             "reshape": _check_reshape}
 
@@ -125,6 +163,9 @@ def check_op(op) -> None:
             if err:
                 raise LoweringError(f"'{op.name}' op {kind} #{i} is a tile with {err}: tiles have static, "
                                     f"positive extents", op)
+    shared = SHARED_RULES.get(op.name)
+    if shared is not None:
+        shared(op)
     # (nv_tileas only: stage 2 reports ill-formed nv_tileaa dots / combiners with the spec's diagnostics)
     rule = OP_RULES.get(op.name.split(".", 1)[1]) if op.name.startswith("nv_tileas.") else None
     if rule is not None and len(op.operands) >= (3 if rule is _check_dot else 1) and op.results:
