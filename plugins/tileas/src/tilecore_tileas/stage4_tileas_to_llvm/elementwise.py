@@ -7,7 +7,7 @@ from tilecore.mlir import dialects, ir
 from tilecore.mma import SmemOperand, SwizzledOperand
 
 from ..rebuild import attrs_of
-from . import fragments, narrow_float, rounding, tf32
+from . import fragments, narrow_float, recompute, rounding, tf32
 from .codegen import create
 from .values import TileV
 
@@ -72,9 +72,10 @@ def elementwise(op, rb):
         new = create(op.name, rtypes, args, attrs)
         for i, r in enumerate(new.results):
             regs[i].append(r)
+    recipe = recompute.elementwise(op.name, rtypes[0], attrs, ins) if len(op.results) == 1 else None
     out = []
     for r, vals in zip(op.results, regs):
-        out.append(TileV(lay, vals) if str(r.type).startswith("tensor<") else vals[0])
+        out.append(TileV(lay, vals, recipe) if str(r.type).startswith("tensor<") else vals[0])
     return out
 
 
@@ -96,7 +97,7 @@ def constant(op, rb):
         elif tf32.is_tf32(rt.element_type):
             value = tf32.constant_attr(value)
         c = create("arith.constant", [value.type], [], {"value": value}).results[0]
-        return [TileV(lay, [c] * lay.regs)]
+        return [TileV(lay, [c] * lay.regs, recompute.splat(c))]
     if narrow_float.is_narrow(rt.element_type) or tf32.is_tf32(rt.element_type):
         raise LoweringError(f"a non-uniform {rt.element_type} constant tile is not supported yet", op)
     # A non-splat tile: a constant table in global memory, one load per register.

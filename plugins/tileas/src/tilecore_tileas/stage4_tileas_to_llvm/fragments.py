@@ -18,6 +18,7 @@ from ..layout import Blocked
 from ..layout.fragment import Fragment, TmemFragment, WgFragment, fragment, tmem_fragment, wg_fragment
 from .codegen import elem_bytes
 from .exchange import write
+from .recompute import in_layout
 from .values import TileV
 
 FRAGMENTS = (Fragment, WgFragment, TmemFragment)  # the accumulator layouts of tensor-core atoms
@@ -67,6 +68,8 @@ def to_blocked(cg, tile: TileV) -> TileV:
     one = _uniform(tile)
     if one is not None:
         return TileV(lay, [one] * lay.regs)
+    if tile.recipe is not None:
+        return in_layout(cg, tile.recipe, tile.shape, lay)
     el = tile.regs[0].type
     rows, cols = tile.shape
     row_bytes = cols * elem_bytes(cg.storage_type(el))
@@ -103,6 +106,8 @@ def to_fragment(cg, tile, frag: Fragment) -> TileV:
     one = _uniform(tile)
     if one is not None:
         return TileV(frag, [one] * frag.regs)
+    if tile.recipe is not None:  # index arithmetic: recomputed at the fragment's coordinates
+        return in_layout(cg, tile.recipe, tile.shape, frag)
     if is_fragment(tile):
         tile = to_blocked(cg, tile)
     offs = write(cg, [tile])

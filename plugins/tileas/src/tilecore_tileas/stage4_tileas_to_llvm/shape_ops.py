@@ -7,6 +7,7 @@ from dataclasses import replace
 from tilecore.mlir import ir
 from tilecore.mma import SmemOperand, SwizzledOperand
 
+from . import recompute
 from .exchange import exchange, scatter_gather_vector
 from .fragments import is_fragment, to_blocked
 from .memory import as_tile
@@ -25,11 +26,14 @@ def broadcast(op, rb):
     out = _shape(op.results[0].type)
     lay = cg.layout(out)
     if not isinstance(src, TileV):
-        return [TileV(lay, [src] * lay.regs)]
+        return [TileV(lay, [src] * lay.regs, recompute.splat(src))]
     if src.layout.n == 1:  # held by every thread: a register splat
-        return [TileV(lay, [src.regs[0]] * lay.regs)]
+        return [TileV(lay, [src.regs[0]] * lay.regs, recompute.splat(src.regs[0]))]
     ss = src.shape
     el = src.regs[0].type
+    if src.recipe is not None:  # recomputed in the result's layout (a broadcast dimension's coordinate is 0)
+        return [recompute.in_layout(cg, recompute.remapped(
+            src.recipe, lambda cg, c: [x if d != 1 else cg.c32(0) for x, d in zip(c, ss)]), out, lay)]
 
     def pick(c, offs):
         sc = [x if d != 1 else cg.c32(0) for x, d in zip(c, ss)]
@@ -54,9 +58,9 @@ def reshape(op, rb):
         return [src.regs[0] if isinstance(src, TileV) else src]
     lay = cg.layout(out)
     if not isinstance(src, TileV):
-        return [TileV(lay, [src] * lay.regs)]
+        return [TileV(lay, [src] * lay.regs, recompute.splat(src))]
     assert lay.regs == src.layout.regs  # layouts depend on the element count only
-    return [TileV(lay, list(src.regs))]
+    return [TileV(lay, list(src.regs), recompute.reshaped(src.recipe, src.shape, out))]
 
 
 def permute(op, rb):
@@ -69,6 +73,11 @@ def permute(op, rb):
 
     def dest_index(c):  # result coordinate i is source coordinate perm[i]
         return cg.linear(out, [c[p] for p in perm])
+
+    if isinstance(src, TileV) and src.recipe is not None:
+        inverse = [perm.index(j) for j in range(len(perm))]
+        return [recompute.in_layout(cg, recompute.remapped(src.recipe, lambda cg, c: [c[i] for i in inverse]),
+                                    out, cg.layout(out))]
 
     return [scatter_gather_vector(cg, src, out, dest_index)]
 
@@ -144,7 +153,7 @@ def iota(op, rb):
         elif w < 32:
             f = cg.op("arith.trunci", f, ty=el)
         regs.append(f)
-    return [TileV(lay, regs)]
+    return [TileV(lay, regs, recompute.iota(el))]
 
 
 def pack(op, rb):

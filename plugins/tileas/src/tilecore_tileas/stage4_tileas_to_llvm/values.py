@@ -17,6 +17,7 @@ from ..layout import Blocked
 class TileV:
     layout: Blocked
     regs: list
+    recipe: object = None  # a :class:`.recompute.Recipe` when the elements can be recomputed from coordinates
 
     @property
     def shape(self):
