@@ -123,6 +123,9 @@ def build_seeds(kernels: list[str], targets: list[str], generated: int, root: st
 SSA_DEF = re.compile(r"^(\s*)(%[\w.$-]+)(:\d+)?\s*=\s*")
 GENERIC = re.compile(r'^(\s*(?:%[\w.$-]+(?::\d+)?\s*=\s*)?)"([\w.$]+)"\((.*?)\)')
 ELEM_TYPES = ["f32", "f16", "bf16", "f64", "i1", "i8", "i16", "i32", "i64", "index"]
+# types that are rarely where an element type is expected (also inside array<...> / dense<...> / type parameters)
+EXOTIC_TYPES = ["none", "i0", "i4", "i128", "ui8", "si32", "tf32", "f8E4M3FN", "f8E5M2", "f4E2M1FN", "complex<f32>",
+                "vector<2xf32>", "!llvm.ptr", "!llvm.ptr<3>", "tensor<2xf32>", "memref<2xf32>"]
 TERMINATORS = re.compile(r'^\s*(?:"[\w.]*(?:return|yield|_term\.[\w]+|terminator)"|(?:llvm|func|gpu)\.return\b|'
                          r'(?:scf|cuda_tile)\.yield\b|return\b|cf\.br\b|llvm\.br\b|gpu\.terminator\b)')
 
@@ -269,7 +272,8 @@ def m_type_swap_one(text, rng):
     i = _pick(rng, cand)
     occ = list(re.finditer(r"\b(f16|f32|bf16|i32|i64|i1|f64)\b", lines[i]))
     o = rng.choice(occ)
-    new = rng.choice([e for e in ELEM_TYPES if e != o.group(1)])
+    pool = ELEM_TYPES + EXOTIC_TYPES if rng.random() < 0.3 else ELEM_TYPES
+    new = rng.choice([e for e in pool if e != o.group(1)])
     lines[i] = lines[i][:o.start()] + new + lines[i][o.end():]
     return "\n".join(lines)
 
@@ -584,7 +588,33 @@ def m_const_value(text, rng):
     return text[:o.start(1)] + v + text[o.end(1):]
 
 
-MUTATIONS = {f.__name__[2:]: f for f in [
+def m_dialect_param(text, rng):
+    """One parameter of a dialect attribute / type (#nv_tileaa.kernel_spec<...>, #nv_tileas.blocked<...>,
+    !nv_tileaa.memref<...>, #cuda_tile.optimization_hints<...>) replaced, dropped or duplicated, everywhere it
+    occurs (the text stays consistent: a malformed parameter, not a type mismatch)."""
+    occ = sorted(set(m.group(0) for m in re.finditer(r"[#!](?:nv_tileaa|nv_tileas|cuda_tile|cute|cute_nvgpu|sm100)"
+                                                     r"\.\w+<", text)))
+    head = _pick(rng, occ)
+    starts = [m.start() for m in re.finditer(re.escape(head), text)]
+    st = rng.choice(starts)
+    end = match_close(text, st + len(head) - 1)
+    if end < 0:
+        raise Skip
+    whole = text[st:end + 1]
+    params = split_top(whole[len(head):-1])
+    k = rng.randrange(len(params))
+    how = rng.randrange(3)
+    if how == 0:
+        params[k] = " " + rng.choice(BAD_ATTR_VALUES + ["-1 : i32", "0 : i32", "array<i32: 0, 0, 0>", "65536 : i32"])
+    elif how == 1 and len(params) > 1:
+        del params[k]
+    else:
+        params.insert(k, params[k])
+    new = head + ",".join(params).strip() + ">"
+    return text.replace(whole, new)
+
+
+MUTATIONS = {f.__name__[2:]: f for f in [m_dialect_param,
     m_type_swap_all, m_type_swap_one, m_shape_all, m_shape_one, m_dynamic_shape, m_drop_operand,
     m_extra_operand, m_swap_operands, m_drop_attr, m_bad_attr_value, m_perturb_attr_int, m_extra_attr,
     m_next_stage_op, m_unregistered_op, m_drop_terminator, m_delete_op, m_dup_symbol, m_two_functions,

@@ -245,3 +245,30 @@ def test_memory_ops_take_views_and_pointers(dumps, tmp_path):
     line = _line_of(text, ": (i32, !nv_tileaa.ptr<")
     assert re.fullmatch(rf"error: {re.escape(src)}:{line}:\d+: 'nv_tileas.make_memref' op operand #0 must be a "
                         r"pointer \(!nv_tileaa.ptr\), but got i32", err), err
+
+
+def test_pointer_address_space_and_memref_form(dumps, tmp_path):
+    # !nv_tileaa.ptr<f32, 65536 : i32>: the NVPTX back end asserted ("Calling a function with a bad signature!")
+    text = dumps["vadd_f32"]["03"].replace("!nv_tileaa.ptr<f32, 1 : i32>", "!nv_tileaa.ptr<f32, 65536 : i32>")
+    err, src = _bad(tmp_path, text, "compile", "--emit", "ptx")
+    line = _line_of(text, '"nv_tileaa.func"')
+    assert err == (f"error: {src}:{line}:3: 'nv_tileaa.func' op block argument #0: !nv_tileaa.ptr<f32, 65536 : i32> "
+                   "has address space 65536: kernel pointers are global (1 : i32)")
+    # a memref whose strides parameter is not an i64 array: stage 4's type regex failed ('NoneType' ... 'group')
+    text = dumps["vadd_f32"]["05"].replace("array<i64: 1>, 1 : i32>", "unit, 1 : i32>")
+    err, src = _bad(tmp_path, text, "opt", "--stages", "convert-tileas-to-llvm")
+    line = _line_of(text, "unit, 1 : i32>")
+    assert re.fullmatch(rf"error: {re.escape(src)}:{line}:\d+: 'nv_tileas\.make_memref' op result #0: "
+                        r"!nv_tileaa\.memref<f32, array<i64: -9223372036854775808>, unit, 1 : i32> is not "
+                        r"!nv_tileaa\.memref<element type, array<i64: shape>, array<i64: strides>, address space : "
+                        r"i32>", err), err
+
+
+def test_memory_semantic_out_of_range(dumps, tmp_path):
+    # #nv_tileas.mem_semantic<42 : i64>: a KeyError in stage 4
+    text = dumps["vadd_f32"]["05"].replace("#nv_tileas.mem_semantic<0 : i32>", "#nv_tileas.mem_semantic<42 : i64>", 1)
+    err, src = _bad(tmp_path, text, "opt", "--stages", "convert-tileas-to-llvm")
+    line = _line_of(text, "mem_semantic<42")
+    assert re.fullmatch(rf"error: {re.escape(src)}:{line}:\d+: 'nv_tileas\.tiled_load' op attribute 'mem_semantic' "
+                        r"must be #nv_tileaa\.mem_semantic<N : i32> or #nv_tileas\.mem_semantic<N : i32> with N one "
+                        r"of \[0, 1, 2, 3, 4\], but got #nv_tileas\.mem_semantic<42 : i64>", err), err

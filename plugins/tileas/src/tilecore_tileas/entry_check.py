@@ -9,8 +9,13 @@ of failing inside a handler.
 
 from __future__ import annotations
 
+import functools
+import re
+
 from tilecore.errors import LoweringError, ops_in
 from tilecore.mlir import ir
+
+from .nv_tileaa import MEM_SCOPE, MEM_SEMANTIC
 
 TILE_DIALECTS = ("nv_tileaa", "nv_tileas")
 
@@ -21,6 +26,11 @@ def _is(cls):
 
 def _prefixed(*prefixes):
     return lambda a: str(a).startswith(prefixes)
+
+
+def _enum(a, name: str, table: dict) -> bool:
+    m = re.fullmatch(rf"#nv_tilea[as]\.{name}<(-?\d+) : i32>", str(a))
+    return m is not None and int(m.group(1)) in table.values()
 
 
 def _layouts(a) -> bool:
@@ -43,10 +53,10 @@ ATTRIBUTE_KINDS = {
     "identities": ("an array", _is(ir.ArrayAttr)),
     "atom": ('#nv_tileas.atom<"name">', _prefixed('#nv_tileas.atom<"')),
     "layouts": ("an array of #nv_tileas.blocked layouts", _layouts),
-    "mem_scope": ("#nv_tileaa.mem_scope<N : i32> or #nv_tileas.mem_scope<N : i32>",
-                  _prefixed("#nv_tileaa.mem_scope<", "#nv_tileas.mem_scope<")),
-    "mem_semantic": ("#nv_tileaa.mem_semantic<N : i32> or #nv_tileas.mem_semantic<N : i32>",
-                     _prefixed("#nv_tileaa.mem_semantic<", "#nv_tileas.mem_semantic<")),
+    "mem_scope": (f"#nv_tileaa.mem_scope<N : i32> or #nv_tileas.mem_scope<N : i32> with N one of "
+                  f"{sorted(MEM_SCOPE.values())}", lambda a: _enum(a, "mem_scope", MEM_SCOPE)),
+    "mem_semantic": (f"#nv_tileaa.mem_semantic<N : i32> or #nv_tileas.mem_semantic<N : i32> with N one of "
+                     f"{sorted(MEM_SEMANTIC.values())}", lambda a: _enum(a, "mem_semantic", MEM_SEMANTIC)),
 }
 
 
@@ -148,9 +158,86 @@ OP_RULES = {"reduce": _check_reduce, "scan": _check_reduce, "dot": _check_dot, "
             "reshape": _check_reshape}
 
 
+_PTR = re.compile(r"!nv_tileaa\.ptr<(.+), (-?\d+) : i32>$")
+_MEMREF = re.compile(r"!nv_tileaa\.memref<(.*?), array<i64(?:: ([^>]*))?>, array<i64(?:: ([^>]*))?>, (-?\d+) : i32>$")
+_VIEW = re.compile(r'!nv_tileaa\.tiled_view<array<i64(?:: ([^>]*))?>, (!nv_tileaa\.memref<.*>), '
+                   r'array<i64(?:: ([^>]*))?>, "(\w+)">$')
+
+
+def _ints(text) -> list:
+    return [int(x) for x in text.split(",")] if text else []
+
+
+@functools.lru_cache(maxsize=512)
+def _nv_type_error(text: str) -> str | None:
+    """What is wrong with an ``!nv_tileaa`` pointer / memref / tiled_view type (its text), or None: the forms
+    and parameter kinds the stages read (global memory, address space 1)."""
+    if text.startswith("!nv_tileaa.ptr<"):
+        m = _PTR.match(text)
+        if not m:
+            return f"{text} is not !nv_tileaa.ptr<element type, address space : i32>"
+        if int(m.group(2)) != 1:
+            return f"{text} has address space {m.group(2)}: kernel pointers are global (1 : i32)"
+        return _element_error(m.group(1), text)
+    if text.startswith("!nv_tileaa.memref<"):
+        m = _MEMREF.match(text)
+        if not m:
+            return (f"{text} is not !nv_tileaa.memref<element type, array<i64: shape>, array<i64: strides>, "
+                    f"address space : i32>")
+        if int(m.group(4)) != 1:
+            return f"{text} has address space {m.group(4)}: kernel arrays are global (1 : i32)"
+        if len(_ints(m.group(2))) != len(_ints(m.group(3))):
+            return f"{text} has {len(_ints(m.group(2)))} sizes but {len(_ints(m.group(3)))} strides"
+        return _element_error(m.group(1), text)
+    if text.startswith("!nv_tileaa.tiled_view<"):
+        m = _VIEW.match(text)
+        if not m:
+            return (f'{text} is not !nv_tileaa.tiled_view<array<i64: tile>, !nv_tileaa.memref<...>, array<i64: '
+                    f'dim_map>, "padding">')
+        tile, dim_map = _ints(m.group(1)), _ints(m.group(3))
+        inner = _nv_type_error(m.group(2))
+        if inner:
+            return inner
+        rank = len(_ints(_MEMREF.match(m.group(2)).group(2)))
+        if sorted(dim_map) != list(range(rank)) or len(tile) != rank or any(d <= 0 for d in tile):
+            return f"{text}: its tile shape and dim_map must cover the memref's {rank} dimension(s)"
+    return None
+
+
+def _element_error(text: str, whole: str) -> str | None:
+    if text.startswith("!nv_tileaa.ptr<"):
+        return _nv_type_error(text)
+    try:
+        t = ir.Type.parse(text)
+    except Exception:  # noqa: BLE001 - MLIRError: not a type
+        return f"{whole}: '{text}' is not an element type"
+    if not isinstance(t, (ir.IntegerType, ir.FloatType)):
+        return f"{whole}: '{text}' is not an element type (an integer or float type)"
+    return None
+
+
+def _check_types(op) -> None:
+    for kind, values in (("operand", op.operands), ("result", op.results)):
+        for i, v in enumerate(values):
+            text = str(v.type)
+            if text.startswith("!nv_tileaa."):
+                err = _nv_type_error(text)
+                if err:
+                    raise LoweringError(f"'{op.name}' op {kind} #{i}: {err}", op)
+    for region in op.regions:
+        for block in region.blocks:
+            for i, a in enumerate(block.arguments):
+                text = str(a.type)
+                if text.startswith("!nv_tileaa."):
+                    err = _nv_type_error(text)
+                    if err:
+                        raise LoweringError(f"'{op.name}' op block argument #{i}: {err}", op)
+
+
 def check_op(op) -> None:
     """Raise a LoweringError at ``op`` if it is a tile op with a wrongly kinded attribute, a tile that is
     not of a static, positive shape, or (dot / reshape) operand shapes that do not fit together."""
+    _check_types(op)
     if op.name.split(".", 1)[0] not in TILE_DIALECTS:
         return
     attrs = op.attributes
