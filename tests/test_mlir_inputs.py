@@ -272,3 +272,29 @@ def test_memory_semantic_out_of_range(dumps, tmp_path):
     assert re.fullmatch(rf"error: {re.escape(src)}:{line}:\d+: 'nv_tileas\.tiled_load' op attribute 'mem_semantic' "
                         r"must be #nv_tileaa\.mem_semantic<N : i32> or #nv_tileas\.mem_semantic<N : i32> with N one "
                         r"of \[0, 1, 2, 3, 4\], but got #nv_tileas\.mem_semantic<42 : i64>", err), err
+
+
+@pytest.mark.parametrize("spec", ["#nv_tileaa.kernel_spec<4 : i32, 0 : i32, 1 : i32, 0 : i32, 0 : i32>",
+                                  "#nv_tileaa.kernel_spec<0 : i32, array<i32: 1, 1, 1>, 1 : i32, 0 : i32, 0 : i32>"])
+def test_malformed_kernel_spec(dumps, tmp_path, spec):
+    # a kernel_spec of another form: "internal error: ValueError: #nv_tileaa.kernel_spec<...>" in assign-layouts
+    text = re.sub(r"#nv_tileaa\.kernel_spec<[^>]*>[^>]*>", spec, dumps["vadd_f32"]["02"], count=1)
+    err, src = _bad(tmp_path, text, "opt", "--stages", "tileas-assign-layouts")
+    line = _line_of(text, '"nv_tileaa.func"')
+    if "array" in spec:  # the form is right, num_warps 0 is not
+        assert err == (f"error: {src}:{line}:3: 'nv_tileaa.kernel_spec' {spec}: num_warps must be 1-32 (at most 1024 "
+                       "threads), cluster sizes and num_ctas at least 1, occupancy and max_registers not negative")
+    else:
+        assert err == (f"error: {src}:{line}:3: 'nv_tileaa.kernel_spec' must be #nv_tileaa.kernel_spec<num_warps : "
+                       "i32, array<i32: x, y, z>, num_ctas : i32, occupancy : i32, max_registers : i32>, but got "
+                       f"{spec}")
+
+
+def test_assume_predicate_parameters(tmp_path):
+    # cuda_tile.assume bounded<0, array<...>>: stage 1 failed in int() on the parameter
+    proc = run_cli("disasm", os.path.join(VISIBLE, "vadd_f32.tileirbc"))
+    text = proc.stdout.replace("#cuda_tile.bounded<0 : i64, unit>", "#cuda_tile.bounded<0 : i64, array<i64: 1, 2>>", 1)
+    assert "array<i64: 1, 2>>" in text
+    err, src = _bad(tmp_path, text, "opt", "--stages", "convert-cuda-tile-to-tileaa")
+    assert re.fullmatch(r"error: gen_corpus\.py:\d+:\d+: 'cuda_tile\.assume' predicate #cuda_tile\.bounded<0 : i64, "
+                        r"array<i64: 1, 2>>: parameter 1 must be an integer, unit or \?, got array<i64: 1, 2>", err), err

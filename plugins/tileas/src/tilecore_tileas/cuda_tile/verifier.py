@@ -13,6 +13,7 @@ gives its ``if`` the if's result types. A failure is a TilecoreError at the op's
 
 from __future__ import annotations
 
+import re
 import weakref
 
 from tilecore.errors import TilecoreError, format_location, mlir_error_to_tilecore
@@ -353,8 +354,32 @@ def _loop_body(name, op) -> None:
             raise VerifyError(f"body must end in {' or '.join(repr(e.split('.')[1]) for e in ends)}")
 
 
+def _assume(name, op) -> None:
+    """div_by<N : i64, every, along> / bounded<lb, ub>: integer parameters (or unit / ?); div_by's N positive."""
+    text = str(op.attributes["predicate"]) if "predicate" in op.attributes else ""
+    m = re.match(r"#cuda_tile\.(div_by|bounded)<(.*)>$", text)
+    if not m:
+        return  # same_elements and other predicates: kept as text, not interpreted
+    params, depth, cur = [], 0, ""
+    for c in m.group(2) + ",":  # split at the commas outside <> / [] / ()
+        depth += (c in "<[(") - (c in ">])")
+        if c == "," and depth == 0:
+            params.append(cur.strip())
+            cur = ""
+        else:
+            cur += c
+    for i, p in enumerate(params):
+        if p in ("unit", "?"):
+            continue
+        v = re.fullmatch(r"(-?\d+)(?: : i\d+)?", p)
+        if v is None:
+            raise VerifyError(f"predicate {text}: parameter {i} must be an integer, unit or ?, got {p}")
+        if m.group(1) == "div_by" and i == 0 and int(v.group(1)) <= 0:
+            raise VerifyError(f"predicate {text}: the divisor must be positive")
+
+
 TERMINATOR_RULES = {"continue": _continue, "break": _break, "yield": _yield}
-RULES.update({"for": _loop_body, "loop": _loop_body})
+RULES.update({"for": _loop_body, "loop": _loop_body, "assume": _assume})
 
 
 def check_op(op) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from tilecore.errors import LoweringError
 from tilecore.mlir import ir
 
 DEFAULT_NUM_WARPS = 4
@@ -87,7 +88,24 @@ def attach_kernel_specs(module, target) -> int:
     return n
 
 
+SPEC_FORM = ("#nv_tileaa.kernel_spec<num_warps : i32, array<i32: x, y, z>, num_ctas : i32, occupancy : i32, "
+             "max_registers : i32>")
+
+
 def kernel_spec_of(func_op) -> KernelSpec | None:
+    """The kernel spec of ``func_op`` (None without one); a malformed one (MLIR written elsewhere) is a
+    LoweringError at the function."""
     if SPEC_ATTR not in func_op.attributes:
         return None
-    return KernelSpec.parse(func_op.attributes[SPEC_ATTR])
+    attr = func_op.attributes[SPEC_ATTR]
+    try:
+        spec = KernelSpec.parse(attr)
+    except ValueError:
+        spec = None
+    if spec is None or len(spec.cluster_dim) != 3:
+        raise LoweringError(f"'{SPEC_ATTR}' must be {SPEC_FORM}, but got {attr}", func_op)
+    if not (1 <= spec.num_warps <= 32 and min(spec.cluster_dim) >= 1 and spec.num_ctas >= 1
+            and spec.occupancy >= 0 and spec.max_registers >= 0):
+        raise LoweringError(f"'{SPEC_ATTR}' {attr}: num_warps must be 1-32 (at most 1024 threads), cluster sizes "
+                            f"and num_ctas at least 1, occupancy and max_registers not negative", func_op)
+    return spec
