@@ -298,3 +298,12 @@ def test_assume_predicate_parameters(tmp_path):
     err, src = _bad(tmp_path, text, "opt", "--stages", "convert-cuda-tile-to-tileaa")
     assert re.fullmatch(r"error: gen_corpus\.py:\d+:\d+: 'cuda_tile\.assume' predicate #cuda_tile\.bounded<0 : i64, "
                         r"array<i64: 1, 2>>: parameter 1 must be an integer, unit or \?, got array<i64: 1, 2>", err), err
+
+
+def test_constant_value_must_be_dense_elements(tmp_path):
+    # cuda_tile.constant {value = 7 : i64}: "Cannot cast attribute to DenseElementsAttr" in stage 1
+    proc = run_cli("disasm", os.path.join(VISIBLE, "vadd_f32.tileirbc"))
+    text = proc.stdout.replace("{value = dense<1> : tensor<i32>}", "{value = 7 : i64}", 1)
+    err, src = _bad(tmp_path, text, "compile", "--emit", "ptx")
+    assert re.fullmatch(r"error: gen_corpus\.py:\d+:\d+: 'cuda_tile\.constant' value must be dense elements "
+                        r"\(dense<\.\.\.> : tensor<\.\.\.>\), got 7 : i64", err), err

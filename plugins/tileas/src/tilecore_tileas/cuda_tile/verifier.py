@@ -354,6 +354,18 @@ def _loop_body(name, op) -> None:
             raise VerifyError(f"body must end in {' or '.join(repr(e.split('.')[1]) for e in ends)}")
 
 
+def _constant(name, op) -> None:
+    """value: dense elements of the result tile's shape."""
+    from tilecore.mlir import ir
+
+    v = op.attributes["value"] if "value" in op.attributes else None
+    if not isinstance(v, ir.DenseElementsAttr):
+        raise VerifyError(f"value must be dense elements (dense<...> : tensor<...>), got {v}")
+    res = _tile(T.parse_type(str(op.results[0].type)), "result")
+    if tuple(ir.ShapedType(v.type).shape) != tuple(res.shape):
+        raise VerifyError(f"value {v.type} does not have the shape of the result {short(res)}")
+
+
 def _assume(name, op) -> None:
     """div_by<N : i64, every, along> / bounded<lb, ub>: integer parameters (or unit / ?); div_by's N positive."""
     text = str(op.attributes["predicate"]) if "predicate" in op.attributes else ""
@@ -379,7 +391,7 @@ def _assume(name, op) -> None:
 
 
 TERMINATOR_RULES = {"continue": _continue, "break": _break, "yield": _yield}
-RULES.update({"for": _loop_body, "loop": _loop_body, "assume": _assume})
+RULES.update({"for": _loop_body, "loop": _loop_body, "assume": _assume, "constant": _constant})
 
 
 def check_op(op) -> None:
