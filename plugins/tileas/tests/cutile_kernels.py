@@ -84,26 +84,41 @@ def matmul_f32acc(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Co
     ct.store(C, index=(i, j), tile=ct.astype(acc, C.dtype))
 
 
-@ct.kernel
-def attention(Q, K, V, Out, TM: ct.Constant[int], TN: ct.Constant[int], D: ct.Constant[int]):
-    """Flash attention without masking: softmax(Q K^T) V by key tiles (K loaded transposed, online softmax);
-    the zero-padded keys of a partial last tile count as scores of 0."""
+def _attention_tile(Q, K, V, Out, TM, TN, D, causal):
+    """softmax(Q K^T) V for query tile ``ct.bid(0)`` by key tiles (K loaded transposed, online softmax); ``causal``:
+    only keys j <= i count (a mask from index tiles meeting the scores' MMA fragment)."""
     z = ct.PaddingMode.ZERO
-    q = ct.load(Q, index=(ct.bid(0), 0), shape=(TM, D), padding_mode=z)
+    i = ct.bid(0)
+    q = ct.load(Q, index=(i, 0), shape=(TM, D), padding_mode=z)
     m = ct.full((TM, 1), -1e30, dtype=ct.float32)
     den = ct.full((TM, 1), 0.0, dtype=ct.float32)
     acc = ct.full((TM, D), 0.0, dtype=ct.float32)
+    rows = ct.reshape(ct.arange(TM, dtype=ct.int32) + i * TM, (TM, 1))
     for j in range(ct.num_tiles(K, axis=0, shape=(TN, D))):
         kt = ct.load(K, index=(0, j), shape=(D, TN), order=(1, 0), padding_mode=z)
         v = ct.load(V, index=(j, 0), shape=(TN, D), padding_mode=z)
         s = ct.mma(q, kt, ct.full((TM, TN), 0.0, dtype=ct.float32))
+        if causal:
+            s = ct.where(rows >= ct.reshape(ct.arange(TN, dtype=ct.int32) + j * TN, (1, TN)), s, -1e30)
         m2 = ct.maximum(m, ct.max(s, axis=1, keepdims=True))
         alpha = ct.exp(m - m2)
         p = ct.exp(s - m2)
         den = den * alpha + ct.sum(p, axis=1, keepdims=True)
         acc = ct.mma(ct.astype(p, Q.dtype), v, acc * alpha)
         m = m2
-    ct.store(Out, index=(ct.bid(0), 0), tile=acc / den)
+    ct.store(Out, index=(i, 0), tile=acc / den)
+
+
+@ct.kernel
+def attention(Q, K, V, Out, TM: ct.Constant[int], TN: ct.Constant[int], D: ct.Constant[int]):
+    """Flash attention without masking; the zero-padded keys of a partial last tile count as scores of 0."""
+    _attention_tile(Q, K, V, Out, TM, TN, D, False)
+
+
+@ct.kernel
+def causal_attention(Q, K, V, Out, TM: ct.Constant[int], TN: ct.Constant[int], D: ct.Constant[int]):
+    """Flash attention with a causal mask (key j <= query i)."""
+    _attention_tile(Q, K, V, Out, TM, TN, D, True)
 
 
 @ct.kernel

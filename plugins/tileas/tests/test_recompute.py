@@ -30,34 +30,9 @@ def index_grid(y, TM: ct.Constant[int], TN: ct.Constant[int]):
     ct.store(y, index=(bm, bn), tile=grid)
 
 
-@ct.kernel
-def causal_attention(Q, K, V, Out, TM: ct.Constant[int], TN: ct.Constant[int], D: ct.Constant[int]):
-    """Flash attention with a causal mask (key j <= query i), one query tile per block; K loaded transposed."""
-    z = ct.PaddingMode.ZERO
-    i = ct.bid(0)
-    q = ct.load(Q, index=(i, 0), shape=(TM, D), padding_mode=z)
-    m = ct.full((TM, 1), -1e30, dtype=ct.float32)
-    den = ct.full((TM, 1), 0.0, dtype=ct.float32)
-    acc = ct.full((TM, D), 0.0, dtype=ct.float32)
-    rows = ct.reshape(ct.arange(TM, dtype=ct.int32) + i * TM, (TM, 1))
-    for j in range(ct.num_tiles(K, axis=0, shape=(TN, D))):
-        kt = ct.load(K, index=(0, j), shape=(D, TN), order=(1, 0), padding_mode=z)
-        v = ct.load(V, index=(j, 0), shape=(TN, D), padding_mode=z)
-        s = ct.mma(q, kt, ct.full((TM, TN), 0.0, dtype=ct.float32))
-        cols = ct.reshape(ct.arange(TN, dtype=ct.int32) + j * TN, (1, TN))
-        s = ct.where(rows >= cols, s, -1e30)
-        m2 = ct.maximum(m, ct.max(s, axis=1, keepdims=True))
-        alpha = ct.exp(m - m2)
-        p = ct.exp(s - m2)
-        den = den * alpha + ct.sum(p, axis=1, keepdims=True)
-        acc = ct.mma(ct.astype(p, Q.dtype), v, acc * alpha)
-        m = m2
-    ct.store(Out, index=(i, 0), tile=acc / den)
-
-
 _K = KernelSet({
     "index_grid": (index_grid, ["i32[2]", 32, 64]),
-    "causal": (causal_attention, ["f16[2]/16", "f16[2]/16", "f16[2]/16", "f32[2]/16", 64, 64, 64]),
+    "causal": (ck.causal_attention, ["f16[2]/16", "f16[2]/16", "f16[2]/16", "f32[2]/16", 64, 64, 64]),
 }, "tileas-recompute-")
 
 
