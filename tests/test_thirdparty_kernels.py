@@ -211,16 +211,21 @@ def return_nested(x, y, n: int, m: int, TILE: ct.Constant[int]):
     ct.store(y, index=(b,), tile=t)
 
 
-@ct.kernel
-def guarded_matmul(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
-    i, j = ct.bid(0), ct.bid(1)
-    if i * TM >= a.shape[0]:
-        return
+def _matmul_tile(a, b, c, i, j, TM, TN, TK):
+    """c's tile (i, j) = a @ b over K tiles (f32 accumulator; zero padding)."""
     acc = ct.zeros((TM, TN), dtype=ct.float32)
     for k in range(ct.cdiv(a.shape[1], TK)):
         acc = ct.mma(ct.load(a, (i, k), shape=(TM, TK), padding_mode=ct.PaddingMode.ZERO),
                      ct.load(b, (k, j), shape=(TK, TN), padding_mode=ct.PaddingMode.ZERO), acc)
     ct.store(c, (i, j), tile=acc)
+
+
+@ct.kernel
+def guarded_matmul(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    if i * TM >= a.shape[0]:
+        return
+    _matmul_tile(a, b, c, i, j, TM, TN, TK)
 
 
 @pytest.mark.parametrize("sm", SMS)
@@ -292,11 +297,7 @@ def grouped_matmul(As: Annotated[list, ct.ListAnnotation(element=ct.ArrayAnnotat
                    TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
     i, j, g = ct.bid(0), ct.bid(1), ct.bid(2)
     a, b, c = As[g], Bs[g], Cs[g]
-    acc = ct.zeros((TM, TN), dtype=ct.float32)
-    for k in range(ct.cdiv(a.shape[1], TK)):
-        acc = ct.mma(ct.load(a, (i, k), shape=(TM, TK), padding_mode=ct.PaddingMode.ZERO),
-                     ct.load(b, (k, j), shape=(TK, TN), padding_mode=ct.PaddingMode.ZERO), acc)
-    ct.store(c, (i, j), tile=acc)
+    _matmul_tile(a, b, c, i, j, TM, TN, TK)
 
 
 @pytest.mark.parametrize("sm", SMS)
