@@ -307,3 +307,23 @@ def test_constant_value_must_be_dense_elements(tmp_path):
     err, src = _bad(tmp_path, text, "compile", "--emit", "ptx")
     assert re.fullmatch(r"error: gen_corpus\.py:\d+:\d+: 'cuda_tile\.constant' value must be dense elements "
                         r"\(dense<\.\.\.> : tensor<\.\.\.>\), got 7 : i64", err), err
+
+
+@pytest.mark.parametrize("gpu", ["sm_80", "sm_90a"])
+def test_nvvm_ops_below_their_floor(tmp_path, gpu):
+    # an sm_100a e2m1 conversion compiled for an older target: "LLVM ERROR: Cannot select: intrinsic
+    # %llvm.nvvm.e2m1x2.to.f16x2.rn" from the NVPTX back end
+    text = ("module attributes {gpu.container_module} {\n  gpu.module @m {\n"
+            "    llvm.func @k(%p: !llvm.ptr<1>, %b: i8) attributes {nvvm.kernel} {\n"
+            "      %h = nvvm.convert.f4x2.to.f16x2 %b : i8 (f4E2M1FN) -> vector<2xf16>\n"
+            "      llvm.store %h, %p : vector<2xf16>, !llvm.ptr<1>\n"
+            "      llvm.return\n    }\n  }\n}\n")
+    src = tmp_path / "in.mlir"
+    src.write_text(text)
+    out = tmp_path / "k.cubin"
+    proc = run_cli("compile", str(src), "--gpu-name", gpu, "--no-cache", "-o", str(out))
+    assert proc.returncode == 1 and not out.exists() and "LLVM ERROR" not in proc.stderr, proc.stderr
+    assert proc.stderr.splitlines()[0] == (f"error: {src}:4:12: 'nvvm.convert.f4x2.to.f16x2' (packed e2m1x2 "
+                                           f"conversion) requires sm_100 or newer; the compile target is {gpu}")
+    ok = run_cli("compile", str(src), "--gpu-name", "sm_100a", "--no-cache", "-o", str(out))
+    assert ok.returncode == 0 and out.exists(), ok.stderr

@@ -51,6 +51,7 @@ FLOORS: dict[str, Floor] = {
     "rcp": Floor("rcp.approx", 70),
     "cvt.packed.f16": Floor("packed f16x2 / bf16x2 conversion", 80),
     "cvt.packed.f8": Floor("packed e4m3x2 / e5m2x2 conversion", 89),
+    "cvt.packed.f4": Floor("packed e2m1x2 conversion", 100),
     "f32x2": Floor("packed f32x2 arithmetic", 100),
 }
 

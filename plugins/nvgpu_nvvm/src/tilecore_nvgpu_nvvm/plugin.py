@@ -35,4 +35,6 @@ def tilecore_register_patterns(stage, target, options):
     out = []
     for name in MODULES:
         out.extend(importlib.import_module(f"{__package__}.{name}").patterns())
-    return out
+    from .nvvm_floors import patterns as nvvm_floor_checks
+
+    return out + nvvm_floor_checks(target)
