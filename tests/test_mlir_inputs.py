@@ -25,7 +25,7 @@ def dumps(tmp_path_factory):
     """kernel -> {stage file prefix ("03") -> text} for sm_90a."""
     root = tmp_path_factory.mktemp("dumps")
     out = {}
-    for k in ("vadd_f32", "row_softmax_f16"):
+    for k in ("vadd_f32", "row_softmax_f16", "matmul_f16"):
         d = root / k
         proc = run_cli("compile", os.path.join(VISIBLE, f"{k}.tileirbc"), "--gpu-name", "sm_90a", "--emit", "ptx",
                        "--no-cache", "--dump-dir", str(d), "-o", str(root / f"{k}.ptx"))
@@ -327,3 +327,13 @@ def test_nvvm_ops_below_their_floor(tmp_path, gpu):
                                            f"conversion) requires sm_100 or newer; the compile target is {gpu}")
     ok = run_cli("compile", str(src), "--gpu-name", "sm_100a", "--no-cache", "-o", str(out))
     assert ok.returncode == 0 and out.exists(), ok.stderr
+
+
+def test_dot_atom_must_admit_the_dot(dumps, tmp_path):
+    # matmul's dot names the f16 WGMMA atom; with B turned into i32 tiles the atom's lowering built invalid NVVM
+    # ('#nvvm.mma_type<i32>': "internal error in pattern cute:MmaSyncPattern" on the sm_80 atom)
+    text = dumps["matmul_f16"]["05"].replace("tensor<64x128xf16>", "tensor<64x128xi32>")
+    err, src = _bad(tmp_path, text, "opt", "--stages", "convert-tileas-to-llvm")
+    line = _line_of(text, '"nv_tileas.dot"')
+    assert err == (f"error: {src}:{line}:15: MMA atom 'mma.sm90a.m64nNk16.f16.f32' does not admit this dot on "
+                   "sm_90a: tensor<128x64xf16>, tensor<64x128xi32>, tensor<128x128xf32> -> tensor<128x128xf32>")

@@ -61,8 +61,19 @@ def _atom_of(cg, op):
         if atom is None and name != fma_atom().name:
             raise LoweringError(f"MMA atom '{name}' is not registered (was its plugin disabled?)", op)
         if atom is not None:
+            _check_admits(cg, op, atom)
             return atom
     return fma_atom()
+
+
+def _check_admits(cg, op, atom) -> None:
+    """The named atom must admit the dot (MLIR written elsewhere, or edited after atom selection, can name an
+    atom for other operand types: its lowering then built invalid NVVM)."""
+    if op.name != "nv_tileas.dot" or atom.admits is None:
+        return
+    if not atom.admissible(cg.target, mma_request(op, cg.threads, cg.target)):
+        raise LoweringError(f"MMA atom '{atom.name}' does not admit this dot on {cg.target.name}: "
+                            f"{', '.join(str(v.type) for v in op.operands)} -> {op.results[0].type}", op)
 
 
 def _blocked(cg, v, shape):
