@@ -312,3 +312,17 @@ def test_output_dash_is_stdout(tmp_path):
     assert ".entry vadd(" in proc.stdout
     assert proc.stderr.startswith("tilecore: wrote stdout (ptx, ")
     assert os.listdir(tmp_path) == []
+
+
+def test_closed_stdout_pipe_stops_quietly():
+    """``tilecore pipeline | head -1``: the reader closes the pipe; tilecore stops without a traceback or an
+    'internal error' (it said 'error: internal error: BrokenPipeError')."""
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-m", "tilecore", "pipeline", "--gpu-name", "sm_90a"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    p.stdout.close()  # before tilecore has started: its first write meets a closed pipe
+    err = p.stderr.read()
+    p.wait(timeout=120)
+    assert p.returncode == 1 and err == ""

@@ -127,6 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # the reader closed stdout (`tilecore pipeline | head`): stop quietly, like cat
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush would fail again
+        return 1
     except Exception as e:  # noqa: BLE001 - the CLI never shows a traceback
         from .errors import TilecoreError
 
