@@ -123,7 +123,9 @@ def main(argv: list[str] | None = None) -> int:
         _parser().print_help()
         return 0
     try:
-        return COMMANDS[args.cmd](args)
+        code = COMMANDS[args.cmd](args)
+        sys.stdout.flush()  # a closed pipe shows here, in the handler below, not in the exit's flush (status 120)
+        return code
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 1
