@@ -31,13 +31,15 @@ def broadcast(op, rb):
         return [TileV(lay, [src.regs[0]] * lay.regs, recompute.splat(src.regs[0]))]
     ss = src.shape
     el = src.regs[0].type
-    if src.recipe is not None:  # recomputed in the result's layout (a broadcast dimension's coordinate is 0)
-        return [recompute.in_layout(cg, recompute.remapped(
-            src.recipe, lambda cg, c: [x if d != 1 else cg.c32(0) for x, d in zip(c, ss)]), out, lay)]
+
+    def source(cg, c):  # the source coordinates of result element c: a broadcast dimension's is 0
+        return [x if d != 1 else cg.c32(0) for x, d in zip(c, ss)]
+
+    if src.recipe is not None:  # recomputed in the result's layout
+        return [recompute.in_layout(cg, recompute.remapped(src.recipe, source), out, lay)]
 
     def pick(c, offs):
-        sc = [x if d != 1 else cg.c32(0) for x, d in zip(c, ss)]
-        return cg.smem_load(offs[0], cg.linear(ss, sc), el)
+        return cg.smem_load(offs[0], cg.linear(ss, source(cg, c)), el)
 
     return [exchange(cg, [src], out, pick)]
 
@@ -70,14 +72,13 @@ def permute(op, rb):
     if isinstance(src, SwizzledOperand) and perm == [1, 0]:  # a pipelined stage (an N x K B): read transposed
         return [replace(src, transposed=not src.transposed)]
     out = _shape(op.results[0].type)
-
-    def dest_index(c):  # result coordinate i is source coordinate perm[i]
-        return cg.linear(out, [c[p] for p in perm])
-
-    if isinstance(src, TileV) and src.recipe is not None:
+    if isinstance(src, TileV) and src.recipe is not None:  # source coordinate j is result coordinate perm.index(j)
         inverse = [perm.index(j) for j in range(len(perm))]
         return [recompute.in_layout(cg, recompute.remapped(src.recipe, lambda cg, c: [c[i] for i in inverse]),
                                     out, cg.layout(out))]
+
+    def dest_index(c):  # result coordinate i is source coordinate perm[i]
+        return cg.linear(out, [c[p] for p in perm])
 
     return [scatter_gather_vector(cg, src, out, dest_index)]
 
