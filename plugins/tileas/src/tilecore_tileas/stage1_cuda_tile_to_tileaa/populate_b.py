@@ -217,14 +217,18 @@ def _shape_values(memref, desc: T.TensorView, ty: ir.Type) -> list:
 
 
 def index_space_shape(op, rb):
+    """cdiv(extent, step) per view dimension: the step is the tile size, or a strided view's traversal stride
+    (tiles start every ``step`` elements, the last one at or before the extent's end: cuTile's
+    ``TiledView.num_tiles`` with ``traversal_steps``, which tileiras computes so)."""
     view = _view(rb, op.operands[0], op)
     d = view.desc
     types = result_types(op, rb)
     shapes = _shape_values(view.memref, d.tensor_view, types[0])
+    steps = d.traversal_strides if isinstance(d, T.StridedView) else d.tile_shape
     out = []
-    for k, (tile, ty) in enumerate(zip(d.tile_shape, types)):
+    for k, (step, ty) in enumerate(zip(steps, types)):
         dim = resize_int(shapes[d.dim_map[k]] if d.dim_map else shapes[k], ty)
-        out.append(create("arith.ceildivsi", [ty], [dim, const_int(ty, tile)]).results[0])
+        out.append(create("arith.ceildivsi", [ty], [dim, const_int(ty, step)]).results[0])
     return out
 
 

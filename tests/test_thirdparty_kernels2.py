@@ -1,0 +1,982 @@
+"""Round 2 of kernels written the way an outside cuTile author ports them (normalisations, GLUs, losses, matmul
+variants, attention variants, selections, histograms, scans, convolutions, gathers / scatters with masks,
+atomics, views): compiled by tilecore for sm_80 / sm_90a / sm_100a, run in the CPU emulator
+(``tilecore.cutile.launch`` on numpy arrays) and checked against numpy on sizes that are not tile multiples.
+The kernels are written from cuTile's documented API; a kernel that found a bug says so in its test.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+ct = pytest.importorskip("cuda.tile")
+pytest.importorskip("tilecore_tileas")
+
+import tilecore.cutile as tc  # noqa: E402
+from tilecore.narrow_floats import decode  # noqa: E402
+
+SMS = ["sm_80", "sm_90a", "sm_100a"]
+Z = ct.PaddingMode.ZERO
+ConstInt = ct.Constant[int]
+ConstBool = ct.Constant[bool]
+
+
+def _each_sm(run, sms=SMS):
+    """``run(sm)`` for every SM (inputs made afresh by ``run``)."""
+    for sm in sms:
+        run(sm)
+
+
+def _rng(seed):
+    return np.random.default_rng(seed)
+
+
+def _bf16_bits(x):
+    """float32 ``x`` rounded to nearest-even bf16, as uint16 codes (numpy has no bf16 without ml_dtypes)."""
+    b = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def _bf16_value(bits):
+    return (np.asarray(bits, np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+# ------------------------------------------------------------------------------ layer norm forward
+@ct.kernel
+def layer_norm_fwd(X, W, B, Y, Mean, Rstd, eps, TILE_N: ConstInt):
+    row = ct.bid(0)
+    nt = ct.num_tiles(X, axis=1, shape=(1, TILE_N))
+    n = X.shape[1]
+    s = ct.full((1, TILE_N), 0, dtype=ct.float32)
+    for j in range(nt):
+        s += ct.load(X, index=(row, j), shape=(1, TILE_N), padding_mode=Z).astype(ct.float32)
+    mean = ct.sum(s, axis=1) / n
+    ct.store(Mean, index=(row,), tile=mean)
+    v = ct.full((1, TILE_N), 0, dtype=ct.float32)
+    for j in range(nt):
+        t = ct.load(X, index=(row, j), shape=(1, TILE_N), padding_mode=Z).astype(ct.float32)
+        inside = (j * TILE_N + ct.arange(TILE_N, dtype=ct.int32)) < n
+        d = ct.where(inside, t - mean, 0)
+        v += d ** 2
+    rstd = 1 / ct.sqrt(ct.sum(v, axis=1) / n + eps)
+    ct.store(Rstd, index=(row,), tile=rstd)
+    for j in range(nt):
+        t = ct.load(X, index=(row, j), shape=(1, TILE_N), padding_mode=Z).astype(ct.float32)
+        w = ct.load(W, index=(j,), shape=(TILE_N,), padding_mode=Z)
+        b = ct.load(B, index=(j,), shape=(TILE_N,), padding_mode=Z)
+        ct.store(Y, index=(row, j), tile=((t - mean) * rstd * w + b).astype(Y.dtype))
+
+
+def test_layer_norm_forward():
+    def run(sm):
+        rng = _rng(1)
+        m, n = 19, 77
+        x = rng.standard_normal((m, n)).astype(np.float16)
+        w, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+        y, mean, rstd = np.zeros((m, n), np.float16), np.zeros(m, np.float32), np.zeros(m, np.float32)
+        tc.launch(None, (m,), layer_norm_fwd, (x, w, b, y, mean, rstd, 1e-5, 32), gpu_name=sm)
+        xf = x.astype(np.float64)
+        mu, var = xf.mean(1), xf.var(1)
+        np.testing.assert_allclose(mean, mu, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(rstd, 1 / np.sqrt(var + 1e-5), rtol=1e-4)
+        want = (xf - mu[:, None]) / np.sqrt(var[:, None] + 1e-5) * w + b
+        np.testing.assert_allclose(y.astype(np.float64), want, rtol=1e-2, atol=1e-2)
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ layer norm backward (lock + partial dW)
+@ct.kernel
+def layer_norm_bwd(DX, DY, DW, DB, X, W, Mean, Rstd, Locks, TILE_N: ConstInt):
+    row = ct.bid(0)
+    nt = ct.num_tiles(X, axis=1, shape=(1, TILE_N))
+    n = X.shape[1]
+    g = row % DW.shape[0]
+    mean = ct.load(Mean, index=(row,), shape=(1,))
+    rstd = ct.load(Rstd, index=(row,), shape=(1,))
+    c1 = ct.full((1, TILE_N), 0, dtype=ct.float32)
+    c2 = ct.full((1, TILE_N), 0, dtype=ct.float32)
+    for j in range(nt):
+        x = ct.load(X, index=(row, j), shape=(1, TILE_N), padding_mode=Z)
+        w = ct.load(W, index=(j,), shape=(TILE_N,), padding_mode=Z)
+        dy = ct.load(DY, index=(row, j), shape=(1, TILE_N), padding_mode=Z)
+        inside = j * TILE_N + ct.arange(TILE_N, dtype=ct.int32) < n
+        xhat = ct.where(inside, (x - mean) * rstd, 0)
+        c1 += xhat * (w * dy)
+        c2 += w * dy
+    c1 = ct.sum(c1, axis=1) / n
+    c2 = ct.sum(c2, axis=1) / n
+    for j in range(nt):
+        x = ct.load(X, index=(row, j), shape=(1, TILE_N), padding_mode=Z)
+        w = ct.load(W, index=(j,), shape=(TILE_N,), padding_mode=Z)
+        dy = ct.load(DY, index=(row, j), shape=(1, TILE_N), padding_mode=Z)
+        inside = j * TILE_N + ct.arange(TILE_N, dtype=ct.int32) < n
+        xhat = ct.where(inside, (x - mean) * rstd, 0)
+        ct.store(DX, index=(row, j), tile=(w * dy - (xhat * c1 + c2)) * rstd)
+        while ct.atomic_cas(Locks, g, 0, 1, memory_order=ct.MemoryOrder.ACQUIRE) == 1:
+            pass
+        pdw = dy * xhat + ct.load(DW, index=(g, j), shape=(1, TILE_N), padding_mode=Z)
+        pdb = dy + ct.load(DB, index=(g, j), shape=(1, TILE_N), padding_mode=Z)
+        ct.store(DW, index=(g, j), tile=pdw)
+        ct.store(DB, index=(g, j), tile=pdb)
+        ct.atomic_xchg(Locks, g, 0, memory_order=ct.MemoryOrder.RELEASE)
+
+
+def test_layer_norm_backward_with_a_spin_lock():
+    def run(sm):
+        rng = _rng(2)
+        m, n, groups = 13, 45, 3
+        x, dy = rng.standard_normal((m, n)).astype(np.float32), rng.standard_normal((m, n)).astype(np.float32)
+        w = rng.standard_normal(n).astype(np.float32)
+        mu = x.mean(1).astype(np.float32)
+        rs = (1 / np.sqrt(x.var(1) + 1e-5)).astype(np.float32)
+        dx, dw, db = np.zeros_like(x), np.zeros((groups, n), np.float32), np.zeros((groups, n), np.float32)
+        locks = np.zeros(groups, np.int32)
+        tc.launch(None, (m,), layer_norm_bwd, (dx, dy, dw, db, x, w, mu, rs, locks, 16), gpu_name=sm)
+        xhat = (x - mu[:, None]) * rs[:, None]
+        wdy = w * dy
+        c1, c2 = (xhat * wdy).mean(1, keepdims=True), wdy.mean(1, keepdims=True)
+        np.testing.assert_allclose(dx, (wdy - (xhat * c1 + c2)) * rs[:, None], rtol=1e-4, atol=1e-4)
+        want_dw = np.stack([(dy * xhat)[g::groups].sum(0) for g in range(groups)])
+        want_db = np.stack([dy[g::groups].sum(0) for g in range(groups)])
+        np.testing.assert_allclose(dw, want_dw, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(db, want_db, rtol=1e-4, atol=1e-4)
+        assert not locks.any()
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ RMS norm, gather / scatter form
+@ct.kernel
+def rms_norm_gather(x, w, out, Rstd, N: ConstInt, eps: ct.Constant[float], TILE: ConstInt):
+    row = ct.bid(0)
+    acc = ct.full((TILE,), 0.0, dtype=ct.float32)
+    offsets = ct.arange(TILE, dtype=ct.int32)
+    for j in range(ct.cdiv(N, TILE)):
+        xj = ct.gather(x, (row, j * TILE + offsets)).astype(ct.float32)
+        acc += xj * xj
+    r = ct.rsqrt(ct.sum(acc, axis=0) / N + eps)
+    ct.scatter(Rstd, row, r)
+    for j in range(ct.cdiv(N, TILE)):
+        offs = j * TILE + offsets
+        y = ct.gather(x, (row, offs)).astype(ct.float32) * r * ct.gather(w, offs).astype(ct.float32)
+        ct.scatter(out, (row, offs), y.astype(x.dtype))
+
+
+def test_rms_norm_gather_scatter():
+    def run(sm):
+        rng = _rng(3)
+        m, n = 11, 70
+        x = rng.standard_normal((m, n)).astype(np.float16)
+        w = rng.standard_normal(n).astype(np.float16)
+        out, r = np.zeros_like(x), np.zeros(m, np.float32)
+        tc.launch(None, (m,), rms_norm_gather, (x, w, out, r, n, 1e-6, 32), gpu_name=sm)
+        xf = x.astype(np.float64)
+        want_r = 1 / np.sqrt((xf * xf).mean(1) + 1e-6)
+        np.testing.assert_allclose(r, want_r, rtol=1e-4)
+        np.testing.assert_allclose(out.astype(np.float64), xf * want_r[:, None] * w, rtol=1e-2, atol=1e-2)
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ RMS norm, static persistent
+@ct.kernel
+def rms_norm_persistent(X, Y, W, TM: ConstInt, TN: ConstInt, N: ConstInt, eps: ct.Constant[float]):
+    bid = ct.bid(0)
+    upper = (X.shape[0] + TM - 1) // TM
+    ntn = ct.cdiv(N, TN)
+    w = ct.load(W, index=(0,), shape=(N,), padding_mode=Z)
+    for cur in range(bid, upper, ct.num_blocks(0)):
+        ss = ct.full((TM, 1), 0.0, dtype=ct.float32)
+        for j in range(ntn):
+            x = ct.load(X, index=(cur, j), shape=(TM, TN), padding_mode=Z).astype(ct.float32)
+            ss += ct.sum(ct.mul(x, x), axis=1, keepdims=True)
+        r = ct.rsqrt(ct.add(ct.truediv(ss, ct.full((TM, 1), N * 1.0, dtype=ct.float32)),
+                            ct.full((TM, 1), eps, dtype=ct.float32)))
+        for j in range(ntn):
+            x = ct.load(X, index=(cur, j), shape=(TM, TN), padding_mode=Z).astype(ct.float32)
+            ct.store(Y, index=(cur, j), tile=ct.astype(x * r * w.extract((j,), (TN,)), X.dtype))
+
+
+def test_rms_norm_static_persistent():
+    def run(sm):
+        rng = _rng(4)
+        m, n = 37, 64
+        x = rng.standard_normal((m, n)).astype(np.float32)
+        w = rng.standard_normal(n).astype(np.float32)
+        y = np.zeros_like(x)
+        tc.launch(None, (2,), rms_norm_persistent, (x, y, w, 8, 16, n, 1e-5), gpu_name=sm)
+        want = x / np.sqrt((x.astype(np.float64) ** 2).mean(1, keepdims=True) + 1e-5) * w
+        np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-5)
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ rotary embedding
+@ct.kernel
+def rotary(X, Cos, Sin, Y, TM: ConstInt, D: ConstInt):
+    i = ct.bid(0)
+    h = ct.bid(1)
+    x = ct.load(X, index=(h, i, 0), shape=(1, TM, D), padding_mode=Z).reshape((TM, D)).astype(ct.float32)
+    c = ct.load(Cos, index=(i, 0), shape=(TM, D // 2), padding_mode=Z)
+    s = ct.load(Sin, index=(i, 0), shape=(TM, D // 2), padding_mode=Z)
+    x1 = ct.extract(x, (0, 0), (TM, D // 2))
+    x2 = ct.extract(x, (0, 1), (TM, D // 2))
+    y = ct.cat((x1 * c - x2 * s, x2 * c + x1 * s), axis=1)
+    ct.store(Y, index=(h, i, 0), tile=ct.reshape(y.astype(Y.dtype), (1, TM, D)))
+
+
+def test_rotary_embedding():
+    def run(sm):
+        rng = _rng(5)
+        heads, seq, d = 3, 21, 32
+        x = rng.standard_normal((heads, seq, d)).astype(np.float16)
+        ang = np.arange(seq)[:, None] * (10000.0 ** (-np.arange(d // 2) / (d // 2)))[None, :]
+        cos, sin = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+        y = np.zeros_like(x)
+        tc.launch(None, (3, heads), rotary, (x, cos, sin, y, 8, d), gpu_name=sm)
+        x1, x2 = x[..., :d // 2].astype(np.float32), x[..., d // 2:].astype(np.float32)
+        want = np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
+        np.testing.assert_allclose(y.astype(np.float32), want, rtol=2e-3, atol=2e-3)
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ SwiGLU on an array's two slices
+@ct.kernel
+def swiglu_slices(X, Out, N: ConstInt, TN: ConstInt):
+    row = ct.bid(0)
+    j = ct.bid(1)
+    gate = X.slice(1, 0, N)
+    up = X.slice(1, N, 2 * N)
+    a = ct.load(gate, (row, j), (1, TN), padding_mode=Z).astype(ct.float32)
+    b = ct.load(up, (row, j), (1, TN), padding_mode=Z).astype(ct.float32)
+    den = ct.add(1, ct.exp(-a), flush_to_zero=True)
+    sig = ct.truediv(1.0, den, flush_to_zero=True, rounding_mode=ct.RoundingMode.APPROX)
+    ct.store(Out, (row, j), ct.mul(ct.mul(a, sig, flush_to_zero=True), b, flush_to_zero=True).astype(Out.dtype))
+
+
+def test_swiglu_on_array_slices():
+    def run(sm):
+        rng = _rng(6)
+        m, n = 9, 40
+        x = rng.standard_normal((m, 2 * n)).astype(np.float16)
+        out = np.zeros((m, n), np.float16)
+        tc.launch(None, (m, 3), swiglu_slices, (x, out, n, 16), gpu_name=sm)
+        a, b = x[:, :n].astype(np.float64), x[:, n:].astype(np.float64)
+        np.testing.assert_allclose(out.astype(np.float64), a / (1 + np.exp(-a)) * b, rtol=5e-3, atol=5e-3)
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ GeGLU (tanh form) on bf16
+@ct.kernel
+def geglu_bf16(A, B, C, TILE: ConstInt):
+    i = ct.bid(0)
+    a = ct.bitcast(ct.load(A, (i,), (TILE,), padding_mode=Z), ct.bfloat16).astype(ct.float32)
+    b = ct.bitcast(ct.load(B, (i,), (TILE,), padding_mode=Z), ct.bfloat16).astype(ct.float32)
+    g = 0.5 * a * (1.0 + ct.tanh(0.7978845608028654 * (a + 0.044715 * a * a * a)))
+    ct.store(C, (i,), ct.bitcast((g * b).astype(ct.bfloat16), ct.uint16))
+
+
+def test_geglu_bf16_through_bitcast():
+    def run(sm):
+        rng = _rng(7)
+        n = 100
+        a, b = _bf16_bits(rng.standard_normal(n)), _bf16_bits(rng.standard_normal(n))
+        c = np.zeros(n, np.uint16)
+        tc.launch(None, (4,), geglu_bf16, (a, b, c, 32), gpu_name=sm)
+        av, bv = _bf16_value(a).astype(np.float64), _bf16_value(b).astype(np.float64)
+        want = 0.5 * av * (1 + np.tanh(0.7978845608028654 * (av + 0.044715 * av ** 3))) * bv
+        np.testing.assert_allclose(_bf16_value(c), want, rtol=1e-2, atol=1e-2)
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ cross entropy (NEG_INF padding)
+@ct.kernel
+def cross_entropy(Logits, Target, Loss, TV: ConstInt):
+    row = ct.bid(0)
+    m = ct.full((1,), -float("inf"), dtype=ct.float32)
+    s = ct.full((1,), 0.0, dtype=ct.float32)
+    for j in range(ct.num_tiles(Logits, axis=1, shape=(1, TV))):
+        t = ct.load(Logits, (row, j), (1, TV), padding_mode=ct.PaddingMode.NEG_INF).reshape((TV,))
+        m2 = ct.maximum(m, ct.max(t, axis=0, keepdims=True))
+        s = s * ct.exp(m - m2) + ct.sum(ct.exp(t - m2), axis=0, keepdims=True)
+        m = m2
+    tgt = ct.gather(Target, row)
+    picked = ct.gather(Logits, (row, tgt))
+    ct.store(Loss, (row,), m + ct.log(s) - picked)
+
+
+def test_cross_entropy_with_neg_inf_padding():
+    def run(sm):
+        rng = _rng(8)
+        m, v = 7, 150
+        logits = (rng.standard_normal((m, v)) * 3).astype(np.float32)
+        tgt = rng.integers(0, v, m).astype(np.int32)
+        loss = np.zeros(m, np.float32)
+        tc.launch(None, (m,), cross_entropy, (logits, tgt, loss, 64), gpu_name=sm)
+        l64 = logits.astype(np.float64)
+        mx = l64.max(1)
+        want = mx + np.log(np.exp(l64 - mx[:, None]).sum(1)) - l64[np.arange(m), tgt]
+        np.testing.assert_allclose(loss, want, rtol=1e-5, atol=1e-5)
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ matmul: split-K with locks and counts
+def _swizzle(M, N, tm, tn, G, bid):
+    nm = ct.cdiv(M, tm)
+    nn = ct.cdiv(N, tn)
+    per_group = G * nn
+    first = (bid // per_group) * G
+    gsz = min(nm - first, G)
+    return first + (bid % gsz), (bid % per_group) // gsz
+
+
+@ct.kernel
+def matmul_split_k(A, B, C, Locks, Counts, tm: ConstInt, tn: ConstInt, tk: ConstInt, SPLIT: ConstInt):
+    bx, by = _swizzle(A.shape[0], B.shape[1], tm, tn, 2, ct.bid(0))
+    acc = ct.full((tm, tn), 0, dtype=ct.float32)
+    for k in range(ct.bid(1), ct.num_tiles(A, axis=1, shape=(tm, tk)), SPLIT):
+        acc = ct.mma(ct.load(A, (bx, k), (tm, tk), padding_mode=Z), ct.load(B, (k, by), (tk, tn), padding_mode=Z),
+                     acc)
+    lock = ct.bid(0)
+    while ct.atomic_cas(Locks, lock, 0, 1, memory_order=ct.MemoryOrder.ACQUIRE) == 1:
+        pass
+    count = ct.gather(Counts, lock)
+    if count == 0:
+        ct.store(C, (bx, by), tile=acc)
+    else:
+        ct.store(C, (bx, by), tile=ct.load(C, (bx, by), (tm, tn)) + acc)
+    ct.scatter(Counts, lock, (count + 1) % SPLIT)
+    ct.atomic_xchg(Locks, lock, 0, memory_order=ct.MemoryOrder.RELEASE)
+
+
+def test_split_k_matmul():
+    def run(sm):
+        rng = _rng(9)
+        m, n, k = 70, 45, 150
+        a, b = rng.standard_normal((m, k)).astype(np.float16), rng.standard_normal((k, n)).astype(np.float16)
+        c = np.full((m, n), 99.0, np.float32)
+        tiles = 3 * 2
+        locks, counts = np.zeros(tiles, np.int32), np.zeros(tiles, np.int32)
+        tc.launch(None, (tiles, 3), matmul_split_k, (a, b, c, locks, counts, 32, 32, 32, 3), gpu_name=sm)
+        np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=2e-3, atol=2e-3)
+        assert not counts.any() and not locks.any()
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ matmul: persistent, grouped order, tf32
+@ct.kernel
+def persistent_matmul(A, B, C, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    M, N = A.shape[0], B.shape[1]
+    dt = ct.tfloat32 if A.dtype == ct.float32 else A.dtype
+    for cur in range(ct.bid(0), ct.cdiv(M, tm) * ct.cdiv(N, tn), ct.num_blocks(0)):
+        bx, by = _swizzle(M, N, tm, tn, 2, cur)
+        acc = ct.full((tm, tn), 0, dtype=ct.float32)
+        for k in range(ct.num_tiles(A, axis=1, shape=(tm, tk))):
+            a = ct.load(A, (bx, k), (tm, tk), padding_mode=Z).astype(dt)
+            b = ct.load(B, (k, by), (tk, tn), padding_mode=Z).astype(dt)
+            acc = ct.mma(a, b, acc)
+        ct.store(C, (bx, by), tile=ct.astype(acc, C.dtype))
+
+
+def test_persistent_matmul_tf32():
+    def run(sm):
+        rng = _rng(10)
+        m, n, k = 100, 70, 40
+        a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+        c = np.zeros((m, n), np.float32)
+        tc.launch(None, (4,), persistent_matmul, (a, b, c, 32, 32, 16), gpu_name=sm)
+        np.testing.assert_allclose(c, a @ b, rtol=2e-2, atol=5e-2)  # tf32 operands
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ FP8 GEMM with per-row / per-column scales
+@ct.kernel
+def fp8_gemm(A, B, SA, SB, C, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.zeros((tm, tn), dtype=ct.float32)
+    for k in range(ct.cdiv(A.shape[1], tk)):
+        a = ct.bitcast(ct.load(A, (i, k), (tm, tk), padding_mode=Z), ct.float8_e4m3fn)
+        b = ct.bitcast(ct.load(B, (k, j), (tk, tn), padding_mode=Z), ct.float8_e4m3fn)
+        acc = ct.mma(a, b, acc)
+    sa = ct.load(SA, (i,), (tm,), padding_mode=Z)
+    sb = ct.load(SB, (j,), (tn,), padding_mode=Z)
+    out = acc * sa[:, None] * sb[None, :]
+    ct.store(C, (i, j), ct.bitcast(out.astype(ct.bfloat16), ct.uint16))
+
+
+def _e4m3(rng, shape):
+    codes = rng.integers(0, 256, shape).astype(np.uint8)
+    codes[(codes & 0x7F) == 0x7F] = 0x38  # no NaN: 1.0 instead
+    vals = np.vectorize(lambda c: decode(int(c), "f8E4M3FN"))(codes)
+    keep = np.abs(vals) <= 8
+    codes[~keep] = 0x30
+    return codes, np.vectorize(lambda c: decode(int(c), "f8E4M3FN"))(codes)
+
+
+def test_fp8_gemm_with_scales():
+    def run(sm):
+        rng = _rng(11)
+        m, n, k = 40, 48, 80
+        a, av = _e4m3(rng, (m, k))
+        b, bv = _e4m3(rng, (k, n))
+        sa, sb = rng.uniform(0.5, 2, m).astype(np.float32), rng.uniform(0.5, 2, n).astype(np.float32)
+        c = np.zeros((m, n), np.uint16)
+        tc.launch(None, (2, 2), fp8_gemm, (a, b, sa, sb, c, 32, 32, 32), gpu_name=sm)
+        want = (av @ bv) * sa[:, None] * sb[None, :]
+        np.testing.assert_allclose(_bf16_value(c), want, rtol=1e-2, atol=1e-1)
+    _each_sm(run, ["sm_90a", "sm_100a"])
+
+
+# ------------------------------------------------------------------------------ attention: grouped-query heads, causal
+@ct.kernel
+def gqa_attention(Q, K, V, Out, scale: float, TM: ConstInt, TN: ConstInt, D: ConstInt, QPK: ConstInt):
+    i, h = ct.bid(0), ct.bid(1)
+    kvh = h // QPK
+    q = ct.load(Q, (h, i, 0), (1, TM, D), padding_mode=Z).reshape((TM, D))
+    m = ct.full((TM, 1), -1e30, dtype=ct.float32)
+    den = ct.full((TM, 1), 0.0, dtype=ct.float32)
+    acc = ct.full((TM, D), 0.0, dtype=ct.float32)
+    rows = ct.arange(TM, dtype=ct.int32)[:, None] + i * TM
+    n_keys = K.shape[1]
+    for j in range(ct.cdiv(min((i + 1) * TM, n_keys), TN)):
+        kt = ct.load(K, (kvh, 0, j), (1, D, TN), order=(0, 2, 1), padding_mode=Z).reshape((D, TN))
+        v = ct.load(V, (kvh, j, 0), (1, TN, D), padding_mode=Z).reshape((TN, D))
+        s = ct.mma(q, kt, ct.zeros((TM, TN), dtype=ct.float32)) * scale
+        cols = ct.arange(TN, dtype=ct.int32)[None, :] + j * TN
+        s = ct.where((cols <= rows) & (cols < n_keys), s, -1e30)
+        m2 = ct.maximum(m, ct.max(s, axis=1, keepdims=True))
+        p = ct.exp(s - m2)
+        alpha = ct.exp(m - m2)
+        den = den * alpha + ct.sum(p, axis=1, keepdims=True)
+        acc = ct.mma(p.astype(Q.dtype), v, acc * alpha)
+        m = m2
+    ct.store(Out, (h, i, 0), (acc / den).reshape((1, TM, D)).astype(Out.dtype))
+
+
+def _attention_ref(q, k, v, scale, causal=True):
+    s = q.astype(np.float64) @ np.swapaxes(k.astype(np.float64), -1, -2) * scale
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return (p / p.sum(-1, keepdims=True)) @ v.astype(np.float64)
+
+
+def test_gqa_causal_attention():
+    def run(sm):
+        rng = _rng(12)
+        h, hkv, s, d = 4, 2, 45, 32
+        q = rng.standard_normal((h, s, d)).astype(np.float16)
+        k = rng.standard_normal((hkv, s, d)).astype(np.float16)
+        v = rng.standard_normal((hkv, s, d)).astype(np.float16)
+        out = np.zeros((h, s, d), np.float32)
+        tc.launch(None, (2, h), gqa_attention, (q, k, v, out, float(1 / np.sqrt(d)), 32, 32, d, h // hkv), gpu_name=sm)
+        want = _attention_ref(q, np.repeat(k, h // hkv, 0), np.repeat(v, h // hkv, 0), 1 / np.sqrt(d))
+        np.testing.assert_allclose(out, want, rtol=1e-2, atol=1e-2)
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ attention: variable lengths (slices)
+@ct.kernel
+def varlen_attention(Q, K, V, Out, CuSeq, TM: ConstInt, TN: ConstInt, D: ConstInt):
+    i, b = ct.bid(0), ct.bid(1)
+    start = ct.gather(CuSeq, b)
+    end = ct.gather(CuSeq, b + 1)
+    if i * TM >= end - start:
+        return
+    q_b, k_b, v_b, o_b = Q.slice(0, start, end), K.slice(0, start, end), V.slice(0, start, end), \
+        Out.slice(0, start, end)
+    q = ct.load(q_b, (i, 0), (TM, D), padding_mode=Z)
+    m = ct.full((TM, 1), -1e30, dtype=ct.float32)
+    den = ct.full((TM, 1), 0.0, dtype=ct.float32)
+    acc = ct.full((TM, D), 0.0, dtype=ct.float32)
+    for j in range(ct.num_tiles(k_b, axis=0, shape=(TN, D))):
+        kt = ct.load(k_b, (0, j), (D, TN), order=(1, 0), padding_mode=Z)
+        v = ct.load(v_b, (j, 0), (TN, D), padding_mode=Z)
+        s = ct.mma(q, kt, ct.zeros((TM, TN), dtype=ct.float32))
+        s = ct.where(ct.arange(TN, dtype=ct.int32)[None, :] + j * TN < end - start, s, -1e30)
+        m2 = ct.maximum(m, ct.max(s, axis=1, keepdims=True))
+        p = ct.exp(s - m2)
+        alpha = ct.exp(m - m2)
+        den = den * alpha + ct.sum(p, axis=1, keepdims=True)
+        acc = ct.mma(p.astype(Q.dtype), v, acc * alpha)
+        m = m2
+    ct.store(o_b, (i, 0), acc / den)
+
+
+def test_varlen_attention_on_slices():
+    def run(sm):
+        rng = _rng(13)
+        lens = [20, 45, 7]
+        cu = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
+        t, d = int(cu[-1]), 16
+        q, k, v = (rng.standard_normal((t, d)).astype(np.float16) for _ in range(3))
+        out = np.full((t, d), 5.0, np.float32)
+        tc.launch(None, (3, len(lens)), varlen_attention, (q, k, v, out, cu, 16, 16, d), gpu_name=sm)
+        for b in range(len(lens)):
+            sl = slice(cu[b], cu[b + 1])
+            np.testing.assert_allclose(out[sl], _attention_ref(q[sl], k[sl], v[sl], 1.0, causal=False), rtol=1e-2,
+                                       atol=1e-2)
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ top-k per row (argmax and masking)
+@ct.kernel
+def topk_rows(X, Vals, Idx, TM: ConstInt, TN: ConstInt, K: ConstInt):
+    i = ct.bid(0)
+    t = ct.load(X, (i, 0), (TM, TN), padding_mode=ct.PaddingMode.NEG_INF)
+    cols = ct.arange(TN, dtype=ct.int32)[None, :]
+    kk = ct.arange(K, dtype=ct.int32)[None, :]
+    vals = ct.zeros((TM, K), dtype=ct.float32)
+    idx = ct.zeros((TM, K), dtype=ct.int32)
+    for r in range(K):
+        a = ct.argmax(t, axis=1, keepdims=True)
+        v = ct.max(t, axis=1, keepdims=True)
+        vals = ct.where(kk == r, v, vals)
+        idx = ct.where(kk == r, a, idx)
+        t = ct.where(cols == a, -float("inf"), t)
+    ct.store(Vals, (i, 0), vals)
+    ct.store(Idx, (i, 0), idx)
+
+
+def test_topk_by_repeated_argmax():
+    def run(sm):
+        rng = _rng(14)
+        m, n, k = 21, 50, 4
+        x = rng.permutation(m * n).reshape(m, n).astype(np.float32)
+        vals, idx = np.zeros((m, k), np.float32), np.zeros((m, k), np.int32)
+        tc.launch(None, (3,), topk_rows, (x, vals, idx, 8, 64, k), gpu_name=sm)
+        want_idx = np.argsort(-x, axis=1)[:, :k]
+        np.testing.assert_array_equal(idx, want_idx)
+        np.testing.assert_array_equal(vals, np.take_along_axis(x, want_idx, 1))
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ histogram: atomics skip out-of-bounds bins
+@ct.kernel
+def histogram(X, Counts, lo: float, width: float, TILE: ConstInt):
+    b = ct.bid(0)
+    offs = b * TILE + ct.arange(TILE, dtype=ct.int32)
+    x = ct.gather(X, offs, padding_value=-1e9)
+    bins = ct.floor((x - lo) / width).astype(ct.int32)
+    ct.atomic_add(Counts, bins, ct.full((TILE,), 1, dtype=ct.int32))
+
+
+def test_histogram_drops_out_of_range_bins():
+    def run(sm):
+        rng = _rng(15)
+        n, nb = 300, 10
+        x = rng.uniform(-1, 11, n).astype(np.float32)
+        counts = np.zeros(nb, np.int32)
+        tc.launch(None, (3,), histogram, (x, counts, 0.0, 1.0, 128), gpu_name=sm)
+        b = np.floor(x).astype(np.int64)
+        np.testing.assert_array_equal(counts, np.bincount(b[(b >= 0) & (b < nb)], minlength=nb))
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ prefix sums across blocks, reverse and product
+@ct.kernel
+def global_scan(X, Incl, RevI, Prod, TILE: ConstInt):
+    b = ct.bid(0)
+    carry = ct.full((1,), 0, dtype=ct.int32)
+    for j in range(b):
+        carry += ct.sum(ct.load(X, (j,), (TILE,), padding_mode=Z), axis=0, keepdims=True)
+    t = ct.load(X, (b,), (TILE,), padding_mode=Z)
+    ct.store(Incl, (b,), ct.cumsum(t, axis=0) + carry)
+    ct.store(RevI, (b,), ct.cumsum(t, axis=0, reverse=True))
+    ct.store(Prod, (b,), ct.cumprod(t.astype(ct.float64) * 0.5, axis=0))
+
+
+def test_prefix_sums_across_blocks():
+    def run(sm):
+        rng = _rng(16)
+        n, tile = 150, 64
+        x = rng.integers(-3, 8, n).astype(np.int32)
+        incl, rev, prod = np.zeros(n, np.int32), np.zeros(n, np.int32), np.zeros(n)
+        tc.launch(None, (3,), global_scan, (x, incl, rev, prod, tile), gpu_name=sm)
+        np.testing.assert_array_equal(incl, np.cumsum(x))
+        for s in range(0, n, tile):
+            seg = x[s:s + tile]
+            np.testing.assert_array_equal(rev[s:s + tile], np.cumsum(seg[::-1])[::-1])
+            np.testing.assert_allclose(prod[s:s + tile], np.cumprod(seg * 0.5), rtol=1e-12)
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ 3-D permute on a 3-D grid
+@ct.kernel
+def permute3(X, Y, TA: ConstInt, TB: ConstInt, TC: ConstInt):
+    a, b, c = ct.bid(0), ct.bid(1), ct.bid(2)
+    t = ct.load(X, (a, b, c), (TA, TB, TC), padding_mode=Z)
+    ct.store(Y, (c, a, b), ct.permute(t, (2, 0, 1)))
+
+
+def test_permute_3d_grid():
+    def run(sm):
+        rng = _rng(17)
+        x = rng.standard_normal((10, 13, 20)).astype(np.float32)
+        y = np.zeros((20, 10, 13), np.float32)
+        tc.launch(None, (2, 2, 3), permute3, (x, y, 8, 8, 8), gpu_name=sm)
+        np.testing.assert_array_equal(y, np.transpose(x, (2, 0, 1)))
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ convolution as im2col gather + mma
+@ct.kernel
+def conv2d_im2col(X, Wm, Y, C: ConstInt, KH: ConstInt, KW: ConstInt, TP: ConstInt, TK: ConstInt, CO: ConstInt):
+    p = ct.bid(0)
+    OH, OW = Y.shape[1], Y.shape[2]
+    pix = p * TP + ct.arange(TP, dtype=ct.int32)
+    oh, ow = pix // OW, pix % OW
+    acc = ct.zeros((TP, CO), dtype=ct.float32)
+    for k in range(ct.cdiv(C * KH * KW, TK)):
+        kk = k * TK + ct.arange(TK, dtype=ct.int32)
+        c, r = kk // (KH * KW), kk % (KH * KW)
+        ih = oh[:, None] + (r // KW)[None, :]
+        iw = ow[:, None] + (r % KW)[None, :]
+        ok = (pix[:, None] < OH * OW) & (kk[None, :] < C * KH * KW)
+        a = ct.gather(X, (ct.broadcast_to(c[None, :], (TP, TK)), ih, iw), mask=ok)
+        w = ct.load(Wm, (k, 0), (TK, CO), padding_mode=Z)
+        acc = ct.mma(a, w, acc)
+    out = ct.transpose(acc)
+    ct.scatter(Y, (ct.arange(CO, dtype=ct.int32)[:, None], (oh[None, :] + ct.zeros((CO, 1), dtype=ct.int32)),
+                   ow[None, :] + ct.zeros((CO, 1), dtype=ct.int32)), out)
+
+
+def test_conv2d_im2col():
+    def run(sm):
+        rng = _rng(18)
+        c, h, w, co, kh, kw = 3, 9, 11, 16, 3, 3
+        x = rng.standard_normal((c, h, w)).astype(np.float16)
+        wt = rng.standard_normal((co, c, kh, kw)).astype(np.float16)
+        wm = np.ascontiguousarray(wt.reshape(co, -1).T)
+        oh, ow = h - kh + 1, w - kw + 1
+        y = np.zeros((co, oh, ow), np.float32)
+        tc.launch(None, (-(-oh * ow // 32),), conv2d_im2col, (x, wm, y, c, kh, kw, 32, 16, co), gpu_name=sm)
+        want = np.zeros_like(y, np.float64)
+        for i in range(kh):
+            for j in range(kw):
+                want += np.einsum("oc,chw->ohw", wt[:, :, i, j].astype(np.float64),
+                                  x[:, i:i + oh, j:j + ow].astype(np.float64))
+        np.testing.assert_allclose(y, want, rtol=1e-2, atol=1e-2)
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ gemv on bf16 weights (tile @ operator)
+@ct.kernel
+def gemv_bf16(A, x, y, TM: ConstInt, TN: ConstInt):
+    i = ct.bid(0)
+    acc = ct.zeros((TM, 1), dtype=ct.float32)
+    for j in range(ct.num_tiles(A, axis=1, shape=(TM, TN))):
+        a = ct.bitcast(ct.load(A, (i, j), (TM, TN), padding_mode=Z), ct.bfloat16).astype(ct.float32)
+        v = ct.load(x, (j,), (TN,), padding_mode=Z)
+        acc += ct.sum(a * v[None, :], axis=1, keepdims=True)
+    ct.store(y, (i,), acc.reshape((TM,)))
+
+
+def test_gemv_bf16():
+    def run(sm):
+        rng = _rng(19)
+        m, n = 45, 99
+        a = _bf16_bits(rng.standard_normal((m, n)))
+        x = rng.standard_normal(n).astype(np.float32)
+        y = np.zeros(m, np.float32)
+        tc.launch(None, (3,), gemv_bf16, (a, x, y, 16, 32), gpu_name=sm)
+        np.testing.assert_allclose(y, _bf16_value(a).astype(np.float64) @ x, rtol=1e-4, atol=1e-4)
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ mixed dtypes with broadcasting
+@ct.kernel
+def dequant_bias(Q, Scale, Bias, Zp, Out, TM: ConstInt, TN: ConstInt):
+    i, j = ct.bid(0), ct.bid(1)
+    q = ct.load(Q, (i, j), (TM, TN), padding_mode=Z)  # int8
+    s = ct.load(Scale, (j,), (TN,), padding_mode=Z)  # f16
+    zp = ct.load(Zp, (j,), (TN,), padding_mode=Z)  # uint8
+    b = ct.load(Bias, (i, 0), (TM, 1), padding_mode=Z)  # f32 column
+    deq = (q.astype(ct.int32) - zp.astype(ct.int32)[None, :]).astype(ct.float32) * s.astype(ct.float32)[None, :]
+    ct.store(Out, (i, j), (deq + b).astype(ct.float16))
+
+
+def test_dequantize_mixed_dtypes_broadcast():
+    def run(sm):
+        rng = _rng(20)
+        m, n = 30, 50
+        q = rng.integers(-128, 128, (m, n)).astype(np.int8)
+        s = rng.uniform(0.01, 0.1, n).astype(np.float16)
+        zp = rng.integers(0, 256, n).astype(np.uint8)
+        bias = rng.standard_normal((m, 1)).astype(np.float32)
+        out = np.zeros((m, n), np.float16)
+        tc.launch(None, (2, 4), dequant_bias, (q, s, bias, zp, out, 16, 16), gpu_name=sm)
+        want = (q.astype(np.int32) - zp.astype(np.int32)) * s.astype(np.float32) + bias
+        np.testing.assert_allclose(out.astype(np.float32), want, rtol=2e-3, atol=2e-2)
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ int64 index arrays and int64 offsets
+@ct.kernel
+def strided_gather_i64(X, Y, stride: ct.int64, TILE: ConstInt):
+    b = ct.bid(0)
+    offs = (ct.arange(TILE, dtype=ct.int64) + b * TILE) * stride
+    ct.store(Y, (b,), ct.gather(X, offs, padding_value=-1.0))
+
+
+def test_int64_indices():
+    def run(sm):
+        x = np.arange(300, dtype=np.float32)
+        y = np.zeros(70, np.float32)
+        k = tc.compile(strided_gather_i64, ("f32[1]i64", "f32[1]i64", "i64", 32), gpu_name=sm)
+        k.launch(None, (3,), (x, y, 4, 32))
+        want = np.where(np.arange(70) * 4 < 300, np.arange(70) * 4.0, -1.0)
+        np.testing.assert_array_equal(y, want)
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ padding modes
+@ct.kernel
+def padding_modes(X, Mx, Mn, Nan, Nz, TILE: ConstInt):
+    b = ct.bid(0)
+    mx = ct.max(ct.load(X, (b, 0), (1, TILE), padding_mode=ct.PaddingMode.NEG_INF), axis=1)
+    mn = ct.min(ct.load(X, (b, 0), (1, TILE), padding_mode=ct.PaddingMode.POS_INF), axis=1)
+    nan = ct.sum(ct.where(ct.isnan(ct.load(X, (b, 0), (1, TILE), padding_mode=ct.PaddingMode.NAN)), 1, 0), axis=1)
+    nz = ct.load(X, (b, 0), (1, TILE), padding_mode=ct.PaddingMode.NEG_ZERO)
+    ct.store(Mx, (b,), mx)
+    ct.store(Mn, (b,), mn)
+    ct.store(Nan, (b,), nan)
+    ct.store(Nz, (b, 0), ct.bitcast(nz, ct.int32).reshape((TILE,))[None, :])
+
+
+def test_padding_modes():
+    def run(sm):
+        rng = _rng(21)
+        x = (rng.standard_normal((5, 45)) + 10).astype(np.float32)
+        mx, mn, nan = np.zeros(5, np.float32), np.zeros(5, np.float32), np.zeros(5, np.int32)
+        nz = np.zeros((5, 64), np.int32)
+        tc.launch(None, (5,), padding_modes, (x, mx, mn, nan, nz, 64), gpu_name=sm)
+        np.testing.assert_array_equal(mx, x.max(1))
+        np.testing.assert_array_equal(mn, x.min(1))
+        np.testing.assert_array_equal(nan, np.full(5, 64 - 45))
+        np.testing.assert_array_equal(nz[:, :45], x.view(np.int32))
+        assert (nz[:, 45:] == np.int32(-2**31)).all()
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ fused MoE: gathered rows, expert weights, scatter
+@ct.kernel
+def fused_moe(A, B, C, TopW, TokIds, ExpIds, replicas: int, routed: ConstBool, TM: ConstInt, TN: ConstInt,
+              TK: ConstInt):
+    bm, bn = ct.bid(0), ct.bid(1)
+    tok = ct.gather(TokIds, bm * TM + ct.arange(TM, dtype=ct.int32))
+    rows = tok // replicas
+    e = ct.load(ExpIds, index=bm, shape=())
+    acc = ct.full((TM, TN), 0.0, dtype=ct.float32)
+    for k in range(ct.cdiv(B.shape[2], TK)):
+        a = ct.gather(A, (rows[:, None], k * TK + ct.arange(TK, dtype=ct.int32)[None, :]))
+        b = ct.load(B, (e, k, bn), shape=(1, TK, TN), order=(0, 2, 1), padding_mode=Z).reshape((TK, TN))
+        acc = ct.mma(a, b, acc)
+    if routed:
+        acc = acc * ct.gather(TopW, tok)[:, None]
+    cols = bn * TN + ct.arange(TN, dtype=ct.int32)
+    ct.scatter(C, (tok[:, None], cols[None, :]), acc.astype(C.dtype))
+
+
+def test_fused_moe():
+    def run(sm):
+        rng = _rng(22)
+        tokens, topk, experts, n, k, tm = 13, 2, 3, 40, 48, 16
+        a = rng.standard_normal((tokens, k)).astype(np.float16)
+        b = (rng.standard_normal((experts, n, k)) * 0.2).astype(np.float16)
+        ids = rng.integers(0, experts, (tokens, topk))
+        topw = rng.uniform(0, 1, tokens * topk).astype(np.float32)
+        flat = ids.reshape(-1)
+        order = np.argsort(flat, kind="stable")
+        tok_ids, exp_ids = [], []
+        for e in range(experts):
+            mine = order[flat[order] == e]
+            nb = -(-len(mine) // tm)
+            pad = np.full(nb * tm, tokens * topk)
+            pad[:len(mine)] = mine
+            tok_ids += list(pad)
+            exp_ids += [e] * nb
+        tok_ids, exp_ids = np.array(tok_ids, np.int32), np.array(exp_ids, np.int32)
+        c = np.zeros((tokens * topk, n), np.float32)
+        tc.launch(None, (len(exp_ids), 3), fused_moe, (a, b, c, topw, tok_ids, exp_ids, topk, True, tm, 16, 16),
+                  gpu_name=sm)
+        want = np.stack([(a[t // topk].astype(np.float32) @ b[flat[t]].astype(np.float32).T) * topw[t]
+                         for t in range(tokens * topk)])
+        np.testing.assert_allclose(c, want, rtol=1e-2, atol=1e-2)
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ tiled views: overlapping windows, atomic max
+@ct.kernel
+def sliding_window_max(X, Out, Peak, W: ConstInt, STEP: ConstInt):
+    b = ct.bid(0)
+    win = X.tiled_view((W,), padding_mode=ct.PaddingMode.NEG_INF, traversal_steps=(STEP,))
+    t = win.load((b,))
+    out = Out.tiled_view((1,))
+    out.store((b,), ct.max(t, axis=0, keepdims=True))
+    Peak.tiled_view((1,)).atomic_store_max((0,), ct.max(t, axis=0, keepdims=True).astype(ct.int32))
+    if b == 0:
+        Peak.tiled_view((1,)).store((1,), ct.full((1,), win.num_tiles(0), dtype=ct.int32))
+
+
+def test_tiled_view_sliding_window():
+    """``x.tiled_view(W, traversal_steps=STEP).num_tiles(0)`` (``get_index_space_shape`` of a strided view) was
+    cdiv(n, W): the traversal step was ignored (7 windows instead of 17 here); it is cdiv(n, STEP), the count
+    cuTile's own test asserts (a window starts every STEP elements). Loads of overlapping windows, NEG_INF
+    padding of the last ones and ``atomic_store_max`` through a tiled view are checked too."""
+    def run(sm):
+        rng = _rng(23)
+        n, w, step = 50, 8, 3
+        x = rng.standard_normal(n).astype(np.float32)
+        nwin = -(-n // step)
+        out = np.zeros(nwin, np.float32)
+        x = np.round(x * 100)
+        peak = np.array([-1000, 0], np.int32)
+        tc.launch(None, (nwin,), sliding_window_max, (x, out, peak, w, step), gpu_name=sm)
+        np.testing.assert_array_equal(out, [x[i * step:i * step + w].max() for i in range(nwin)])
+        np.testing.assert_array_equal(peak, [int(x.max()), nwin])
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ custom reductions and scans (tuples)
+def _argmax_combine(v1, i1, v2, i2):
+    take2 = (v2 > v1) | ((v2 == v1) & (i2 < i1))
+    return ct.where(take2, v2, v1), ct.where(take2, i2, i1)
+
+
+@ct.kernel
+def custom_reduce_scan(X, Amax, Run, TM: ConstInt, TN: ConstInt):
+    i = ct.bid(0)
+    t = ct.load(X, (i, 0), (TM, TN), padding_mode=ct.PaddingMode.NEG_INF)
+    cols = ct.broadcast_to(ct.arange(TN, dtype=ct.int32)[None, :], (TM, TN))
+    v, a = ct.reduce((t, cols), axis=1, func=_argmax_combine, identity=(-float("inf"), 2**30))
+    ct.store(Amax, (i,), a)
+    ct.store(Run, (i, 0), ct.scan(t, axis=1, func=lambda p, q: ct.maximum(p, q), identity=-float("inf")))
+
+
+def test_custom_reduce_and_scan():
+    def run(sm):
+        rng = _rng(24)
+        m, n = 19, 30
+        x = rng.integers(0, 6, (m, n)).astype(np.float32)  # ties: the first index wins
+        am, run_ = np.zeros(m, np.int32), np.zeros((m, n), np.float32)
+        tc.launch(None, (3,), custom_reduce_scan, (x, am, run_, 8, 32), gpu_name=sm)
+        np.testing.assert_array_equal(am, x.argmax(1))
+        np.testing.assert_array_equal(run_, np.maximum.accumulate(x, axis=1))
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ integer floor division and modulo
+@ct.kernel
+def int_divmod(X, Y, Q, R, FQ, TILE: ConstInt):
+    b = ct.bid(0)
+    x = ct.load(X, (b,), (TILE,), padding_mode=Z)
+    y = ct.load(Y, (b,), (TILE,), padding_mode=ct.PaddingMode.ZERO) + (ct.arange(TILE, dtype=ct.int64) * 0 + 0)
+    y = ct.where(y == 0, 1, y)
+    q, r = divmod(x, y)
+    ct.store(Q, (b,), q)
+    ct.store(R, (b,), r)
+    xf = x.astype(ct.float32) + 0.5
+    ct.store(FQ, (b,), xf // y.astype(ct.float32))
+
+
+def test_integer_divmod_floors():
+    def run(sm):
+        rng = _rng(25)
+        n = 90
+        x = rng.integers(-50, 50, n).astype(np.int64)
+        y = rng.choice([-7, -3, -1, 2, 5], n).astype(np.int64)
+        q, r, fq = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.float32)
+        tc.launch(None, (3,), int_divmod, (x, y, q, r, fq, 32), gpu_name=sm)
+        np.testing.assert_array_equal(q, x // y)
+        np.testing.assert_array_equal(r, x % y)
+        np.testing.assert_array_equal(fq, np.floor((x + 0.5).astype(np.float32) / y.astype(np.float32)))
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ counter-based random numbers (uint32 hashing)
+@ct.kernel
+def dropout_hash(X, Out, seed: ct.uint32, p_keep: float, TILE: ConstInt):
+    b = ct.bid(0)
+    i = ct.arange(TILE, dtype=ct.uint32) + ct.astype(b * TILE, ct.uint32)
+    h = i * ct.uint32(0x9E3779B1) + seed
+    h = h ^ (h >> 16)
+    h = h * ct.uint32(0x85EBCA6B)
+    h = h ^ (h >> 13)
+    u = (h >> 8).astype(ct.float32) * (1.0 / 16777216.0)
+    x = ct.load(X, (b,), (TILE,), padding_mode=Z)
+    ct.store(Out, (b,), ct.where(u < p_keep, x / p_keep, 0.0))
+
+
+def test_dropout_with_uint32_hash():
+    def run(sm):
+        rng = _rng(26)
+        n, seed = 100, 0xDEADBEEF
+        x = rng.standard_normal(n).astype(np.float32)
+        out = np.zeros(n, np.float32)
+        tc.launch(None, (4,), dropout_hash, (x, out, np.uint32(seed), 0.7, 32), gpu_name=sm)
+        i = np.arange(n, dtype=np.uint64)
+        m = np.uint64(0xFFFFFFFF)
+        h = (i * 0x9E3779B1 + seed) & m
+        h ^= h >> 16
+        h = (h * 0x85EBCA6B) & m
+        h ^= h >> 13
+        u = (h >> 8).astype(np.float32) * np.float32(1 / 16777216)
+        np.testing.assert_array_equal(out, np.where(u < np.float32(0.7), x / np.float32(0.7), 0).astype(np.float32))
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ float atomics with negative values
+@ct.kernel
+def float_atomics(X, Mx, Mn, Sum, Old, TILE: ConstInt):
+    b = ct.bid(0)
+    i = b * TILE + ct.arange(TILE, dtype=ct.int32)
+    x = ct.gather(X, i)
+    slot = i % 4
+    ct.atomic_max(Mx, slot, x.astype(ct.int32))
+    ct.atomic_min(Mn, slot, x.astype(ct.int32))
+    ct.scatter(Old, i, ct.atomic_add(Sum, slot, x))
+
+
+def test_atomic_max_min_of_negative_ints_and_float_add():
+    def run(sm):
+        rng = _rng(27)
+        n = 96
+        x = (rng.standard_normal(n) * 10 - 20).astype(np.float32)
+        x[5] = -0.0
+        mx = np.full(4, -2**31, np.int32)
+        mn = np.full(4, 2**31 - 1, np.int32)
+        s = np.zeros(4, np.float32)
+        old = np.zeros(n, np.float32)
+        tc.launch(None, (3,), float_atomics, (x, mx, mn, s, old, 32), gpu_name=sm)
+        np.testing.assert_array_equal(mx, x.astype(np.int32).reshape(-1, 4).max(0))
+        np.testing.assert_array_equal(mn, x.astype(np.int32).reshape(-1, 4).min(0))
+        np.testing.assert_allclose(s, x.reshape(-1, 4).sum(0), rtol=1e-5)
+        assert (old != 0).any()
+    _each_sm(run)
+
+
+@ct.kernel
+def bit_atomics(Flags, Bits, And, Xor, Cnt, TILE: ConstInt):
+    b = ct.bid(0)
+    i = b * TILE + ct.arange(TILE, dtype=ct.int32)
+    bits = ct.gather(Bits, i)
+    ct.atomic_or(Flags, i % 2, bits)
+    ct.atomic_and(And, i % 2, bits | 0x80000000)
+    ct.atomic_xor(Xor, i % 3, bits)
+    ct.atomic_add(Cnt, i % 2, bits.astype(ct.int64))
+
+
+def test_bitwise_and_int64_atomics():
+    def run(sm):
+        rng = _rng(28)
+        n = 64
+        bits = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+        flags, and_ = np.zeros(2, np.uint32), np.full(2, 0xFFFFFFFF, np.uint32)
+        xor, cnt = np.zeros(3, np.uint32), np.zeros(2, np.int64)
+        tc.launch(None, (2,), bit_atomics, (flags, bits, and_, xor, cnt, 32), gpu_name=sm)
+        idx = np.arange(n)
+        np.testing.assert_array_equal(flags, [np.bitwise_or.reduce(bits[idx % 2 == k]) for k in range(2)])
+        np.testing.assert_array_equal(and_, [np.bitwise_and.reduce(bits[idx % 2 == k] | np.uint32(0x80000000))
+                                             for k in range(2)])
+        np.testing.assert_array_equal(xor, [np.bitwise_xor.reduce(bits[idx % 3 == k]) for k in range(3)])
+        np.testing.assert_array_equal(cnt, [bits[idx % 2 == k].astype(np.int64).sum() for k in range(2)])
+    _each_sm(run)
