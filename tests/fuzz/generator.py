@@ -1418,6 +1418,14 @@ def t_view(g: Gen, p: Program):
     pm = "" if mode == "UNDETERMINED" else f", padding_mode=ct.PaddingMode.{mode}"
     g.emit(f"{v.name} = {qx.name}.tiled_view({tsh}{pm}, traversal_steps={tuple(steps)}).load({idx})",
            f"{v.name} = ns.view_load({qx.name}, {idx}, {tsh}, {tuple(steps)}, {pad})", feature=f"pad:{mode}")
+    if steps != T and g.side.random() < 0.5:  # the view's num_tiles (found broken: the step was ignored)
+        qn = Param("ynt", "array", "i32", 1, g.index_dt, "out", [str(rank)], "zeros")  # no draw from g.rng
+        g.params.append(qn)
+        view = f"{qx.name}.tiled_view({tsh}, traversal_steps={tuple(steps)})"
+        g.emit([f"{qn.name}.tiled_view((1,)).store(({k},), ct.full((1,), {view}.num_tiles({k}), dtype=ct.int32))"
+                for k in range(rank)], [f"{qn.name}[{k}] = ns.cdiv(S[{k}], {steps[k]})" for k in range(rank)],
+               feature="view_num_tiles")
+        g.checks[qn.name] = ("exact", "i32")
     if dt in F8:  # 8-bit floats: widen, compute, narrow
         v = _widen_f8(g, v)
     v = g.chain(v, g.rng.randint(1, 4), 0)
