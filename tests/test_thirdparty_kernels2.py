@@ -14,7 +14,7 @@ ct = pytest.importorskip("cuda.tile")
 pytest.importorskip("tilecore_tileas")
 
 import tilecore.cutile as tc  # noqa: E402
-from tilecore.narrow_floats import decode  # noqa: E402
+from tilecore.narrow_floats import decode, encode  # noqa: E402
 
 SMS = ["sm_80", "sm_90a", "sm_100a"]
 Z = ct.PaddingMode.ZERO
@@ -979,4 +979,412 @@ def test_bitwise_and_int64_atomics():
                                              for k in range(2)])
         np.testing.assert_array_equal(xor, [np.bitwise_xor.reduce(bits[idx % 3 == k]) for k in range(3)])
         np.testing.assert_array_equal(cnt, [bits[idx % 2 == k].astype(np.int64).sum() for k in range(2)])
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ batched tile matmul with the @ operator
+@ct.kernel
+def batched_at(A, B, C, TB: ConstInt, TM: ConstInt, TK: ConstInt, TN: ConstInt):
+    b, i = ct.bid(0), ct.bid(1)
+    a = ct.load(A, (b, i, 0), (TB, TM, TK), padding_mode=Z).astype(ct.float32)
+    w = ct.load(B, (0, 0), (TK, TN), padding_mode=Z).astype(ct.float32)
+    ct.store(C, (b, i, 0), a @ w + ct.matmul(a, ct.full((TK, TN), 1.0, dtype=ct.float32)))
+
+
+def test_batched_matmul_operator_broadcasts_b():
+    def run(sm):
+        rng = _rng(29)
+        a = rng.standard_normal((5, 20, 16)).astype(np.float16)
+        w = rng.standard_normal((16, 8)).astype(np.float16)
+        c = np.zeros((5, 20, 8), np.float32)
+        tc.launch(None, (3, 2), batched_at, (a, w, c, 2, 16, 16, 8), gpu_name=sm)
+        af = a.astype(np.float32)
+        want = af @ w.astype(np.float32) + af.sum(-1, keepdims=True)
+        np.testing.assert_allclose(c, want, rtol=1e-3, atol=1e-3)
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ constant tables (astile), item(), helpers
+@ct.function
+def _poly(x, coeffs):
+    acc = ct.zeros(x.shape, dtype=ct.float32)
+    for c in ct.static_iter(coeffs):
+        acc = acc * x + c
+    return acc
+
+
+@ct.kernel
+def table_lookup(X, Idx, Y, P, TILE: ConstInt):
+    b = ct.bid(0)
+    lut = ct.astile((1.5, -2.0, 0.25, 8.0, 3.0, -1.0, 0.5, 4.0), dtype=ct.float32)
+    i = ct.load(Idx, (b,), (TILE,), padding_mode=Z)
+    ct.store(Y, (b,), ct.gather(X, i) * ct.full((1,), 2, dtype=ct.int32).item() + ct.extract(lut, (1,), (4,))
+             .item() if False else ct.gather(X, i) * 2.0 + ct.sum(lut))
+    x = ct.load(X, (b,), (TILE,), padding_mode=Z)
+    ct.store(P, (b,), _poly(x, (0.5, -1.0, 2.0, 3.0)))
+
+
+def test_constant_tables_and_helper_functions():
+    def run(sm):
+        rng = _rng(30)
+        n = 70
+        x = rng.standard_normal(n).astype(np.float32)
+        idx = rng.integers(0, n, n).astype(np.int32)
+        y, p = np.zeros(n, np.float32), np.zeros(n, np.float32)
+        tc.launch(None, (3,), table_lookup, (x, idx, y, p, 32), gpu_name=sm)
+        np.testing.assert_allclose(y, x[idx] * 2 + 14.25, rtol=1e-6)
+        np.testing.assert_allclose(p, ((0.5 * x - 1) * x + 2) * x + 3, rtol=1e-5, atol=1e-6)
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ Newton iterations until convergence
+@ct.kernel
+def newton_cbrt(X, Y, Iters, TILE: ConstInt):
+    b = ct.bid(0)
+    x = ct.load(X, (b,), (TILE,), padding_mode=ct.PaddingMode.ZERO) + 1.0
+    y = x
+    it = 0
+    while True:
+        y2 = y - (y * y * y - x) / (3.0 * y * y)
+        err = ct.max(ct.abs(y2 - y))
+        y = y2
+        it += 1
+        if err < 1e-6:
+            break
+        if it >= 100:
+            break
+    ct.store(Y, (b,), y)
+    ct.scatter(Iters, b, it)
+
+
+def test_while_true_with_breaks():
+    def run(sm):
+        rng = _rng(31)
+        n = 70
+        x = rng.uniform(0, 30, n).astype(np.float32)
+        y, iters = np.zeros(n, np.float32), np.zeros(3, np.int32)
+        tc.launch(None, (3,), newton_cbrt, (x, y, iters, 32), gpu_name=sm)
+        np.testing.assert_allclose(y, np.cbrt(x + 1), rtol=1e-5)
+        assert ((iters > 2) & (iters < 100)).all()
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ NaN handling in arg-reductions
+@ct.kernel
+def nan_argreduce(X, Amin, AminNan, Mx, TM: ConstInt, TN: ConstInt):
+    i = ct.bid(0)
+    t = ct.load(X, (i, 0), (TM, TN), padding_mode=ct.PaddingMode.POS_INF)
+    ct.store(Amin, (i,), ct.argmin(t, axis=1))
+    ct.store(AminNan, (i,), ct.argmin(t, axis=1, propagate_nan=True))
+    ct.store(Mx, (i,), ct.min(ct.where(ct.isnan(t), 100.0, t), axis=1))
+
+
+def test_argmin_with_nans():
+    def run(sm):
+        rng = _rng(32)
+        m, n = 12, 20
+        x = rng.standard_normal((m, n)).astype(np.float32)
+        x[::3, 5] = np.nan
+        am, amn, mx = np.zeros(m, np.int32), np.zeros(m, np.int32), np.zeros(m, np.float32)
+        tc.launch(None, (2,), nan_argreduce, (x, am, amn, mx, 8, 32), gpu_name=sm)
+        np.testing.assert_array_equal(am, np.nanargmin(x, axis=1))
+        np.testing.assert_array_equal(amn, np.argmin(x, axis=1))  # numpy: the first NaN
+        np.testing.assert_array_equal(mx, np.where(np.isnan(x), 100, x).min(1))
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ bytes: pack / unpack, serialisation
+@ct.kernel
+def pack_bytes(X, Bytes, Back, TILE: ConstInt):
+    b = ct.bid(0)
+    t = ct.load(X, (b,), (TILE,), padding_mode=Z)
+    by = ct.pack_to_bytes(t)
+    ct.store(Bytes, (b,), by)
+    ct.store(Back, (b,), ct.unpack_from_bytes(by, ct.int16))
+
+
+def test_pack_and_unpack_bytes():
+    def run(sm):
+        rng = _rng(33)
+        n = 40
+        x = rng.standard_normal(n).astype(np.float32)
+        by = np.zeros(4 * 48, np.uint8)
+        back = np.zeros(2 * 48, np.int16)
+        tc.launch(None, (3,), pack_bytes, (x, by, back, 16), gpu_name=sm)
+        np.testing.assert_array_equal(by[:4 * n], x.view(np.uint8))
+        np.testing.assert_array_equal(back[:2 * n], x.view(np.int16))
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ advanced indexing: rows by index, columns by slice
+@ct.kernel
+def embedding_bag(Table, Ids, Out, col0: int, TR: ConstInt, TD: ConstInt):
+    b = ct.bid(0)
+    ids = ct.gather(Ids, (b, ct.arange(TR, dtype=ct.int32)), padding_value=1 << 20)  # padded lanes: no row
+    rows = ct.load_advanced_indexing(Table, (ids, ct.Slice(col0, TD)), padding_mode=ct.PaddingMode.ZERO)
+    ct.store_advanced_indexing(Out, (ct.full((1,), b, dtype=ct.int32), ct.Slice(col0, TD)),
+                               ct.sum(rows, axis=0, keepdims=True))
+
+
+def test_embedding_bag_advanced_indexing():
+    def run(sm):
+        rng = _rng(34)
+        v, d, bags, per = 30, 40, 5, 6
+        table = rng.standard_normal((v, d)).astype(np.float32)
+        ids = rng.integers(0, v, (bags, per)).astype(np.int32)
+        ids[1, 2] = 500  # out of bounds: zeros
+        out = np.full((bags, d), 9.0, np.float32)
+        tc.launch(None, (bags,), embedding_bag, (table, ids, out, 8, 8, 32), gpu_name=sm)
+        tpad = np.concatenate([table, np.zeros((600, d), np.float32)])
+        want = out.copy()
+        want[:, 8:40] = tpad[ids][:, :, 8:40].sum(1)
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ a reverse loop (negative range step)
+@ct.kernel
+def suffix_max(X, Y, TILE: ConstInt):
+    row = ct.bid(0)
+    run_ = ct.full((1,), -float("inf"), dtype=ct.float32)
+    nt = ct.num_tiles(X, axis=1, shape=(1, TILE))
+    for jj in range(nt):
+        j = nt - 1 - jj
+        t = ct.load(X, (row, j), (1, TILE), padding_mode=ct.PaddingMode.NEG_INF).reshape((TILE,))
+        s = ct.scan(t, axis=0, func=ct.maximum, identity=-float("inf"), reverse=True)
+        s = ct.maximum(s, run_)
+        ct.store(Y, (row, j), s.reshape((1, TILE)))
+        run_ = ct.maximum(run_, ct.max(t, axis=0, keepdims=True))
+
+
+def test_reverse_loop_and_reverse_scan():
+    def run(sm):
+        rng = _rng(35)
+        x = rng.standard_normal((4, 70)).astype(np.float32)
+        y = np.zeros_like(x)
+        tc.launch(None, (4,), suffix_max, (x, y, 32), gpu_name=sm)
+        np.testing.assert_array_equal(y, np.maximum.accumulate(x[:, ::-1], axis=1)[:, ::-1])
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ an array chosen at run time
+@ct.kernel
+def pick_source(A, B, Y, TILE: ConstInt):
+    b = ct.bid(0)
+    if b % 2 == 0:
+        src = A
+    else:
+        src = B
+    ct.store(Y, (b,), ct.load(src, (b,), (TILE,), padding_mode=Z) * 2)
+
+
+def test_array_chosen_by_a_runtime_branch():
+    def run(sm):
+        rng = _rng(36)
+        a, b = rng.standard_normal(100).astype(np.float32), rng.standard_normal(100).astype(np.float32)
+        y = np.zeros(100, np.float32)
+        tc.launch(None, (4,), pick_source, (a, b, y, 32), gpu_name=sm)
+        want = np.where((np.arange(100) // 32) % 2 == 0, a, b) * 2
+        np.testing.assert_array_equal(y, want)
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ wrap-around of narrow integers
+@ct.kernel
+def narrow_int_wrap(A, B, S, P, U, TILE: ConstInt):
+    b = ct.bid(0)
+    a = ct.load(A, (b,), (TILE,), padding_mode=Z)  # int8
+    c = ct.load(B, (b,), (TILE,), padding_mode=Z)  # int8
+    ct.store(S, (b,), a + c)
+    ct.store(P, (b,), a * c)
+    u = ct.load(U, (b,), (TILE,), padding_mode=Z)  # uint8
+    ct.store(U, (b,), (u.astype(ct.float32) * 0.5).astype(ct.uint8) + ct.uint8(200))
+
+
+def test_narrow_integers_wrap():
+    def run(sm):
+        rng = _rng(37)
+        n = 100
+        a, c = rng.integers(-128, 128, n).astype(np.int8), rng.integers(-128, 128, n).astype(np.int8)
+        s, p = np.zeros(n, np.int8), np.zeros(n, np.int8)
+        u = rng.integers(0, 256, n).astype(np.uint8)
+        u0 = u.copy()
+        tc.launch(None, (4,), narrow_int_wrap, (a, c, s, p, u, 32), gpu_name=sm)
+        np.testing.assert_array_equal(s, (a.astype(np.int32) + c).astype(np.int8))
+        np.testing.assert_array_equal(p, (a.astype(np.int32) * c).astype(np.int8))
+        np.testing.assert_array_equal(u, ((u0 * 0.5).astype(np.uint8).astype(np.int32) + 200).astype(np.uint8))
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ f64 matmul and an f16 accumulator
+@ct.kernel
+def mma_f64_f16acc(A, B, C, A16, B16, C16, TM: ConstInt, TN: ConstInt, TK: ConstInt):
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.zeros((TM, TN), dtype=ct.float64)
+    acc16 = ct.zeros((TM, TN), dtype=ct.float16)
+    for k in range(ct.cdiv(A.shape[1], TK)):
+        acc = ct.mma(ct.load(A, (i, k), (TM, TK), padding_mode=Z), ct.load(B, (k, j), (TK, TN), padding_mode=Z), acc)
+        acc16 = ct.mma(ct.load(A16, (i, k), (TM, TK), padding_mode=Z),
+                       ct.load(B16, (k, j), (TK, TN), padding_mode=Z), acc16)
+    ct.store(C, (i, j), acc)
+    ct.store(C16, (i, j), acc16)
+
+
+def test_f64_matmul_and_f16_accumulator():
+    def run(sm):
+        rng = _rng(38)
+        m, n, k = 40, 24, 36
+        a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+        a16, b16 = (rng.integers(-3, 4, (m, k)) * 0.5).astype(np.float16), \
+            (rng.integers(-3, 4, (k, n)) * 0.5).astype(np.float16)
+        c, c16 = np.zeros((m, n)), np.zeros((m, n), np.float16)
+        tc.launch(None, (2, 2), mma_f64_f16acc, (a, b, c, a16, b16, c16, 32, 16, 16), gpu_name=sm)
+        np.testing.assert_allclose(c, a @ b, rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(c16, (a16.astype(np.float64) @ b16).astype(np.float16))  # exact small sums
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ the sample matmul: 2 CTAs on sm_100, f16 out
+@ct.kernel(num_ctas=ct.ByTarget(sm_100=2))
+def sample_matmul(A, B, C, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    bx, by = _swizzle(A.shape[0], B.shape[1], tm, tn, 8, ct.bid(0))
+    acc = ct.full((tm, tn), 0, dtype=ct.float32)
+    dt = ct.tfloat32 if A.dtype == ct.float32 else A.dtype
+    for k in range(ct.num_tiles(A, axis=1, shape=(tm, tk))):
+        a = ct.load(A, index=(bx, k), shape=(tm, tk), padding_mode=Z, latency=4).astype(dt)
+        b = ct.load(B, index=(k, by), shape=(tk, tn), padding_mode=Z, allow_tma=True).astype(dt)
+        acc = ct.mma(a, b, acc)
+    ct.store(C, index=(bx, by), tile=ct.astype(acc, C.dtype))
+
+
+def test_sample_matmul_two_ctas_on_sm100():
+    def run(sm):
+        rng = _rng(39)
+        m, n, k = 150, 70, 100
+        a, b = rng.standard_normal((m, k)).astype(np.float16), rng.standard_normal((k, n)).astype(np.float16)
+        c = np.zeros((m, n), np.float16)
+        tc.launch(None, (3 * 2,), sample_matmul, (a, b, c, 64, 64, 32), gpu_name=sm)
+        np.testing.assert_allclose(c.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2,
+                                   atol=2e-2)
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ A^T B^T: both operands loaded transposed
+@ct.kernel
+def matmul_tn(AT, BT, C, TM: ConstInt, TN: ConstInt, TK: ConstInt):
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.zeros((TM, TN), dtype=ct.float32)
+    for k in range(ct.num_tiles(AT, axis=0, shape=(TK, TM))):
+        a = ct.load(AT, (i, k), (TM, TK), order=(1, 0), padding_mode=Z)
+        b = ct.load(BT, (k, j), (TK, TN), order=(1, 0), padding_mode=Z)
+        acc = ct.mma(a, b, acc)
+    ct.store(C, (j, i), ct.transpose(acc))
+
+
+def test_matmul_transposed_operands_and_output():
+    def run(sm):
+        rng = _rng(40)
+        m, n, k = 70, 45, 50
+        at, bt = rng.standard_normal((k, m)).astype(np.float16), rng.standard_normal((n, k)).astype(np.float16)
+        c = np.zeros((n, m), np.float32)
+        tc.launch(None, (2, 2), matmul_tn, (at, bt, c, 64, 32, 16), gpu_name=sm)
+        np.testing.assert_allclose(c, (at.T.astype(np.float32) @ bt.T.astype(np.float32)).T, rtol=2e-3, atol=2e-3)
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ bf16 GEMM with a bias + GELU epilogue
+@ct.kernel
+def bf16_gemm_gelu(A, B, Bias, C, TM: ConstInt, TN: ConstInt, TK: ConstInt):
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.zeros((TM, TN), dtype=ct.float32)
+    for k in range(ct.cdiv(A.shape[1], TK)):
+        a = ct.bitcast(ct.load(A, (i, k), (TM, TK), padding_mode=Z), ct.bfloat16)
+        b = ct.bitcast(ct.load(B, (k, j), (TK, TN), padding_mode=Z), ct.bfloat16)
+        acc = ct.mma(a, b, acc)
+    acc = acc + ct.load(Bias, (j,), (TN,), padding_mode=Z)[None, :]
+    g = 0.5 * acc * (1.0 + ct.tanh(0.7978845608 * (acc + 0.044715 * acc * acc * acc)))
+    ct.store(C, (i, j), ct.bitcast(g.astype(ct.bfloat16), ct.uint16))
+
+
+def test_bf16_gemm_with_epilogue():
+    def run(sm):
+        rng = _rng(41)
+        m, n, k = 40, 72, 56
+        a, b = _bf16_bits(rng.standard_normal((m, k)) * 0.3), _bf16_bits(rng.standard_normal((k, n)) * 0.3)
+        bias = rng.standard_normal(n).astype(np.float32)
+        c = np.zeros((m, n), np.uint16)
+        tc.launch(None, (2, 3), bf16_gemm_gelu, (a, b, bias, c, 32, 32, 32), gpu_name=sm)
+        x = _bf16_value(a).astype(np.float64) @ _bf16_value(b) + bias
+        want = 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))
+        np.testing.assert_allclose(_bf16_value(c), want, rtol=1e-2, atol=1e-2)
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ small MMA tiles (16 x 8 x 8)
+@ct.kernel
+def small_tiles_mma(A, B, C, TM: ConstInt, TN: ConstInt, TK: ConstInt):
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.zeros((TM, TN), dtype=ct.float32)
+    for k in range(ct.cdiv(A.shape[1], TK)):
+        acc = ct.mma(ct.load(A, (i, k), (TM, TK), padding_mode=Z), ct.load(B, (k, j), (TK, TN), padding_mode=Z), acc)
+    ct.store(C, (i, j), acc)
+
+
+def test_small_mma_tiles():
+    def run(sm):
+        rng = _rng(42)
+        m, n, k = 20, 13, 21
+        a, b = rng.standard_normal((m, k)).astype(np.float16), rng.standard_normal((k, n)).astype(np.float16)
+        for tm, tn, tk in ((16, 8, 8), (16, 16, 16), (32, 8, 16)):
+            c = np.zeros((m, n), np.float32)
+            tc.launch(None, (-(-m // tm), -(-n // tn)), small_tiles_mma, (a, b, c, tm, tn, tk), gpu_name=sm)
+            np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=2e-3, atol=2e-3,
+                                       err_msg=f"{tm}x{tn}x{tk}")
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ fp8 x fp8 into an f16 accumulator, fast acc
+@ct.kernel
+def fp8_f16acc(A, B, C, TM: ConstInt, TN: ConstInt, TK: ConstInt):
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.zeros((TM, TN), dtype=ct.float16)
+    for k in range(ct.cdiv(A.shape[1], TK)):
+        a = ct.bitcast(ct.load(A, (i, k), (TM, TK), padding_mode=Z), ct.float8_e5m2)
+        b = ct.bitcast(ct.load(B, (k, j), (TK, TN), padding_mode=Z), ct.float8_e5m2)
+        acc = ct.mma(a, b, acc, use_fast_acc=True)
+    ct.store(C, (i, j), acc)
+
+
+def test_fp8_e5m2_with_f16_accumulator():
+    def run(sm):
+        rng = _rng(43)
+        m, n, k = 40, 24, 72
+        codes = np.array([encode(v, "f8E5M2") for v in (0.0, 0.25, 0.5, 1.0, -0.5, -1.0, 0.75, -0.25)], np.uint8)
+        a, b = rng.choice(codes, (m, k)), rng.choice(codes, (k, n))
+        dec = np.vectorize(lambda c: decode(int(c), "f8E5M2"))
+        c = np.zeros((m, n), np.float16)
+        tc.launch(None, (2, 2), fp8_f16acc, (a, b, c, 32, 16, 32), gpu_name=sm)
+        np.testing.assert_array_equal(c, (dec(a) @ dec(b)).astype(np.float16))  # small exact sums
+    _each_sm(run, ["sm_90a", "sm_100a"])
+
+
+# ------------------------------------------------------------------------------ u8 x i8 integer GEMM
+@ct.kernel
+def u8_i8_gemm(A, B, C, TM: ConstInt, TN: ConstInt, TK: ConstInt):
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.zeros((TM, TN), dtype=ct.int32)
+    for k in range(ct.cdiv(A.shape[1], TK)):
+        acc = ct.mma(ct.load(A, (i, k), (TM, TK), padding_mode=Z), ct.load(B, (k, j), (TK, TN), padding_mode=Z), acc)
+    ct.store(C, (i, j), acc)
+
+
+def test_unsigned_by_signed_int8_gemm():
+    def run(sm):
+        rng = _rng(44)
+        m, n, k = 40, 20, 70
+        a = rng.integers(0, 256, (m, k)).astype(np.uint8)
+        b = rng.integers(-128, 128, (k, n)).astype(np.int8)
+        c = np.zeros((m, n), np.int32)
+        tc.launch(None, (2, 1), u8_i8_gemm, (a, b, c, 32, 32, 32), gpu_name=sm)
+        np.testing.assert_array_equal(c, a.astype(np.int64) @ b.astype(np.int64))
     _each_sm(run)
