@@ -22,11 +22,12 @@ from tilecore.mlir import dialects, ir
 from tilecore.mma import STATIC_SHARED_BYTES, max_shared_bytes
 from tilecore.stages import Stage
 
+from ..layout.row_slice import RowSlice
 from ..nv_tileaa.abi import nv_tileaa_rule
 from ..rebuild import Rebuilder, attrs_of, run_stage
-from . import control, dot, elementwise, memory, misc, narrow_float, shape_ops, tf32, tma_store
+from . import control, dot, elementwise, memory, misc, narrow_float, row_slice, shape_ops, tf32, tma_store
 from .codegen import SMEM_SYMBOL, CodeGen
-from .fragments import blocked_operands
+from .fragments import FRAGMENTS, blocked_operands
 from .tensor_maps import KernelTensorMaps
 
 NAME = "convert-tileas-to-llvm"
@@ -58,7 +59,7 @@ def populator() -> dict:
         f"{nt}.broadcast": shape_ops.broadcast, f"{nt}.reshape": shape_ops.reshape,
         f"{nt}.permute": shape_ops.permute, f"{nt}.extract_slice": shape_ops.extract_slice,
         f"{nt}.insert_slice": shape_ops.insert_slice, f"{nt}.cat": shape_ops.cat, f"{nt}.iota": shape_ops.iota,
-        f"{nt}.reduce": misc.reduce_like("reduce"), f"{nt}.scan": misc.reduce_like("scan"),
+        f"{nt}.reduce": row_slice.reduce_op(misc.reduce_like("reduce")), f"{nt}.scan": misc.reduce_like("scan"),
         f"{nt}.print": misc.print_op, f"{nt}.assert": misc.assert_op, f"{nt}.dot": dot.dot,
         f"{nt}.block_scaled_mma": dot.block_scaled_mma,
         "builtin.unrealized_conversion_cast": misc.cast,
@@ -69,8 +70,16 @@ def populator() -> dict:
     }
     # Handlers that take tiles in any layout (MMA fragments included); the rest see blocked tiles.
     any_layout = ("arith.constant", "scf.for", "scf.if", "scf.yield", "scf.while", "scf.condition", f"{nt}.dot",
-                  "builtin.unrealized_conversion_cast", f"{nt}.tiled_store", f"{nt}.reshape")  # (fragments by TMA)
-    return {name: h if name in any_layout else blocked_operands(h) for name, h in table.items()}
+                  "builtin.unrealized_conversion_cast", f"{nt}.tiled_store", f"{nt}.reshape",  # (fragments by TMA)
+                  f"{nt}.reduce")  # (row_slice.reduce_op: blocked operands unless it reduces a fragment's rows)
+    # Handlers that take row slices of fragments (layout.row_slice) too; the others see them blocked.
+    row_slices = ("arith.constant", "scf.for", "scf.if", "scf.yield", "scf.while", "scf.condition",
+                  "builtin.unrealized_conversion_cast", f"{nt}.reshape", f"{nt}.reduce", f"{nt}.broadcast")
+    out = {}
+    for name, h in table.items():
+        keep = (FRAGMENTS if name in any_layout else ()) + ((RowSlice,) if name in row_slices else ())
+        out[name] = h if len(keep) == len(FRAGMENTS) + 1 else blocked_operands(h, keep)
+    return out
 
 
 def _kernel_threads(fn) -> int:
