@@ -1,12 +1,15 @@
-"""Work a compile skips without changing its output (issue 18): LLVM's level on large modules."""
+"""Work a compile skips without changing its output (issue 18): LLVM's level on large modules, stage-entry
+checks done once per module."""
 
 from __future__ import annotations
 
 import os
 
-from support import DATA, needs_gpu_nvvm, run_cli
+import pytest
+from support import CORPUS, DATA, has_plugin, needs_gpu_nvvm, run_cli
 
 from tilecore.core_plugin import LARGE_MODULE_OPS, llvm_opt_level, module_ops
+from tilecore.errors import TilecoreError
 from tilecore.mlir import ir
 from tilecore.options import CompileOptions
 
@@ -61,3 +64,31 @@ def test_attach_nvvm_target_lowers_llvm_level_of_a_large_kernel_only(tmp_path):
     proc = run_cli("compile", str(big), "--gpu-name", "sm_90a", "--no-cache", "-o", str(cubin))
     assert proc.returncode == 0, proc.stderr
     assert cubin.read_bytes()[:4] == b"\x7fELF"
+
+
+@pytest.mark.skipif(not has_plugin("tileas") or not os.path.isdir(CORPUS), reason="needs tileas and the corpus")
+def test_stage_entry_checks_walk_a_module_once(monkeypatch, tmp_path):
+    from tilecore_tileas import entry_check
+
+    from tilecore.compiler import compile_file
+
+    bc = os.path.join(CORPUS, "vadd_f32.tileirbc")
+    stage1 = compile_file(bc, "sm_80", CompileOptions(stop_after="convert-cuda-tile-to-tileaa"))
+    text = tmp_path / "vadd.tileaa.mlir"
+    text.write_text(str(stage1.module))
+    seen = []
+    real = entry_check.check_op
+    monkeypatch.setattr(entry_check, "check_op", lambda op: (seen.append(op.name), real(op))[1])
+    # bytecode: verified by the reader (cuda_tile ops only), no stage entry walks it
+    compile_file(bc, "sm_80", CompileOptions(emit="mlir"))
+    assert seen == []
+    # nv_tileaa text: walked at the first tileas stage entry only (every op once), not at the 5 later ones
+    res = compile_file(str(text), "sm_80", CompileOptions(emit="mlir"))
+    assert "llvm.func" in str(res.module)
+    assert seen[0] == "builtin.module" and seen.count("builtin.module") == 1
+    assert seen.count("nv_tileaa.func") == 1 and not any(n.startswith("llvm.") for n in seen)
+    # the check itself still runs on such text: a tile with a zero extent is refused at its op
+    bad = tmp_path / "bad.mlir"
+    bad.write_text(str(stage1.module).replace("tensor<128xf32>", "tensor<0xf32>"))
+    with pytest.raises(TilecoreError, match="zero extent"):
+        compile_file(str(bad), "sm_80", CompileOptions(emit="mlir"))
