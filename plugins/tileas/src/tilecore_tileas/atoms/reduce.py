@@ -72,7 +72,7 @@ def identities(cg, op, types):
     return out
 
 
-def _combine(rb, op, accs, vals):
+def combine(rb, op, accs, vals):
     """One combine step; the combiner takes (lhs0, rhs0, lhs1, rhs1, ...)."""
     body = op.regions[0].blocks[0]
     return inline_block(rb, body, [x for pair in zip(accs, vals) for x in pair])
@@ -109,7 +109,7 @@ def lower_in_thread(cg, op, rb, sources, kind):
             c[axis] = kk
             src = sum(a * b for a, b in zip(c, strides))
             vals = [s.regs[src] for s in sources]
-            accs = vals if accs is None else _combine(rb, op, accs, vals)
+            accs = vals if accs is None else combine(rb, op, accs, vals)
         for i, a in enumerate(accs):
             outs[i].append(a)
     return [TileV(lay, o) for o in outs]
@@ -144,7 +144,7 @@ def lower_smem(cg, op, rb, sources, kind):
             return [cg.smem_load(o, idx, t) for o, t in zip(offs, types)]
 
         def body(kk, accs):
-            return _combine(rb, op, accs, load_at(kk))
+            return combine(rb, op, accs, load_at(kk))
 
         init = identities(cg, op, types)
         if kind == "reduce":
@@ -164,11 +164,32 @@ def lower_smem(cg, op, rb, sources, kind):
     return [TileV(lay, o) for o in outs]
 
 
-def _shuffle(cg, v, offset, mode="xor"):
+def shuffle(cg, v, offset, mode="xor"):
+    """``gpu.shuffle`` of ``v`` with the lane ``offset`` away (``xor``: the butterfly partner), over the whole
+    warp. Stage 6 makes it ``nvvm.shfl.sync`` = PTX ``shfl.sync.{bfly,up,down}.b32`` (PTX ISA "Data Movement and
+    Conversion Instructions: shfl.sync", 9.7.8.6 in the ISA 7 numbering: ``.bfly: j = lane ^ bval``, in range
+    for every lane with the clamp 31 used here), which moves 32 bits: a narrower value travels in the low bits
+    of an i32, a 64-bit one as two 32-bit halves."""
     from ..stage4_tileas_to_llvm.codegen import create
 
-    return create("gpu.shuffle", [v.type, cg.i1], [v, cg.c32(offset), cg.c32(32)],
-                  {"mode": ir.Attribute.parse(f"#gpu<shuffle_mode {mode}>")}).results[0]
+    def b32(x):
+        return create("gpu.shuffle", [x.type, cg.i1], [x, cg.c32(offset), cg.c32(32)],
+                      {"mode": ir.Attribute.parse(f"#gpu<shuffle_mode {mode}>")}).results[0]
+
+    t = v.type
+    width = t.width if isinstance(t, (ir.FloatType, ir.IntegerType)) else 32
+    if width == 32:
+        return b32(v)
+    it = ir.IntegerType.get_signless(width)
+    bits = cg.op("arith.bitcast", v, ty=it) if isinstance(t, ir.FloatType) else v
+    if width < 32:
+        out = cg.op("arith.trunci", b32(cg.op("arith.extui", bits, ty=cg.i32)), ty=it)
+    else:  # 64 bits: both halves
+        lo = cg.op("arith.trunci", bits, ty=cg.i32)
+        hi = cg.op("arith.trunci", cg.op("arith.shrui", bits, cg.const(it, 32)), ty=cg.i32)
+        out = cg.op("arith.ori", cg.op("arith.extui", b32(lo), ty=it),
+                    cg.op("arith.shli", cg.op("arith.extui", b32(hi), ty=it), cg.const(it, 32)))
+    return cg.op("arith.bitcast", out, ty=t) if isinstance(t, ir.FloatType) else out
 
 
 def lower_shuffle(cg, op, rb, sources, kind):
@@ -197,10 +218,10 @@ def lower_shuffle(cg, op, rb, sources, kind):
         accs = None
         for j in range(lay.vec):
             vals = [s.regs[rep * lay.vec + j] for s in sources]
-            accs = vals if accs is None else _combine(rb, op, accs, vals)
+            accs = vals if accs is None else combine(rb, op, accs, vals)
         off = lanes // 2
         while off >= 1:
-            accs = _combine(rb, op, accs, [_shuffle(cg, a, off) for a in accs])
+            accs = combine(rb, op, accs, [shuffle(cg, a, off) for a in accs])
             off //= 2
         row = cg.op("arith.divui", cg.op("arith.addi", tt, cg.c32(rep * lay.owners)), cg.c32(g))
         idx = cg.op("arith.muli", row, cg.c32(parts)) if parts > 1 else row
@@ -224,7 +245,7 @@ def lower_shuffle(cg, op, rb, sources, kind):
         for p in range(parts):
             idx = cg.op("arith.addi", cg.op("arith.muli", f, cg.c32(parts)), cg.c32(p)) if parts > 1 else f
             vals = [cg.smem_load(i * region, idx, t) for i, t in enumerate(types)]
-            accs = vals if accs is None else _combine(rb, op, accs, vals)
+            accs = vals if accs is None else combine(rb, op, accs, vals)
         for i, a in enumerate(accs):
             outs[i].append(a)
     cg.barrier()
@@ -246,7 +267,7 @@ def lower_scan_shuffle(cg, op, rb, sources, kind):
     lane = cg.op("arith.remui", cg.slot(lay.owners), cg.c32(g))  # the thread's place in its row
 
     def ordered(lower, upper):  # combine with the lower elements on the left
-        return _combine(rb, op, lower, upper)
+        return combine(rb, op, lower, upper)
 
     def has_neighbour(off):  # a thread ``off`` places before (forward) / after (reverse) in the row
         return cg.cmpi(6, lane, cg.c32(g - off)) if reverse else cg.cmpi(9, lane, cg.c32(off))
@@ -261,13 +282,13 @@ def lower_scan_shuffle(cg, op, rb, sources, kind):
             parts[j] = acc
         total, off = acc, 1
         while off < g:
-            other = [_shuffle(cg, t, off, mode) for t in total]
+            other = [shuffle(cg, t, off, mode) for t in total]
             merged = ordered(total, other) if reverse else ordered(other, total)
             has = has_neighbour(off)
             total = [cg.select(has, x, t) for x, t in zip(merged, total)]
             off *= 2
         has = has_neighbour(1)
-        carry = [cg.select(has, _shuffle(cg, t, 1, mode), i) for t, i in zip(total, ident)]
+        carry = [cg.select(has, shuffle(cg, t, 1, mode), i) for t, i in zip(total, ident)]
         for j in range(lay.vec):
             res = ordered(parts[j], carry) if reverse else ordered(carry, parts[j])
             for i, r in enumerate(res):

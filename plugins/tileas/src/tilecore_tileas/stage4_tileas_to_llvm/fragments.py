@@ -8,6 +8,11 @@ registers; every other consumer gets the tile converted to the blocked layout fi
 :func:`preferred_layout` tells ``scf.for`` / ``scf.while`` which loop-carried tiles will come back from
 the body in a fragment layout, so the loop carries them in that layout from the start (an
 initial splat, the usual zero accumulator, costs nothing to convert).
+
+A fragment reduced along its columns is a row slice of it (:mod:`.row_slice`): the conversions here take
+those too (to the blocked layout, and from any layout to a row slice), element-wise ops between row slices
+keep them (:func:`unify`), and :func:`preferred_layout` follows reductions, reshapes and broadcasts of them,
+so a loop carries flash attention's row statistics in registers.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from tilecore.mlir import dialects, ir
 
 from ..layout import Blocked
 from ..layout.fragment import Fragment, TmemFragment, WgFragment, fragment, tmem_fragment, wg_fragment
+from ..layout.row_slice import RowSlice
 from .codegen import elem_bytes
 from .exchange import write
 from .recompute import in_layout
@@ -28,10 +34,40 @@ def is_fragment(v) -> bool:
     return isinstance(v, TileV) and isinstance(v.layout, FRAGMENTS)
 
 
-def _uniform(tile: TileV):
-    """The single SSA value of a tile whose registers all hold it (a splat), else None."""
+def uniform(tile: TileV):
+    """The single SSA value of a tile whose registers all hold it and that is the same in every thread (a splat),
+    else None. (One value in every register is not enough: a row slice of one row per thread, or its broadcast,
+    holds a different value in each thread.)"""
     first = tile.regs[0] if tile.regs else None
-    return first if first is not None and all(r == first for r in tile.regs) else None
+    if first is None or any(r != first for r in tile.regs):
+        return None
+    return first if thread_invariant(first) else None
+
+
+# ops whose result is the same in every thread of the CTA (besides constants and the kernel's arguments)
+INVARIANT_SOURCES = ("gpu.block_id", "gpu.grid_dim", "gpu.block_dim", "gpu.cluster_id", "gpu.cluster_dim",
+                     "nvvm.read.ptx.sreg.ctaid", "nvvm.read.ptx.sreg.nctaid", "nvvm.read.ptx.sreg.clusterid",
+                     "nvvm.read.ptx.sreg.nclusterid", "nvvm.read.ptx.sreg.ntid")
+
+
+def thread_invariant(value, depth: int = 0) -> bool:
+    """Whether ``value`` (lowered IR) is provably the same in every thread: a constant, a kernel argument, a
+    loop's induction variable, a block / grid index, or arith / math ops (and ``llvm.mlir.*`` constants) of
+    such values (up to a depth: past it, not proven)."""
+    if isinstance(value, ir.BlockArgument):
+        block = value.owner
+        parent = block.owner
+        if parent is None or parent.name == "llvm.func":
+            return True
+        return parent.name == "scf.for" and value.arg_number == 0
+    op = value.owner
+    name = op.name
+    if name in ("arith.constant", "llvm.mlir.constant", "llvm.mlir.poison", "llvm.mlir.undef",
+                "llvm.mlir.addressof", "llvm.mlir.zero") or name.startswith(INVARIANT_SOURCES):
+        return True
+    if depth > 12 or name.split(".")[0] not in ("arith", "math") or op.regions:
+        return False
+    return all(thread_invariant(v, depth + 1) for v in op.operands)
 
 
 def fragment_coords(cg, frag: Fragment, k: int):
@@ -63,9 +99,14 @@ EXCHANGE_BYTES = 32 * 1024  # shared memory one conversion of a fragment tile to
 
 
 def to_blocked(cg, tile: TileV) -> TileV:
-    """``tile`` (a fragment) in the blocked layout of its shape."""
+    """``tile`` (a fragment, or a row slice of one: :func:`.row_slice.rows_to_blocked`) in the blocked layout of
+    its shape."""
+    from .row_slice import is_row_slice, rows_to_blocked
+
+    if is_row_slice(tile):
+        return rows_to_blocked(cg, tile)
     lay = cg.layout(tile.shape)
-    one = _uniform(tile)
+    one = uniform(tile)
     if one is not None:
         return TileV(lay, [one] * lay.regs)
     if tile.recipe is not None:
@@ -103,12 +144,12 @@ def to_fragment(cg, tile, frag: Fragment) -> TileV:
         return TileV(frag, [tile] * frag.regs)
     if tile.layout == frag:
         return tile
-    one = _uniform(tile)
+    one = uniform(tile)
     if one is not None:
         return TileV(frag, [one] * frag.regs)
     if tile.recipe is not None:  # index arithmetic: recomputed at the fragment's coordinates
         return in_layout(cg, tile.recipe, tile.shape, frag)
-    if is_fragment(tile):
+    if is_fragment(tile) or isinstance(tile.layout, RowSlice):
         tile = to_blocked(cg, tile)
     offs = write(cg, [tile])
     el = tile.regs[0].type
@@ -122,18 +163,24 @@ def to_fragment(cg, tile, frag: Fragment) -> TileV:
 
 
 def to_layout(cg, tile, layout):
-    """``tile`` in ``layout`` (blocked or fragment; None: as it is); scalars and tokens pass through."""
+    """``tile`` in ``layout`` (blocked, fragment or row slice; None: as it is); scalars and tokens pass
+    through."""
+    from .row_slice import to_row_slice
+
     if not isinstance(tile, TileV) or tile.layout == layout:
         return tile
     if isinstance(layout, FRAGMENTS):
         return to_fragment(cg, tile, layout)
-    if isinstance(layout, Blocked) and is_fragment(tile):
+    if isinstance(layout, RowSlice):
+        return to_row_slice(cg, tile, layout)
+    if isinstance(layout, Blocked) and isinstance(tile.layout, (*FRAGMENTS, RowSlice)):
         return to_blocked(cg, tile)
     return tile
 
 
-def blocked_operands(handler):
-    """Wrap a stage-4 handler so that it sees its fragment operands in the blocked layout.
+def blocked_operands(handler, keep: tuple = ()):
+    """Wrap a stage-4 handler so that it sees its fragment and row-slice operands in the blocked layout (those
+    whose layout is an instance of a class in ``keep`` as they are).
 
     The conversions are emitted before the op and bound for this op only: a later use elsewhere (in
     another branch) converts again rather than use a value that does not dominate it.
@@ -142,7 +189,8 @@ def blocked_operands(handler):
         saved = {}
         for v in op.operands:
             t = rb.map.get(v)
-            if is_fragment(t) and v not in saved:
+            if isinstance(t, TileV) and isinstance(t.layout, (*FRAGMENTS, RowSlice)) and \
+                    not isinstance(t.layout, keep) and v not in saved:
                 saved[v] = t
                 rb.map[v] = to_blocked(rb.data["cg"], t)
         try:
@@ -155,12 +203,16 @@ def blocked_operands(handler):
 
 
 def unify(cg, tiles: list) -> list:
-    """Tiles of one element-wise op in one layout: a fragment when any operand is one (the others are
-    converted to it), else unchanged."""
+    """Tiles of one element-wise op in one layout: a fragment when any operand is one, else a row slice when
+    any operand is one (the others are converted to it), else unchanged."""
+    from .row_slice import to_row_slice
+
     frags = [t.layout for t in tiles if is_fragment(t)]
-    if not frags or all(t.layout == frags[0] for t in tiles):
+    slices = [t.layout for t in tiles if isinstance(t.layout, RowSlice)]
+    target = frags[0] if frags else slices[0] if slices else None
+    if target is None or all(t.layout == target for t in tiles):
         return tiles
-    return [to_fragment(cg, t, frags[0]) for t in tiles]
+    return [to_fragment(cg, t, target) if frags else to_row_slice(cg, t, target) for t in tiles]
 
 
 # -- which loop-carried tiles come back as fragments -----------------------------------------------
@@ -192,13 +244,18 @@ def dot_fragment(cg, op):
 
 
 def preferred_layout(cg, value, depth: int = 0):
-    """The fragment layout ``value`` (an old nv_tileas value) will have once lowered, or None (blocked)."""
+    """The fragment or row-slice layout ``value`` (an old nv_tileas value) will have once lowered, or None
+    (blocked)."""
+    from .row_slice import preferred
+
     if depth > 16 or not str(value.type).startswith("tensor<") or not isinstance(value, ir.OpResult):
         return None
     op = value.owner
     name = op.name
     if name in ("nv_tileas.dot", "nv_tileas.block_scaled_mma"):
         return dot_fragment(cg, op)
+    if name in ("nv_tileas.reduce", "nv_tileas.reshape", "nv_tileas.broadcast"):
+        return preferred(cg, value, preferred_layout(cg, op.operands[0], depth + 1)) if len(op.operands) == 1 else None
     if name in ("scf.for", "scf.if", "scf.while"):
         region = op.regions[1 if name == "scf.while" else 0]
         if not len(region.blocks):

@@ -106,13 +106,17 @@ def reshaped(recipe: Recipe | None, src_shape, out_shape) -> Recipe | None:
 
 
 def in_layout(cg, recipe: Recipe, shape, layout):
-    """The tile of ``shape`` in ``layout`` (blocked or an MMA fragment) computed from ``recipe`` register by
-    register."""
+    """The tile of ``shape`` in ``layout`` (blocked, an MMA fragment or a row slice of one) computed from ``recipe``
+    register by register."""
+    from ..layout.row_slice import RowSlice
     from .fragments import FRAGMENTS, fragment_coords
+    from .row_slice import row_coordinates
     from .values import TileV
 
     if isinstance(layout, FRAGMENTS):
         regs = [recipe.emit(cg, list(fragment_coords(cg, layout, k))) for k in range(layout.regs)]
+    elif isinstance(layout, RowSlice):
+        regs = [recipe.emit(cg, coords) for coords in row_coordinates(cg, layout)]
     else:
         regs = [recipe.emit(cg, cg.coords(shape, cg.flat(layout, k))) for k in range(layout.regs)]
     return TileV(layout, regs, recipe)

@@ -12,6 +12,7 @@ from .exchange import exchange, scatter_gather_vector
 from .fragments import is_fragment, to_blocked
 from .memory import as_tile
 from .narrow_float import storage
+from .row_slice import broadcast_rows, is_row_shape, is_row_slice
 from .tma_store import fragment_reaches_store
 from .values import TileV
 
@@ -21,9 +22,16 @@ def _shape(t):
 
 
 def broadcast(op, rb):
+    """(Takes a row slice of an MMA fragment as it is: broadcast over columns, it is the fragment's registers,
+    :func:`.row_slice.broadcast_rows`; fragments come converted to the blocked layout.)"""
     cg = rb.data["cg"]
     src = rb.get(op.operands[0])
     out = _shape(op.results[0].type)
+    if is_row_slice(src):
+        res = broadcast_rows(cg, src, out)
+        if res is not None:
+            return [res]
+        src = to_blocked(cg, src)
     lay = cg.layout(out)
     if not isinstance(src, TileV):
         return [TileV(lay, [src] * lay.regs, recompute.splat(src))]
@@ -46,16 +54,21 @@ def broadcast(op, rb):
 
 def reshape(op, rb):
     """(Takes tiles in any layout: a fragment is converted to the blocked layout first, unless the reshape only
-    adds unit dimensions for a store, :func:`.tma_store.fragment_reaches_store`, which then takes it as it is.)"""
+    adds unit dimensions for a store, :func:`.tma_store.fragment_reaches_store`, which then takes it as it is; a
+    row slice stays one between ``(M,)`` and ``(M, 1)``.)"""
     cg = rb.data["cg"]
     src = rb.get(op.operands[0])
+    out = _shape(op.results[0].type)
     if isinstance(src, (SmemOperand, SwizzledOperand)):  # a pipelined (1, M, K) tile: unit dimensions dropped
         return [src]
+    if is_row_slice(src):
+        if is_row_shape(out, src.layout.n):
+            return [TileV(src.layout.with_shape(out), list(src.regs), recompute.reshaped(src.recipe, src.shape, out))]
+        src = to_blocked(cg, src)
     if is_fragment(src):
         if fragment_reaches_store(op):
             return [src]
         src = to_blocked(cg, src)
-    out = _shape(op.results[0].type)
     if not out:
         return [src.regs[0] if isinstance(src, TileV) else src]
     lay = cg.layout(out)
