@@ -92,3 +92,31 @@ def test_stage_entry_checks_walk_a_module_once(monkeypatch, tmp_path):
     bad.write_text(str(stage1.module).replace("tensor<128xf32>", "tensor<0xf32>"))
     with pytest.raises(TilecoreError, match="zero extent"):
         compile_file(str(bad), "sm_80", CompileOptions(emit="mlir"))
+
+
+def test_top_level_target_checks_only_the_body_of_the_root():
+    from tilecore.conversion import ConversionError, ConversionTarget, check_legality, find_illegal
+
+    with ir.Context() as ctx:
+        ctx.allow_unregistered_dialects = True
+        m = ir.Module.parse('"x.outer"() ({\n  "x.inner"() : () -> ()\n}) : () -> ()\n"x.inner"() : () -> ()')
+        deep = ConversionTarget("t").add_illegal_op("x.inner")
+        shallow = ConversionTarget("t", top_level=True).add_illegal_op("x.inner")
+        assert len(find_illegal(m.operation, deep)) == 2
+        assert [op.name for op in find_illegal(m.operation, shallow)] == ["x.inner"]
+        with pytest.raises(ConversionError, match="-:4:1: failed to legalize operation 'x.inner' in stage 's'"):
+            check_legality(m.operation, shallow, "s")
+
+
+@needs_gpu_nvvm
+def test_attach_and_debug_info_stages_skip_the_second_verification(tmp_path):
+    from tilecore.compiler import compile_file
+
+    res = compile_file(VADD, "sm_80", CompileOptions(emit="mlir"))
+    assert [r.name for r in res.records][-3:] == ["attach-nvvm-target", "translate-debug-info", "serialize"]
+    assert 'gpu.module @vadd_module [#nvvm.target<O = 3, chip = "sm_80"' in str(res.module)
+    # with --lineinfo the debug-info pass runs (and its pass manager verifies): the PTX has .loc lines
+    out = tmp_path / "k.ptx"
+    proc = run_cli("compile", VADD, "--gpu-name", "sm_80", "--lineinfo", "--emit", "ptx", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert ".loc" in out.read_text()

@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from .conversion import ConversionTarget, run_native_pipeline
+from .conversion import ConversionStats, ConversionTarget, run_native_pipeline
 from .errors import TilecoreError
 from .hookspecs import hookimpl
 from .inputs import CORE_FORMATS
@@ -81,8 +81,11 @@ def _nvvm_target_text(target, options, link: list[str] | None = None, ops: int |
     return text + ">"
 
 
-def attach_nvvm_target(ctx) -> None:
-    """Stage 7: exactly one ``#nvvm.target`` on each gpu.module."""
+def attach_nvvm_target(ctx) -> ConversionStats:
+    """Stage 7: exactly one ``#nvvm.target`` on each gpu.module.
+
+    Only an attribute parsed from its text changes: the module needs no second verification (``verified``).
+    """
     from .serialize import libdevice_path
 
     mods = _gpu_modules(ctx.module)
@@ -104,6 +107,7 @@ def attach_nvvm_target(ctx) -> None:
             # which imports mlir.dialects.nvvm (~7 ms of a small kernel's compile that never needs it).
             gm.operation.attributes["targets"] = ir.Attribute.parse(
                 f"[{_nvvm_target_text(ctx.target, ctx.options, link, module_ops(gm))}]")
+    return ConversionStats(stage="attach-nvvm-target", verified=True)
 
 
 KERNEL_MARKS = ("nvvm.kernel", "gpu.kernel")
@@ -140,17 +144,22 @@ def _one_target(op) -> bool:
 
 
 def attach_legality(target, options) -> ConversionTarget:
-    return ConversionTarget("attach-nvvm-target").add_dynamically_legal_op("gpu.module", _one_target)
+    return ConversionTarget("attach-nvvm-target", top_level=True).add_dynamically_legal_op("gpu.module", _one_target)
 
 
-def translate_debug_info(ctx) -> None:
-    """Stage 8: attach debug scopes to llvm.funcs when -g / --lineinfo asks for them."""
+def translate_debug_info(ctx) -> ConversionStats:
+    """Stage 8: attach debug scopes to llvm.funcs when -g / --lineinfo asks for them.
+
+    The module is unchanged, or changed by a pass manager that verified it: ``verified``.
+    """
     opts = ctx.options
+    done = ConversionStats(stage="translate-debug-info", verified=True)
     if not (opts.debug or opts.lineinfo):
-        return
+        return done
     kind = "Full" if opts.debug else "LineTablesOnly"
     if _gpu_modules(ctx.module):
         run_native_pipeline(ctx.module.operation, f"ensure-debug-info-scope-on-llvm-func{{emission-kind={kind}}}")
+    return done
 
 
 def serialize(ctx) -> None:
