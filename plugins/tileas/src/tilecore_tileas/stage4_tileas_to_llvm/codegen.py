@@ -48,6 +48,7 @@ class CodeGen:
         self._owner: dict[int, object] = {}
         self._padded: dict[tuple, object] = {}
         self._origin: dict[tuple, tuple] = {}
+        self._const_attrs: dict[tuple, object] = {}  # (type, int) -> its attribute (const)
         # Callables ``hook(cg, fn)`` run once the kernel body is lowered (an atom's kernel prologue / epilogue).
         self.finish_hooks: dict[str, object] = {}
 
@@ -195,10 +196,17 @@ class CodeGen:
         return self.const(self.i32, v)
 
     def const(self, ty, v):
-        if isinstance(ty, ir.FloatType) or str(ty) in ("f16", "bf16", "f32", "f64"):
-            attr = ir.FloatAttr.get(ty, float(v))
-        else:
-            attr = ir.IntegerAttr.get(ty, int(v))
+        # The attribute is made once per (type, int value) of the kernel (thousands of constants on a
+        # matmul, most of them a few i32 offsets): no type printing, no attribute lookup per use.
+        key = (ty, v) if type(v) is int else None  # (floats: 0.0 == -0.0 would share a key)
+        attr = self._const_attrs.get(key) if key is not None else None
+        if attr is None:
+            if isinstance(ty, ir.FloatType) or str(ty) in ("f16", "bf16", "f32", "f64"):
+                attr = ir.FloatAttr.get(ty, float(v))
+            else:
+                attr = ir.IntegerAttr.get(ty, int(v))
+            if key is not None:
+                self._const_attrs[key] = attr
         return create("arith.constant", [ty], [], {"value": attr}).results[0]
 
     def op(self, name, *operands, ty=None, attrs=None):
