@@ -174,8 +174,9 @@ def test_printf_promotes_narrow_integers(capfd, dt):
     tc.launch(None, 1, ck.print_narrow_ints, (x, 2))
     bits = 8 * x.itemsize
     unsigned = [int(v) % 2**bits for v in x]
-    want = [f"{u - 2**bits if u >= 2 ** (bits - 1) else u} {u} {u:x}" for u in unsigned]
-    assert capfd.readouterr().out.splitlines() == want
+    signed = [u - 2**bits if u >= 2 ** (bits - 1) else u for u in unsigned]
+    want = [f"[{signed[0]}, {signed[1]}] [{unsigned[0]}, {unsigned[1]}] [{unsigned[0]:x}, {unsigned[1]:x}]"]
+    assert capfd.readouterr().out.splitlines() == want  # a tile prints whole, as a list (tileiras)
 
 
 def test_fuzz_programs_through_launch_match_their_models(tmp_path):

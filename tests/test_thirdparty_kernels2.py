@@ -1388,3 +1388,35 @@ def test_unsigned_by_signed_int8_gemm():
         tc.launch(None, (2, 1), u8_i8_gemm, (a, b, c, 32, 32, 32), gpu_name=sm)
         np.testing.assert_array_equal(c, a.astype(np.int64) @ b.astype(np.int64))
     _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ printing tiles the way tileiras does
+@ct.kernel
+def debug_tiles(x, TILE: ConstInt):
+    bid = ct.bid(0)
+    tx = ct.load(x, index=(bid,), shape=(TILE,))
+    ct.printf("tile[%d]:%.5f\n", bid, tx)
+    ct.print(f"tile[{bid}]: a={tx:.2f} b={tx + tx:.1f}")
+    t2 = ct.reshape(ct.astype(tx, ct.int32), (2, TILE // 2))
+    ct.print("original:", t2)
+    ct.print(f"keep: {ct.sum(t2, 1, keepdims=True)} all: {ct.sum(t2)}")
+    ct.printf("%d%%|%d\n", ct.sum(t2, 1), bid)
+    ct.printf("done\n")
+
+
+def test_printf_of_tiles_prints_each_tile_whole(capfd):
+    """A tile argument of ``ct.printf`` / ``ct.print`` printed one line per element (the whole format repeated);
+    tileiras prints the line once with the tile as a nested list, each element with the conversion (cuTile's
+    test_print.py: ``tile[0]:[0.00000, 1.00000, ...]``, ``original: [[0, 1, 2, 3], [4, 5, 6, 7]]``,
+    ``reduce over axis 0 and keep dims: [[6], [22]]``). And ``ct.printf("done\\n")`` (no argument) failed in
+    the emulator ('printf's argument buffer ... points into no buffer')."""
+    def block(b):
+        v = np.arange(8 * b, 8 * b + 8)
+        s = [v[:4].sum(), v[4:].sum()]
+        return [f"tile[{b}]:[{', '.join(f'{e:.5f}' for e in v)}]",
+                f"tile[{b}]: a=[{', '.join(f'{e:.2f}' for e in v)}] b=[{', '.join(f'{2 * e:.1f}' for e in v)}]",
+                f"original: [[{', '.join(map(str, v[:4]))}], [{', '.join(map(str, v[4:]))}]]",
+                f"keep: [[{s[0]}], [{s[1]}]] all: {v.sum()}", f"[{s[0]}, {s[1]}]%|{b}", "done"]
+    for sm in SMS:
+        tc.launch(None, (2,), debug_tiles, (np.arange(16, dtype=np.float32), 8), gpu_name=sm)
+        assert capfd.readouterr().out.splitlines() == block(0) + block(1), sm

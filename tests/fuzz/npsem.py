@@ -9,6 +9,7 @@ float values are held as float32 numbers that are exactly representable in the n
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 
@@ -452,13 +453,31 @@ def narrow_codes(kind: str, shape, key: str, rng: np.random.Generator, n: int) -
 # ------------------------------------------------------------------------------ debug output
 
 
+_CONV = re.compile(r"%%|%[-+ #0]*(?:\d+)?(?:\.\d+)?(?:hh|h|ll|l)?[diouxXeEfFgGaAc]")
+
+
+def _printf_value(spec: str, v):
+    """One argument of ``ct.printf``: a 0-d value formatted by ``spec``, a tile as a nested list of its
+    elements so formatted (``[[0, 1], [2, 3]]``: what tileiras prints, cuTile's test_print.py)."""
+    v = np.asarray(v)
+    spec = re.sub(r"(hh|h|ll|l)(?=[a-zA-Z]$)", "", spec)
+    if v.ndim == 0:
+        return spec % (float(v) if v.dtype.kind == "f" else int(v))
+    return "[" + ", ".join(_printf_value(spec, e) for e in v) + "]"
+
+
 def printf(lines: list, fmt: str, *args) -> None:
-    """``ct.printf(fmt, *args)`` of one block: the arguments (0-d values or tiles) broadcast to one
-    shape and one line is formatted per element, in row-major order (cuTile prints a tile element by
-    element). ``lines`` collects the text, split at newlines."""
-    vals = np.broadcast_arrays(*[np.asarray(a) for a in args])
-    n = vals[0].size if vals else 1
-    flat = [v.reshape(-1) for v in vals]
-    for k in range(n):
-        items = tuple(float(v[k]) if v.dtype.kind == "f" else int(v[k]) for v in flat)
-        lines.extend((fmt % items).splitlines())
+    """``ct.printf(fmt, *args)`` of one block: each 0-d argument formatted by its conversion, each tile
+    argument printed whole as a nested list (``tile[0]:[0.0, 1.0]``). ``lines`` collects the text, split
+    at newlines."""
+    out, at, k = [], 0, 0
+    for m in _CONV.finditer(fmt):
+        out.append(fmt[at:m.start()])
+        at = m.end()
+        if m.group(0) == "%%":
+            out.append("%")
+            continue
+        out.append(_printf_value(m.group(0), args[k]))
+        k += 1
+    out.append(fmt[at:])
+    lines.extend("".join(out).splitlines())

@@ -671,12 +671,13 @@ class DeviceRuntime:
     def vprintf(self, ctx, fmt, args):
         fmt_text = self._string(ctx, fmt, "printf's format string")
         room = None if self.memory is None or not args else self.memory.readable(ctx, args)
-        if room == 0:
-            raise _BadPointer(f"printf's argument buffer {args:#x} points into no buffer ({self._where(ctx)})")
-        try:
+        try:  # a format without conversions reads no argument: its buffer may be any pointer (printf("done\n"))
             text = format_vprintf(fmt_text, args or 0, room, None if self.memory is None else
                                   lambda a: self._string(ctx, a, "a printf %s argument"))
         except IndexError:
+            if room == 0:
+                raise _BadPointer(f"printf's argument buffer {args:#x} points into no buffer "
+                                  f"({self._where(ctx)})") from None
             raise _BadPointer(f"printf '{fmt_text}' reads past its argument buffer ({self._where(ctx)})") from None
         with self.lock:
             self.printf.append(text)

@@ -66,22 +66,91 @@ def _printable(cg, v, conv: str):
     return v
 
 
+def _print_pieces(fmt: str):
+    """``fmt`` split at its conversions: ``[(literal, spec), ..., (tail, None)]`` (``%%`` stays literal)."""
+    out, at = [], 0
+    for m in _CONVERSION.finditer(fmt):
+        if m.group(0) == "%%":
+            continue
+        out.append((fmt[at:m.start()], m.group(0)))
+        at = m.end()
+    return out + [(fmt[at:], None)]
+
+
+def _print_tile(cg, tile: TileV, off: int, spec: str, conv: str) -> None:
+    """Thread 0 prints ``tile`` (row-major in shared memory at ``off``) as a nested list, each element with
+    ``spec``: ``[[0, 1], [2, 3]]`` (cuTile's test_print.py: ``tile[0]:[0.00000, 1.00000, ...]``). One
+    printf per element: the element and the separator after it (``, ``, or the brackets closing the
+    dimensions it ends, then ``, `` and the brackets opening the next ones)."""
+    gpu, shape, el = dialects.gpu, tile.shape, tile.regs[0].type
+    rank, n = len(shape), tile.layout.n
+    gpu.printf(ir.StringAttr.get("[" * rank))
+    ends = [1]  # ends[d]: elements per block of the last d dimensions
+    for d in reversed(shape):
+        ends.append(ends[-1] * d)
+
+    def body(f, carried):
+        v = _printable(cg, cg.smem_load(off, f, el), conv)
+        nxt = cg.op("arith.addi", f, cg.c32(1))
+
+        def sep(k):  # after an element that ends the last k dimensions
+            text = ", " if k == 0 else "]" * rank if k == rank else "]" * k + ", " + "[" * k
+
+            def emit():
+                gpu.printf(ir.StringAttr.get(spec + text), v)
+            return emit
+
+        def pick(k):  # the separator of an element that ends at most k dimensions
+            if k == 0:
+                return sep(0)
+            ends_k = cg.cmpi(0, cg.op("arith.remui", nxt, cg.c32(ends[k])), cg.c32(0))
+
+            def emit():
+                cg.if_(ends_k, sep(k), pick(k - 1))
+            return emit
+        pick(rank)()
+        return []
+    cg.for_(cg.c32(0), cg.c32(n), [], body)
+
+
 def print_op(op, rb):
+    """cuda_tile.print: once per tile block, from thread 0. A tile argument prints as a nested list with
+    the conversion applied to each element (what tileiras prints: cuTile's test_print.py expects
+    ``tile[0]:[0, 1, 2, 3]`` for ``ct.printf("tile[%d]:%d\\n", bid, tile)`` and ``[[6], [22]]`` for a
+    (2, 1) tile); 0-d values print as themselves. The tiles go through shared memory (row-major)."""
     cg = rb.data["cg"]
     fmt = ir.StringAttr(op.attributes["str"]).value
     args = [v for v in rb.gets(op.operands) if v is not TOKEN]
     convs = _conversions(fmt) + ["d"] * len(args)
     tiles = [a for a in args if isinstance(a, TileV)]
     gpu = dialects.gpu
-    if not tiles:  # one line per tile block, from thread 0
-        cond = cg.cmpi(0, cg.tid, cg.c32(0))
+    cond = cg.cmpi(0, cg.tid, cg.c32(0))
+    if not tiles:
         cg.masked(cond, lambda: gpu.printf(ir.StringAttr.get(fmt), *[_printable(cg, a, c) for a, c in zip(args, convs)]))
-    else:  # one line per element, from the thread that owns it
-        lay = tiles[0].layout
-        for k in range(lay.regs):
-            vals = [_printable(cg, a.regs[k] if isinstance(a, TileV) else a, c) for a, c in zip(args, convs)]
-            cond = cg.and_(cg.valid(lay, k), cg.owner_mask(lay))
-            cg.masked(cond, lambda vals=vals: gpu.printf(ir.StringAttr.get(fmt), *vals))
+        return [TOKEN] if op.results else None
+    from .exchange import write
+
+    offs = dict(zip(map(id, tiles), write(cg, tiles)))  # every thread stores its elements, then a barrier
+
+    def emit():
+        text, vals = "", []
+        pieces = _print_pieces(fmt)
+        for (lit, spec), a, c in zip(pieces, args + [None] * len(pieces), convs + ["d"] * len(pieces)):
+            text += lit
+            if spec is None:
+                break
+            if isinstance(a, TileV):
+                if text or vals:
+                    gpu.printf(ir.StringAttr.get(text), *vals)
+                text, vals = "", []
+                _print_tile(cg, a, offs[id(a)], spec, c)
+            else:
+                text += spec
+                vals.append(_printable(cg, a, c))
+        if text or vals:
+            gpu.printf(ir.StringAttr.get(text), *vals)
+    cg.masked(cond, emit)
+    cg.barrier()  # the scratch buffer is read until here
     return [TOKEN] if op.results else None
 
 
