@@ -1420,3 +1420,87 @@ def test_printf_of_tiles_prints_each_tile_whole(capfd):
     for sm in SMS:
         tc.launch(None, (2,), debug_tiles, (np.arange(16, dtype=np.float32), 8), gpu_name=sm)
         assert capfd.readouterr().out.splitlines() == block(0) + block(1), sm
+
+
+# ------------------------------------------------------------------------------ a whole row per tile: wide softmax
+@ct.kernel
+def wide_softmax(X, Y, TN: ConstInt):
+    row = ct.bid(0)
+    t = ct.load(X, (row, 0), (1, TN), padding_mode=ct.PaddingMode.NEG_INF).astype(ct.float32)
+    e = ct.exp2((t - ct.max(t, axis=1, keepdims=True)) * 1.4426950408889634, flush_to_zero=True)
+    ct.store(Y, (row, 0), (e / ct.sum(e, axis=1, keepdims=True)).astype(Y.dtype))
+
+
+def test_wide_row_softmax():
+    def run(sm):
+        rng = _rng(45)
+        x = (rng.standard_normal((3, 1000)) * 4).astype(np.float16)
+        y = np.zeros_like(x)
+        tc.launch(None, (3,), wide_softmax, (x, y, 1024), gpu_name=sm)
+        e = np.exp(x.astype(np.float64) - x.max(1, keepdims=True))
+        np.testing.assert_allclose(y.astype(np.float64), e / e.sum(1, keepdims=True), rtol=1e-2, atol=1e-4)
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ ordered loads, unchecked loads, divisibility hints
+@ct.kernel
+def flag_then_data(Data, Flag, Out, TILE: ConstInt):
+    b = ct.bid(0)
+    f = ct.load(Flag, (0,), (1,), memory_order=ct.MemoryOrder.ACQUIRE, memory_scope=ct.MemoryScope.DEVICE)
+    n = ct.assume_divisible_by(Data.shape[0], 16)
+    full = (b + 1) * TILE <= n
+    if full:
+        d = ct.load(Data, (b,), (TILE,), check_bounds=False)
+    else:
+        d = ct.load(Data, (b,), (TILE,), padding_mode=Z)
+    ct.store(Out, (b,), d * f.astype(ct.float32))
+
+
+def test_acquire_load_and_unchecked_loads():
+    def run(sm):
+        rng = _rng(46)
+        data = rng.standard_normal(80).astype(np.float32)
+        out = np.zeros(80, np.float32)
+        tc.launch(None, (3,), flag_then_data, (data, np.array([3], np.int32), out, 32), gpu_name=sm)
+        np.testing.assert_array_equal(out, data * 3)
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ 0-d tiles of a strided 2-D view (subsampling)
+@ct.kernel
+def subsample(X, Y, SH: ConstInt, SW: ConstInt, NW: ConstInt):
+    i, j = ct.bid(0), ct.bid(1)
+    v = X.tiled_view((), traversal_steps=(SH, SW)).load((i, j))
+    Y.tiled_view(()).store(i * NW + j, v)
+
+
+def test_zero_d_tiles_of_a_strided_view():
+    def run(sm):
+        x = np.arange(7 * 10, dtype=np.float32).reshape(7, 10)
+        nh, nw = -(-7 // 2), -(-10 // 3)
+        y = np.zeros(nh * nw, np.float32)
+        tc.launch(None, (nh, nw), subsample, (x, y, 2, 3, nw), gpu_name=sm)
+        np.testing.assert_array_equal(y, x[::2, ::3].reshape(-1))
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ 3-D reductions over the middle axis
+@ct.kernel
+def mid_axis_stats(X, Mean, Amax, TB: ConstInt, TM: ConstInt, TN: ConstInt):
+    b = ct.bid(0)
+    t = ct.load(X, (b, 0, 0), (TB, TM, TN), padding_mode=ct.PaddingMode.NEG_INF)
+    valid = ct.arange(TM, dtype=ct.int32)[None, :, None] < X.shape[1]
+    s = ct.sum(ct.where(valid, t, 0.0), axis=1)
+    ct.store(Mean, (b, 0), s / X.shape[1])
+    ct.store(Amax, (b, 0), ct.argmax(t, axis=1))
+
+
+def test_reductions_over_the_middle_axis_of_3d_tiles():
+    def run(sm):
+        rng = _rng(47)
+        x = rng.standard_normal((5, 13, 6)).astype(np.float32)
+        mean, am = np.zeros((5, 6), np.float32), np.zeros((5, 6), np.int32)
+        tc.launch(None, (3,), mid_axis_stats, (x, mean, am, 2, 16, 8), gpu_name=sm)
+        np.testing.assert_allclose(mean, x.mean(1), rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(am, x.argmax(1))
+    _each_sm(run)
