@@ -65,6 +65,22 @@ def row_stats_i8(A, B, Mx, Sm, TM: ct.Constant[int], TN: ct.Constant[int], TK: c
 
 
 @ct.kernel
+def row_stats_acc(A, B, Mx, Sm, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """Row max and sum of A @ B accumulated in Sm's type, reduced in Mx's: an f16 accumulator (16-bit values
+    shuffled in the low half of a 32-bit register), or an f32 one cast to f64 (the fragment layout kept, shuffled
+    as two 32-bit halves)."""
+    i = ct.bid(0)
+    s = ct.full((TM, TN), 0, dtype=Sm.dtype)
+    for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
+        s = ct.mma(ct.load(A, index=(i, k), shape=(TM, TK), padding_mode=ct.PaddingMode.ZERO),
+                   ct.load(B, index=(k, 0), shape=(TK, TN), padding_mode=ct.PaddingMode.ZERO), s)
+    r = ct.astype(s, Mx.dtype)
+    inside = ct.reshape(ct.arange(TN, dtype=ct.int32), (1, TN)) < B.shape[1]
+    ct.store(Mx, index=(i,), tile=ct.max(ct.where(inside, r, -60000.0), axis=1))
+    ct.store(Sm, index=(i,), tile=ct.astype(ct.sum(r, axis=1), Sm.dtype))
+
+
+@ct.kernel
 def sub_rowmax(A, B, D, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
     """D = S - rowmax(S), S = A @ B: a reduction broadcast back into the accumulator's layout."""
     i = ct.bid(0)
@@ -98,6 +114,8 @@ ATTN = ["f16[2]/16", "f16[2]/16", "f16[2]/16", "f32[2]/16", 64, 64, 64]
 _K = KernelSet({
     **{f"stats_{dt}_{tm}x{tn}": (row_stats, _stats_params(dt, tm, tn))
        for dt in ("f16", "bf16") for tm, tn in ((64, 16), (64, 64), (128, 64))},
+    "acc_f16": (row_stats_acc, ["f16[2]", "f16[2]", "f16[1]", "f16[1]", 64, 64, 32]),
+    "acc_f64": (row_stats_acc, ["f16[2]", "f16[2]", "f64[1]", "f32[1]", 64, 64, 32]),
     "stats_i8": (row_stats_i8, ["i8[2]", "i8[2]", "i32[1]", "i32[1]", 64, 64, 32]),
     "sub_rowmax_16": _pair(sub_rowmax, 16), "mma_only_16": _pair(mma_only, 16),
     "sub_rowmax_64": _pair(sub_rowmax, 64), "mma_only_64": _pair(mma_only, 64),
@@ -242,6 +260,26 @@ def test_integer_row_stats_numbers(sm, warps):
     s = a.astype(np.int64) @ b.astype(np.int64)
     np.testing.assert_array_equal(mx, s.max(1))
     np.testing.assert_array_equal(sm_, s.sum(1))
+
+
+@pytest.mark.parametrize("sm, el", [("sm_80", "f16"), ("sm_90a", "f16"), ("sm_100a", "f16"), ("sm_80", "f64"),
+                                    ("sm_90a", "f64")])
+def test_narrow_and_wide_row_stats_numbers(sm, el):
+    """Row max and sum of an f16 accumulator (16-bit shuffles) and of an f32 one cast to f64 (64-bit shuffles),
+    100 x 50 x 40: the shuffles are in the stage-4 IR (none on tcgen05) and the numbers match numpy."""
+    rng = np.random.default_rng(13)
+    m, n, k = 100, 50, 40
+    a = (rng.standard_normal((m, k)) * 0.25).astype(np.float16)
+    b = (rng.standard_normal((k, n)) * 0.25).astype(np.float16)
+    mx = np.zeros(m, np.float16 if el == "f16" else np.float64)
+    sm_ = np.zeros(m, np.float16 if el == "f16" else np.float32)
+    text = str(_lowered(f"acc_{el}", sm))
+    assert ("gpu.shuffle" in text) == (sm != "sm_100a")
+    _run(f"acc_{el}", sm, 4, (cdiv(m, 64), 1, 1), arr(a) + arr(b) + arr(mx) + arr(sm_))
+    s = a.astype(np.float64) @ b.astype(np.float64)
+    tol = dict(atol=2e-2, rtol=1e-2) if el == "f16" else dict(atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(mx, s.max(1), **tol)
+    np.testing.assert_allclose(sm_, s.sum(1), **tol)
 
 
 ATTN_CASES = [("sm_80", "attn", 4), ("sm_80", "causal_bf16", 4), ("sm_90a", "causal", 4), ("sm_90a", "attn_bf16", 8),
