@@ -1504,3 +1504,75 @@ def test_reductions_over_the_middle_axis_of_3d_tiles():
         np.testing.assert_allclose(mean, x.mean(1), rtol=1e-5, atol=1e-6)
         np.testing.assert_array_equal(am, x.argmax(1))
     _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ fused gate / up GEMM (two accumulators)
+@ct.kernel
+def gate_up_gemm(X, W1, W3, H, TM: ConstInt, TN: ConstInt, TK: ConstInt):
+    i, j = ct.bid(0), ct.bid(1)
+    g = ct.zeros((TM, TN), dtype=ct.float32)
+    u = ct.zeros((TM, TN), dtype=ct.float32)
+    for k in range(ct.num_tiles(X, axis=1, shape=(TM, TK))):
+        a = ct.load(X, (i, k), (TM, TK), padding_mode=Z)
+        g = ct.mma(a, ct.load(W1, (k, j), (TK, TN), padding_mode=Z), g)
+        u = ct.mma(a, ct.load(W3, (k, j), (TK, TN), padding_mode=Z), u)
+    ct.store(H, (i, j), (g / (1.0 + ct.exp(-g)) * u).astype(H.dtype))
+
+
+def test_fused_gate_up_gemm_with_two_accumulators():
+    def run(sm):
+        rng = _rng(48)
+        m, n, k = 70, 40, 100
+        x = (rng.standard_normal((m, k)) * 0.3).astype(np.float16)
+        w1, w3 = ((rng.standard_normal((k, n)) * 0.3).astype(np.float16) for _ in range(2))
+        h = np.zeros((m, n), np.float16)
+        tc.launch(None, (2, 1), gate_up_gemm, (x, w1, w3, h, 64, 64, 32), gpu_name=sm)
+        g, u = x.astype(np.float64) @ w1, x.astype(np.float64) @ w3
+        np.testing.assert_allclose(h.astype(np.float64), g / (1 + np.exp(-g)) * u, rtol=1e-2, atol=1e-2)
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ K shorter than one tile, and K = 0
+@ct.kernel
+def short_k_matmul(A, B, C, TM: ConstInt, TN: ConstInt, TK: ConstInt):
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 1.0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
+        acc = ct.mma(ct.load(A, (i, k), (TM, TK), padding_mode=Z), ct.load(B, (k, j), (TK, TN), padding_mode=Z), acc)
+    ct.store(C, (i, j), acc)
+
+
+def test_matmul_with_k_below_a_tile_and_k_zero():
+    def run(sm):
+        rng = _rng(49)
+        for k in (5, 0):
+            a, b = rng.standard_normal((70, k)).astype(np.float16), rng.standard_normal((k, 40)).astype(np.float16)
+            c = np.zeros((70, 40), np.float32)
+            tc.launch(None, (2, 1), short_k_matmul, (a, b, c, 64, 64, 32), gpu_name=sm)
+            np.testing.assert_allclose(c, 1 + a.astype(np.float32) @ b.astype(np.float32), rtol=2e-3, atol=2e-3,
+                                       err_msg=f"K={k}")
+    _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ accumulator reset inside the K loop (row panel)
+@ct.kernel
+def row_panel_matmul(A, B, C, TM: ConstInt, TN: ConstInt, TK: ConstInt):
+    i = ct.bid(0)
+    nk = ct.num_tiles(A, axis=1, shape=(TM, TK))
+    for j in range(ct.num_tiles(B, axis=1, shape=(TK, TN))):
+        acc = ct.zeros((TM, TN), dtype=ct.float32)
+        for k in range(nk):
+            acc = ct.mma(ct.load(A, (i, k), (TM, TK), padding_mode=Z), ct.load(B, (k, j), (TK, TN), padding_mode=Z),
+                         acc)
+        ct.store(C, (i, j), acc.astype(C.dtype))
+
+
+def test_row_panel_matmul_nested_loops():
+    def run(sm):
+        rng = _rng(50)
+        a, b = rng.standard_normal((40, 70)).astype(np.float16), rng.standard_normal((70, 100)).astype(np.float16)
+        c = np.zeros((40, 100), np.float16)
+        tc.launch(None, (1,), row_panel_matmul, (a, b, c, 64, 32, 32), gpu_name=sm)
+        np.testing.assert_allclose(c.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2,
+                                   atol=2e-2)
+    _each_sm(run)
