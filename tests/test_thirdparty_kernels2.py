@@ -1576,3 +1576,41 @@ def test_row_panel_matmul_nested_loops():
         np.testing.assert_allclose(c.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2,
                                    atol=2e-2)
     _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ error text of a rejected specialisation
+@ct.kernel
+def double_into(x, y, TILE: ConstInt):
+    b = ct.bid(0)
+    ct.store(y, (b,), ct.load(x, (b,), (TILE,), padding_mode=Z) * 2)
+
+
+def test_export_error_has_no_unknown_location_line(tmp_path):
+    """An output array of the wrong dtype: cuTile's message for it ends with its inner error's location frame,
+    'Unknown location', which tilecore printed as a second line of the error. Now one located line (CLI: exit
+    1), and an FP8 kernel on sm_80 is a located error (tileiras rejects it too)."""
+    from support import run_cli
+
+    from tilecore.errors import TilecoreError
+    with pytest.raises(TilecoreError) as e:
+        tc.launch(None, (3,), double_into, (np.zeros(70, np.float32), np.zeros(70, np.int32), 32))
+    line = double_into._annotated_function.pyfunc.__code__.co_firstlineno + 3  # the decorator's line + 3
+    assert str(e.value) == (f"error: {__file__}:{line}:4: cuTile cannot export kernel 'double_into' (float32[1], "
+                            "int32[1], 32): Stored tile is incompatible with array's dtype: cannot implicitly cast "
+                            "float32 to int32")
+    (tmp_path / "k.py").write_text(
+        "import cuda.tile as ct\n\n\n@ct.kernel\ndef dbl(x, y, TILE: ct.Constant[int]):\n"
+        "    ct.store(y, (ct.bid(0),), ct.load(x, (ct.bid(0),), (TILE,)) * 2)\n")
+    np.save(tmp_path / "x.npy", np.zeros(64, np.float32))
+    np.save(tmp_path / "y.npy", np.zeros(64, np.int32))
+    r = run_cli("run", "k.py::dbl", "--grid", "2", "--arg", "x.npy", "--arg", "y.npy", "--const", "TILE=32",
+                cwd=tmp_path)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines() == [f"error: {tmp_path}/k.py:6:4: cuTile cannot export kernel 'dbl' "
+                                             "(float32[1], int32[1], 32): Stored tile is incompatible with array's "
+                                             "dtype: cannot implicitly cast float32 to int32"]
+    with pytest.raises(TilecoreError, match=r"test_thirdparty_kernels2.py:\d+:\d+: Incompatibility with architecture "
+                                            r"'sm_80': unsupported type 'f8E4M3FN' \(it needs sm_89 or newer\)"):
+        tc.launch(None, (2, 2), fp8_gemm, (np.zeros((40, 72), np.uint8), np.zeros((72, 48), np.uint8),
+                                           np.ones(40, np.float32), np.ones(48, np.float32),
+                                           np.zeros((40, 48), np.uint16), 32, 32, 32), gpu_name="sm_80")

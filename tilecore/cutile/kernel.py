@@ -52,7 +52,9 @@ def export_bytecode(kernel, specs, symbol: str) -> bytes:
                       bytecode_version=BYTECODE_VERSION)
     except TileError as e:
         loc = None if e.loc.is_unknown() else f"{e.loc.filename}:{e.loc.line}:{e.loc.col}"
-        raise TilecoreError(f"cuTile cannot export {what}: {e.message}", loc) from None
+        # a message cuTile built from an inner error ends with that error's location frames: 'Unknown location'
+        message = "\n".join(t for t in e.message.splitlines() if t.strip() != "Unknown location")
+        raise TilecoreError(f"cuTile cannot export {what}: {message}", loc) from None
     except (TypeError, ValueError, NotImplementedError) as e:
         raise TilecoreError(f"cuTile cannot export {what}: {e}") from None
     return buf.getvalue()
