@@ -21,6 +21,7 @@ The recipe of one map (``CUtensorMapEncodeTiled``'s arguments, dimensions innerm
 | ``data_type`` | ``CUtensorMapDataType`` (6 FLOAT16, 9 BFLOAT16, 7 FLOAT32, 0 UINT8, 3 INT32 ...) |
 | ``global_dim`` | per dimension: an int, or ``{"param": i}`` (that parameter's value; below 1 counts as 1) |
 | ``global_strides`` | bytes, per dimension but the innermost: an int, or ``{"param": i, "scale": s}`` (value x s) |
+| ``"div": d`` | (in a parameter entry) the value is divided by ``d``: a map over the bytes of an e2m1 tensor (two elements a byte: its innermost extent and its strides, in elements, halved); an optional map whose values ``d`` does not divide is not read (:func:`unaligned`) |
 | ``box_dim`` / ``element_strides`` | ints |
 | ``swizzle`` | ``CUtensorMapSwizzle``: 0 none, 1 32B, 2 64B, 3 128B |
 | ``interleave`` / ``l2_promotion`` / ``oob_fill`` | ``CUtensorMapInterleave`` (0) / ``CUtensorMapL2promotion`` / ``CUtensorMapFloatOOBfill`` (0: zeros) |
@@ -83,7 +84,7 @@ class TensorMapRecipe:
             except (IndexError, TypeError, ValueError):
                 raise ValueError(f"tensor map parameter {self.param}: {what} needs kernel parameter {x['param']}, "
                                  f"which is not an integer") from None
-            return v * int(x.get("scale", 1))
+            return v * int(x.get("scale", 1)) // int(x.get("div", 1))
 
         dims = [max(1, value(d, "globalDim")) for d in self.global_dim]
         strides = [value(s, "globalStrides") for s in self.global_strides]
@@ -97,7 +98,8 @@ class TensorMapRecipe:
         def show(x):
             if isinstance(x, int):
                 return str(x)
-            return f"p{x['param']}" + (f" x {x['scale']}" if x.get("scale", 1) != 1 else "")
+            return f"p{x['param']}" + (f" x {x['scale']}" if x.get("scale", 1) != 1 else "") + \
+                (f" / {x['div']}" if x.get("div", 1) != 1 else "")
 
         swz = {0: "none", 1: "32B", 2: "64B", 3: "128B"}[self.swizzle]
         return (f"param {self.param}: tensor map of param {self.tensor} "
@@ -149,7 +151,18 @@ def unaligned(recipe: TensorMapRecipe, params, address: int | None = None) -> bo
     """True when an optional map's tensor (at ``address``, when known) is not 16-byte aligned in its base or
     strides: the kernel will not read the map, a launcher passes :data:`ZERO_MAP`."""
     f = recipe.resolve(params)
-    return recipe.optional and (any(s % 16 for s in f["global_strides"]) or (address is not None and address % 16 != 0))
+    return recipe.optional and (any(s % 16 for s in f["global_strides"]) or (address is not None and address % 16 != 0)
+                                or _inexact(recipe, params))
+
+
+def _inexact(recipe: TensorMapRecipe, params) -> bool:
+    """Whether an entry with ``"div"`` (a packed e2m1 tensor's extent or stride) does not divide exactly (an odd
+    extent: the kernel takes its element copies and does not read the map)."""
+    for x in (*recipe.global_dim, *recipe.global_strides):
+        if isinstance(x, dict) and int(x.get("div", 1)) != 1:
+            if (int(params[x["param"]]) * int(x.get("scale", 1))) % int(x["div"]):
+                return True
+    return False
 
 
 ZERO_MAP = bytes(MAP_BYTES)

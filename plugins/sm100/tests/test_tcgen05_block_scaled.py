@@ -83,6 +83,18 @@ def mma_scaled_loop_tb(A, SA, BT, SB, C, TM: ct.Constant[int], TN: ct.Constant[i
 
 
 @ct.kernel
+def mma_scaled_single_tb(A, SA, BT, SB, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int],
+                         BLOCK: ct.Constant[int]):
+    """:func:`mma_scaled_single` with B given as its N x K transpose ``BT``, its tile transposed after the load."""
+    i, j = ct.bid(0), ct.bid(1)
+    a = ct.load(A, index=(i, 0), shape=(TM, TK), padding_mode=ZERO)
+    b = ct.transpose(ct.load(BT, index=(j, 0), shape=(TN, TK), padding_mode=ZERO))
+    sa = ct.load(SA, index=(i, 0), shape=(TM, TK // BLOCK), padding_mode=ZERO)
+    sb = ct.load(SB, index=(0, j), shape=(TK // BLOCK, TN), padding_mode=ZERO)
+    ct.store(C, index=(i, j), tile=ct.mma_scaled(a, sa, b, sb, ct.full((TM, TN), 0, dtype=ct.float32)))
+
+
+@ct.kernel
 def mma_scaled_loop_notma(A, SA, B, SB, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int],
                           BLOCK: ct.Constant[int]):
     """:func:`mma_scaled_loop` with cuTile's hint ``allow_tma=False`` on B's load."""
@@ -141,6 +153,12 @@ KERNELS = {
     "f4_e8x16_single": (mma_scaled_single, ["f4[2]", "f8e8m0[2]", "f4[2]", "f8e8m0[2]", "f32[2]", 128, 64, 128,
                                             16]),
     "f4_e8x16_m64": (mma_scaled_loop, ["f4[2]", "f8e8m0[2]", "f4[2]", "f8e8m0[2]", "f32[2]", 64, 32, 64, 16]),
+    # e2m1 with B given as its N x K transpose (packed along K, as the mxf4 kinds read it): A and B by TMA
+    "f4_mxfp4_loop_bt": (mma_scaled_loop_bt, ["f4[2]", "f8e8m0[2]", "f4[2]", "f8e8m0[2]", "f32[2]", 128, 64, 128, 32]),
+    "f4_nvfp4_loop_tb": (mma_scaled_loop_tb, ["f4[2]", "f8e4m3[2]", "f4[2]", "f8e4m3[2]", "f32[2]", 128, 64, 128, 16]),
+    "f4_e8x16_loop_bt": (mma_scaled_loop_bt, ["f4[2]", "f8e8m0[2]", "f4[2]", "f8e8m0[2]", "f32[2]", 64, 32, 128, 16]),
+    "f4_nvfp4_single_tb": (mma_scaled_single_tb, ["f4[2]", "f8e4m3[2]", "f4[2]", "f8e4m3[2]", "f32[2]", 128, 64, 128,
+                                                  16]),
     # not admitted: K = 32 (one e2m1 MMA takes 64)
     "f4_k32": (mma_scaled_single, ["f4[2]", "f8e4m3[2]", "f4[2]", "f8e4m3[2]", "f32[2]", 128, 64, 32, 16]),
     "bs_n16": (mma_scaled_single, ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 128, 16, 64, 32]),
@@ -247,9 +265,11 @@ def test_block_scaled_stage4_ops():
 def test_block_scaled_m64_stage4_ops():
     """A 64-row tile: per K step one M = 128 MMA (block-scaled MMAs have no M = 64 shape) whose instruction
     descriptor says M = 128; A's rows written twice (layout F: rows 32 (i / 16) + i % 16 and + 16); one scale-factor
-    chunk each for A (128 rows) and B."""
+    chunk each for A (128 rows) and B. (Two forms of the dot: A / B by TMA, and by the threads for tensors that fail
+    the run-time alignment check, test_tcgen05_block_scaled_tma.py.)"""
     text = str(compile_file(_export("bs_m64"), "sm_100a", stop_after="convert-tileas-to-llvm").module)
-    assert text.count('"sm100.umma_bs"') == 2 and text.count('"sm100.tmem_cp"') == 2
+    forms = 2
+    assert text.count('"sm100.umma_bs"') == 2 * forms and text.count('"sm100.tmem_cp"') == 2 * forms
     for sid in (0, 1):
         d = instr_desc_bs("f8E4M3FN", "f8E4M3FN", 64, sid, sid)
         assert (d >> 24) & 31 == 128 >> 4
@@ -382,10 +402,12 @@ def test_block_scaled_fallback_numbers():
 @NUMERIC_SKIP
 def test_corpus_mma_scaled_f8():
     """The corpus kernel (64 x 64 x 64 tiles, plugins/tileas/tests/cutile_kernels.py) compiles for sm_100a to one
-    M = 128 block-scaled MMA per K step over A in layout F; numbers against numpy."""
+    M = 128 block-scaled MMA per K step over A in layout F, A and B by TMA (one box each) in one form of the dot and
+    by the threads in the other (tensors that fail the run-time alignment check); numbers against numpy."""
     path = ck.kernel_path("mma_scaled_f8")
     text = str(compile_file(path, "sm_100a", stop_after="convert-tileas-to-llvm").module)
-    assert text.count('"sm100.umma_bs"') == 2 and text.count('"sm100.tmem_cp"') == 2
+    assert text.count('"sm100.umma_bs"') == 2 * 2 and text.count('"sm100.tmem_cp"') == 2 * 2
+    assert text.count('"cute_nvgpu.tma_load"') == 2
     from tilecore import emulate
 
     rng = np.random.default_rng(9)
@@ -403,19 +425,21 @@ def test_corpus_mma_scaled_f8():
 def test_e2m1_stage4_ops():
     """Per dot: the codes packed (two to a byte) after a barrier, the scale-factor chunks copied, one MMA per K step
     of 64 with the kind, NVFP4's block16 and the instruction descriptor (E2M1 = 1, K-major B: no transpose bit;
-    UE4M3: scale format 0; SF ID 0 (4X) or 0 / 2 (2X))."""
+    UE4M3: scale format 0; SF ID 0 (4X) or 0 / 2 (2X)). Both kernels have two forms of the dot (A by TMA, and the
+    form for tensors that fail the run-time alignment check: test_tcgen05_block_scaled_tma.py)."""
+    forms = 2
     text = str(compile_file(_export("f4_mxfp4_loop"), "sm_100a", stop_after="convert-tileas-to-llvm").module)
-    assert text.count('"sm100.umma_bs"') == 2 and 'kind = "mxf4"' in text and 'block = ' not in text
+    assert text.count('"sm100.umma_bs"') == 2 * forms and 'kind = "mxf4"' in text and 'block = ' not in text
     for sid in (0, 2):
         d = instr_desc_bs("f4E2M1FN", "f4E2M1FN", 64, sid, sid)
         assert (d >> 16) & 1 == 0 and (d >> 7) & 7 == 1 and (d >> 10) & 7 == 1 and (d >> 23) & 1 == 1
         assert f"arith.constant {d} : i32" in text or f"arith.constant {d - (1 << 32)} : i32" in text
     text = str(compile_file(_export("f4_nvfp4_single"), "sm_100a", stop_after="convert-tileas-to-llvm").module)
-    assert text.count('"sm100.umma_bs"') == 2 and 'kind = "mxf4nvf4"' in text and 'block = "block16"' in text
+    assert text.count('"sm100.umma_bs"') == 2 * forms and 'kind = "mxf4nvf4"' in text and 'block = "block16"' in text
     d = instr_desc_bs("f4E2M1FN", "f4E2M1FN", 64, 0, 0, ue8m0=False)
     assert (d >> 23) & 1 == 0 and (f"arith.constant {d} : i32" in text or f"arith.constant {d - (1 << 32)} : i32" in text)
     # 8 scale blocks: 2 words of A's 128 rows, 2 of B's 64 columns
-    assert text.count('"sm100.tmem_cp"') == 4
+    assert text.count('"sm100.tmem_cp"') == 4 * forms
 
 
 def test_e2m1_ue8m0_per_16_stage4_ops():
@@ -423,13 +447,14 @@ def test_e2m1_ue8m0_per_16_stage4_ops():
     well as .ue4m3): the NVFP4 path (kind mxf4nvf4, block16, SF ID 0, a tcgen05.cp per 128 rows x 4 blocks) with
     scale format bit 23 = 1 in the instruction descriptor."""
     text = str(compile_file(_export("f4_e8x16_single"), "sm_100a", stop_after="convert-tileas-to-llvm").module)
-    assert text.count('"sm100.umma_bs"') == 2 and 'kind = "mxf4nvf4"' in text and 'block = "block16"' in text
+    forms = 2  # A by TMA; by the threads for tensors that fail the run-time alignment check
+    assert text.count('"sm100.umma_bs"') == 2 * forms and 'kind = "mxf4nvf4"' in text and 'block = "block16"' in text
     d = instr_desc_bs("f4E2M1FN", "f4E2M1FN", 64, 0, 0, ue8m0=True)
     assert (d >> 23) & 1 == 1 and (d >> 7) & 7 == 1 and (d >> 10) & 7 == 1 and (d >> 16) & 1 == 0
     assert (d >> 4) & 3 == 0 and (d >> 29) & 3 == 0
     assert f"arith.constant {d} : i32" in text or f"arith.constant {d - (1 << 32)} : i32" in text
     assert f"arith.constant {d & ~(1 << 23)} : i32" not in text  # not the UE4M3 descriptor
-    assert text.count('"sm100.tmem_cp"') == 4  # 8 blocks of 16: 2 words of A's 128 rows, 2 of B's 64 columns
+    assert text.count('"sm100.tmem_cp"') == 4 * forms  # 8 blocks of 16: 2 words of A's 128 rows, 2 of B's 64 columns
     text = str(compile_file(_export("f4_e8x16_m64"), "sm_100a", stop_after="convert-tileas-to-llvm").module)
     assert 'kind = "mxf4nvf4"' in text and 'block = "block16"' in text
     d = instr_desc_bs("f4E2M1FN", "f4E2M1FN", 32, 0, 0, ue8m0=True)  # M = 128 over the layout-F A, N = 32
@@ -462,20 +487,22 @@ def test_e2m1_ptxas_and_sass(name, gpu, kind, tmp_path):
 def test_e2m1_ue8m0_per_16_ptx_and_sass(tmp_path):
     """UE8M0 per 16 on sm_100a: the PTX moves the instruction descriptor with scale format 1 (UE8M0) into the
     register of both ``.kind::mxf4nvf4.block_scale.block16`` MMAs (K = 128: two steps of 64) and not NVFP4's
-    UE4M3 one; ptxas gives two UTCOMMA.4X and the four UTCCP of the scale-factor chunks."""
+    UE4M3 one; ptxas gives two UTCOMMA.4X and the four UTCCP of the scale-factor chunks, per form of the dot (A by
+    TMA; by the threads for tensors that fail the run-time alignment check)."""
     res = compile_file(_export("f4_e8x16_single"), "sm_100a")
     ptx = res.artifacts["ptx"]
     ptx = ptx if isinstance(ptx, str) else "".join(ptx.values())
     mmas = [ln for ln in ptx.splitlines() if "tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.block16" in ln]
-    assert len(mmas) == 2
+    forms = 2
+    assert len(mmas) == 2 * forms
     d = instr_desc_bs("f4E2M1FN", "f4E2M1FN", 64, 0, 0, ue8m0=True)
-    reg = re.search(rf"mov\.b32\s+(%r\d+), {d};", ptx)
-    assert reg and all(f", {reg.group(1)}, [" in ln for ln in mmas), (d, mmas)
+    regs = set(re.findall(rf"mov\.b32\s+(%r\d+), {d};", ptx))
+    assert regs and all(any(f", {r}, [" in ln for r in regs) for ln in mmas), (d, mmas)
     assert str(d & ~(1 << 23)) not in ptx
     cubin = res.artifacts["cubin"]
     sass = _sass(cubin if isinstance(cubin, bytes) else next(iter(cubin.values())), tmp_path)
-    assert len(re.findall(r"\bUTCOMMA\.4X ", sass)) == 2 and len(re.findall(r"\bUTC\w*MMA\b", sass)) == 2
-    assert len(re.findall(r"\bUTCCP\S* tmem\[", sass)) == 4
+    assert len(re.findall(r"\bUTCOMMA\.4X ", sass)) == 2 * forms and len(re.findall(r"\bUTC\w*MMA\b", sass)) == 2 * forms
+    assert len(re.findall(r"\bUTCCP\S* tmem\[", sass)) == 4 * forms
 
 
 def _f4_run(name: str, m: int, n: int, k: int, seed: int):
@@ -493,7 +520,9 @@ def _f4_run(name: str, m: int, n: int, k: int, seed: int):
         sa, sb = (np.array([encode(float(v), sf) for v in rng.uniform(0.1, 4, int(np.prod(s)))], np.uint8).reshape(s)
                   for s in ((m, kb), (kb, n)))
     c = np.zeros((m, n), np.float32)
-    _KERNELS.run(name, "sm_100a", (cdiv(m, tm), cdiv(n, tn), 1), packed(a) + arr(sa) + packed(b) + arr(sb) + arr(c))
+    bt = name.endswith(("_bt", "_tb"))  # B given as its N x K transpose
+    _KERNELS.run(name, "sm_100a", (cdiv(m, tm), cdiv(n, tn), 1),
+                 packed(a) + arr(sa) + packed(np.ascontiguousarray(b.T) if bt else b) + arr(sb) + arr(c))
 
     def values(codes, fmt):
         return np.vectorize(lambda x: decode(int(x), fmt))(codes)

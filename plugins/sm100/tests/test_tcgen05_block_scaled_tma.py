@@ -119,9 +119,73 @@ def test_block_scaled_allow_tma_false_takes_cp_async():
     assert hints_for(attr, resolve_target("sm_90a", targets))["allow_tma"] == 1
 
 
-def test_block_scaled_e2m1_not_piped():
-    """e2m1 operands (packed nibbles) are not piped: the loop is not pipelined (no TMA box)."""
-    assert '"cute_nvgpu.tma_load"' not in _stage4("f4_mxfp4_loop")
+# e2m1 (MXFP4 / NVFP4 / e2m1 with UE8M0 per 16) kernel -> TMA boxes per stage: A (M x K / 2 bytes, one swizzle
+# column: K = 128 is 64 bytes) and, given as its N x K transpose, B; a K x N B is packed along N and stays staged
+F4_PIPED = {"f4_mxfp4_loop": 1, "f4_mxfp4_loop_bt": 2, "f4_nvfp4_loop_tb": 2, "f4_e8x16_loop_bt": 2}
+
+
+@pytest.mark.parametrize("name", list(F4_PIPED))
+def test_e2m1_loop_tma_ring(name):
+    """e2m1 K loops are pipelined: A (row-major M x K: packed along K in memory, as the mxf4 kinds read it) and a
+    B given transposed (N x K, by an ``order=(1, 0)`` view or ``ct.transpose``) come by TMA, boxes of the tensor's
+    bytes; a K x N B (packed along N) is written per dot (staged a code a byte, packed by the threads). The MMA
+    reads the stages: its A descriptor's start is in the ring (below the scratch region's shifted base)."""
+    text = _stage4(name)
+    assert text.count('"cute_nvgpu.tma_load"') == STAGES * F4_PIPED[name]
+    assert text.count('"cute_nvgpu.mbarrier_init"') == 1 + STAGES
+    assert text.count('"sm100.umma_commit"') == 2 and text.count('"sm100.tmem_cp"') >= 4
+    assert re.search(r'kind = "mxf4(nvf4)?"', text)
+
+
+def test_e2m1_tensor_map_recipe():
+    """The tensor maps of packed operands are over the tensor's bytes: UINT8 (0), the innermost extent and the row
+    stride the kernel's element counts halved (``"div": 2``), boxes of one swizzle column (64 bytes: K = 128) by the
+    tile's rows; a launcher passes zeros for a tensor whose halves are not exact (odd K: the kernel checks and takes
+    its element copies)."""
+    from tilecore.tensormaps import kernel_recipes, unaligned
+
+    res = compile_file(bs._export("f4_mxfp4_loop_bt"), "sm_100a", stop_after="convert-tileas-to-llvm")
+    (recipes,) = kernel_recipes(res.module).values()
+    recipes = [r for r in recipes if r.data_type == 0]  # (the other: C's, the epilogue's TMA store)
+    assert len(recipes) == 2 and all(r.optional for r in recipes)
+    for r, rows in zip(recipes, (128, 64)):  # A: 128 rows, B (N x K): 64
+        assert r.box_dim == (64, rows) and r.swizzle == 2
+        assert r.global_dim[0].get("div") == 2 and r.global_strides[0].get("div") == 2
+        assert "/ 2" in r.describe()
+    a = recipes[0]
+    params = [0] * (max(x["param"] for x in (*a.global_dim, *a.global_strides)) + 1)
+    params[a.global_dim[0]["param"]], params[a.global_dim[1]["param"]], params[a.global_strides[0]["param"]] = 320, 9, 320
+    assert a.resolve(params)["global_dim"] == [160, 9] and a.resolve(params)["global_strides"] == [160]
+    assert not unaligned(a, params)
+    params[a.global_dim[0]["param"]], params[a.global_strides[0]["param"]] = 321, 352
+    assert unaligned(a, params)  # 321 elements: half a byte past the last one
+
+
+@pytest.mark.skipif(not bs.CUOBJDUMP, reason="cuobjdump (nvidia-cuda-cuobjdump) not installed")
+@pytest.mark.parametrize("name, kind, boxes", [("f4_mxfp4_loop_bt", "mxf4.block_scale", 2),
+                                               ("f4_nvfp4_loop_tb", "mxf4nvf4.block_scale.block16", 2),
+                                               ("f4_e8x16_loop_bt", "mxf4nvf4.block_scale.block16", 2),
+                                               ("f4_mxfp4_loop", "mxf4.block_scale", 1),
+                                               ("f4_nvfp4_single_tb", "mxf4nvf4.block_scale.block16", 2),
+                                               ("mma_scaled_f8", "mxf8f6f4.block_scale", 2)])
+def test_e2m1_and_single_dot_sass_has_utmaldg(name, kind, boxes, tmp_path):
+    """ptxas takes the sm_100a PTX with the TMA loads (``cp.async.bulk.tensor.2d.shared::cluster.global``) of the
+    e2m1 operands and of a single dot's (the corpus ``mma_scaled_f8``: no K loop); the SASS has UTMALDG (a K loop:
+    the S - 1 prologue stages' and the loop's, per box; a single dot: one per box) and the block-scaled UTC*MMA with UTCCP."""
+    import cutile_kernels as ck
+
+    res = compile_file(ck.kernel_path(name) if name == "mma_scaled_f8" else bs._export(name), "sm_100a")
+    ptx = res.artifacts["ptx"]
+    ptx = ptx if isinstance(ptx, str) else "".join(ptx.values())
+    assert f"tcgen05.mma.cta_group::1.kind::{kind}" in ptx
+    loop = "loop" in name
+    assert len(re.findall(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global", ptx)) == boxes * (STAGES if loop else 1)
+    cubin = res.artifacts["cubin"]
+    sass = bs._sass(cubin if isinstance(cubin, bytes) else next(iter(cubin.values())), tmp_path)
+    assert len(re.findall(r"\bUTMALDG\b", sass)) == boxes * (STAGES if loop else 1)
+    mmas = [ln for ln in sass.splitlines() if re.search(r"\bUTC\w*MMA\b", ln)]
+    assert mmas and all(re.search(r"UTC\w*MMA\S* .*idesc\[\w+\], tmem\[\w+\]", ln) for ln in mmas), mmas
+    assert re.search(r"\bUTCCP\S* tmem\[", sass)
 
 
 @pytest.mark.skipif(not bs.CUOBJDUMP, reason="cuobjdump (nvidia-cuda-cuobjdump) not installed")
@@ -192,3 +256,59 @@ def test_block_scaled_cp_async_numbers(name, mnk, copies):
     c, av, bv = bs._run(name, m, n, k, seed=sum(mnk), options=CompileOptions(extra={"tileas.tma": "off"}))
     bs._check(c.astype(np.float64), av, bv)
     assert copies["tma"] == 0 and copies["cp_async"] > 0
+
+
+@bs.NUMERIC_SKIP
+@pytest.mark.parametrize("name, mnk", [
+    ("f4_mxfp4_loop", (150, 70, 320)),  # A by TMA (320 elements: 160-byte rows), B staged per dot
+    ("f4_mxfp4_loop_bt", (140, 100, 288)),  # A and B (N x K) by TMA; K 2.25 tiles
+    ("f4_nvfp4_loop_tb", (130, 80, 224)),
+    ("f4_e8x16_loop_bt", (70, 40, 352)),  # 64-row tiles: the packed A stage copied into layout F per dot
+])
+def test_e2m1_tma_numbers(name, mnk, copies):
+    """MXFP4 / NVFP4 / UE8M0-per-16 K loops with packed operands by TMA, on sizes that are not tile multiples (rows
+    of 32-element multiples: 16-byte aligned bytes): every piped tile of every CTA and K step is one TMA box, and
+    (A * scale_A) @ (B * scale_B) matches numpy."""
+    m, n, k = mnk
+    tm, tn, tk = bs.KERNELS[name][1][-4:-1]
+    c, av, bv = bs._f4_run(name, m, n, k, seed=sum(mnk))
+    bs._check(c.astype(np.float64), av, bv)
+    assert copies["tma"] == cdiv(m, tm) * cdiv(n, tn) * cdiv(k, tk) * F4_PIPED[name]
+
+
+@bs.NUMERIC_SKIP
+@pytest.mark.parametrize("name, mnk", [("f4_mxfp4_loop_bt", (140, 100, 300)), ("f4_e8x16_loop_bt", (70, 40, 333))])
+def test_e2m1_unaligned_takes_element_copies(name, mnk, copies):
+    """Rows of 150 bytes (K = 300) / of an odd element count (K = 333: a row's last byte holds half an element of
+    the next one) fail the run-time check: the loop's element-copy form (nibbles read one by one, zero past the
+    edge), no TMA box; the same numbers."""
+    c, av, bv = bs._f4_run(name, *mnk, seed=sum(mnk))
+    bs._check(c.astype(np.float64), av, bv)
+    assert copies["tma"] == 0
+
+
+@bs.NUMERIC_SKIP
+@pytest.mark.parametrize("name, mnk, boxes", [("bs_e4m3_single", (130, 48, 224), 3),  # A: 2 swizzle columns
+                                              ("f4_nvfp4_single", (140, 100, 128), 1),  # A by TMA, B staged
+                                              ("f4_nvfp4_single_tb", (140, 100, 96), 2),
+                                              ("bs_m64", (100, 80, 64), 2)])  # layout-F copy of the A stage
+def test_single_dot_tma_numbers(name, mnk, boxes, copies):
+    """A single block-scaled dot (no K loop) takes its tiles by TMA into one stage: a box per swizzle column of every
+    piped tile of every CTA; numbers against numpy on sizes that are not tile multiples (TMA's zero fill past the
+    tensor's edges)."""
+    m, n, k = mnk
+    tm, tn = bs.KERNELS[name][1][-4:-2]
+    if name.startswith("f4"):
+        c, av, bv = bs._f4_run(name, m, n, k, seed=sum(mnk))
+    else:
+        c, av, bv = bs._run(name, m, n, k, seed=sum(mnk))
+    bs._check(c.astype(np.float64), av, bv)
+    assert copies["tma"] == cdiv(m, tm) * cdiv(n, tn) * boxes
+
+
+@bs.NUMERIC_SKIP
+def test_single_dot_unaligned_takes_thread_copies(copies):
+    """K = 200 with 200-byte rows fails TMA's 16-byte stride alignment at run time: the dot's thread-copy form."""
+    c, av, bv = bs._run("bs_m64", 70, 40, 50, seed=3)
+    bs._check(c.astype(np.float64), av, bv)
+    assert copies["tma"] == 0

@@ -672,9 +672,10 @@ class BlockScaledUmma(Umma):
             return False
         return sum(lay.nbytes for lay in self.layouts(req)) <= req.smem_budget
 
-    def layouts(self, req, at: int = 0, b_major: str = "n"):
+    def layouts(self, req, at: int = 0, b_major: str = "n", a_staged: bool = False):
         """A, B (:meth:`Umma.layouts`; ``b_major="k"``: B K-major, as its N x K transpose, the layout a pipelined
-        loop copies a transposed view's tile into), then the scale factors of A (M x K / 32) and of B (K / 32 x N)."""
+        loop copies a transposed view's tile into), then the scale factors of A (M x K / 32) and of B (K / 32 x N).
+        (``a_staged``: A is a stage buffer, which the e2m1 atoms read packed; these read it as written.)"""
         a, b = super().layouts(req, at)
         if b_major == "k":
             b = SwizzledOperand(b.offset, req.n, req.k, self.eb, swizzle_for(req.k * self.eb), transposed=True)
@@ -815,20 +816,45 @@ class BlockScaledF4Umma(BlockScaledUmma):
         sa = ScaleOperand(b_p.offset + b_p.nbytes, a_p.rows, blocks, layout_f=req.m == 64)
         return a_st, b_st, a_p, b_p, sa, ScaleOperand(sa.offset + sa.nbytes, req.n, blocks, True)
 
-    def layouts(self, req, at: int = 0):
-        """What tileas writes: A and B staged, the scale factors (the packed operands lie between them)."""
-        a_st, b_st, _, _, sa, sb = self.all_layouts(req, at)
-        return a_st, b_st, sa, sb
+    def layouts(self, req, at: int = 0, b_major: str = "n", a_staged: bool = False):
+        """What tileas writes: A and B a code a byte (:class:`ByteStaging`), the scale factors (the packed operands
+        lie between them). An operand that comes packed (a pipelined loop's stage, or a single dot's, filled by
+        TMA with the tensor's bytes: tileas ``pipeline``) takes the packed K-major layout instead: A with
+        ``a_staged`` (a 64-row A as 128 rows in layout F, :class:`LayoutFOperand`, which the stage is copied into),
+        B with ``b_major="k"`` (its N x K / 2 transpose: a transposed view of an N x K tensor, or a
+        ``ct.transpose``d N x K tile, is that in memory already; a K x N B is packed along N and stays staged)."""
+        a_st, b_st, a_p, b_p, sa, sb = self.all_layouts(req, at)
+        a = a_st
+        if a_staged:
+            a = LayoutFOperand(a_p.offset, a_p.rows, a_p.cols, 1, a_p.swizzle) if req.m == 64 else a_p
+        b = replace(b_p, transposed=True) if b_major == "k" else b_st
+        return a, b, sa, sb
 
     def lower(self, cg, action: str, req, *args):
         if action == "dot":
-            a_st, b_st, sa, sb, frag, acc_regs, k_dim = args
-            _, _, a_p, b_p, _, _ = self.all_layouts(req, a_st.offset)
-            cg.barrier()  # the staged codes are written
-            self.pack(cg, a_st, a_p, False, req.m == 64)
-            self.pack(cg, b_st, b_p, True, False)
-            return self.dot(cg, req, a_p, b_p, frag, acc_regs, k_dim, None, (sa, sb))
+            a, b, sa, sb, frag, acc_regs, k_dim = args
+            a, b = self.packed_operands(cg, req, a, b, sa, sb)
+            return self.dot(cg, req, a, b, frag, acc_regs, k_dim, None, (sa, sb))
         return super().lower(cg, action, req, *args)
+
+    def packed_operands(self, cg, req, a, b, sa, sb):
+        """A and B packed: a staged operand (:class:`ByteStaging`) packed after a barrier (every thread a share,
+        :meth:`pack`) into its packed layout past the other layouts, one that came packed (a stage, or its layout-F
+        copy) as it is."""
+        staged = [isinstance(x, ByteStaging) for x in (a, b)]
+        if not any(staged):
+            return a, b
+        _, _, a_p, b_p, _, _ = self.all_layouts(req)
+        at = (max(x.offset + x.nbytes for x in (a, b, sa, sb)) + 1023) // 1024 * 1024
+        a_p = replace(a_p, offset=at)
+        b_p = replace(b_p, offset=at + a_p.nbytes)
+        cg.reserve(b_p.offset + b_p.nbytes)
+        cg.barrier()  # the staged codes are written
+        if staged[0]:
+            self.pack(cg, a, a_p, False, req.m == 64)
+        if staged[1]:
+            self.pack(cg, b, b_p, True, False)
+        return a_p if staged[0] else a, b_p if staged[1] else b
 
     def pack(self, cg, st: ByteStaging, out: SwizzledOperand, transposed: bool, layout_f: bool) -> None:
         """Every thread packs bytes ``tid, tid + threads, ...`` of ``out`` (``rows x K / 2``): byte (r, c) = code
@@ -876,7 +902,7 @@ def atoms() -> list[Atom]:
         out.append(_atom(name, "block_scaled_mma", BlockScaledF4Umma(name, scale, block, kind, vec), F4_K,
                          f"tcgen05.mma cta_group::1 kind::{kind}.block_scale m128nNk64 e2m1 (packed, "
                          f"K-major) with {scale} scale factors per {block} -> f32, scale factors "
-                         "(tcgen05.cp) and accumulator in tensor memory"))
+                         "(tcgen05.cp) and accumulator in tensor memory", b_k_major=True, packed_stages=True))
     for name, (elems, scale, block, kind, k) in BS_ATOMS.items():
         out.append(_atom(name, "block_scaled_mma", BlockScaledUmma(name, elems, scale, block, kind, k), k,
                          f"tcgen05.mma cta_group::1 kind::{kind}.block_scale.scale_vec::1X m128nNk{k} "

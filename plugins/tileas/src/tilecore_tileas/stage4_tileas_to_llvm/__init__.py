@@ -108,6 +108,9 @@ def lower_function(fn, gpu_module, ctx) -> dict:
                    strict_dialects=("nv_tileas", "nv_tileas_term", "nv_tileaa", "nv_tileaa_term"),
                    fallback=elementwise.elementwise)
     rb.data.update(cg=cg, div_by={}, tensor_maps=KernelTensorMaps(new_block))
+    from .pipeline import single_dot_stages
+
+    single_dot_stages(cg, rb, old)  # block-scaled dots whose A / B come by TMA (their loads lower to stages)
     try:
         rb.block_into(old, new_block)
         cg.finish(new_fn)

@@ -148,7 +148,18 @@ def block_scaled_mma(op, rb):
                             f"K = {k_dim} into blocks", op)
     atom = cg.atoms.get(str(op.attributes["atom"]).split('"')[1]) if "atom" in op.attributes else None
     if atom is not None and atom.kind == "block_scaled_mma":
-        return [_dot_scaled_atom(cg, op, atom, [rb.get(v) for v in op.operands], m, n, k_dim, ks)]
+        def scaled():
+            return _dot_scaled_atom(cg, op, atom, [rb.get(v) for v in op.operands], m, n, k_dim, ks)
+
+        stages = rb.data.get("single_stages", {}).get(op.operation)
+        if stages is None:
+            return [scaled()]
+        # A / B by TMA into one stage (:func:`.pipeline.single_dot`; the loads lowered to that stage)
+        from ..atoms.select import block_scaled_request
+        from .pipeline import single_dot
+
+        frag = atom_fragment(atom, block_scaled_request(op, cg.threads, cg.target))
+        return [TileV(frag, single_dot(cg, rb, op, stages, [ir.F32Type.get()] * frag.regs, scaled))]
     tiles = [_blocked(cg, rb.get(v), _shape(v)) for v in (lhs_v, rhs_v, acc_v, sa_v, sb_v)]
     lhs, rhs, acc, sa, sb = tiles
     elems = tuple(narrow_float.element_name(v.type) for v in (lhs_v, rhs_v, sa_v, sb_v))
@@ -177,8 +188,10 @@ def _dot_scaled_atom(cg, op, atom, values, m: int, n: int, k_dim: int, ks: int) 
     if regs is not None and not (isinstance(acc, TileV) and acc.layout == frag):
         cg.barrier()  # the conversion went through the scratch buffer the operands now take
     cg.smem_align = max(cg.smem_align, 1024)
-    # a K-major B stage (a transposed view's tile): the atom's K-major B layout (atoms with ``b_k_major``)
-    layouts = list(atom.lower(cg, "layouts", req, 0, *(("k",) if getattr(rhs, "transposed", False) else ())))
+    # a K-major B stage (a transposed view's tile): the atom's K-major B layout (atoms with ``b_k_major``); an A
+    # stage: what the atom reads staged A in (the e2m1 atoms: packed, as TMA copied the tensor's bytes)
+    layouts = list(atom.lower(cg, "layouts", req, 0, "k" if getattr(rhs, "transposed", False) else "n",
+                              _in_stage(lhs)))
     staged = [_in_stage(v) for v in (lhs, rhs)]
     if any(staged):  # the slots the atom still needs, from byte 0
         at = 0

@@ -6,9 +6,10 @@ matmul's ``(1, M, K)`` slice of a rank-3 tensor, copied by TMA as a 3-D box), fr
 induction variable and loop-invariant values by scalar ops, contiguous rows of a whole number of copy
 chunks (16 bytes), zero (or unspecified) padding and plain ordering: those loads are *piped*. A block-scaled
 dot (``nv_tileas.block_scaled_mma``, cuTile ``mma_scaled``) counts with its A and B (in swizzled layouts: its
-tensor-memory atoms read nothing else; 8-bit operands: the e2m1 ones are packed nibbles, which neither the
-copy atoms nor TMA re-pack into the K-major form the mxf4 kinds read); its scale tiles (a few bytes a row) stay
-loaded in the body and written to their layout there. When every
+tensor-memory atoms read nothing else; e2m1 ones, two to a byte, as the bytes they are where they lie packed
+along K, the form the mxf4 kinds read: :func:`_load_ok`'s ``packed_ok``, :func:`_staged_as_atom_reads`); its scale
+tiles (a few bytes a row) stay loaded in the body and written to their layout there. A block-scaled dot outside
+such a loop takes its tiles by TMA into one stage (:func:`single_dot_stages`, :func:`single_dot`). When every
 dot operand is piped and nothing else in the body uses shared memory (element-wise ops on the
 accumulator's fragment layout, scalars and tokens only), the stages are all the loop uses; otherwise (a
 flash-attention loop: Q from before the loop, K loaded transposed, row reductions) the body's own
@@ -55,6 +56,7 @@ MAX_STAGES = 3  # cuTile 1.7 has no stage-count hint (only a load's latency hint
 MBARRIER_BYTES = 8
 BODY_SCRATCH_BYTES = 64 * 1024  # kept for the scratch region of a loop body that uses shared memory itself
 SCALED_DOT = "nv_tileas.block_scaled_mma"  # cuda_tile mmaf_scaled: A / B piped as a dot's, the scales not
+PACKED_ELEMENT = "f4E2M1FN"  # two to a byte: piped as bytes for atoms that read them packed (``packed_stages``)
 
 
 @dataclass
@@ -71,6 +73,7 @@ class PipedLoad:
     transposed: bool = False  # a transposed view (``order=(1, 0)``): memory is contiguous along the tile's rows
     lead: int = 0  # unit dimensions before the tile's two (a ``(1, M, K)`` slice of a rank-3 tensor)
     chain: tuple = ()  # the ops between the load and the dot (reshapes dropping unit dimensions, f32 -> tf32)
+    packed: bool = False  # e2m1, two to a byte: the contiguous axis (rows / cols) counts bytes, not elements
 
     @property
     def nbytes(self) -> int:
@@ -133,12 +136,16 @@ def _reshape_chain(v, body, permute_ok: bool = False) -> tuple[object, tuple]:
     return (v.owner if isinstance(v, ir.OpResult) else None), tuple(chain)
 
 
-def _load_ok(load, dot, body, transposed_ok: bool = False, chain: tuple = ()) -> PipedLoad | None:
+def _load_ok(load, dot, body, transposed_ok: bool = False, chain: tuple = (), packed_ok: bool = False,
+             invariant: bool = True) -> PipedLoad | None:
     """The PipedLoad of ``load`` when it can be copied by 16-byte chunks straight into shared memory
     (``transposed_ok``: also a transposed view of a row-major tensor, whose chunks run down the tile's
     columns: for a consumer that reads it K-major). The load reaches the dot directly or through ``chain``
     (reshapes); its tile is 2-D, or 2-D after unit dimensions (a slice of a rank 3-5 tensor: TMA's 3-5-D
-    boxes)."""
+    boxes). ``packed_ok``: also e2m1 elements (cuTile's f4E2M1FN arrays hold two to a byte, element 2i in the
+    low half of byte i, shapes and strides in elements), copied as the bytes they are (``PipedLoad.packed``:
+    the contiguous axis counted in bytes), for a consumer that reads them packed along that axis (the mxf4
+    kinds' K-major operands). ``invariant``: the view's memref must be made outside ``body`` (a loop's)."""
     if load is None or load.name != "nv_tileas.tiled_load" or "traversal_strides" in load.attributes:
         return None
     users = [u for u in load.results[0].uses]
@@ -148,7 +155,7 @@ def _load_ok(load, dot, body, transposed_ok: bool = False, chain: tuple = ()) ->
     if memory_order(load)[0] is not None or not isinstance(view, ir.OpResult):
         return None
     vop = view.owner  # a view made in the body is a compile-time record of its memref (made outside)
-    if vop.name != "nv_tileas.view" or _in_body(vop.operands[0], body):
+    if vop.name != "nv_tileas.view" or invariant and _in_body(vop.operands[0], body):
         return None
     tile, dim_map, pad = view_type_parts(view.type)
     lead = len(tile) - 2
@@ -158,25 +165,31 @@ def _load_ok(load, dot, body, transposed_ok: bool = False, chain: tuple = ()) ->
         return None
     tile = tile[lead:]
     el, _shape, strides = memref_type_parts(vop.operands[0].type)
-    if str(el).startswith("!llvm") or str(el) in ("i1", "f4E2M1FN"):
+    packed = str(el) == PACKED_ELEMENT
+    if str(el).startswith("!llvm") or str(el) == "i1" or packed and not packed_ok:
         return None
     strides = [strides[d] for d in dim_map][lead:]
     transposed = transposed_ok and tuple(dim_map) == (1, 0) and strides[0] == 1
     if strides[-1] != 1 and not transposed:
         return None
-    width = el.width if isinstance(el, ir.FloatType) else ir.IntegerType(el).width
+    width = 8 if packed else el.width if isinstance(el, ir.FloatType) else ir.IntegerType(el).width
     if width not in (8, 16, 32):
         return None
     eb = width // 8
-    if (tile[0 if transposed else 1] * eb) % 16:
+    along = 0 if transposed else 1  # the tile axis contiguous in memory
+    if packed and tile[along] % 2:
+        return None
+    tile = [t // 2 if packed and i == along else t for i, t in enumerate(tile)]  # packed: bytes along it
+    if (tile[along] * eb) % 16:
         return None
     if transposed:
-        return PipedLoad(load, tile[0], tile[1], eb, 0, transposed=True, chain=chain)
+        return PipedLoad(load, tile[0], tile[1], eb, 0, transposed=True, chain=chain, packed=packed)
     from .dot import smem_operand
 
     op = smem_operand(tile[0], tile[1], None, eb, 0)  # swizzled rows, or padded ones (see dot.smem_operand)
     return PipedLoad(load, tile[0], tile[1], eb, tile[1] + ROW_PAD_BYTES // eb,
-                     swizzled=op if isinstance(op, SwizzledOperand) else None, lead=lead, chain=chain)
+                     swizzled=op if isinstance(op, SwizzledOperand) else None, lead=lead, chain=chain,
+                     packed=packed)
 
 
 def _index_slice(load, body, iv, seen: dict) -> bool:
@@ -231,19 +244,13 @@ def plan(cg, loop) -> Plan | None:
             lay = (lay_a, lay_b)[i]
             # a warpgroup atom takes B K-major too: a transposed view's tile is that layout in memory already
             k_major_ok = lay is lay_b and lay is not None or b_k_major
-            piped, deps = _load_ok(load, d, body, transposed_ok=k_major_ok, chain=chain), {}
+            piped, deps = _load_ok(load, d, body, transposed_ok=k_major_ok, chain=chain,
+                                   packed_ok=_packed_ok(d, a)), {}
             if piped is None or not _index_slice(load, body, iv, deps):
                 continue
-            if any(o.name == "nv_tileas.permute" for o in chain) and (piped.transposed or piped.swizzled is None):
-                continue  # a transposed view transposed again: MN-major, which 16-byte copies cannot make K-major
-            if piped.transposed:
-                lay = a.lower(cg, "layouts", mma_request(d, cg.threads, cg.target), 0, "k")[1]
-            if d.name == SCALED_DOT and piped.swizzled is None and lay is None:  # its atoms read swizzled layouts
+            piped = _staged_as_atom_reads(cg, d, a, i, piped, lay)
+            if piped is None:
                 continue
-            if lay is not None:
-                if lay.transposed != piped.transposed:  # 16-byte copies cannot transpose a tile
-                    continue
-                piped.swizzled = lay
             slice_ops.update(deps)
             loads.append(piped)
     if not loads:
@@ -280,6 +287,36 @@ def plan(cg, loop) -> Plan | None:
     order = {o.operation: i for i, o in enumerate(ops)}
     shift = 0 if pure else (stages * at + MBARRIER_BYTES * stages + 1023) // 1024 * 1024
     return Plan(loads, at, stages, atom, sorted(slice_ops.values(), key=lambda o: order[o]), shift)
+
+
+def _packed_ok(dot, atom) -> bool:
+    """Whether ``dot``'s atom reads e2m1 operands packed in its stages (the sm100 mxf4 atoms' ``packed_stages``)."""
+    return dot.name == SCALED_DOT and bool(atom.data.get("packed_stages"))
+
+
+def _staged_as_atom_reads(cg, d, a, i: int, piped: PipedLoad, lay) -> PipedLoad | None:
+    """``piped`` (operand ``i`` of dot ``d``, atom ``a``; ``lay``: a warpgroup atom's layout of it, or None) with the
+    stage layout the atom reads it in (``piped.swizzled``), or None when the copy cannot give that layout: a
+    transposed view transposed again (MN-major, which 16-byte copies cannot make K-major), a block-scaled dot's
+    operand without a swizzled layout, a transposed tile for a layout that is not, and a packed (e2m1) operand
+    not packed along K (the mxf4 kinds read A and B K-major only, PTX ISA 9.7.16.10.7 / Table 49; a K x N B lies
+    packed along N, and no copy regroups nibbles)."""
+    from ..atoms.select import mma_request
+
+    permuted = any(o.name == "nv_tileas.permute" for o in piped.chain)
+    if permuted and (piped.transposed or piped.swizzled is None):
+        return None
+    if piped.packed and (piped.transposed or permuted) != (i == 1):
+        return None
+    if piped.transposed:
+        lay = a.lower(cg, "layouts", mma_request(d, cg.threads, cg.target), 0, "k")[1]
+    if d.name == SCALED_DOT and piped.swizzled is None and lay is None:  # its atoms read swizzled layouts
+        return None
+    if lay is not None:
+        if lay.transposed != piped.transposed:  # 16-byte copies cannot transpose a tile
+            return None
+        piped.swizzled = lay
+    return piped
 
 
 def _only_fragment_arithmetic(cg, ops, loads, slice_ops, dots, frag) -> bool:
@@ -397,8 +434,11 @@ def _chunk(cg, p: PipedLoad, acc, shape, cid):
     along = cg.op("arith.muli", cg.op("arith.remui", cid, cg.c32(per_line)), cg.c32(vec))
     row, col = (along, line) if p.transposed else (line, along)
     axis = p.lead + (0 if p.transposed else 1)  # the tile axis the chunk runs along (contiguous in memory)
-    g = [*acc.origin[:p.lead], cg.op("arith.addi", acc.origin[p.lead], resize_int(row, idx_t)),
-         cg.op("arith.addi", acc.origin[p.lead + 1], resize_int(col, idx_t))]
+    # packed (e2m1): the stage's bytes along that axis hold two elements each
+    elems = cg.op("arith.muli", along, cg.c32(2)) if p.packed else along
+    r_el, c_el = (elems, line) if p.transposed else (line, elems)
+    g = [*acc.origin[:p.lead], cg.op("arith.addi", acc.origin[p.lead], resize_int(r_el, idx_t)),
+         cg.op("arith.addi", acc.origin[p.lead + 1], resize_int(c_el, idx_t))]
     inside = cg.and_(*[cg.cmpi(6, c, n) for c, n in zip(g, shape)])
     return row, col, g, inside, cg.op("arith.subi", shape[axis], g[axis])
 
@@ -408,10 +448,13 @@ def _copy_chunk(cg, atom, p: PipedLoad, acc, shape, cid, stage_base) -> None:
     rest zero-filled; a chunk with none in bounds reads nothing (its source is the tile origin, clamped)."""
     idx_t = acc.index
     row, col, g, inside, left = _chunk(cg, p, acc, shape, cid)
-    vec_c = cg.const(idx_t, 16 // p.elem_bytes)
+    vec_c = cg.const(idx_t, 16 // p.elem_bytes * (2 if p.packed else 1))  # elements a chunk
     n = cg.select(inside, cg.select(cg.cmpi(6, left, vec_c), left, vec_c), cg.const(idx_t, 0))
-    nbytes = cg.op("arith.muli", resize_int(n, cg.i32), cg.c32(p.elem_bytes))
-    src = acc.address([cg.select(inside, c, cg.const(idx_t, 0)) for c in g])
+    n32 = resize_int(n, cg.i32)
+    # packed: n is even (the run-time check asks for an even extent along the packed axis), n / 2 bytes
+    nbytes = cg.op("arith.shrui", n32, cg.c32(1)) if p.packed else cg.op("arith.muli", n32, cg.c32(p.elem_bytes))
+    clamped = [cg.select(inside, c, cg.const(idx_t, 0)) for c in g]
+    src = acc._byte_ptr(acc.offset(clamped)) if p.packed else acc.address(clamped)
     # the chunk is one 16-byte unit of the swizzled layout, or 16 bytes of a padded row
     atom.lower(cg, "copy", _stage_address(cg, p, stage_base, row, col), src, nbytes)
 
@@ -426,6 +469,9 @@ def _copy_chunk_elements(cg, atom, p: PipedLoad, acc, shape, cid, stage_base) ->
 
     llvm = dialects.llvm
     row, col, g, inside, left = _chunk(cg, p, acc, shape, cid)
+    if p.packed:
+        _copy_packed_chunk_elements(cg, acc, inside, left, acc.offset(g), _stage_address(cg, p, stage_base, row, col))
+        return
     src, dst = acc.address(g), _stage_address(cg, p, stage_base, row, col)
     zero = padding_value(cg, acc.element, "zero")
     p1, p3 = ir.Type.parse(PTR1), ir.Type.parse("!llvm.ptr<3>")
@@ -434,6 +480,26 @@ def _copy_chunk_elements(cg, atom, p: PipedLoad, acc, shape, cid, stage_base) ->
         at = llvm.getelementptr(p1, src, [], [i], acc.element, 0) if i else src
         value = cg.masked(ok, lambda at=at: acc.load(at), zero, acc.element)
         llvm.store(value, llvm.getelementptr(p3, dst, [], [i * p.elem_bytes], cg.i8, 0) if i else dst)
+
+
+def _copy_packed_chunk_elements(cg, acc, inside, left, off, dst) -> None:
+    """:func:`_copy_chunk_elements` for a packed (e2m1) chunk: 16 bytes, byte ``i`` from elements ``off + 2i`` and
+    ``+ 1`` (i64 element offsets; an element's half of its byte, as :meth:`.memory.TiledAccess.load_packed` reads
+    it, so odd row strides and extents are served), each when in bounds (else the zero code 0)."""
+    llvm = dialects.llvm
+    p3 = ir.Type.parse("!llvm.ptr<3>")
+    zero = cg.const(cg.i8, 0)
+
+    def nibble(j):
+        o = cg.op("arith.addi", off, cg.const(cg.i64, j)) if j else off
+        ok = cg.and_(inside, cg.cmpi(8, left, cg.const(acc.index, j))) if j else inside  # left > j (unsigned)
+        return cg.masked(ok, lambda: cg.op("arith.andi", cg.op("arith.shrui", acc.load(acc._byte_ptr(o)),
+                                                                acc._half_shift(o)), cg.const(cg.i8, 15)),
+                         zero, cg.i8)
+
+    for i in range(16):
+        byte = cg.op("arith.ori", nibble(2 * i), cg.op("arith.shli", nibble(2 * i + 1), cg.const(cg.i8, 4)))
+        llvm.store(byte, llvm.getelementptr(p3, dst, [], [i], cg.i8, 0) if i else dst)
 
 
 def _view(rb, p: PipedLoad):
@@ -446,27 +512,49 @@ def _view(rb, p: PipedLoad):
 
 def alignment_check(cg, rb, plan_: Plan):
     """i1: every chunk address of every operand is 16-byte aligned (None when that is known statically)."""
-    return cg.and_(*[aligned_16(cg, _memory_order(_view(rb, p).memref, p), p.elem_bytes) for p in plan_.loads])
+    return cg.and_(*[aligned_16(cg, _memory_order(_view(rb, p).memref, p), p.elem_bytes, p.packed)
+                     for p in plan_.loads])
 
 
-def aligned_16(cg, m, elem_bytes: int):
+def aligned_16(cg, m, elem_bytes: int, packed: bool = False):
     """i1: the base and every stride but the innermost of memref ``m`` (elements of ``elem_bytes``) are 16-byte
     multiples, what 16-byte copies and TMA need (None when that is known statically; a false constant when a
-    static stride is not)."""
+    static stride is not). ``packed`` (e2m1, two elements a byte; ``elem_bytes`` 1): strides of 32-element
+    multiples, and an even innermost extent (the last byte of an odd row holds an element of the tensor and half
+    a byte past it, which a byte copy would not zero)."""
     conds = []
+    unit = 16 * (2 if packed else 1)  # what a stride (elements x elem_bytes) must be a multiple of
     if m.div_by % 16:
         base = dialects.llvm.ptrtoint(cg.i64, m.base)
         conds.append(cg.cmpi(0, cg.op("arith.andi", base, cg.const(cg.i64, 15)), cg.const(cg.i64, 0)))
     for s, div in zip(m.strides[:-1], m.stride_div[:-1] or [1] * (len(m.strides) - 1)):
         if isinstance(s, int):
-            if (s * elem_bytes) % 16:
+            if (s * elem_bytes) % unit:
                 return cg.const(cg.i1, 0)
             continue
-        if (div * elem_bytes) % 16 == 0:  # an assume div_by hint (cuTile's stride facts)
+        if (div * elem_bytes) % unit == 0:  # an assume div_by hint (cuTile's stride facts)
             continue
         bytes_ = cg.op("arith.muli", s, cg.const(cg.i64, elem_bytes))
-        conds.append(cg.cmpi(0, cg.op("arith.andi", bytes_, cg.const(cg.i64, 15)), cg.const(cg.i64, 0)))
+        conds.append(cg.cmpi(0, cg.op("arith.andi", bytes_, cg.const(cg.i64, unit - 1)), cg.const(cg.i64, 0)))
+    if packed:
+        extent = m.shape[-1]
+        static = _constant(extent)
+        if static is not None and static % 2:
+            return cg.const(cg.i1, 0)
+        if static is None:
+            one = cg.const(extent.type, 1)
+            conds.append(cg.cmpi(0, cg.op("arith.andi", extent, one), cg.const(extent.type, 0)))
     return cg.and_(*conds)
+
+
+def _constant(v) -> int | None:
+    """The value of an integer constant (an ``arith.constant`` / ``llvm.mlir.constant`` result), else None."""
+    if isinstance(v, int):
+        return v
+    if isinstance(v, ir.OpResult) and v.owner.name in ("arith.constant", "llvm.mlir.constant"):
+        attr = v.owner.attributes["value"]
+        return ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else None
+    return None
 
 
 def _option_off(cg, name: str) -> bool:
@@ -483,21 +571,59 @@ def tma_maps(cg, rb, plan_: Plan, checked: bool):
     atom = default_atom(cg.atoms, "copy", cg.target, None, interface=TMA_INTERFACE)
     if maps is None or atom is None or _option_off(cg, TMA_OPTION):
         return None
-    recipes = []
-    for p in plan_.loads:
-        sw = p.swizzled
-        lines, line_elems = _lines(p)
-        if sw is None or sw.transposed != p.transposed or lines % 8 or lines > MAX_BOX or \
-                (line_elems * p.elem_bytes) % sw.swizzle or not _tma_allowed(cg, p.load):
-            return None
-        m = _memory_order(_view(rb, p).memref, p)
-        elem = rb.convert_type(ir.RankedTensorType(p.load.results[0].type).element_type)
-        box = (sw.swizzle // p.elem_bytes, lines) + (1,) * p.lead  # innermost first; a slice's unit dimensions
-        r = maps.recipe(m, elem if not m.narrow else cg.i8, box, sw.swizzle, checked)
-        if r is None:
-            return None
-        recipes.append(r)
+    recipes = [_tma_recipe(cg, rb, p, maps, checked) if _tma_box_ok(cg, p) else None for p in plan_.loads]
+    if any(r is None for r in recipes):
+        return None
     return atom, [maps.parameter(r) for r in recipes]
+
+
+def _tma_box_ok(cg, p: PipedLoad) -> bool:
+    """Whether ``p``'s tile can come by TMA boxes into its stage: a swizzled layout of the load's major, whole
+    8-row atoms, at most :data:`MAX_BOX` lines, lines of whole swizzle columns, the load allowing TMA."""
+    sw = p.swizzled
+    lines, line_elems = _lines(p)
+    return not (sw is None or sw.transposed != p.transposed or lines % 8 or lines > MAX_BOX or
+                (line_elems * p.elem_bytes) % sw.swizzle or not _tma_allowed(cg, p.load))
+
+
+def _tma_recipe(cg, rb, p: PipedLoad, maps, checked: bool):
+    """The tensor-map recipe of ``p``'s boxes (one swizzle column of lines each; :mod:`.tensor_maps`), or None.
+    A packed (e2m1) tile's map is over the tensor's bytes (``CU_TENSOR_MAP_DATA_TYPE_UINT8``, the packed axis'
+    extent and the strides halved): its bytes land in the stage as they are, two e2m1 each, lower K index in the
+    low half, which is the mxf4 kinds' K-major operand (PTX ISA 9.7.16.10.7, Table 49). (The driver's packed
+    4-bit types, ``CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN8B`` / ``16U4_ALIGN16B``, unpack 16 e2m1 to a 16-byte unit in
+    shared memory: the padded f4 operand of ``.kind::f8f6f4``, not the packed one of ``.kind::mxf4``.)"""
+    sw = p.swizzled
+    lines, _ = _lines(p)
+    m = _memory_order(_view(rb, p).memref, p)
+    elem = rb.convert_type(ir.RankedTensorType(p.load.results[0].type).element_type)
+    box = (sw.swizzle // p.elem_bytes, lines) + (1,) * p.lead  # innermost first; a slice's unit dimensions
+    return maps.recipe(m, elem if not m.narrow else cg.i8, box, sw.swizzle, checked, packed=p.packed)
+
+
+def _tma_boxes(cg, rb, p: PipedLoad, tmap, base, bar, index) -> None:
+    """The TMA boxes of ``p``'s tile (load indices ``index``) into its buffer of the stage at byte ``base`` (an i32
+    value) of the scratch buffer, completing on mbarrier ``bar``: one box per swizzle column of lines (PTX ISA
+    9.7.9.25, ``cp.async.bulk.tensor``: the box's first coordinates innermost first). A packed (e2m1) tile's
+    coordinate along its packed axis is in bytes: the element origin / 2 (a multiple of the tile's even extent)."""
+    from .memory import TiledAccess
+
+    p3 = ir.Type.parse("!llvm.ptr<3>")
+    llvm = dialects.llvm
+    atom = default_atom(cg.atoms, "copy", cg.target, None, interface=TMA_INTERFACE)
+    acc = TiledAccess(cg, _view(rb, p), index, None, p.load)
+    lead = [resize_int(o, cg.i32) for o in acc.origin[:p.lead]][::-1]  # innermost first
+    row, col = (resize_int(o, cg.i32) for o in acc.origin[p.lead:])
+    inner0, outer = (row, col) if p.transposed else (col, row)  # memory order
+    if p.packed:
+        inner0 = cg.op("arith.shrsi", inner0, cg.c32(1))
+    lines, line_elems = _lines(p)
+    sw = p.swizzled
+    for j in range(line_elems * p.elem_bytes // sw.swizzle):
+        at = cg.op("arith.addi", base, cg.c32(p.offset + j * lines * sw.swizzle))
+        dst = llvm.getelementptr(p3, cg.smem_base, [at], [-2147483648], cg.i8, 0)
+        inner = cg.op("arith.addi", inner0, cg.c32(j * sw.swizzle // p.elem_bytes)) if j else inner0
+        atom.lower(cg, "load", dst, tmap, bar, [inner, outer, *lead])
 
 
 def _tma_allowed(cg, load) -> bool:
@@ -595,7 +721,8 @@ def _body_on_stage(cg, rb, plan_: Plan, blk, iv, rd, n_flat: int, body_into) -> 
             dyn = cg.op("arith.muli", rd, cg.c32(plan_.stage_bytes // p.elem_bytes))
             operands[p.load.results[0]] = SmemOperand(at + p.offset, p.rows, p.cols, p.pitch, elem, p.elem_bytes,
                                                       dyn)
-    rb.data["piped"] = operands
+    outer = rb.data.get("piped")  # a single dot's stages (:func:`single_dot_stages`) in the body stay
+    rb.data["piped"] = {**(outer or {}), **operands}
     try:
         if plan_.shift:
             with cg.shifted_scratch(plan_.shift):
@@ -603,7 +730,10 @@ def _body_on_stage(cg, rb, plan_: Plan, blk, iv, rd, n_flat: int, body_into) -> 
         else:
             body_into(blk, [iv, *list(blk.arguments)[1:n_flat + 1]])
     finally:
-        rb.data.pop("piped", None)
+        if outer is None:
+            rb.data.pop("piped", None)
+        else:
+            rb.data["piped"] = outer
 
 
 def _tma_pipelined_for(op, rb, plan_: Plan, lb, ub, step, inits, body_into, atom, maps) -> list:
@@ -622,7 +752,6 @@ def _tma_pipelined_for(op, rb, plan_: Plan, lb, ub, step, inits, body_into, atom
 
     A tile box out of the tensor reads zeros (TMA's out-of-bound fill), which is the loads' padding."""
     from .control import flatten
-    from .memory import TiledAccess
 
     cg = rb.data["cg"]
     s_count = plan_.stages
@@ -650,17 +779,7 @@ def _tma_pipelined_for(op, rb, plan_: Plan, lb, ub, step, inits, body_into, atom
             atom.lower(cg, "expect_tx", bar(stage), cg.c32(stage_tx))
             base = cg.op("arith.muli", stage, cg.c32(plan_.stage_bytes))
             for p, tmap in zip(plan_.loads, maps):
-                acc = TiledAccess(cg, _view(rb, p), _indices(rb, plan_, p, iv_old, iv_new), None, p.load)
-                lead = [resize_int(o, cg.i32) for o in acc.origin[:p.lead]][::-1]  # innermost first
-                row, col = (resize_int(o, cg.i32) for o in acc.origin[p.lead:])
-                inner0, outer = (row, col) if p.transposed else (col, row)  # memory order
-                lines, line_elems = _lines(p)
-                sw = p.swizzled
-                for j in range(line_elems * p.elem_bytes // sw.swizzle):
-                    at = cg.op("arith.addi", base, cg.c32(p.offset + j * lines * sw.swizzle))
-                    dst = llvm.getelementptr(p3, cg.smem_base, [at], [-2147483648], cg.i8, 0)
-                    inner = cg.op("arith.addi", inner0, cg.c32(j * sw.swizzle // p.elem_bytes)) if j else inner0
-                    atom.lower(cg, "load", dst, tmap, bar(stage), [inner, outer, *lead])
+                _tma_boxes(cg, rb, p, tmap, base, bar(stage), _indices(rb, plan_, p, iv_old, iv_new))
             return []
 
         cg.if_(cg.and_(leader, cg.cmpi(2, iv_new, ub)), copies)
@@ -698,3 +817,178 @@ def _tma_pipelined_for(op, rb, plan_: Plan, lb, ub, step, inits, body_into, atom
     each_barrier("inval")
     cg.barrier()
     return list(node.results)[:-2]
+
+
+# -- single block-scaled dots: A / B by TMA, one stage ---------------------------------------------------------
+@dataclass
+class DotStages:
+    """The operand tiles of one block-scaled dot outside a pipelined loop that come by TMA (a one-stage
+    "pipeline": :func:`single_dot`): their loads (offsets in the stage), the stage's bytes, where its mbarrier is
+    and the bytes the dot's own scratch region starts after (``shift``)."""
+
+    loads: list
+    bar_at: int
+    shift: int
+
+
+def single_dot_stages(cg, rb, block) -> None:
+    """Find, in the old kernel body ``block``, the block-scaled tensor-memory dots (``nv_tileas.block_scaled_mma``
+    with a ``tcgen05`` atom: cuTile ``mma_scaled`` on sm_100a) not in a loop :func:`plan` pipelines whose A / B
+    tiles TMA can serve: a ``tiled_load`` in the dot's block used by it only (directly or through the chain a
+    pipelined loop admits), nothing that writes memory between the load and the dot, the stage layout the atom
+    reads (:func:`_staged_as_atom_reads`) and a TMA box (:func:`_tma_box_ok`). Such a load lowers to its stage
+    buffer (``rb.data["piped"]``: :func:`.memory.tiled_load` returns it, as in a pipelined loop) and the dot
+    copies the tiles (:func:`single_dot`); ``rb.data["single_stages"]`` maps the dot to its :class:`DotStages`."""
+    if _option_off(cg, TMA_OPTION) or default_atom(cg.atoms, "copy", cg.target, None, interface=TMA_INTERFACE) is None:
+        return
+    found = {}
+
+    def walk(blk):
+        for o in blk.operations:
+            o = o.operation
+            if o.name == SCALED_DOT:
+                st = _dot_stages(cg, o)
+                if st is not None:
+                    found[o] = st
+            for region in o.regions:
+                for b in region.blocks:
+                    walk(b)
+
+    walk(block)
+    if not found:
+        return
+    piped = rb.data.setdefault("piped", {})
+    for st in found.values():
+        for p in st.loads:
+            elem = rb.convert_type(ir.RankedTensorType(p.load.results[0].type).element_type)
+            piped[p.load.results[0]] = replace(p.swizzled, offset=p.offset - st.shift, elem=elem)
+    rb.data["single_stages"] = found
+
+
+def _dot_stages(cg, d) -> DotStages | None:
+    """:func:`single_dot_stages` for dot ``d``: its :class:`DotStages`, or None."""
+    from ..atoms.select import block_scaled_request
+
+    if "atom" not in d.attributes:
+        return None
+    a = cg.atoms.get(str(d.attributes["atom"]).split('"')[1])
+    if a is None or a.kind != "block_scaled_mma" or a.data.get("fragment") != "tcgen05":
+        return None
+    body = d.block
+    parent = body.owner if body.owner is not None else None
+    if parent is not None and parent.name == "scf.for" and plan(cg, parent) is not None:
+        return None  # the loop's stages serve it
+    loads = []
+    for i, v in enumerate(list(d.operands)[:2]):
+        if not isinstance(v, ir.OpResult) or not _in_body(v, body):
+            continue
+        b_k_major = i == 1 and bool(a.data.get("b_k_major"))
+        load, chain = _reshape_chain(v, body, permute_ok=b_k_major)
+        if load is None or not _in_body(load.results[0], body) or not _no_writes_between(load, d):
+            continue
+        piped = _load_ok(load, d, body, transposed_ok=b_k_major, chain=chain, packed_ok=_packed_ok(d, a),
+                         invariant=False)
+        if piped is None:
+            continue
+        lay = None
+        if piped.transposed:
+            lay = a.lower(cg, "layouts", block_scaled_request(d, cg.threads, cg.target), 0, "k")[1]
+        piped = _staged_as_atom_reads(cg, d, a, i, piped, lay)
+        if piped is not None and _tma_box_ok(cg, piped):
+            loads.append(piped)
+    if not loads:
+        return None
+    at = 0
+    for p in loads:
+        p.offset = (at + 1023) // 1024 * 1024
+        at = p.offset + p.nbytes
+    return DotStages(loads, at, (at + MBARRIER_BYTES + 1023) // 1024 * 1024)
+
+
+def _no_writes_between(load, dot) -> bool:
+    """Whether no op between ``load`` and ``dot`` (same block) may write memory (a store, an atomic, or anything
+    with regions): the tile is copied at the dot, so it must read what the load would have."""
+    ops = list(dot.block.operations)
+    names = [o.operation for o in ops]
+    first, last = names.index(load.operation if hasattr(load, "operation") else load), names.index(dot)
+    for o in names[first + 1:last]:
+        if o.regions or "store" in o.name or "atomic" in o.name or "scatter" in o.name:
+            return False
+    return True
+
+
+def single_dot(cg, rb, op, st: DotStages, types: list, dot_fn) -> list:
+    """Dot ``op``'s registers (``types``) with the tiles of ``st`` copied by TMA (one stage, one mbarrier)::
+
+        thread 0: init the mbarrier; barrier
+        thread 0: proxy fence; expect the stage's bytes; the TMA boxes of every tile
+        wait for phase 0 of the mbarrier
+        the dot (``dot_fn()``), its scratch region past the stage (:meth:`CodeGen.shifted_scratch`)
+        barrier; thread 0 invalidates the mbarrier; barrier
+
+    A box past the tensor's edge reads zeros (TMA's out-of-bound fill: the loads' zero padding). TMA needs 16-byte
+    aligned bases and strides: what the compiler cannot prove is checked at run time (:func:`aligned_16`), and a
+    tensor that fails it takes the thread copies: the loads lowered to registers as without TMA, then the same dot
+    (the map is optional: a launcher passes zeros for it). Without a map (a tensor not made of kernel
+    parameters) the dot takes the thread copies only."""
+    from .memory import tiled_load
+
+    maps = rb.data["tensor_maps"]
+    check = cg.and_(*[aligned_16(cg, _memory_order(_view(rb, p).memref, p), p.elem_bytes, p.packed)
+                      for p in st.loads])
+    recipes = [_tma_recipe(cg, rb, p, maps, check is not None) for p in st.loads]
+
+    def threads():
+        piped = rb.data["piped"]
+        saved = {}
+        for p in st.loads:
+            r = p.load.results[0]
+            stage = piped.pop(r)
+            saved[r] = (stage, rb.map.get(r))
+            rb.map[r] = tiled_load(p.load, rb)[0]
+            for o in p.chain:
+                for x in o.results:
+                    saved.setdefault(x, (None, rb.map.get(x)))
+                rb.op(o)
+        try:
+            return list(dot_fn().regs)
+        finally:
+            for r, (stage, before) in saved.items():
+                if stage is not None:
+                    piped[r] = stage
+                rb.map[r] = before
+
+    if any(r is None for r in recipes):
+        return threads()
+    tmaps = [maps.parameter(r) for r in recipes]
+    atom = default_atom(cg.atoms, "copy", cg.target, None, interface=TMA_INTERFACE)
+
+    def tma():
+        llvm = dialects.llvm
+        cg.reserve(st.shift)
+        cg.smem_align = max(cg.smem_align, 1024)
+        bar = llvm.getelementptr(ir.Type.parse("!llvm.ptr<3>"), cg.smem_base, [], [st.bar_at], cg.i8, 0)
+        leader = cg.cmpi(0, cg.tid, cg.c32(0))
+        cg.if_(leader, lambda: (atom.lower(cg, "barrier_init", bar), [])[1])
+        cg.barrier()
+
+        def copies():
+            atom.lower(cg, "fence_proxy")  # the scratch buffer was last written by the generic proxy
+            atom.lower(cg, "expect_tx", bar, cg.c32(sum(p.rows * p.cols * p.elem_bytes for p in st.loads)))
+            for p, tmap in zip(st.loads, tmaps):
+                index = [rb.get(x) for x in list(p.load.operands)[1:] if "mem_token" not in str(x.type)]
+                _tma_boxes(cg, rb, p, tmap, cg.c32(0), bar, index)
+            return []
+
+        cg.if_(leader, copies)
+        atom.lower(cg, "wait", bar, cg.c32(0))
+        with cg.shifted_scratch(st.shift):
+            regs = list(dot_fn().regs)
+        cg.barrier()
+        cg.if_(leader, lambda: (atom.lower(cg, "inval", bar), [])[1])
+        cg.barrier()
+        return regs
+
+    if check is None:
+        return tma()
+    return cg.if_(check, tma, threads, types=types)

@@ -49,14 +49,18 @@ class KernelTensorMaps:
     def _param_type(self, i: int) -> str:
         return str(list(self.block.arguments)[i].type)
 
-    def recipe(self, memref, elem, box: tuple, swizzle: int, optional: bool) -> TensorMapRecipe | None:
+    def recipe(self, memref, elem, box: tuple, swizzle: int, optional: bool,
+               packed: bool = False) -> TensorMapRecipe | None:
         """The recipe of a tile-mode map of rank 2-5 over ``memref`` (rows of contiguous elements of type
         ``elem``, tile order) with box ``box`` (innermost first: ``(inner elements, rows, 1...)``) and ``swizzle``
         bytes, or None when the tensor's base, extents or strides are not kernel parameters (or constants).
         ``optional``: the kernel reads the map only after checking the tensor's alignment at run time.
         (PTX ISA §9.7.9.25, "cp.async.bulk.tensor": ``.dim`` 1d-5d; the driver's
         ``cuTensorMapEncodeTiled`` takes ``tensorRank`` 1-5 (3-5 need a 16-byte aligned base, as TMA always does
-        here: the recipe's tensors are 16-byte aligned or behind the run-time check).)"""
+        here: the recipe's tensors are 16-byte aligned or behind the run-time check).)
+        ``packed``: ``memref`` holds e2m1 elements two to a byte (extents and strides in elements), ``elem`` is
+        i8: the map is over the bytes, its innermost extent and its strides half the memref's (``"div": 2`` for
+        parameters; the kernel checks they are even before it reads the map: ``pipeline.aligned_16``)."""
         rank = len(memref.shape)
         if not 2 <= rank <= 5 or len(box) != rank or memref.strides[-1] != 1:
             return None
@@ -65,17 +69,20 @@ class KernelTensorMaps:
                 not self._param_type(tensor).startswith("!llvm.ptr"):
             return None
         eb = _bytes(elem)
+        div = 2 if packed else 1
         dims, strides = [], []
-        for d in memref.shape[::-1]:  # innermost first
+        for i, d in enumerate(memref.shape[::-1]):  # innermost first
             s = self._source(d)
             if s is None:
                 return None
-            dims.append(s if _is_const(d) else {"param": s})
+            halve = i == 0 and packed
+            dims.append((s // 2 if halve else s) if _is_const(d) else {"param": s, **({"div": 2} if halve else {})})
         for st_v in memref.strides[-2::-1]:  # bytes, of dimensions 1 .. rank - 1
             st = self._source(st_v)
             if st is None:
                 return None
-            strides.append(st * eb if _is_const(st_v) else {"param": st, "scale": eb})
+            strides.append(st * eb // div if _is_const(st_v) else
+                           {"param": st, "scale": eb, **({"div": div} if packed else {})})
         name = str(elem)
         dt = DATA_TYPES.get(name, DATA_TYPE_BY_BYTES.get(eb))
         return TensorMapRecipe(param=-1, tensor=tensor, data_type=dt, global_dim=tuple(dims),
