@@ -113,7 +113,7 @@ def _pair(kernel, tn):
 ATTN = ["f16[2]/16", "f16[2]/16", "f16[2]/16", "f32[2]/16", 64, 64, 64]
 _K = KernelSet({
     **{f"stats_{dt}_{tm}x{tn}": (row_stats, _stats_params(dt, tm, tn))
-       for dt in ("f16", "bf16") for tm, tn in ((64, 16), (64, 64), (128, 64))},
+       for dt in ("f16", "bf16") for tm, tn in ((64, 16), (64, 64), (128, 64), (16, 16))},
     "acc_f16": (row_stats_acc, ["f16[2]", "f16[2]", "f16[1]", "f16[1]", 64, 64, 32]),
     "acc_f64": (row_stats_acc, ["f16[2]", "f16[2]", "f64[1]", "f32[1]", 64, 64, 32]),
     "stats_i8": (row_stats_i8, ["i8[2]", "i8[2]", "i32[1]", "i32[1]", 64, 64, 32]),
@@ -123,6 +123,8 @@ _K = KernelSet({
     "causal": (ck.causal_attention, ATTN),
     "attn_bf16": (ck.attention, ["bf16[2]/16", "bf16[2]/16", "bf16[2]/16", "f32[2]/16", 64, 64, 64]),
     "causal_bf16": (ck.causal_attention, ["bf16[2]/16", "bf16[2]/16", "bf16[2]/16", "f32[2]/16", 64, 64, 64]),
+    # S 64 x 16 (mma.sync warps 4 x 1) against acc 64 x 64 (2 x 2): the rows of S's slice are not acc's
+    "attn_tn16": (ck.attention, ["f16[2]/16", "f16[2]/16", "f16[2]/16", "f32[2]/16", 64, 16, 64]),
 }, "tileas-row-slice-")
 
 
@@ -220,7 +222,7 @@ def test_attention_loop_has_far_fewer_barriers(sm, before_min):
 
 
 # -- numbers ---------------------------------------------------------------------------------------
-STATS = [("sm_80", "f16", 4, 64, 16), ("sm_80", "bf16", 4, 64, 64), ("sm_80", "f16", 8, 64, 64),
+STATS = [("sm_80", "f16", 4, 64, 16), ("sm_80", "bf16", 4, 16, 16), ("sm_80", "bf16", 4, 64, 64), ("sm_80", "f16", 8, 64, 64),
          ("sm_90a", "f16", 4, 64, 64), ("sm_90a", "bf16", 8, 64, 64),
          ("sm_100a", "f16", 4, 64, 64), ("sm_100a", "bf16", 4, 128, 64), ("sm_100a", "f16", 8, 128, 64)]
 
@@ -228,7 +230,8 @@ STATS = [("sm_80", "f16", 4, 64, 16), ("sm_80", "bf16", 4, 64, 64), ("sm_80", "f
 @pytest.mark.parametrize("sm, dt, warps, tm, tn", STATS)
 def test_row_stats_numbers(sm, dt, warps, tm, tn):
     """Row max / sum / min / product / argmax of a dot result and the result minus its row max, 100 x (tn - 14)
-    (K = 40: a partial K step), against numpy; 4 and 8 warps (columns over one warp / warpgroup or several)."""
+    (K = 40: a partial K step), against numpy; 4 and 8 warps (columns over one warp / warpgroup or several; a
+    16 x 16 tile on 4 warps: a 1 x 2 warp grid, warps 2 and 3 its replicas)."""
     rng = np.random.default_rng(5)
     m, n, k = 100, tn - 3 if tn == 16 else tn - 14, 40
     a = _round(rng.standard_normal((m, k)) * 0.5, dt)
@@ -283,13 +286,14 @@ def test_narrow_and_wide_row_stats_numbers(sm, el):
 
 
 ATTN_CASES = [("sm_80", "attn", 4), ("sm_80", "causal_bf16", 4), ("sm_90a", "causal", 4), ("sm_90a", "attn_bf16", 8),
-              ("sm_100a", "attn", 4), ("sm_100a", "causal_bf16", 4)]
+              ("sm_100a", "attn", 4), ("sm_100a", "causal_bf16", 4), ("sm_80", "attn_tn16", 4)]
 
 
 @pytest.mark.parametrize("sm, name, warps", ATTN_CASES)
 def test_online_softmax_numbers(sm, name, warps):
     """Flash attention, 130 queries x 150 keys, d = 64 (partial last tiles; the zero-padded keys of the unmasked
-    kernel count as scores of 0, as in the kernel's docstring), causal and not, f16 / bf16, against numpy."""
+    kernel count as scores of 0, as in the kernel's docstring), causal and not, f16 / bf16, against numpy; and with
+    16-key tiles on sm_80, whose scores' warp grid (4 x 1) is not the accumulator's (2 x 2)."""
     rng = np.random.default_rng(7)
     nq, nk, d = 130, 150, 64
     el = "bf16" if name.endswith("bf16") else "f16"
@@ -303,7 +307,8 @@ def test_online_softmax_numbers(sm, name, warps):
     if name.startswith("causal"):
         s = np.where(np.tril(np.ones((nq, nk), bool)), s, -math.inf)
     else:  # the padded keys of the last 64-key tile: scores 0, values 0
-        pad = cdiv(nk, 64) * 64 - nk
+        tn = _K.table[name][1][5]
+        pad = cdiv(nk, tn) * tn - nk
         s = np.concatenate([s, np.zeros((nq, pad))], axis=1)
         vv = np.concatenate([vv, np.zeros((pad, d))])
     p = np.exp(s - s.max(1, keepdims=True))
