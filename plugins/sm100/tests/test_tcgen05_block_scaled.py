@@ -356,18 +356,23 @@ def _run(name: str, m: int, n: int, k: int, seed: int, gpu: str = "sm_100a", opt
     c = np.zeros((m, n), np.float32)
     args = arr(a) + arr(sa) + arr(np.ascontiguousarray(b.T) if name.endswith(("_bt", "_tb")) else b) + arr(sb) + \
         arr(c)
-    if options is None:
-        _KERNELS.run(name, gpu, (cdiv(m, tm), cdiv(n, tn), 1), args)
-    else:
-        from emulated_kernels import BLOCK
-
-        from tilecore import emulate
-
-        emulate.launch(compile_file(_export(name), gpu, options=options).module, name, (cdiv(m, tm), cdiv(n, tn), 1),
-                       BLOCK, args)
+    _launch(name, gpu, (cdiv(m, tm), cdiv(n, tn), 1), args, options)
     avs = av * np.repeat(2.0 ** (sa.astype(np.float64) - 127), 32, axis=1)[:, :k]
     bvs = bv * np.repeat(2.0 ** (sb.astype(np.float64) - 127), 32, axis=0)[:k]
     return c, avs, bvs
+
+
+def _launch(name: str, gpu: str, grid, args, options=None) -> None:
+    """Run kernel ``name`` in the emulator, compiled with ``options`` (a CompileOptions; None: the default, cached per
+    process)."""
+    if options is None:
+        _KERNELS.run(name, gpu, grid, args)
+        return
+    from emulated_kernels import BLOCK
+
+    from tilecore import emulate
+
+    emulate.launch(compile_file(_export(name), gpu, options=options).module, name, grid, BLOCK, args)
 
 
 def _check(got, a, b):
@@ -505,7 +510,7 @@ def test_e2m1_ue8m0_per_16_ptx_and_sass(tmp_path):
     assert len(re.findall(r"\bUTCCP\S* tmem\[", sass)) == 4 * forms
 
 
-def _f4_run(name: str, m: int, n: int, k: int, seed: int):
+def _f4_run(name: str, m: int, n: int, k: int, seed: int, options=None):
     from test_narrow_float import packed
 
     params = KERNELS[name][1]
@@ -521,8 +526,8 @@ def _f4_run(name: str, m: int, n: int, k: int, seed: int):
                   for s in ((m, kb), (kb, n)))
     c = np.zeros((m, n), np.float32)
     bt = name.endswith(("_bt", "_tb"))  # B given as its N x K transpose
-    _KERNELS.run(name, "sm_100a", (cdiv(m, tm), cdiv(n, tn), 1),
-                 packed(a) + arr(sa) + packed(np.ascontiguousarray(b.T) if bt else b) + arr(sb) + arr(c))
+    _launch(name, "sm_100a", (cdiv(m, tm), cdiv(n, tn), 1),
+            packed(a) + arr(sa) + packed(np.ascontiguousarray(b.T) if bt else b) + arr(sb) + arr(c), options)
 
     def values(codes, fmt):
         return np.vectorize(lambda x: decode(int(x), fmt))(codes)

@@ -312,3 +312,13 @@ def test_single_dot_unaligned_takes_thread_copies(copies):
     c, av, bv = bs._run("bs_m64", 70, 40, 50, seed=3)
     bs._check(c.astype(np.float64), av, bv)
     assert copies["tma"] == 0
+
+
+@bs.NUMERIC_SKIP
+def test_e2m1_cp_async_numbers(copies):
+    """``--option tileas.tma=off``: the packed tiles' bytes come by cp.async (16-byte chunks of 32 e2m1, zero-filled
+    past the edge); the same numbers, no TMA box."""
+    c, av, bv = bs._f4_run("f4_mxfp4_loop_bt", 140, 100, 288, seed=9,
+                           options=CompileOptions(extra={"tileas.tma": "off"}))
+    bs._check(c.astype(np.float64), av, bv)
+    assert copies["tma"] == 0 and copies["cp_async"] > 0
