@@ -120,3 +120,23 @@ def test_attach_and_debug_info_stages_skip_the_second_verification(tmp_path):
     proc = run_cli("compile", VADD, "--gpu-name", "sm_80", "--lineinfo", "--emit", "ptx", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     assert ".loc" in out.read_text()
+
+
+@needs_gpu_nvvm
+@pytest.mark.parametrize("fork", [True, False])
+def test_back_end_leaves_the_callers_module_alone(monkeypatch, fork):
+    """In run_isolated's forked child the back end rewrites the module in place (its own copy); in-process
+    (TILECORE_NO_FORK) it works on a clone: either way the caller's module is unchanged."""
+    from tilecore.compiler import compile_file
+    from tilecore.serialize import module_to_llvm_ir, module_to_ptx
+
+    if fork:
+        monkeypatch.delenv("TILECORE_NO_FORK", raising=False)
+    else:
+        monkeypatch.setenv("TILECORE_NO_FORK", "1")
+    res = compile_file(VADD, "sm_80", CompileOptions(emit="mlir"))
+    before = str(res.module)
+    ptx = module_to_ptx(res.module)
+    assert ".entry vadd" in ptx["vadd_module"]
+    assert "define ptx_kernel void @vadd" in module_to_llvm_ir(res.module)
+    assert str(res.module) == before and "gpu.binary" not in before
