@@ -1614,3 +1614,35 @@ def test_export_error_has_no_unknown_location_line(tmp_path):
         tc.launch(None, (2, 2), fp8_gemm, (np.zeros((40, 72), np.uint8), np.zeros((72, 48), np.uint8),
                                            np.ones(40, np.float32), np.ones(48, np.float32),
                                            np.zeros((40, 48), np.uint16), 32, 32, 32), gpu_name="sm_80")
+
+
+# ------------------------------------------------------------------------------ f32 -> tf32 rounding modes
+def _to_tf32(mode):
+    @ct.kernel
+    def to_tf32(x, y, TILE: ConstInt):
+        b = ct.bid(0)
+        t = ct.load(x, index=(b,), shape=(TILE,), padding_mode=Z)
+        ct.store(y, index=(b,), tile=ct.astype(ct.astype(t, ct.tfloat32, rounding_mode=mode), ct.float32))
+    return to_tf32
+
+
+def test_tf32_conversion_rounding_modes():
+    """``ct.astype(x, ct.tfloat32)`` rounded ties away from zero (``cvt.rna``); cuTile's test_cast.py wants nearest
+    even for the default and RN (1 + 2^-11 -> 1), away for RA (-> 1 + 2^-10); RZ failed to compile ('arith.bitcast'
+    op operand type 'f32' and result type 'i19' are cast incompatible: stage 1's directed narrowing took tf32 for a
+    19-bit float). Bit for bit, NaN stays NaN."""
+    special = np.array([0x3F801000, 0xBF801000, 0x3F803000, 0x3F800FFF, 0x7F7FFFFF, 0x7F800000, 0xFF800000,
+                        0x00001000, 0x7FC00000, 0x7F800001], np.uint32).view(np.float32)
+    x = np.concatenate([special, _rng(51).standard_normal(60).astype(np.float32)])
+    bits = x.view(np.uint32).astype(np.uint64)
+    keep = (bits & 0x7F800000) == 0x7F800000
+    want = {None: bits + 0xFFF + ((bits >> 13) & 1), ct.RoundingMode.RN: bits + 0xFFF + ((bits >> 13) & 1),
+            ct.RoundingMode.RA: bits + 0x1000, ct.RoundingMode.RZ: bits}
+    for sm in ("sm_80", "sm_90a"):
+        for mode, w in want.items():
+            y = np.zeros_like(x)
+            tc.launch(None, (3,), _to_tf32(mode), (x, y, 32), gpu_name=sm)
+            w = np.where(keep, bits, w & 0xFFFFE000).astype(np.uint32).view(np.float32)
+            nan = np.isnan(x)
+            np.testing.assert_array_equal(y[~nan].view(np.uint32), w[~nan].view(np.uint32), err_msg=f"{sm} {mode}")
+            assert np.isnan(y[nan]).all(), f"{sm} {mode}"

@@ -1130,7 +1130,12 @@ def t_mma(g: Gen, p: Program):
         if len(b_shape) == 3:
             kb, mb = f"ct.reshape({kb}, (T3, T2))", f"np.reshape({mb}, (T3, T2))"
     if a_dt == "tf32":
-        ka, kb = f"ct.astype({ka}, ct.tfloat32)", f"ct.astype({kb}, ct.tfloat32)"
+        rm = ""
+        if g.side.random() < 0.4:  # an explicit rounding (found broken: RZ failed to compile, RN rounded ties away)
+            mode = g.side.choice(["RN", "RA", "RZ"])
+            rm = f", rounding_mode=ct.RoundingMode.{mode}"
+            g.features.add(f"tf32_rounding:{mode}")
+        ka, kb = f"ct.astype({ka}, ct.tfloat32{rm})", f"ct.astype({kb}, ct.tfloat32{rm})"
     kmm = f"{acc.name} = ct.mma({a}, {b}, {acc.name})"
     if a_dt == acc_dt and a_dt in ("f16", "f32", "f64") and g.chance(0.35):  # matmul: result in the input type
         kmm = f"{acc.name} = {acc.name} + {a} @ {b}"

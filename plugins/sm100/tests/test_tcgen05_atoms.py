@@ -553,14 +553,14 @@ def test_f16_accumulator_numbers(name, mnk):
                                        ("tf32_piped", (100, 70, 130))])
 def test_tf32_numbers(name, mnk):
     """Sizes that are not tile multiples: within f32 accumulation error (plus one tf32 step) of numpy's product of
-    the inputs rounded to tf32 as cvt.rna does (10 mantissa bits, ties away from zero)."""
+    the inputs rounded to tf32 as ct.astype does (10 mantissa bits, to nearest, ties to even)."""
     m, n, k = mnk
     tm, tn, _tk = KERNELS[name][1][-3:]
     rng = np.random.default_rng(sum(mnk))
     a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
     c = np.zeros((m, n), np.float32)
     _KERNELS.run(name, "sm_100a", (cdiv(m, tm), cdiv(n, tn), 1), arr(a) + arr(b) + arr(c))
-    from test_mma_atoms import _tf32  # the tileas tests' cvt.rna.tf32.f32
+    from test_mma_atoms import _tf32  # the tileas tests' f32 -> tf32
 
     want = _tf32(a).astype(np.float64) @ _tf32(b).astype(np.float64)
     bound = (k * np.finfo(np.float32).eps + 2.0 ** -10) * (np.abs(a).astype(np.float64) @ np.abs(b)) + 1e-30

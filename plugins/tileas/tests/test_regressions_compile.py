@@ -11,7 +11,7 @@ not tile multiples (integer results exact):
    type`` (``num_tiles``). Tiled accesses now compute coordinates at the index width (stage 4
    ``TiledAccess``), shape queries answer in the type the op asks for (stage 1).
 2. **tf32 mma** (``ct.astype(x, ct.tfloat32)`` then ``ct.mma``): was ``'llvm.store' op operand #0 must be
-   LLVM type with size, but got 'tf32'``. tf32 registers are f32 values rounded by ``cvt.rna.tf32.f32``
+   LLVM type with size, but got 'tf32'``. tf32 registers are f32 values rounded to tf32 (nearest even)
    (stage 4 ``tf32.py``), dots run on ``mma.sync`` m16n8k8 .tf32 where the shape allows (else the FMA loop).
 3. **batched (rank-3) mma** ((B, M, K) x (B, K, N) + (B, M, N), the batch from ``ct.bid(2)`` or B > 1
    in the tile): was ``failed to infer 2d layout``. Stage 1 splits it into one 2-D dot per batch.
@@ -245,17 +245,18 @@ def round_tf32(x, y, TILE: ct.Constant[int]):
     ct.store(y, index=(bid,), tile=ct.astype(ct.astype(t, ct.tfloat32), ct.float32))
 
 
-def tf32_rna(x: np.ndarray) -> np.ndarray:
-    """f32 -> tf32 as ``cvt.rna.tf32.f32``: nearest, ties away from zero (NaN / infinities unchanged)."""
+def tf32_rn(x: np.ndarray) -> np.ndarray:
+    """f32 -> tf32 as ``ct.astype(x, ct.tfloat32)`` rounds by default: nearest, ties to even (cuTile's test_cast.py
+    rounds 1 + 2^-11 to 1; RA, ``cvt.rna``, would give 1 + 2^-10); NaN / infinities unchanged."""
     bits = x.astype(f32).view(np.uint32).astype(np.uint64)
     special = (bits & 0x7F800000) == 0x7F800000
-    return np.where(special, bits, (bits + 0x1000) & 0xFFFFE000).astype(np.uint32).view(f32)
+    return np.where(special, bits, (bits + 0xFFF + ((bits >> 13) & 1)) & 0xFFFFE000).astype(np.uint32).view(f32)
 
 
 @pytest.mark.parametrize("sm", SMS)
 def test_tf32_mma_compiles_to_mma_sync_m16n8k8(sm):
     ptx = _compiles_without(_export(mma_tf32, ["f32[2]", "f32[2]", "f32[2]", 32, 16, 16], "mma_tf32"), sm, OLD_TF32)
-    assert "cvt.rna.tf32.f32" in ptx
+    assert "cvt.rna.tf32.f32" not in ptx  # nearest even (the default) is computed on the bits
     assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in ptx
 
 
@@ -271,7 +272,7 @@ def test_tf32_mma_numbers(tiles, index):
     pack = arr64 if index else tn.arr
     out = _run(mma_tf32, [f"f32[2]{index}"] * 3 + [tm, tn_, tk], "mma_tf32", (tn.cdiv(m, tm), tn.cdiv(n, tn_), 1),
                pack(a) + pack(b) + pack(c))
-    tn.close(out[2], tf32_rna(a).astype(np.float64) @ tf32_rna(b).astype(np.float64), 1e-5, 1e-5)
+    tn.close(out[2], tf32_rn(a).astype(np.float64) @ tf32_rn(b).astype(np.float64), 1e-5, 1e-5)
     tn.close(out[2], a.astype(np.float64) @ b.astype(np.float64), 0, 2e-3 * np.sqrt(k))
 
 
@@ -309,15 +310,15 @@ def test_tf32_arithmetic_is_a_diagnostic(tmp_path):
         compile_file(str(src), "sm_80")
 
 
-def test_tf32_conversion_rounds_to_nearest_ties_away():
-    """cvt.rna.tf32.f32 bit for bit: ties (low 13 bits 0x1000) go away from zero, the largest finite f32
-    rounds to infinity, NaN and infinities pass, subnormals round like the rest."""
+def test_tf32_conversion_rounds_to_nearest_ties_to_even():
+    """f32 -> tf32 bit for bit: ties (low 13 bits 0x1000) go to the even neighbour (0x3F801000 down, 0x3F803000 up),
+    the largest finite f32 rounds to infinity, NaN and infinities pass, subnormals round like the rest."""
     special = np.array([0x3F801000, 0xBF801000, 0x3F800FFF, 0x3F803000, 0x7F7FFFFF, 0x7F800000, 0xFF800000,
-                        0x00001000, 0x80000FFF, 0x7FC00000], dtype=np.uint32).view(f32)
+                        0x00001000, 0x80000FFF, 0x7FC00000, 0x00003000], dtype=np.uint32).view(f32)
     x = np.concatenate([special, tn.rand(300 - len(special))])  # 300: the last 128-element tile is partial
     y = np.zeros_like(x)
     out = _run(round_tf32, ["f32[1]", "f32[1]", 128], "round_tf32", (tn.cdiv(len(x), 128), 1, 1), tn.arr(x) + tn.arr(y))
-    got, ref = out[1].view(np.uint32), tf32_rna(x).view(np.uint32)
+    got, ref = out[1].view(np.uint32), tf32_rn(x).view(np.uint32)
     nan = np.isnan(x)
     np.testing.assert_array_equal(got[~nan], ref[~nan])
     assert np.isnan(out[1][nan]).all()

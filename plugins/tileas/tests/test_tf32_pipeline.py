@@ -1,7 +1,7 @@
 """Pipelined K loops through ``ct.astype(x, ct.tfloat32)``: the f32 tile is copied into the stage as it is (TMA on
-sm_90a, cp.async on sm_80 / with ``tileas.tma=off``) and the conversion rounds the stage in place (cvt.rna.tf32.f32
-per word, then on sm_90+ fence.proxy.async and a barrier) before the dot reads it. The rounding is cuTile's
-(round to nearest, ties away: what the conversion means); the MMA itself would only drop the low 13 bits of each
+sm_90a, cp.async on sm_80 / with ``tileas.tma=off``) and the conversion rounds the stage in place (per word, then on
+sm_90+ fence.proxy.async and a barrier) before the dot reads it. The rounding is cuTile's (round to nearest, ties to
+even: its test_cast.py; computed on the bits, one NaN test each); the MMA itself would only drop the low 13 bits of each
 word (PTX ISA: the .tf32 operands of wgmma / mma.sync), so it is applied, not left to the MMA. wgmma takes a tf32
 B K-major only: a row-major B is still written transposed from registers per dot, A is pipelined (tcgen05: both,
 the sm100 atom transposing B's stage)."""
@@ -42,8 +42,8 @@ def test_tf32_a_pipelined_by_tma_on_sm90a():
     text = _stage4("tf32_wg", "sm_90a")
     assert text.count('"cute_nvgpu.tma_load"') == 3 and "cute_nvgpu.cp_async" not in text
     assert text.count('"cute_nvgpu.wgmma"') == 2  # m64n32k8 x 2 K steps
-    # 8 conversions of A's stage words, 4 of B's registers (32 x 16 / 128)
-    assert text.count("nvvm.convert.float.to.tf32") == 8 + 4
+    # 8 roundings of A's stage words, 4 of B's registers (32 x 16 / 128): one NaN test each
+    assert text.count("arith.cmpf uno") == 8 + 4 and "nvvm.convert.float.to.tf32" not in text
     assert text.count('"cute_nvgpu.fence_view_async_shared"') >= 2  # the rounding's + the refill's
     off = _stage4("tf32_wg", "sm_90a", {"tileas.tma": "off"})
     assert "tma_load" not in off and off.count('"cute_nvgpu.cp_async"') > 0
@@ -56,14 +56,14 @@ def test_tf32_pipelined_for_tcgen05():
     its body's scratch past the ring (the copy wrote into the ring's stages before: numbers below)."""
     text = _stage4("tf32_wg128", "sm_100a")
     assert text.count('"cute_nvgpu.tma_load"') == 3 * 3
-    assert text.count("nvvm.convert.float.to.tf32") == 128 * 32 // 128 + 32 * 64 // 128
+    assert text.count("arith.cmpf uno") == 128 * 32 // 128 + 32 * 64 // 128
 
 
 def test_tf32_pipelined_by_cp_async_on_sm80():
     """sm_80 (mma.sync m16n8k8 .tf32): both tiles copied by cp.async into swizzled stages (rows of 64 / 128 bytes),
     each rounded in place (32 x 16 and 16 x 32 words: 4 each a thread), no fence.proxy.async (no async proxy)."""
     text = _stage4("tf32_sync", "sm_80")
-    assert text.count('"cute_nvgpu.cp_async"') > 0 and text.count("nvvm.convert.float.to.tf32") == 4 + 4
+    assert text.count('"cute_nvgpu.cp_async"') > 0 and text.count("arith.cmpf uno") == 4 + 4
     assert "fence_view_async_shared" not in text
 
 
@@ -73,7 +73,7 @@ def test_tf32_pipelined_by_cp_async_on_sm80():
     ("tf32_wg", "sm_90", {}, (70, 40, 36)), ("tf32_wg128", "sm_100a", {}, (130, 70, 100))])
 def test_tf32_pipelined_numbers_exact(name, sm, options, mnk):
     """C = tf32(A) @ tf32(B) exactly, on partial tiles: A's elements have 12 fraction bits, so rounding to
-    tf32's 10 (ties away) and dropping the low bits (what the MMA alone would do) differ; B small integers
+    tf32's 10 (ties to even) and dropping the low bits (what the MMA alone would do) differ; B small integers
     (exact in tf32), every partial sum exact in f32. The arrays have 16-element row pitches (the kernel's
     stride facts), the tensors their leading rows x columns."""
     m, n, k = mnk
@@ -99,8 +99,8 @@ def test_tf32_pipelined_numbers_exact(name, sm, options, mnk):
     emulate.launch(module, name, (cdiv(m, tm), cdiv(n, tn), 1), (128, 1, 1),
                    padded(a_full, m, k) + padded(b_full, k, n) + padded(c_full, m, n))
     bits = a.astype(np.float32).view(np.uint32)
-    rna = ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64)
-    want = rna @ b.astype(np.float64)
+    rn = ((bits + np.uint32(0xFFF) + ((bits >> 13) & 1)) & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64)
+    want = rn @ b.astype(np.float64)
     np.testing.assert_array_equal(c, want.astype(np.float32))
     trunc = (bits & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64) @ b.astype(np.float64)
     assert not np.array_equal(want, trunc)  # the test tells rounding from truncation

@@ -56,6 +56,7 @@ def fastmath(op) -> dict:
 # emits FADD.RZ / FMUL.RP / ...): the arith op carries ``tilecore.rounding`` = rz / rm / rp, which stage 4
 # lowers to the libdevice function of that rounding (:mod:`..stage4_tileas_to_llvm.rounding`).
 DIRECTED = {"zero": "rz", "negative_inf": "rm", "positive_inf": "rp"}
+TF32_ROUNDING = {"nearest_even": "rn", "nearest_away": "rna", "zero": "rz"}  # what cuTile allows for tf32
 ROUNDED_OPS = ("arith.addf", "arith.subf", "arith.mulf", "arith.divf", "math.sqrt", "math.fma")
 
 
@@ -104,6 +105,9 @@ def ftof(op, rb):
             else f32
         src = create("arith.extf", [mid_t], [src]).results[0]
         name = "arith.truncf"
+    if str(element_type(rt)) == "tf32":  # stage 4 rounds (its tf32 module): nearest even unless RA / RZ is asked
+        mode = TF32_ROUNDING.get(s(op, "rounding_mode") or "", "rn")
+        return list(create(name, [rt], [src], {"tilecore.rounding": ir.StringAttr.get(mode)}).results)
     mode = DIRECTED.get(s(op, "rounding_mode") or "")
     if name == "arith.truncf" and mode is not None and _width(rt) <= 8:  # to an 8- / 4-bit float: stage 4 rounds
         return list(create(name, [rt], [src], {"tilecore.rounding": ir.StringAttr.get(mode)}).results)

@@ -39,7 +39,7 @@ def elementwise(op, rb):
     if tf and op.name not in NARROW_CONVERSIONS + NARROW_MOVES:
         raise LoweringError(f"'{op.name}' on tf32 is not supported (tf32 tiles must be converted first)", op)
     if tf and op.name == "arith.truncf" and isinstance(ins[0], (SmemOperand, SwizzledOperand)):
-        return [tf32.round_stage(cg, ins[0])]  # a pipelined f32 tile rounded for its tf32 dot (.pipeline)
+        return [tf32.round_stage(cg, ins[0], tf32.rounding_of(op))]  # a pipelined f32 tile rounded for its dot
     if not tiles:
         if any(not isinstance(v, ir.Value) for v in ins):
             raise LoweringError(f"'{op.name}' on a non-value operand is not supported", op)

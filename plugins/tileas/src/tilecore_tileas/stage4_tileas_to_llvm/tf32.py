@@ -1,4 +1,4 @@
-"""TensorFloat-32 (``tf32``) in stage 4: f32 registers holding tf32 values, ``cvt.rna.tf32.f32``.
+"""TensorFloat-32 (``tf32``) in stage 4: f32 registers holding tf32 values, rounded from f32 as asked.
 
 tf32 is f32 with the low 13 mantissa bits dropped (1 sign, 8 exponent, 10 mantissa bits). LLVM has
 no such type, so a register of a ``tf32`` tile holds the value as ``f32`` with those 13 bits zero
@@ -6,8 +6,8 @@ no such type, so a register of a ``tf32`` tile holds the value as ``f32`` with t
 and ``mma.sync`` ``.tf32`` operands are these very bits (:mod:`.dot`). cuTile converts into and out
 of tf32 with ``ftof`` (``arith.truncf`` / ``arith.extf`` here, :func:`convert`):
 
-- f32 -> tf32: ``cvt.rna.tf32.f32`` (``nvvm.convert.float.to.tf32``, sm_80+): round to nearest, ties
-  away from zero; the 13 low bits of the result are then cleared, so the register is an exact f32;
+- f32 -> tf32: rounded as the conversion asks (:func:`round_to_tf32`: nearest even by default, cuTile's RA by
+  ``cvt.rna.tf32.f32``, RZ); the 13 low bits of the result are cleared, so the register is an exact f32;
   f64 sources are rounded to f32 first; f16 / bf16 sources widen exactly (tf32 holds them all);
 - tf32 -> wider / narrower floats: the f32 value, extended or rounded like any f32.
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 from tilecore.mlir import dialects, ir
 
 from ..stage1_cuda_tile_to_tileaa.common import element_type
+from .codegen import create
 
 TF32 = "tf32"
 LOW_BITS_CLEARED = -(1 << 13)  # 0xFFFFE000 as i32: keeps sign, exponent and the 10 tf32 mantissa bits
@@ -37,11 +38,29 @@ def storage(t):
     return ir.F32Type.get() if str(t) == TF32 else t
 
 
-def round_to_tf32(cg, v):
-    """f32 ``v`` rounded to tf32 (``cvt.rna.tf32.f32``, low 13 bits cleared), as f32."""
-    rna = dialects.nvvm.convert_float_to_tf32(cg.i32, v, rnd=ir.Attribute.parse("#nvvm.fp_rnd_mode<rna>"))
-    bits = cg.op("arith.andi", rna, cg.const(cg.i32, LOW_BITS_CLEARED))
-    return cg.op("arith.bitcast", bits, ty=ir.F32Type.get())
+def round_to_tf32(cg, v, mode: str = "rn"):
+    """f32 ``v`` rounded to tf32 (low 13 bits cleared), as f32: ``rna`` (cuTile's RA) by ``cvt.rna.tf32.f32``
+    (sm_80+); ``rn`` (nearest even: cuTile's default and RN, its test_cast.py rounds 1 + 2^-11 to 1) and ``rz`` on
+    the bits, as ``cvt.rn`` / ``cvt.rz .tf32.f32`` would (PTX ISA "Data Movement and Conversion Instructions: cvt":
+    those need sm_90): rn adds 0xFFF plus the kept lowest bit before clearing (a carry into the exponent is the
+    right rounding up, to infinity past the largest value); NaN stays a (quiet) NaN."""
+    f32 = ir.F32Type.get()
+    bits = cg.op("arith.bitcast", v, ty=cg.i32)
+    up = bits
+    if mode == "rna":  # (a NaN whose payload is in the low 13 bits only would be cleared to infinity: selected below)
+        up = dialects.nvvm.convert_float_to_tf32(cg.i32, v, rnd=ir.Attribute.parse("#nvvm.fp_rnd_mode<rna>"))
+    elif mode == "rn":
+        kept_lsb = cg.op("arith.andi", cg.op("arith.shrui", bits, cg.c32(13)), cg.c32(1))
+        up = cg.op("arith.addi", bits, cg.op("arith.addi", kept_lsb, cg.c32(0xFFF)))
+    rounded = cg.op("arith.andi", up, cg.const(cg.i32, LOW_BITS_CLEARED))
+    quiet_nan = cg.op("arith.andi", cg.op("arith.ori", bits, cg.c32(1 << 22)), cg.const(cg.i32, LOW_BITS_CLEARED))
+    nan = create("arith.cmpf", [cg.i1], [v, v], {"predicate": ir.IntegerAttr.get(cg.i64, 14)}).results[0]  # uno
+    return cg.op("arith.bitcast", cg.select(nan, quiet_nan, rounded), ty=f32)
+
+
+def rounding_of(op) -> str:
+    """The tf32 rounding stage 1 put on conversion ``op`` (``rn`` when none)."""
+    return ir.StringAttr(op.attributes["tilecore.rounding"]).value if "tilecore.rounding" in op.attributes else "rn"
 
 
 def _float(cg, v, dst):
@@ -63,7 +82,8 @@ def convert(cg, op, regs: list) -> list:
     if str(src) == TF32:
         return [_float(cg, r, storage(dst)) for r in regs]
     exact = str(src) in ("f16", "bf16")  # every f16 / bf16 value is a tf32 value
-    return [_float(cg, r, f32) if exact else round_to_tf32(cg, _float(cg, r, f32)) for r in regs]
+    mode = rounding_of(op)
+    return [_float(cg, r, f32) if exact else round_to_tf32(cg, _float(cg, r, f32), mode) for r in regs]
 
 
 def constant_attr(attr: ir.Attribute) -> ir.Attribute:
@@ -71,7 +91,7 @@ def constant_attr(attr: ir.Attribute) -> ir.Attribute:
     return ir.FloatAttr.get(ir.F32Type.get(), ir.FloatAttr(attr).value)
 
 
-def round_stage(cg, stage):
+def round_stage(cg, stage, mode: str = "rn"):
     """Round a pipelined loop's stage buffer of f32 (a :class:`~tilecore.mma.SwizzledOperand` or
     :class:`~tilecore.mma.SmemOperand` that landed: every thread waited for it) to tf32 in place and return it: each
     thread rounds words ``tid + j * threads`` of it (the layout's order does not matter: element-wise; a padded
@@ -97,7 +117,7 @@ def round_stage(cg, stage):
                 ptr = llvm.getelementptr(p3, cg.smem_base, [at], [-2147483648], cg.i8, 0)
             else:  # word idx of the padded rows
                 ptr = stage.address(cg, cg.c32(0), idx)
-            llvm.store(round_to_tf32(cg, llvm.load(f32, ptr)), ptr)
+            llvm.store(round_to_tf32(cg, llvm.load(f32, ptr), mode), ptr)
             return []
 
         if (j + 1) * cg.threads > words:
