@@ -1646,3 +1646,30 @@ def test_tf32_conversion_rounding_modes():
             nan = np.isnan(x)
             np.testing.assert_array_equal(y[~nan].view(np.uint32), w[~nan].view(np.uint32), err_msg=f"{sm} {mode}")
             assert np.isnan(y[nan]).all(), f"{sm} {mode}"
+
+
+# ------------------------------------------------------------------------------ NaN in max / min / argmax / argmin reductions
+def _nan_reduce(op, propagate):
+    @ct.kernel
+    def nan_reduce(inp, out, TM: ConstInt, N: ConstInt):
+        t = ct.load(inp, index=(0, 0), shape=(TM, N), padding_mode=ct.PaddingMode.NAN)
+        ct.store(out, index=(0,), tile=op(t, axis=1, propagate_nan=propagate))
+    return nan_reduce
+
+
+def test_nan_handling_of_reductions():
+    """The semantics cuTile's test_reduction.py asserts: without propagate_nan NaN is ignored (all-NaN rows give
+    NaN for max / min and index 0 for argmax / argmin), with it the first NaN wins."""
+    inf, nan = np.inf, np.nan
+    x = np.array([[3.0, 0.0, 4.0, 1.5, 5.0, 9.0, 2.0, 6.0], [3.0, inf, nan, 1.5, 5.0, -2.0, 2.0, 6.0],
+                  [nan, nan, 7.0, 1.0, nan, 8.0, nan, 0.5], [5.0, -3.0, 2.0, nan, 4.0, 0.0, -inf, 1.0],
+                  [nan] * 8], np.float32)
+    want = {(ct.min, False): [0.0, -2.0, 0.5, -inf, nan], (ct.min, True): [0.0, nan, nan, nan, nan],
+            (ct.max, False): [9.0, inf, 8.0, 5.0, nan], (ct.max, True): [9.0, nan, nan, nan, nan],
+            (ct.argmin, False): [1, 5, 7, 6, 0], (ct.argmin, True): [1, 2, 0, 3, 0],
+            (ct.argmax, False): [5, 1, 5, 0, 0], (ct.argmax, True): [5, 2, 0, 3, 0]}
+    for sm in ("sm_80", "sm_100a"):
+        for (op, prop), w in want.items():
+            out = np.zeros(5, np.int32 if op in (ct.argmin, ct.argmax) else np.float32)
+            tc.launch(None, (1,), _nan_reduce(op, prop), (x, out, 8, 8), gpu_name=sm)
+            np.testing.assert_array_equal(out, np.array(w, out.dtype), err_msg=f"{sm} {op.__name__} {prop}")
