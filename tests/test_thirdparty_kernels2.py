@@ -1673,3 +1673,28 @@ def test_nan_handling_of_reductions():
             out = np.zeros(5, np.int32 if op in (ct.argmin, ct.argmax) else np.float32)
             tc.launch(None, (1,), _nan_reduce(op, prop), (x, out, 8, 8), gpu_name=sm)
             np.testing.assert_array_equal(out, np.array(w, out.dtype), err_msg=f"{sm} {op.__name__} {prop}")
+
+
+# ------------------------------------------------------------------------------ 16-bit float atomics, float exchange, scalar atomics
+@ct.kernel
+def half_atomics(H, X, Tgt, Old, S, TILE: ConstInt):
+    b = ct.bid(0)
+    i = b * TILE + ct.arange(TILE, dtype=ct.int64)
+    v = ct.gather(X, i)
+    ct.atomic_add(H, i % 3, v.astype(ct.float16))
+    ct.scatter(Old, i, ct.atomic_xchg(Tgt, i, v.astype(ct.float64) * 2))
+    ct.atomic_add(S, 0, ct.sum(v))
+
+
+def test_f16_atomic_add_f64_exchange_and_scalar_atomics():
+    def run(sm):
+        x = (np.arange(64) % 7 * 0.25).astype(np.float32)  # exact in f16: sums exact
+        h = np.zeros(3, np.float16)
+        tgt, old = np.arange(64, dtype=np.float64), np.zeros(64)
+        s = np.zeros(1, np.float32)
+        tc.launch(None, (2,), half_atomics, (h, x, tgt, old, s, 32), gpu_name=sm)
+        np.testing.assert_array_equal(h, [x[np.arange(64) % 3 == k].sum() for k in range(3)])
+        np.testing.assert_array_equal(tgt, x.astype(np.float64) * 2)
+        np.testing.assert_array_equal(old, np.arange(64.0))
+        np.testing.assert_array_equal(s, [x.sum()])
+    _each_sm(run)
