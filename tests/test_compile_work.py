@@ -140,3 +140,25 @@ def test_back_end_leaves_the_callers_module_alone(monkeypatch, fork):
     assert ".entry vadd" in ptx["vadd_module"]
     assert "define ptx_kernel void @vadd" in module_to_llvm_ir(res.module)
     assert str(res.module) == before and "gpu.binary" not in before
+
+
+@pytest.mark.skipif(not has_plugin("tileas") or not os.path.isdir(CORPUS), reason="needs tileas and the corpus")
+@pytest.mark.parametrize("kernel", ["row_softmax_f16", "matmul_f16"])
+def test_warm_compile_searches_no_module(monkeypatch, kernel):
+    """The bindings try ``import mlir.dialects.<namespace>`` for an op of a dialect without a Python module
+    every time such an op is handed to Python (a failed import is not cached): the IRDL dialects and their
+    unregistered terminator namespaces (nv_tileaa_term, nv_tileas_term, cuda_tile_term) are marked as
+    having none, so a warm compile searches sys.path for nothing (row_softmax: 46 searches a compile)."""
+    import importlib.machinery
+
+    from tilecore.compiler import compile_file
+
+    path = os.path.join(CORPUS, f"{kernel}.tileirbc")
+    compile_file(path, "sm_90a", CompileOptions(emit="ptx"))  # first compile: imports what it needs
+    searched = []
+    real = importlib.machinery.PathFinder.find_spec
+    monkeypatch.setattr(importlib.machinery.PathFinder, "find_spec",
+                        classmethod(lambda cls, name, path=None, target=None: (searched.append(name),
+                                                                                real(name, path, target))[1]))
+    compile_file(path, "sm_90a", CompileOptions(emit="ptx"))
+    assert [n for n in searched if n.startswith("mlir.dialects.")] == []

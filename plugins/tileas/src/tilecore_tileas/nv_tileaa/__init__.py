@@ -108,4 +108,5 @@ builder = OpBuilder(NAME, OPS)
 
 def dialect_defs() -> list[DialectDef]:
     """The IRDL definition of nv_tileaa (its terminators are unregistered ``nv_tileaa_term`` ops)."""
-    return [DialectDef(NAME, dialect_text(NAME, TYPES, ATTRIBUTES, OPS), allow_unregistered=True)]
+    return [DialectDef(NAME, dialect_text(NAME, TYPES, ATTRIBUTES, OPS), allow_unregistered=True,
+                       companions=(TERM,))]

@@ -49,4 +49,4 @@ builder = OpBuilder(NAME, OPS)
 
 def dialect_defs() -> list[DialectDef]:
     """The IRDL definition of nv_tileas (its terminator is the unregistered ``nv_tileas_term.yield``)."""
-    return [DialectDef(NAME, dialect_text(NAME, {}, ATTRIBUTES, OPS), allow_unregistered=True)]
+    return [DialectDef(NAME, dialect_text(NAME, {}, ATTRIBUTES, OPS), allow_unregistered=True, companions=(TERM,))]
