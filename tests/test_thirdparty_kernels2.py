@@ -1698,3 +1698,24 @@ def test_f16_atomic_add_f64_exchange_and_scalar_atomics():
         np.testing.assert_array_equal(old, np.arange(64.0))
         np.testing.assert_array_equal(s, [x.sum()])
     _each_sm(run)
+
+
+@ct.kernel
+def print_accumulator(A, B, TM: ConstInt, TN: ConstInt, TK: ConstInt):
+    acc = ct.mma(ct.load(A, (0, 0), (TM, TK)), ct.load(B, (0, 0), (TK, TN)), ct.zeros((TM, TN), dtype=ct.float32))
+    ct.printf("acc=%.0f\n", acc)
+
+
+def test_printf_of_an_mma_accumulator_and_of_a_large_tile(capfd):
+    """An MMA fragment prints whole like any tile (every SM's fragment layout); a 64 x 64 tile prints as one line
+    (4096 elements in 32 printf calls: a printf per element in a loop piled up its argument buffers, 'more than
+    128 local buffers (alloca) live at once' in the emulator)."""
+    a, b = np.ones((16, 16), np.float16), np.ones((16, 8), np.float16)
+    for sm in SMS:
+        tc.launch(None, (1,), print_accumulator, (a, b, 16, 8, 16), gpu_name=sm)
+        assert capfd.readouterr().out.splitlines() == ["acc=[" + ", ".join(["[" + ", ".join(["16"] * 8) + "]"] * 16)
+                                                       + "]"], sm
+    a, b = np.ones((64, 16), np.float16), np.ones((16, 64), np.float16)
+    tc.launch(None, (1,), print_accumulator, (a, b, 64, 64, 16))
+    assert capfd.readouterr().out.splitlines() == ["acc=[" + ", ".join(["[" + ", ".join(["16"] * 64) + "]"] * 64)
+                                                   + "]"]

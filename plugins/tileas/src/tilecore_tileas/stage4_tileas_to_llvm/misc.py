@@ -79,38 +79,28 @@ def _print_pieces(fmt: str):
 
 def _print_tile(cg, tile: TileV, off: int, spec: str, conv: str) -> None:
     """Thread 0 prints ``tile`` (row-major in shared memory at ``off``) as a nested list, each element with
-    ``spec``: ``[[0, 1], [2, 3]]`` (cuTile's test_print.py: ``tile[0]:[0.00000, 1.00000, ...]``). One
-    printf per element: the element and the separator after it (``, ``, or the brackets closing the
-    dimensions it ends, then ``, `` and the brackets opening the next ones)."""
-    gpu, shape, el = dialects.gpu, tile.shape, tile.regs[0].type
-    rank, n = len(shape), tile.layout.n
-    gpu.printf(ir.StringAttr.get("[" * rank))
-    ends = [1]  # ends[d]: elements per block of the last d dimensions
+    ``spec``: ``[[0, 1], [2, 3]]`` (cuTile's test_print.py: ``tile[0]:[0.00000, 1.00000, ...]``). The text between
+    elements is known per position (``, ``, or the brackets closing the dimensions an element ends, then ``, ``
+    and the brackets opening the next ones), so the elements go out in groups, one printf each, unrolled: at
+    most 32 printf calls a tile (each has its argument buffer on the stack; in a loop those would pile up)."""
+    shape, el, n = tile.shape, tile.regs[0].type, tile.layout.n
+    rank = len(shape)
+    block = [1]  # block[d]: elements in the last d dimensions
     for d in reversed(shape):
-        ends.append(ends[-1] * d)
+        block.append(block[-1] * d)
 
-    def body(f, carried):
-        v = _printable(cg, cg.smem_load(off, f, el), conv)
-        nxt = cg.op("arith.addi", f, cg.c32(1))
+    def after(f):
+        k = max(d for d in range(rank + 1) if (f + 1) % block[d] == 0)
+        return ", " if k == 0 else "]" * rank if k == rank else "]" * k + ", " + "[" * k
 
-        def sep(k):  # after an element that ends the last k dimensions
-            text = ", " if k == 0 else "]" * rank if k == rank else "]" * k + ", " + "[" * k
-
-            def emit():
-                gpu.printf(ir.StringAttr.get(spec + text), v)
-            return emit
-
-        def pick(k):  # the separator of an element that ends at most k dimensions
-            if k == 0:
-                return sep(0)
-            ends_k = cg.cmpi(0, cg.op("arith.remui", nxt, cg.c32(ends[k])), cg.c32(0))
-
-            def emit():
-                cg.if_(ends_k, sep(k), pick(k - 1))
-            return emit
-        pick(rank)()
-        return []
-    cg.for_(cg.c32(0), cg.c32(n), [], body)
+    group = max(8, -(-n // 32))
+    text, vals = "[" * rank, []
+    for f in range(n):
+        vals.append(_printable(cg, cg.smem_load(off, cg.c32(f), el), conv))
+        text += spec + after(f)
+        if len(vals) == group or f == n - 1:
+            dialects.gpu.printf(ir.StringAttr.get(text), *vals)
+            text, vals = "", []
 
 
 def print_op(op, rb):
