@@ -428,12 +428,13 @@ def _run_prepass(work_op, pats: list[Pattern], state: "_DriverState") -> None:
     for p in pats:
         by_root[p.root].append(p)
     todo = []
+    advance, skip = ir.WalkResult.ADVANCE, ir.WalkResult.SKIP  # (one callback per op of the module)
 
     def cb(op):
         if op.name in by_root:
             todo.append(op)
-            return ir.WalkResult.SKIP  # a container root does not nest in itself: skip its body
-        return ir.WalkResult.ADVANCE
+            return skip  # a container root does not nest in itself: skip its body
+        return advance
 
     work_op.walk(cb, ir.WalkOrder.PRE_ORDER)
     for op in todo:
@@ -475,17 +476,24 @@ def find_illegal(module_op, target: ConversionTarget) -> list:
     root = module_op.operation if isinstance(module_op, ir.OpView) else module_op
     verdicts: dict[str, bool | None] = {}  # per op name; None: ask the dynamic rule for each op
 
+    advance = ir.WalkResult.ADVANCE  # (the callback runs once per op: ~9,000 on a matmul, 4 walks)
+    get = verdicts.get
+    unseen = object()
+
     def cb(op):
         name = op.name
-        try:
-            verdict = verdicts[name]
-        except KeyError:
+        verdict = get(name, unseen)
+        if verdict is True:
+            return advance
+        if verdict is unseen:
             verdict = verdicts[name] = target.static_verdict(name)
+            if verdict is True:
+                return advance
         if verdict is None:
             verdict = target.is_legal(op)
         if not verdict and op != root:
             bad.append(op)
-        return ir.WalkResult.ADVANCE
+        return advance
 
     if target.top_level:
         for region in root.regions:
