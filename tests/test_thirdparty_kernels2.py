@@ -350,7 +350,7 @@ def matmul_split_k(A, B, C, Locks, Counts, tm: ConstInt, tn: ConstInt, tk: Const
 def test_split_k_matmul():
     def run(sm):
         rng = _rng(9)
-        m, n, k = 70, 45, 150
+        m, n, k = 70, 45, 100
         a, b = rng.standard_normal((m, k)).astype(np.float16), rng.standard_normal((k, n)).astype(np.float16)
         c = np.full((m, n), 99.0, np.float32)
         tiles = 3 * 2
@@ -1260,10 +1260,10 @@ def sample_matmul(A, B, C, tm: ConstInt, tn: ConstInt, tk: ConstInt):
 def test_sample_matmul_two_ctas_on_sm100():
     def run(sm):
         rng = _rng(39)
-        m, n, k = 150, 70, 100
+        m, n, k = 100, 70, 40
         a, b = rng.standard_normal((m, k)).astype(np.float16), rng.standard_normal((k, n)).astype(np.float16)
         c = np.zeros((m, n), np.float16)
-        tc.launch(None, (3 * 2,), sample_matmul, (a, b, c, 64, 64, 32), gpu_name=sm)
+        tc.launch(None, (2 * 2,), sample_matmul, (a, b, c, 64, 64, 32), gpu_name=sm)
         np.testing.assert_allclose(c.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2,
                                    atol=2e-2)
     _each_sm(run)
