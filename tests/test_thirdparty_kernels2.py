@@ -1719,3 +1719,56 @@ def test_printf_of_an_mma_accumulator_and_of_a_large_tile(capfd):
     tc.launch(None, (1,), print_accumulator, (a, b, 64, 64, 16))
     assert capfd.readouterr().out.splitlines() == ["acc=[" + ", ".join(["[" + ", ".join(["16"] * 64) + "]"] * 64)
                                                    + "]"]
+
+
+# ------------------------------------------------------------------------------ a four-step FFT (batched 3-D matmuls, permutes)
+def _cmm(ar, ai, br, bi):
+    """(ar + i ai) @ (br + i bi) with ct.matmul (3-D operands broadcast over the batch)."""
+    return ct.matmul(ar, br) - ct.matmul(ai, bi), ct.matmul(ar, bi) + ct.matmul(ai, br)
+
+
+@ct.kernel
+def fft_four_step(X, Y, W0, W1, T, BS: ConstInt, F0: ConstInt, F1: ConstInt):
+    b = ct.bid(0)
+    n = F0 * F1
+    xri = ct.load(X, (b, 0, 0), (BS, n, 2), padding_mode=Z)
+    xr = ct.reshape(ct.extract(xri, (0, 0, 0), (BS, n, 1)), (BS, F0, F1))
+    xi = ct.reshape(ct.extract(xri, (0, 0, 1), (BS, n, 1)), (BS, F0, F1))
+    w0 = ct.load(W0, (0, 0, 0), (F0, F0, 2))
+    w1 = ct.load(W1, (0, 0, 0), (F1, F1, 2))
+    t = ct.load(T, (0, 0, 0), (F0, F1, 2))
+    w0r = ct.reshape(ct.extract(w0, (0, 0, 0), (F0, F0, 1)), (1, F0, F0))
+    w0i = ct.reshape(ct.extract(w0, (0, 0, 1), (F0, F0, 1)), (1, F0, F0))
+    w1r = ct.reshape(ct.extract(w1, (0, 0, 0), (F1, F1, 1)), (1, F1, F1))
+    w1i = ct.reshape(ct.extract(w1, (0, 0, 1), (F1, F1, 1)), (1, F1, F1))
+    tr = ct.reshape(ct.extract(t, (0, 0, 0), (F0, F1, 1)), (1, F0, F1))
+    ti = ct.reshape(ct.extract(t, (0, 0, 1), (F0, F1, 1)), (1, F0, F1))
+    ar, ai = _cmm(w0r, w0i, xr, xi)  # over n0
+    ar, ai = ar * tr - ai * ti, ar * ti + ai * tr  # twiddles W_N^(n1 k0)
+    br, bi = _cmm(ar, ai, w1r, w1i)  # over n1: [b, k0, k1]
+    yr = ct.reshape(ct.permute(br, (0, 2, 1)), (BS, n, 1))  # k = k0 + F0 k1
+    yi = ct.reshape(ct.permute(bi, (0, 2, 1)), (BS, n, 1))
+    ct.store(Y, (b, 0, 0), ct.cat((yr, yi), axis=-1))
+
+
+def test_four_step_fft():
+    """FFT of 64 points as 8 x 8 (cuTile's FFT sample's structure: real / imaginary planes extracted from a
+    trailing axis of 2, batched 3-D matmuls against (1, F, F) DFT matrices, twiddles, permutes, a cat back)."""
+    def run(sm):
+        rng = _rng(52)
+        bs, f0, f1 = 2, 8, 8
+        n = f0 * f1
+        batch = 5
+        x = rng.standard_normal((batch, n)) + 1j * rng.standard_normal((batch, n))
+        xin = np.stack([x.real, x.imag], -1).astype(np.float32)
+        y = np.zeros_like(xin)
+
+        def dft(m):
+            k = np.arange(m)
+            return np.exp(-2j * np.pi * np.outer(k, k) / m)
+        tw = np.exp(-2j * np.pi * np.outer(np.arange(f0), np.arange(f1)) / n)
+        packed = [np.stack([m.real, m.imag], -1).astype(np.float32) for m in (dft(f0), dft(f1), tw)]
+        tc.launch(None, (3,), fft_four_step, (xin, y, *packed, bs, f0, f1), gpu_name=sm)
+        want = np.fft.fft(x, axis=1)
+        np.testing.assert_allclose(y[..., 0] + 1j * y[..., 1], want, rtol=1e-4, atol=1e-4)
+    _each_sm(run)
