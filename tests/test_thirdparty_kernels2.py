@@ -1772,3 +1772,20 @@ def test_four_step_fft():
         want = np.fft.fft(x, axis=1)
         np.testing.assert_allclose(y[..., 0] + 1j * y[..., 1], want, rtol=1e-4, atol=1e-4)
     _each_sm(run)
+
+
+# ------------------------------------------------------------------------------ transposed numpy views as matmul operands
+def test_matmul_on_transposed_and_sliced_views():
+    """Operands passed as ``b.T`` (last-axis stride != 1: no TMA, no unit-stride fact) and a column slice of a wider
+    array, into a strided output view."""
+    def run(sm):
+        rng = _rng(53)
+        m, n, k = 70, 45, 50
+        a_wide = rng.standard_normal((m, k + 9)).astype(np.float16)
+        bt = rng.standard_normal((n, k)).astype(np.float16)
+        out = np.zeros((m, 2 * n), np.float32)
+        tc.launch(None, (2, 2), small_tiles_mma, (a_wide[:, 3:3 + k], bt.T, out[:, ::2], 64, 32, 16), gpu_name=sm)
+        np.testing.assert_allclose(out[:, ::2], a_wide[:, 3:3 + k].astype(np.float32) @ bt.T.astype(np.float32),
+                                   rtol=2e-3, atol=2e-3)
+        assert not out[:, 1::2].any()
+    _each_sm(run)
