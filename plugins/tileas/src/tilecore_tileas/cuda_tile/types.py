@@ -7,6 +7,7 @@ their parameters only through their text).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -173,8 +174,13 @@ def _ints(text: str) -> tuple[int, ...]:
     return tuple(int(x) for x in m.group(1).split(",")) if m.group(1) else ()
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_type(text: str):
-    """Descriptor of a type spelled in MLIR text (``str(ir.Type)``)."""
+    """Descriptor of a type spelled in MLIR text (``str(ir.Type)``).
+
+    Remembered per text (the descriptors are frozen): a kernel spells the same few types on most of its
+    ops, and a batch worker reads the same ones in every job.
+    """
     text = text.strip()
     m = re.fullmatch(r"!cuda_tile\.(\w+)(?:<(.*)>)?", text, re.S)
     if not m:
