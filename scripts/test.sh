@@ -11,7 +11,10 @@ QUICK=0
 if [ "${1:-}" = "--quick" ]; then QUICK=1; shift; fi
 VENV="$(bash scripts/bootstrap.sh "${TILECORE_VENV:-$ROOT/.venv}")"
 echo "== pytest (dev venv: $VENV)"
-"$VENV/bin/python" -m pytest -p no:cacheprovider tests plugins/*/tests "$@"
+# On every core (at most 4; TILECORE_TEST_WORKERS overrides, 0 = in this process), a test file per worker: files
+# share their compiled kernels through module fixtures.
+WORKERS="${TILECORE_TEST_WORKERS:-$(( $(nproc) < 4 ? $(nproc) : 4 ))}"
+"$VENV/bin/python" -m pytest -p no:cacheprovider -n "$WORKERS" --dist loadfile tests plugins/*/tests "$@"
 [ "$QUICK" = 1 ] && exit 0
 echo "== wheels + extras"
 PYTHON="$VENV/bin/python" bash scripts/build_wheels.sh >/dev/null

@@ -8,7 +8,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 from support import CORPUS, DATA, has_plugin, needs_gpu_nvvm, run_cli
@@ -297,17 +296,3 @@ def test_cli_cache_info_and_clear(cache_dir, tmp_path):
     bad = run_cli("cache", "info", env={"TILECORE_CACHE_SIZE": "huge"})
     assert bad.returncode == 1 and bad.stderr.startswith("error: TILECORE_CACHE_SIZE: bad size 'huge'")
     assert "Traceback" not in bad.stderr
-
-
-@needs_corpus
-def test_cli_hit_process_time(cache_dir, tmp_path):
-    """A `tilecore compile` answered by the cache: well under a second (target < 60 ms on an idle machine)."""
-    out = tmp_path / "v.cubin"
-    cmd = [sys.executable, "-m", "tilecore", "compile", VADD, "--gpu-name", "sm_80", "-o", str(out)]
-    assert subprocess.run(cmd, capture_output=True).returncode == 0
-    times = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        assert subprocess.run(cmd, capture_output=True).returncode == 0
-        times.append(time.perf_counter() - t0)
-    assert min(times) < 0.3, times
