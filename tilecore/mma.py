@@ -107,6 +107,10 @@ class MmaRequest:
     arch: str = ""  # the target's name (sm_90a: arch-specific instructions such as wgmma)
     scale: str = ""  # block-scaled dots (atom kind ``block_scaled_mma``): the scale factors' element type
     scale_block: int = 0  # ... and the K elements one scale factor covers
+    # the result meets row statistics (reduced along N, or combined with a row slice): its warp / warpgroup grid
+    # has one column when one of the most warps has (the row reductions stay inside a warp); atoms whose operand
+    # layouts depend on the grid take it from here
+    rows_whole: bool = False
 
 
 @dataclass(frozen=True)
@@ -183,22 +187,31 @@ class SwizzledOperand:
                                            [-2147483648], cg.i8, 0)
 
 
-def warpgroup_grid(m: int, n: int, threads: int, n_ok) -> tuple[int, int] | None:
-    """The ``groups_m x groups_n`` grid of warpgroups (128 threads) for an ``m x n`` warpgroup-MMA result: the one
-    using the most warpgroups whose instruction N (``n / groups_n``) ``n_ok`` admits and whose rows are
-    whole 64-row instructions, then the squarest; None when there is none."""
+def grid_key(gm: int, gn: int, m: int, n: int, rows_whole: bool) -> tuple:
+    """How a ``gm x gn`` grid (of warps or warpgroups) over an ``m x n`` result ranks, smallest first: the most
+    warps (warpgroups), then - for a result whose rows meet row statistics (``rows_whole``: it is reduced along N,
+    or combined with a row slice: :attr:`MmaRequest.rows_whole`) - one column of them (``gn == 1``: the row
+    reductions stay inside a warp / warpgroup, no shared-memory combine), then the fewest operand rows + columns
+    per warp (``m / gm + n / gn``), then the fewer rows of warps."""
+    return -(gm * gn), rows_whole and gn != 1, m // gm + n // gn, gm
+
+
+def best_grid(m: int, n: int, units: int, fits, rows_whole: bool = False) -> tuple[int, int] | None:
+    """The ``gm x gn`` grid of at most ``units`` warps (warpgroups) over an ``m x n`` result ranked first by
+    :func:`grid_key` among those ``fits(gm, gn)`` admits, or None."""
+    grids = [(gm, gn) for gm in range(1, units + 1) for gn in range(1, units // gm + 1) if fits(gm, gn)]
+    return min(grids, key=lambda g: grid_key(*g, m, n, rows_whole), default=None)
+
+
+def warpgroup_grid(m: int, n: int, threads: int, n_ok, rows_whole: bool = False) -> tuple[int, int] | None:
+    """The ``groups_m x groups_n`` grid of warpgroups (128 threads) for an ``m x n`` warpgroup-MMA result: among
+    those whose instruction N (``n / groups_n``) ``n_ok`` admits and whose rows are whole 64-row instructions, the
+    first by :func:`grid_key` (the most warpgroups, then with ``rows_whole`` (:attr:`MmaRequest.rows_whole`) one
+    column of them, then the squarest); None when there is none."""
     if threads % 128 or m % 64:
         return None
-    groups = threads // 128
-    best = None
-    for gm in range(1, groups + 1):
-        for gn in range(1, groups // gm + 1):
-            if (m // 64) % gm or n % gn or not n_ok(n // gn):
-                continue
-            key = (-(gm * gn), m // gm + n // gn, gm)
-            if best is None or key < best[0]:
-                best = (key, (gm, gn))
-    return best[1] if best else None
+    return best_grid(m, n, threads // 128, lambda gm, gn: (m // 64) % gm == 0 and n % gn == 0 and n_ok(n // gn),
+                     rows_whole)
 
 
 def swizzle_for(nbytes: int) -> int:

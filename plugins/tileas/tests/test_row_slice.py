@@ -102,6 +102,22 @@ def mma_only(A, B, D, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constan
     ct.store(D, index=(i, 0), tile=s)
 
 
+@ct.kernel
+def attention_dots(Q, K, V, Out, TM: ct.Constant[int], TN: ct.Constant[int], D: ct.Constant[int]):
+    """The loads and dots of flash attention without its row statistics (acc += exp(Q K^T) V): the barrier count
+    of the dots themselves, the reference for :func:`test_attention_k_loop_has_no_row_barriers`."""
+    z = ct.PaddingMode.ZERO
+    i = ct.bid(0)
+    q = ct.load(Q, index=(i, 0), shape=(TM, D), padding_mode=z)
+    acc = ct.full((TM, D), 0.0, dtype=ct.float32)
+    for j in range(ct.num_tiles(K, axis=0, shape=(TN, D))):
+        kt = ct.load(K, index=(0, j), shape=(D, TN), order=(1, 0), padding_mode=z)
+        v = ct.load(V, index=(j, 0), shape=(TN, D), padding_mode=z)
+        s = ct.mma(q, kt, ct.full((TM, TN), 0.0, dtype=ct.float32))
+        acc = ct.mma(ct.astype(ct.exp(s), Q.dtype), v, acc)
+    ct.store(Out, index=(i, 0), tile=acc)
+
+
 def _stats_params(dt, tm, tn):
     return [f"{dt}[2]", f"{dt}[2]", "f32[2]", "f32[1]", "f32[1]", "f32[1]", "i32[1]", "f32[2]", tm, tn, 32]
 
@@ -125,6 +141,11 @@ _K = KernelSet({
     "causal_bf16": (ck.causal_attention, ["bf16[2]/16", "bf16[2]/16", "bf16[2]/16", "f32[2]/16", 64, 64, 64]),
     # S 64 x 16 (mma.sync warps 4 x 1) against acc 64 x 64 (2 x 2): the rows of S's slice are not acc's
     "attn_tn16": (ck.attention, ["f16[2]/16", "f16[2]/16", "f16[2]/16", "f32[2]/16", 64, 16, 64]),
+    "causal_tn16": (ck.causal_attention, ["f16[2]/16", "f16[2]/16", "f16[2]/16", "f32[2]/16", 64, 16, 64]),
+    "attn_dots": (attention_dots, ATTN),
+    # 8 warps: mma.sync S and acc 128 x 64 (8 x 1 rather than 4 x 2); wgmma S 128 x 128 (2 x 1 rather than 1 x 2)
+    "attn_128x64": (ck.attention, ["f16[2]/16", "f16[2]/16", "f16[2]/16", "f32[2]/16", 128, 64, 64]),
+    "causal_128x128": (ck.causal_attention, ["f16[2]/16", "f16[2]/16", "f16[2]/16", "f32[2]/16", 128, 128, 64]),
 }, "tileas-row-slice-")
 
 
@@ -221,6 +242,76 @@ def test_attention_loop_has_far_fewer_barriers(sm, before_min):
         assert before >= before_min and 2 * after <= before, (name, before, after)
 
 
+# -- warp grids of dots that meet row statistics ----------------------------------------------------------
+def _dots(module) -> list:
+    from tilecore.errors import ops_in
+
+    return [op for top in module.body.operations for op in ops_in(top.operation) if op.name == "nv_tileas.dot"]
+
+
+@pytest.mark.parametrize("name, warps, grids", [("attn", 4, [(4, 1), (4, 1)]), ("causal", 4, [(4, 1), (4, 1)]),
+                                                ("attn_tn16", 4, [(4, 1), (4, 1)]), ("attn_128x64", 8, [(8, 1), (8, 1)]),
+                                                ("attn_dots", 4, [(2, 2), (2, 2)]), ("mma_only_64", 4, [(2, 2)]),
+                                                ("sub_rowmax_64", 8, [(2, 4)])])
+def test_attention_dots_take_one_column_of_warps(name, warps, grids):
+    """tileas-select-atoms marks the dots whose results meet row statistics ``rows_whole`` (S = Q K^T: reduced along
+    N; the P V accumulator: rescaled by exp(m_old - m_new) and divided by the row sum), and their mma.sync
+    fragments on sm_80 get a warp grid of one column (each warp owns whole rows: no cross-warp combine, and S's
+    row slices are the accumulator's rows). Plain dots (a matmul, attention's dots without the softmax) keep the
+    grid with the fewest operand rows + columns; with no one-column grid of all the warps (64 rows on 8 warps) the
+    grid is as before."""
+    from tilecore_tileas.atoms.select import ROWS_WHOLE, mma_request
+
+    from tilecore.targets import resolve_target
+
+    target = resolve_target("sm_80", PluginManager().targets())
+    module = _lowered(name, "sm_80", warps, stop="tileas-select-atoms")
+    got = []
+    with module.context:
+        dots = _dots(module)
+        for op in dots:
+            req = mma_request(op, 32 * warps, target)
+            assert req.rows_whole == (ROWS_WHOLE in op.attributes)
+            frag = fragment(req.m, req.n, req.threads, req.rows_whole)
+            got.append((frag.warps_m, frag.warps_n))
+        # every dot meets row statistics but those of the plain kernels (sub_rowmax's: marked, no one-column grid)
+        assert all(ROWS_WHOLE in op.attributes for op in dots) == (name not in ("attn_dots", "mma_only_64"))
+    assert got == grids
+    if name == "attn":  # row slices off: the reductions go through the blocked layout, no preference
+        text = str(_lowered(name, "sm_80", stop="tileas-select-atoms", extra=OFF))
+        assert "nv_tileas.dot" in text and ROWS_WHOLE not in text
+
+
+def test_grids_prefer_one_column_only_when_asked():
+    """The grid functions: ``rows_whole`` picks one column of warps / warpgroups among the grids of the most of them
+    (mma.sync, wgmma, tcgen05), and changes nothing where none has one column."""
+    from tilecore_tileas.layout.fragment import arrange_warps, tmem_grid
+
+    from tilecore.mma import warpgroup_grid
+
+    n_ok = lambda n: n % 8 == 0 and n <= 256  # noqa: E731
+    assert (arrange_warps(64, 64, 4), arrange_warps(64, 64, 4, True)) == ((2, 2), (4, 1))
+    assert (arrange_warps(128, 64, 8), arrange_warps(128, 64, 8, True)) == ((4, 2), (8, 1))
+    assert arrange_warps(64, 64, 8, True) == arrange_warps(64, 64, 8) == (2, 4)
+    assert (warpgroup_grid(128, 128, 256, n_ok), warpgroup_grid(128, 128, 256, n_ok, True)) == ((1, 2), (2, 1))
+    assert warpgroup_grid(64, 64, 256, n_ok, True) == (1, 2)
+    assert (tmem_grid(256, 256, 256), tmem_grid(256, 256, 256, rows_whole=True)) == ((1, 2), (2, 1))
+    assert tmem_grid(128, 64, 256, rows_whole=True) == (1, 2)
+    assert wg_fragment(128, 128, 256, rows_whole=True).groups_n == 1
+    assert tmem_fragment(256, 256, 256, rows_whole=True).groups_n == 1
+
+
+@pytest.mark.parametrize("name", ["attn", "causal", "attn_tn16"])
+def test_attention_k_loop_has_no_row_barriers(name):
+    """sm_80, 4 warps: with one column of warps the row max / sum are in-thread trees and quad shuffles, and the
+    rescale factors are the accumulator's own rows, so the stage-4 IR has exactly the barriers of the same loads
+    and dots without any row statistic (:func:`attention_dots`: the dots' operand exchanges and the epilogue)."""
+    text = str(_lowered(name, "sm_80"))
+    ref = str(_lowered("attn_dots", "sm_80"))
+    assert "gpu.shuffle" in text and "gpu.shuffle" not in ref
+    assert text.count("gpu.barrier") == ref.count("gpu.barrier"), (text.count("gpu.barrier"), ref.count("gpu.barrier"))
+
+
 # -- numbers ---------------------------------------------------------------------------------------
 STATS = [("sm_80", "f16", 4, 64, 16), ("sm_80", "bf16", 4, 16, 16), ("sm_80", "bf16", 4, 64, 64), ("sm_80", "f16", 8, 64, 64),
          ("sm_90a", "f16", 4, 64, 64), ("sm_90a", "bf16", 8, 64, 64),
@@ -286,7 +377,9 @@ def test_narrow_and_wide_row_stats_numbers(sm, el):
 
 
 ATTN_CASES = [("sm_80", "attn", 4), ("sm_80", "causal_bf16", 4), ("sm_90a", "causal", 4), ("sm_90a", "attn_bf16", 8),
-              ("sm_100a", "attn", 4), ("sm_100a", "causal_bf16", 4), ("sm_80", "attn_tn16", 4)]
+              ("sm_100a", "attn", 4), ("sm_100a", "causal_bf16", 4), ("sm_80", "attn_tn16", 4),
+              ("sm_80", "causal_tn16", 4), ("sm_90a", "attn_tn16", 4), ("sm_100a", "causal_tn16", 4),
+              ("sm_80", "attn_128x64", 8), ("sm_90a", "causal_128x128", 8)]
 
 
 @pytest.mark.parametrize("sm, name, warps", ATTN_CASES)

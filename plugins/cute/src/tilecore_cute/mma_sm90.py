@@ -87,8 +87,9 @@ class Wgmma:
         self.n_ok = _InstN(self.eb, n_major, acc)
 
     def grid(self, req):
-        """The warpgroup grid (groups_m, groups_n) of the request's result, or None."""
-        return warpgroup_grid(req.m, req.n, req.threads, self.n_ok)
+        """The warpgroup grid (groups_m, groups_n) of the request's result (one column of warpgroups where
+        ``req.rows_whole`` asks for it), or None."""
+        return warpgroup_grid(req.m, req.n, req.threads, self.n_ok, getattr(req, "rows_whole", False))
 
     def admits(self, req) -> bool:
         if not (req.a in self.elems and req.b in self.elems and req.acc == self.acc and req.arch == "sm_90a"):

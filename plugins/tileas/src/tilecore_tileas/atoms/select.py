@@ -1,6 +1,8 @@
 """``tileas-select-atoms``: pick a copy atom per tiled memory op, a reduce atom per reduce / scan and an
 MMA atom per dot (:mod:`.mma`; ``--option tileas.dot=fma`` keeps every dot on the CUDA cores) and a
-``block_scaled_mma`` atom per block-scaled dot (none: the CUDA cores).
+``block_scaled_mma`` atom per block-scaled dot (none: the CUDA cores). A dot whose result meets row statistics
+(reduced along N, rescaled by a row slice: :func:`row_dots`) gets the unit attribute ``rows_whole``: its
+request asks for a warp grid of one column (:func:`tilecore.mma.grid_key`).
 
 The choice is made from the atom registry (``ctx.atoms()``: every plugin's
 ``tilecore_register_atoms``) with :func:`tilecore.atoms.select_atom` on a request
@@ -98,8 +100,12 @@ def signed(op, name: str) -> bool:
     return name not in op.attributes or "unsigned" not in str(op.attributes[name])
 
 
+ROWS_WHOLE = "rows_whole"  # unit attribute of a dot whose result meets row statistics (:func:`row_dots`)
+
+
 def mma_request(op, threads: int, target) -> MmaRequest:
-    """The :class:`MmaRequest` of an ``nv_tileas.dot`` (2-D operands)."""
+    """The :class:`MmaRequest` of an ``nv_tileas.dot`` (2-D operands); ``rows_whole`` from the dot's
+    ``rows_whole`` attribute (set by this stage, :func:`row_dots`)."""
     from ..stage4_tileas_to_llvm.narrow_float import element_name
 
     lhs, rhs, acc = op.operands[:3]
@@ -107,7 +113,111 @@ def mma_request(op, threads: int, target) -> MmaRequest:
     n = ir.RankedTensorType(rhs.type).shape[1]
     return MmaRequest(m, n, k, element_name(lhs.type), element_name(rhs.type), element_name(acc.type),
                       signed(op, "signedness_lhs"), signed(op, "signedness_rhs"), threads=threads,
-                      cc=target.cc if target is not None else 80, arch=target.name if target is not None else "")
+                      cc=target.cc if target is not None else 80, arch=target.name if target is not None else "",
+                      rows_whole=ROWS_WHOLE in op.attributes)
+
+
+# -- which dots' results meet row statistics ------------------------------------------------------------
+ELEMENTWISE = ("arith", "math")
+
+
+def _shape(value) -> tuple | None:
+    return tuple(ir.RankedTensorType(value.type).shape) if str(value.type).startswith("tensor<") else None
+
+
+def _carried(value) -> list:
+    """The values a loop-carried ``value`` (an ``scf.for`` body argument or result) takes: the initial value and
+    the body's yield."""
+    if isinstance(value, ir.BlockArgument):
+        loop = value.owner.owner
+        if loop is None or loop.name != "scf.for" or value.arg_number == 0:
+            return []
+        i = value.arg_number - 1
+        return [loop.operands[3 + i], list(value.owner.operations)[-1].operands[i]]
+    op = value.owner
+    if op.name != "scf.for":
+        return []
+    i = value.result_number
+    return [op.operands[3 + i], list(op.regions[0].blocks[0].operations)[-1].operands[i]]
+
+
+def row_statistic(value, rows, seen=None) -> bool:
+    """Whether ``value`` (an ``(M,)`` / ``(M, 1)`` tile) is computed from a reduction ``rows(op)`` admits (through
+    element-wise ops, reshapes, broadcasts and loop carries): a row statistic such as flash attention's running max /
+    sum and its rescale factor ``exp(m_old - m_new)``."""
+    seen = set() if seen is None else seen
+    if value in seen or len(seen) > 256 or _shape(value) is None:
+        return False
+    seen.add(value)
+    if isinstance(value, ir.BlockArgument):
+        return any(row_statistic(v, rows, seen) for v in _carried(value))
+    op = value.owner
+    if rows(op):
+        return True
+    if op.name == "scf.for":
+        return any(row_statistic(v, rows, seen) for v in _carried(value))
+    if op.name in ("nv_tileas.reshape", "nv_tileas.broadcast") or op.name.split(".")[0] in ELEMENTWISE:
+        return any(row_statistic(v, rows, seen) for v in op.operands)
+    return False
+
+
+def _row_broadcast(value, m: int, rows) -> bool:
+    """Whether ``value`` is a row statistic of ``m`` rows broadcast over columns (``nv_tileas.broadcast`` of an
+    ``(m, 1)`` tile)."""
+    op = value.owner if isinstance(value, ir.OpResult) else None
+    return (op is not None and op.name == "nv_tileas.broadcast" and _shape(op.operands[0]) == (m, 1)
+            and row_statistic(op.operands[0], rows))
+
+
+def row_dots(func, rows) -> list:
+    """The 2-D dots of ``func`` whose results meet row statistics (``rows(op)``: whether a reduction ``op`` gives
+    a row slice of an MMA fragment, stage 4's ``row_slice.reduce_admits``): values joined through the accumulator (a dot's
+    result and its accumulator operand), element-wise ops of the same shape and loop carries (``scf.for`` /
+    ``scf.if`` results, yields, body arguments, initial values) form groups; a group that is reduced along N (into a row slice) or
+    combined element-wise with a broadcast row statistic (:func:`row_statistic`) wants its rows whole in a warp
+    (warpgroup): its dots get ``rows_whole``. In flash attention that is S = Q K^T (row max / sum) and the
+    output accumulator of P V (rescaled by ``exp(m_old - m_new)``, divided by the row sum), so both take the same
+    one-column grid and the row statistics need neither a cross-warp combine nor a conversion between grids."""
+    parent: dict = {}
+
+    def find(v):
+        parent.setdefault(v, v)
+        while parent[v] != v:
+            parent[v] = parent[parent[v]]
+            v = parent[v]
+        return v
+
+    def union(a, b):
+        if _shape(a) is not None and _shape(a) == _shape(b):
+            parent[find(a)] = find(b)
+
+    dots, marked = [], []
+    for op in ops_in(func):
+        name = op.name
+        if name == "nv_tileas.dot" and len(_shape(op.operands[0]) or ()) == 2:
+            dots.append(op)
+            union(op.results[0], op.operands[2])
+        elif rows(op):
+            marked.append(op.operands[0])
+        elif name.split(".")[0] in ELEMENTWISE and len(op.results) == 1 and len(_shape(op.results[0]) or ()) == 2:
+            res = op.results[0]
+            for v in op.operands:
+                union(res, v)
+            if any(_row_broadcast(v, _shape(res)[0], rows) for v in op.operands):
+                marked.append(res)
+        elif name == "scf.for":
+            body = op.regions[0].blocks[0]
+            for i, res in enumerate(op.results):
+                for v in (op.operands[3 + i], body.arguments[1 + i], list(body.operations)[-1].operands[i]):
+                    union(res, v)
+        elif name == "scf.if":
+            for region in op.regions:
+                if len(region.blocks):
+                    term = list(region.blocks[0].operations)[-1]
+                    for res, v in zip(op.results, term.operands):
+                        union(res, v)
+    roots = {find(v) for v in marked}
+    return [d for d in dots if find(d.results[0]) in roots]
 
 
 def block_scaled_request(op, threads: int, target) -> MmaRequest:
@@ -178,6 +288,10 @@ def _run(ctx) -> ConversionStats:
                 op.attributes["atom"] = ir.Attribute.parse(f'#nv_tileas.atom<"{atom.name}">')
                 stats.fired[f"tileas:{atom.name}"] = stats.fired.get(f"tileas:{atom.name}", 0) + 1
 
+        from ..stage4_tileas_to_llvm.row_slice import reduce_admits
+
+        for dot in row_dots(top, lambda op: reduce_admits(ctx, op)):
+            dot.attributes[ROWS_WHOLE] = ir.UnitAttr.get()
         for op in ops_in(top):
             with at_op(op, NAME):
                 visit(op)

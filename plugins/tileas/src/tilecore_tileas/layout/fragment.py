@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tilecore.mma import best_grid
+
 INST_M, INST_N = 16, 8  # the C block of one warp-level MMA instruction
 
 
@@ -72,30 +74,24 @@ class Fragment:
         return f"#nv_tileas.mma_fragment<{self.shape[0]}x{self.shape[1]}, warps = {self.warps_m}x{self.warps_n}>"
 
 
-def arrange_warps(m: int, n: int, warps: int) -> tuple[int, int] | None:
+def arrange_warps(m: int, n: int, warps: int, rows_whole: bool = False) -> tuple[int, int] | None:
     """The ``warps_m x warps_n`` grid for an ``m x n`` result, or None when ``m`` / ``n`` are not multiples of
     the 16 x 8 block.
 
-    Among grids that divide the blocks evenly, the one using the most warps wins, then the one whose
-    per-warp tile reads the fewest operand rows + columns from shared memory (``m / wm + n / wn``).
+    Among grids that divide the blocks evenly, the one using the most warps wins, then (``rows_whole``) one with
+    ``warps_n == 1``, then the one whose per-warp tile reads the fewest operand rows + columns from shared memory
+    (``m / wm + n / wn``): :func:`grid_key`.
     """
     if m % INST_M or n % INST_N or warps < 1:
         return None
     bm, bn = m // INST_M, n // INST_N
-    best = None
-    for wm in range(1, warps + 1):
-        for wn in range(1, warps // wm + 1):
-            if bm % wm or bn % wn:
-                continue
-            key = (-(wm * wn), m // wm + n // wn, wm)
-            if best is None or key < best[0]:
-                best = (key, (wm, wn))
-    return best[1] if best else None
+    return best_grid(m, n, warps, lambda wm, wn: bm % wm == 0 and bn % wn == 0, rows_whole)
 
 
-def fragment(m: int, n: int, threads: int) -> Fragment | None:
-    """The fragment layout of an ``m x n`` warp-level MMA result over ``threads`` threads."""
-    grid = arrange_warps(m, n, threads // 32) if threads % 32 == 0 else None
+def fragment(m: int, n: int, threads: int, rows_whole: bool = False) -> Fragment | None:
+    """The fragment layout of an ``m x n`` warp-level MMA result over ``threads`` threads (``rows_whole``: prefer
+    warps that hold whole rows, :func:`arrange_warps`)."""
+    grid = arrange_warps(m, n, threads // 32, rows_whole) if threads % 32 == 0 else None
     return Fragment((m, n), grid[0], grid[1], threads) if grid else None
 
 
@@ -146,12 +142,14 @@ class WgFragment:
         return gr * (self.shape[0] // self.groups_m) + 16 * w + lane // 4 + dr, gc * self.inst_n + 2 * (lane % 4) + dc
 
 
-def wg_fragment(m: int, n: int, threads: int, n_ok=lambda n: n % 8 == 0 and n <= 256) -> WgFragment | None:
+def wg_fragment(m: int, n: int, threads: int, n_ok=lambda n: n % 8 == 0 and n <= 256,
+                rows_whole: bool = False) -> WgFragment | None:
     """The warpgroup fragment layout of an ``m x n`` result over ``threads`` threads (whole warpgroups), on the
-    grid :func:`tilecore.mma.warpgroup_grid` picks (``n_ok``: the instruction N the atom admits)."""
+    grid :func:`tilecore.mma.warpgroup_grid` picks (``n_ok``: the instruction N the atom admits; ``rows_whole``:
+    prefer ``groups_n == 1``)."""
     from tilecore.mma import warpgroup_grid
 
-    grid = warpgroup_grid(m, n, threads, n_ok)
+    grid = warpgroup_grid(m, n, threads, n_ok, rows_whole)
     return WgFragment((m, n), grid[0], grid[1], threads) if grid else None
 
 
@@ -230,27 +228,21 @@ class TmemFragment:
         return row, wcol, wrow, wcol
 
 
-def tmem_grid(m: int, n: int, threads: int, n_step: int = 8) -> tuple[int, int] | None:
+def tmem_grid(m: int, n: int, threads: int, n_step: int = 8, rows_whole: bool = False) -> tuple[int, int] | None:
     """The ``groups_m x groups_n`` warpgroup grid of an ``m x n`` tensor-memory accumulator: the most warpgroups
-    whose rows are whole 128-row blocks and whose columns a multiple of ``n_step``, then the squarest; a 64-row
-    tile takes one warpgroup (``threads`` 128)."""
+    whose rows are whole 128-row blocks and whose columns a multiple of ``n_step``, then (``rows_whole``)
+    ``groups_n == 1``, then the squarest (:func:`grid_key`); a 64-row tile takes one warpgroup (``threads`` 128)."""
     if m == 64:
         return (1, 1) if threads == 128 and n % n_step == 0 else None
     if threads % 128 or m % TM_M or n % n_step:
         return None
-    groups, blocks = threads // 128, m // TM_M
-    best = None
-    for gm in range(1, groups + 1):
-        for gn in range(1, groups // gm + 1):
-            if blocks % gm or n % gn or (n // gn) % n_step:
-                continue
-            key = (-(gm * gn), m // gm + n // gn, gm)
-            if best is None or key < best[0]:
-                best = (key, (gm, gn))
-    return best[1] if best else None
+    blocks = m // TM_M
+    return best_grid(m, n, threads // 128, lambda gm, gn: blocks % gm == 0 and n % gn == 0 and (n // gn) % n_step == 0,
+                     rows_whole)
 
 
-def tmem_fragment(m: int, n: int, threads: int) -> TmemFragment | None:
-    """The tensor-memory fragment layout of an ``m x n`` result over ``threads`` threads (whole warpgroups)."""
-    grid = tmem_grid(m, n, threads)
+def tmem_fragment(m: int, n: int, threads: int, rows_whole: bool = False) -> TmemFragment | None:
+    """The tensor-memory fragment layout of an ``m x n`` result over ``threads`` threads (whole warpgroups;
+    ``rows_whole``: prefer ``groups_n == 1``)."""
+    grid = tmem_grid(m, n, threads, rows_whole=rows_whole)
     return TmemFragment((m, n), grid[0], grid[1], threads, m == 64) if grid else None

@@ -222,12 +222,13 @@ ELEMENTWISE_DIALECTS = ("arith", "math")
 def atom_fragment(atom, req):
     """The accumulator layout a tensor-core atom gives an ``m x n`` result: the warpgroup layout for
     ``data["fragment"] == "wgmma"`` (instruction N as ``data["n_ok"]`` admits), the tensor-memory layout for
-    ``"tcgen05"`` (:class:`~tilecore_tileas.layout.fragment.TmemFragment`), else the 16 x 8 block layout."""
+    ``"tcgen05"`` (:class:`~tilecore_tileas.layout.fragment.TmemFragment`), else the 16 x 8 block layout; on the
+    grid ``req.rows_whole`` asks for (one column of warps / warpgroups where the result meets row statistics)."""
     if atom.data.get("fragment") == "tcgen05":
-        return tmem_fragment(req.m, req.n, req.threads)
+        return tmem_fragment(req.m, req.n, req.threads, req.rows_whole)
     if atom.data.get("fragment") == "wgmma":
-        return wg_fragment(req.m, req.n, req.threads, atom.data["n_ok"])
-    return fragment(req.m, req.n, req.threads)
+        return wg_fragment(req.m, req.n, req.threads, atom.data["n_ok"], req.rows_whole)
+    return fragment(req.m, req.n, req.threads, req.rows_whole)
 
 
 def dot_fragment(cg, op):
