@@ -36,11 +36,16 @@ def _lowered(name: str, sm: str) -> str:
 @pytest.mark.parametrize("sm", ["sm_80", "sm_90a", "sm_100a"])
 def test_fallback_copies_elements_into_one_stage(sm):
     """128 x 64 A and 64 x 128 B halves over 128 threads: 64 + 64 element loads from global memory per thread,
-    each stored into the stage (no registers hold a tile, nothing is written through a tile's registers), and
-    the fallback's dots are the pipelined loop's: as many MMA ops in both loops."""
+    each stored into the stage (no registers hold a tile, nothing is written through a tile's registers), by a
+    loop over the thread's 8 chunks of each (its body one chunk: 8 element loads), and the fallback's dots are
+    the pipelined loop's: as many MMA ops in both loops."""
     text = _lowered("mm", sm)
-    # the only loads from global memory of halves: the fallback's (the pipelined loop copies by cp.async / TMA)
-    assert len(re.findall(r"llvm\.load %\S+ : !llvm\.ptr<1> -> f16", text)) == 64 + 64
+    # the only loads from global memory of halves: the fallback's (the pipelined loop copies by cp.async / TMA),
+    # one chunk's 8 per operand: the 8 chunks of a thread are a loop (cid = tid + iv, iv += 128 up to 1024)
+    assert len(re.findall(r"llvm\.load %\S+ : !llvm\.ptr<1> -> f16", text)) == 8 + 8
+    assert len(re.findall(r"llvm\.store %\S+, %\S+ : f16, !llvm\.ptr<3>", text)) == 8 + 8
+    # the two loops' exit tests (scf.for lowered to blocks): the induction variable against 1024 chunks
+    assert len(re.findall(r"arith\.cmpi slt, %\S+, %c1024_i32\S* : i32", text)) == 2
     # per loop body: sm_80 32 m16n8k16 per warp (64 x 64) in a loop over K; sm_90a 2 m64n128k16 (128 rows) for
     # each of the 4 K steps of 16; sm_100a one m128n128k16 per K step (thread 0 issues them)
     per_loop = {"sm_80": 32, "sm_90a": 4 * 2, "sm_100a": 4}[sm]

@@ -377,7 +377,9 @@ def _indices(rb, plan_: Plan, p: PipedLoad, iv_old, iv_new) -> list:
 def _issue(cg, rb, plan_: Plan, stage_base, iv_old, iv_new, elements: bool = False) -> None:
     """Copy every operand tile of iteration ``iv_new`` into the stage starting ``stage_base`` bytes (an i32
     value) into the scratch buffer: chunk ``tid + j * threads`` of each tile per thread, by the copy atom
-    (:func:`_copy_chunk`) or, ``elements``, element by element (:func:`_copy_chunk_elements`)."""
+    (:func:`_copy_chunk`) or, ``elements``, element by element (:func:`_copy_chunk_elements`; there the reps
+    ``j`` whose chunks all exist are one ``scf.for``, the copy's code one chunk, not ``reps x 16`` bytes of
+    guarded loads: about a fifth of a matmul's LLVM and ptxas time otherwise)."""
     from .memory import TiledAccess
 
     copy = _copy_chunk_elements if elements else _copy_chunk
@@ -388,7 +390,19 @@ def _issue(cg, rb, plan_: Plan, stage_base, iv_old, iv_new, elements: bool = Fal
         lines, line_elems = _lines(p)
         chunks = lines * (line_elems * p.elem_bytes // 16)
         shape = [resize_int(s, acc.index) for s in view.memref.shape]
-        for rep in range(-(-chunks // cg.threads)):
+        reps = range(-(-chunks // cg.threads))
+        if elements and chunks >= 2 * cg.threads:
+            # element by element, the reps whose chunks all exist are one loop (its body one rep's copy):
+            # unrolled they would be reps x 16 bytes of element copies (a load, a branch, a store each)
+            whole = chunks // cg.threads * cg.threads
+
+            def rep_body(iv, _, p=p, acc=acc, shape=shape):
+                copy(cg, plan_.atom, p, acc, shape, cg.op("arith.addi", cg.tid, iv), stage_base)
+                return []
+
+            cg.for_(cg.c32(0), cg.c32(whole), [], rep_body, step=cg.threads)
+            reps = range(whole // cg.threads, len(reps))
+        for rep in reps:
             cid = cg.op("arith.addi", cg.tid, cg.c32(rep * cg.threads)) if rep else cg.tid
             args = (cg, plan_.atom, p, acc, shape, cid, stage_base)
             if (rep + 1) * cg.threads > chunks:
