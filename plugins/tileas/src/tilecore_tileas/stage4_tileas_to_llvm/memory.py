@@ -129,6 +129,8 @@ class TiledAccess:
         self.element = cg.storage_type(v.memref.element)  # as memory holds it (a bool: a byte)
         self.sparse = None  # (dim, per-register coordinates) for gather / scatter views
         self.ordering, self.syncscope = memory_order(op)
+        self._first_cache = None  # (block, coordinates, offset) of the thread's first element: :meth:`_first`
+        self._value_cache = {}  # (block, key) -> value: :meth:`_cached`
 
     def load(self, addr):
         """A scalar load with the op's memory ordering (weak: a plain load)."""
@@ -162,9 +164,27 @@ class TiledAccess:
             lay.register_distance(k, tuple(self.v.tile_shape))
         if dist is None or not any(dist):
             return self.coords(cg.flat(lay, k), k)
-        first = self.coords(cg.flat(lay, 0), 0)
-        return _Split([cg.op("arith.addi", a, cg.const(self.index, c)) if c else a for a, c in zip(first, dist)],
-                      first, dist)
+        first, first_off = self._first()
+        return _Split([self._cached(("+", d, c), lambda a=a, c=c: cg.op("arith.addi", a, cg.const(self.index, c)))
+                       if c else a for d, (a, c) in enumerate(zip(first, dist))], first, dist, first_off)
+
+    def _cached(self, key, make):
+        """``make()``, built once per block and ``key`` (a coordinate or bound check that registers share)."""
+        block = ir.InsertionPoint.current.block
+        got = self._value_cache.get((block, key))
+        if got is None:
+            got = self._value_cache[(block, key)] = make()
+        return got
+
+    def _first(self):
+        """The coordinates of the thread's first element and their :meth:`offset`, built once per block: the
+        registers of a tile accessed in one block share them (an access built in another block, a branch's,
+        builds its own: values of one branch do not reach another)."""
+        block = ir.InsertionPoint.current.block
+        if self._first_cache is None or self._first_cache[0] != block:
+            first = self.coords(self.cg.flat(self.lay, 0), 0)
+            self._first_cache = (block, first, self.offset(first))
+        return self._first_cache[1:]
 
     def in_bounds(self, g, extra_last: int = 0):
         cg = self.cg
@@ -172,7 +192,8 @@ class TiledAccess:
         for d, (c, n) in enumerate(zip(g, self.v.memref.shape)):
             if d == len(g) - 1 and extra_last:
                 c = cg.op("arith.addi", c, cg.const(self.index, extra_last))
-            conds.append(cg.cmpi(6, c, resize_int(n, self.index)))  # unsigned: a negative coordinate is out
+            # unsigned: a negative coordinate is out (registers of one row or column share the check)
+            conds.append(self._cached(("<", d, c), lambda c=c, n=n: cg.cmpi(6, c, resize_int(n, self.index))))
         return cg.and_(*conds)
 
     def offset(self, g):
@@ -184,7 +205,7 @@ class TiledAccess:
         for all the thread's registers."""
         cg = self.cg
         if isinstance(g, _Split):
-            off = self.offset(g.first)
+            off = g.first_offset
             static = sum(c * s for c, s in zip(g.distance, self.v.memref.strides) if isinstance(s, int))
             if static:
                 off = cg.op("arith.addi", off, cg.const(cg.i64, static))
@@ -301,9 +322,9 @@ PADDING_VALUES = {"nan": float("nan"), "pos_inf": float("inf"), "neg_inf": float
 class _Split(list):
     """Global coordinates ``first + distance`` (:meth:`TiledAccess.register_coords`), with both parts kept."""
 
-    def __init__(self, coords, first, distance):
+    def __init__(self, coords, first, distance, first_offset):
         super().__init__(coords)
-        self.first, self.distance = first, distance
+        self.first, self.distance, self.first_offset = first, distance, first_offset
 
 
 def padding_value(cg, ty, pad: str, narrow: str = ""):
