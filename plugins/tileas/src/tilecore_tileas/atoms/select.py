@@ -171,13 +171,14 @@ def _row_broadcast(value, m: int, rows) -> bool:
 
 def row_dots(func, rows) -> list:
     """The 2-D dots of ``func`` whose results meet row statistics (``rows(op)``: whether a reduction ``op`` gives
-    a row slice of an MMA fragment, stage 4's ``row_slice.reduce_admits``): values joined through the accumulator (a dot's
-    result and its accumulator operand), element-wise ops of the same shape and loop carries (``scf.for`` /
-    ``scf.if`` results, yields, body arguments, initial values) form groups; a group that is reduced along N (into a row slice) or
-    combined element-wise with a broadcast row statistic (:func:`row_statistic`) wants its rows whole in a warp
-    (warpgroup): its dots get ``rows_whole``. In flash attention that is S = Q K^T (row max / sum) and the
-    output accumulator of P V (rescaled by ``exp(m_old - m_new)``, divided by the row sum), so both take the same
-    one-column grid and the row statistics need neither a cross-warp combine nor a conversion between grids."""
+    a row slice of an MMA fragment, stage 4's ``row_slice.reduce_admits``). Values joined through the accumulator
+    (a dot's result and its accumulator operand), element-wise ops of the same shape and loop carries (``scf.for``
+    / ``scf.if`` results, yields, body arguments, initial values) form groups; a group that is reduced along N
+    (into a row slice) or combined element-wise with a broadcast row statistic (:func:`row_statistic`) wants its
+    rows whole in a warp (warpgroup): its dots get ``rows_whole``. In flash attention that is S = Q K^T (row max /
+    sum) and the output accumulator of P V (rescaled by ``exp(m_old - m_new)``, divided by the row sum), so both
+    take the same one-column grid and the row statistics need neither a cross-warp combine nor a conversion
+    between grids."""
     parent: dict = {}
 
     def find(v):
