@@ -69,3 +69,29 @@ def test_fallback_numbers_on_odd_strides(sm, name, mnk, el):
         np.testing.assert_array_equal(c, want)
     else:
         np.testing.assert_allclose(c, want, atol=1e-4 * np.abs(want).max(), rtol=0)
+
+
+def test_scalar_epilogue_stores_share_the_first_offset():
+    """The f32 result's 128 registers per thread (sm_80, stored element by element under bounds checks): every
+    store's address is one offset, the thread's first element's (built once, before the branches), plus a
+    constant or a multiple of the row stride: no register rebuilds its coordinates and offset in its branch."""
+    text = _lowered("mm", "sm_80")
+    defs = dict(re.findall(r"^\s*(%\S+) = (.*)$", text, re.M))
+    geps = re.findall(r"(%\S+) = llvm\.getelementptr %\S+\[(%\S+)\] : \(!llvm\.ptr<1>, i64\) -> !llvm\.ptr<1>, f32",
+                      text)
+    index_of = dict(geps)
+    stores = re.findall(r"llvm\.store %\S+, (%\S+) : f32, !llvm\.ptr<1>", text)
+    assert len(stores) == 128
+
+    def root(v):
+        # offset + constant: arith.addi %root, %cN_i64 (or %root, arith.muli %stride, %cN_i64)
+        while (m := re.match(r"arith\.addi (%\S+), (%\S+) : i64", defs.get(v, ""))) and \
+                (m.group(2).startswith("%c") or defs.get(m.group(2), "").startswith("arith.muli")):
+            v = m.group(1)
+        return v
+
+    roots = {root(index_of[p]) for p in stores}
+    assert len(roots) == 1
+    # the root is built once, outside every store's branch: the first store's branch comes after it
+    first_store = re.search(r"llvm\.store %\S+, %\S+ : f32, !llvm\.ptr<1>", text).start()
+    assert "cf.cond_br" in text[text.index(f"{roots.pop()} = "):first_store]

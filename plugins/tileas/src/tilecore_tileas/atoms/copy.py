@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from tilecore.mlir import dialects, ir
 
+# scalar accesses of this many registers or more build their first element's offset once (a matmul's 128-register
+# epilogue: ~1,000 SASS instructions and LLVM ops fewer); fewer (a row of a row softmax: 8 more instructions
+# shared) rebuild it in each register's branch
+SHARED_OFFSET_REGS = 32
+
 
 def vector_admits(access) -> bool:
     return getattr(access, "vectorizable", lambda: False)()
@@ -15,28 +20,32 @@ def _pad(cg, access):
     return padding_value(cg, access.element, access.v.padding, access.v.memref.narrow)
 
 
-def _scalar_load(cg, access, k, pad):
+def _scalar_load(cg, access, k, pad, shared=False):
     lay = access.lay
-    g = access.register_coords(k)
+    g = access.register_coords(k, shared_offset=shared)
     cond = cg.and_(access.in_bounds(g), cg.valid(lay, k))
     return cg.masked(cond, lambda: access.load(access.address(g)), pad, access.element)
 
 
-def _scalar_store(cg, access, k, value):
+def _scalar_store(cg, access, k, value, shared=False):
     lay = access.lay
-    g = access.register_coords(k)
+    g = access.register_coords(k, shared_offset=shared)
     cond = cg.and_(access.in_bounds(g), cg.valid(lay, k), cg.owner_mask(lay))
     cg.masked(cond, lambda: access.store(value, access.address(g)))
 
 
 def lower_scalar(cg, kind, access, tile):
-    """One masked access per element; out-of-bounds loads give the view's padding value."""
+    """One masked access per element; out-of-bounds loads give the view's padding value. The registers'
+    addresses are, with :data:`SHARED_OFFSET_REGS` registers or more, the thread's first element's offset, built
+    once, plus constants (where the layout allows: :meth:`.memory.TiledAccess.register_coords`'
+    ``shared_offset``), not each rebuilt in its register's branch."""
     lay = access.lay
+    shared = lay.regs >= SHARED_OFFSET_REGS
     if kind == "load":
         pad = _pad(cg, access)
-        return [_scalar_load(cg, access, k, pad) for k in range(lay.regs)]
+        return [_scalar_load(cg, access, k, pad, shared) for k in range(lay.regs)]
     for k in range(lay.regs):
-        _scalar_store(cg, access, k, tile.regs[k])
+        _scalar_store(cg, access, k, tile.regs[k], shared)
     return None
 
 

@@ -129,7 +129,6 @@ class TiledAccess:
         self.element = cg.storage_type(v.memref.element)  # as memory holds it (a bool: a byte)
         self.sparse = None  # (dim, per-register coordinates) for gather / scatter views
         self.ordering, self.syncscope = memory_order(op)
-        self._first_cache = None  # (block, coordinates, offset) of the thread's first element: :meth:`_first`
         self._value_cache = {}  # (block, key) -> value: :meth:`_cached`
 
     def load(self, addr):
@@ -154,7 +153,7 @@ class TiledAccess:
             g[self.sparse[0]] = resize_int(self.sparse[1][k], self.index)
         return g
 
-    def register_coords(self, k):
+    def register_coords(self, k, shared_offset: bool = False):
         """:meth:`coords` of register ``k`` of the access's blocked layout. Where register ``k``'s element lies a
         constant distance from the thread's first in every thread (:meth:`Blocked.register_distance`), they are
         the first element's coordinates plus that distance (:class:`_Split`), which :meth:`offset` turns into
@@ -162,29 +161,24 @@ class TiledAccess:
         cg, lay = self.cg, self.lay
         dist = None if self.sparse is not None or lay.owners == 1 else \
             lay.register_distance(k, tuple(self.v.tile_shape))
-        if dist is None or not any(dist):
+        if dist is None or not (any(dist) or shared_offset):
             return self.coords(cg.flat(lay, k), k)
-        first, first_off = self._first()
+        first = self._cached(("first",), lambda: self.coords(cg.flat(lay, 0), 0))
+        # shared: built here, once per block (a scalar access guards each register's address in a branch of
+        # its own, where it could not be shared); else built with each address, where that is made
+        first_off = self._cached(("offset",), lambda: self.offset(first)) if shared_offset else None
         return _Split([self._cached(("+", d, c), lambda a=a, c=c: cg.op("arith.addi", a, cg.const(self.index, c)))
                        if c else a for d, (a, c) in enumerate(zip(first, dist))], first, dist, first_off)
 
     def _cached(self, key, make):
-        """``make()``, built once per block and ``key`` (a coordinate or bound check that registers share)."""
+        """``make()``, built once per block and ``key`` (the first element's coordinates or offset, a coordinate
+        or bound check that registers share; values of one block do not reach another: a branch's builds its
+        own)."""
         block = ir.InsertionPoint.current.block
         got = self._value_cache.get((block, key))
         if got is None:
             got = self._value_cache[(block, key)] = make()
         return got
-
-    def _first(self):
-        """The coordinates of the thread's first element and their :meth:`offset`, built once per block: the
-        registers of a tile accessed in one block share them (an access built in another block, a branch's,
-        builds its own: values of one branch do not reach another)."""
-        block = ir.InsertionPoint.current.block
-        if self._first_cache is None or self._first_cache[0] != block:
-            first = self.coords(self.cg.flat(self.lay, 0), 0)
-            self._first_cache = (block, first, self.offset(first))
-        return self._first_cache[1:]
 
     def in_bounds(self, g, extra_last: int = 0):
         cg = self.cg
@@ -205,7 +199,7 @@ class TiledAccess:
         for all the thread's registers."""
         cg = self.cg
         if isinstance(g, _Split):
-            off = g.first_offset
+            off = self.offset(g.first) if g.first_offset is None else g.first_offset
             static = sum(c * s for c, s in zip(g.distance, self.v.memref.strides) if isinstance(s, int))
             if static:
                 off = cg.op("arith.addi", off, cg.const(cg.i64, static))
