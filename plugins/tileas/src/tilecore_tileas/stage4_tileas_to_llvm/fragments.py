@@ -103,14 +103,14 @@ def to_blocked(cg, tile: TileV) -> TileV:
     its shape."""
     from .row_slice import is_row_slice, rows_to_blocked
 
-    if is_row_slice(tile):
-        return rows_to_blocked(cg, tile)
     lay = cg.layout(tile.shape)
     one = uniform(tile)
     if one is not None:
         return TileV(lay, [one] * lay.regs)
     if tile.recipe is not None:
         return in_layout(cg, tile.recipe, tile.shape, lay)
+    if is_row_slice(tile):
+        return rows_to_blocked(cg, tile, lay)
     el = tile.regs[0].type
     rows, cols = tile.shape
     row_bytes = cols * elem_bytes(cg.storage_type(el))

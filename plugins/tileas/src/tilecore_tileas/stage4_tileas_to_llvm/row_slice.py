@@ -160,18 +160,10 @@ def broadcast_rows(cg, src: TileV, out_shape) -> TileV | None:
     return TileV(frag, [src.regs[rs.register_of(frag, k)] for k in range(frag.regs)])
 
 
-def rows_to_blocked(cg, tile: TileV) -> TileV:
-    """Row slice ``tile`` in the blocked layout of its shape: each row stored once (by the thread of column 0
-    that is no replica; of a 64-row tensor-memory tile, lanes 0-15), then read back blocked."""
-    from .fragments import uniform
-    from .recompute import in_layout
-
-    lay = cg.layout(tile.shape)
-    one = uniform(tile)
-    if one is not None:
-        return TileV(lay, [one] * lay.regs)
-    if tile.recipe is not None:
-        return in_layout(cg, tile.recipe, tile.shape, lay)
+def rows_to_blocked(cg, tile: TileV, lay) -> TileV:
+    """Row slice ``tile`` (neither uniform nor an index recipe: :func:`.fragments.to_blocked` handles those) in
+    blocked layout ``lay``: each row stored once (by the thread of column 0 that is no replica; of a 64-row
+    tensor-memory tile, lanes 0-15), then read back blocked."""
     rs, el = tile.layout, tile.regs[0].type
     frag = rs.parent
     col0 = cg.fragment_origin(frag)[1]
