@@ -48,6 +48,7 @@ from ..stage1_cuda_tile_to_tileaa.common import resize_int
 from ..stage4_tileas_to_llvm.memory import PTR1, memory_order, memref_type_parts, view_type_parts
 from .codegen import create
 from .fragments import dot_fragment, preferred_layout
+from .tensor_maps import int_constant
 
 PIPELINE_OPTION = "tileas.pipeline"  # --option tileas.pipeline=off: K loops stay un-pipelined
 TMA_OPTION = "tileas.tma"  # --option tileas.tma=off: pipelines copy by cp.async where TMA could
@@ -552,23 +553,13 @@ def aligned_16(cg, m, elem_bytes: int, packed: bool = False):
         conds.append(cg.cmpi(0, cg.op("arith.andi", bytes_, cg.const(cg.i64, unit - 1)), cg.const(cg.i64, 0)))
     if packed:
         extent = m.shape[-1]
-        static = _constant(extent)
+        static = int_constant(extent)
         if static is not None and static % 2:
             return cg.const(cg.i1, 0)
         if static is None:
             one = cg.const(extent.type, 1)
             conds.append(cg.cmpi(0, cg.op("arith.andi", extent, one), cg.const(extent.type, 0)))
     return cg.and_(*conds)
-
-
-def _constant(v) -> int | None:
-    """The value of an integer constant (an ``arith.constant`` / ``llvm.mlir.constant`` result), else None."""
-    if isinstance(v, int):
-        return v
-    if isinstance(v, ir.OpResult) and v.owner.name in ("arith.constant", "llvm.mlir.constant"):
-        attr = v.owner.attributes["value"]
-        return ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else None
-    return None
 
 
 def _option_off(cg, name: str) -> bool:

@@ -41,10 +41,7 @@ class KernelTensorMaps:
             v = v.owner.operands[0]
         if isinstance(v, ir.BlockArgument):
             return v.arg_number if v.owner == self.block and v.arg_number < self.first else None
-        if isinstance(v, ir.OpResult) and v.owner.name in ("arith.constant", "llvm.mlir.constant"):
-            attr = v.owner.attributes["value"]
-            return ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else None
-        return None
+        return int_constant(v)
 
     def _param_type(self, i: int) -> str:
         return str(list(self.block.arguments)[i].type)
@@ -114,6 +111,16 @@ class KernelTensorMaps:
                                 "llvm.align": ir.IntegerAttr.get(i64, MAP_ALIGN), "nvvm.grid_constant": ir.UnitAttr.get()})
         fn.attributes["arg_attrs"] = ir.ArrayAttr.get(old + [tmap] * len(self.recipes))
         fn.attributes[ATTR] = ir.StringAttr.get(dumps(self.recipes))
+
+
+def int_constant(v) -> int | None:
+    """The value of ``v`` when it is an int or an integer ``arith.constant`` / ``llvm.mlir.constant``, else None."""
+    if isinstance(v, int):
+        return v
+    if isinstance(v, ir.OpResult) and v.owner.name in ("arith.constant", "llvm.mlir.constant"):
+        attr = v.owner.attributes["value"]
+        return ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else None
+    return None
 
 
 def _is_const(v) -> bool:
