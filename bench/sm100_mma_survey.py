@@ -1,11 +1,11 @@
 """Which mma / mma_scaled kernels take the Blackwell tensor cores (issue 16's survey).
 
-    python bench/sm100_mma_survey.py [--gpu-name sm_100a] [--seeds 1-40]
+    python bench/sm100_mma_survey.py [--gpu-name sm_100a] [--seeds 1-40] [--template mma_scaled] [--generated-only]
 
 Compiles, with tilecore for ``--gpu-name``, every corpus kernel (/work/shared/corpus/visible), the matmul-like
 kernels of plugins/tileas/tests/cutile_kernels.py, the block-scaled kernels of
-plugins/sm100/tests/test_tcgen05_block_scaled.py and the generated ``mma`` programs of tests/fuzz (template
-``mma``, the given seeds), and prints one line per kernel with the SASS counts (``bench/sass.py``) that tell
+plugins/sm100/tests/test_tcgen05_block_scaled.py and the generated programs of tests/fuzz (``--template``:
+``mma`` or ``mma_scaled``; the given seeds; ``--generated-only`` skips the fixed kernels), and prints one line per kernel with the SASS counts (``bench/sass.py``) that tell
 where its dots ran: UTC*MMA (tcgen05), UTMALDG / UTMASTG (TMA), HMMA / IMMA (mma.sync), LDGSTS (cp.async). A
 compile error prints ``ERR`` and the message. Numbers are not checked here (bench/fuzz_programs.py does that).
 """
@@ -48,24 +48,27 @@ def counts(path: str, gpu: str) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gpu-name", default="sm_100a")
-    ap.add_argument("--seeds", default="1-40", help="generated mma programs: FIRST-LAST")
+    ap.add_argument("--seeds", default="1-40", help="generated programs: FIRST-LAST")
+    ap.add_argument("--template", default="mma", help="the generated programs' template (mma, mma_scaled)")
+    ap.add_argument("--generated-only", action="store_true", help="only the generated programs")
     a = ap.parse_args(argv)
     import cutile_kernels as ck
     import test_tcgen05_block_scaled as bs
     from fuzz import generator, runner
 
-    for p in sorted(glob.glob(os.path.join(CORPUS, "*.tileirbc"))):
-        print(f"corpus {os.path.basename(p)}: {counts(p, a.gpu_name)}", flush=True)
-    for n in CUTILE:
-        print(f"cutile_kernels {n}: {counts(ck.kernel_path(n), a.gpu_name)}", flush=True)
-    for n in bs.KERNELS:
-        print(f"block_scaled {n}: {counts(bs._export(n), a.gpu_name)}", flush=True)
+    if not a.generated_only:
+        for p in sorted(glob.glob(os.path.join(CORPUS, "*.tileirbc"))):
+            print(f"corpus {os.path.basename(p)}: {counts(p, a.gpu_name)}", flush=True)
+        for n in CUTILE:
+            print(f"cutile_kernels {n}: {counts(ck.kernel_path(n), a.gpu_name)}", flush=True)
+        for n in bs.KERNELS:
+            print(f"block_scaled {n}: {counts(bs._export(n), a.gpu_name)}", flush=True)
     first, last = (int(x) for x in a.seeds.split("-"))
     with tempfile.TemporaryDirectory() as d:
         for seed in range(first, last + 1):
-            p = generator.generate(seed, "mma")
+            p = generator.generate(seed, a.template)
             _src, bc, err = runner.prepare(p, d, tag=f"s{seed}")
-            kind = ",".join(sorted(f for f in p.features if f.startswith("mma")))
+            kind = ",".join(sorted(f for f in p.features if f.startswith("mma") or "e2m1" in f or "scale" in f))
             print(f"generated {seed} tile {p.tile} {kind}: {err or counts(bc, a.gpu_name)}", flush=True)
     return 0
 
