@@ -165,6 +165,55 @@ def test_compile_many_on_a_dask_local_cluster(cache_dir, tmp_path):
     assert [r.artifact for r in local] == [r.artifact for r in results[:-1]]
 
 
+# A kernel the NVPTX back end aborts on for sm_80 (LLVM ERROR: Cannot select: intrinsic ...wgmma...) and
+# compiles for sm_90a.
+ABORTS_ON_SM80 = """module attributes {gpu.container_module} {
+  gpu.module @m {
+    llvm.func @k() attributes {nvvm.kernel} {
+      nvvm.wgmma.fence.aligned
+      llvm.return
+    }
+  }
+}
+"""
+ABORT_MESSAGE = "LLVM NVPTX back end failed: LLVM ERROR: Cannot select: intrinsic %llvm.nvvm.wgmma.fence.sync.aligned"
+
+
+def test_pool_jobs_run_the_back_end_without_a_fork(monkeypatch):
+    """run_job with ``isolate`` False (what compile_many's own pool asks) never forks; the cubin is the one
+    of the forked (isolated) back end."""
+    from tilecore import batch
+
+    payload = {"data": open(PATHS[0], "rb").read(), "path": PATHS[0], "gpu_name": "sm_90a", "emit": "cubin",
+               "opt_level": 3, "debug": False, "lineinfo": False, "options": {}, "load": ()}
+    isolated = batch.run_job(payload)
+    assert isolated["artifact"][:4] == b"\x7fELF"
+
+    def no_fork():
+        raise AssertionError("forked")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    in_process = batch.run_job({**payload, "isolate": False})
+    assert in_process["artifact"] == isolated["artifact"] and in_process["kernels"] == isolated["kernels"]
+    assert batch.run_job(payload)["error"] == "internal error: AssertionError: forked"  # the default isolates
+
+
+def test_a_back_end_abort_in_a_pool_worker_is_retried_isolated(tmp_path):
+    """A job whose back end aborts kills its (non-isolated) pool worker: the jobs that had not finished run
+    again in a fresh pool with the forked back end; the culprit fails with the back end's message, the
+    others compile to the same bytes as one by one."""
+    k = tmp_path / "k.mlir"
+    k.write_text(ABORTS_ON_SM80)
+    jobs = [CompileJob(PATHS[0], "sm_80"), CompileJob(str(k), "sm_80"), CompileJob(PATHS[1], "sm_90a"),
+            CompileJob(str(k), "sm_90a"), CompileJob(PATHS[2], "sm_80")]
+    results = compile_many(jobs, max_workers=2, cache=False)
+    assert [r.ok for r in results] == [True, False, True, True, True]
+    assert results[1].error == ABORT_MESSAGE and results[1].location == f"{k}:2:3"
+    good = [j for i, j in enumerate(jobs) if i != 1]  # (the abort in this process' fork: faulthandler's noise)
+    alone = compile_many(good, max_workers=1, cache=False)
+    assert [r.artifact for i, r in enumerate(results) if i != 1] == [r.artifact for r in alone]
+
+
 # -- the command line ---------------------------------------------------------------------------
 def test_cli_batch_with_a_failing_input(cache_dir, tmp_path):
     bad = tmp_path / "bad.tileirbc"
@@ -189,6 +238,19 @@ def test_cli_batch_with_a_failing_input(cache_dir, tmp_path):
     # again: the good ones from the cache, the same outputs
     again = run_cli("compile", PATHS[0], str(bad), PATHS[1], "--gpu-name", "sm_80,sm_90a", "-j", "2", "-o", str(out))
     assert again.returncode == 1 and "4 of 6 compiled (4 from the cache), 2 failed" in again.stdout
+
+
+def test_cli_batch_back_end_abort_is_one_located_error(cache_dir, tmp_path):
+    """The aborting job's worker dies without printing the back end's raw message; the isolated retry
+    reports it once, located, and the other outputs are written."""
+    k = tmp_path / "k.mlir"
+    k.write_text(ABORTS_ON_SM80)
+    out = tmp_path / "out"
+    proc = run_cli("compile", str(k), PATHS[0], "--gpu-name", "sm_80,sm_90a", "-j", "2", "-o", str(out), "--no-cache")
+    assert proc.returncode == 1
+    assert proc.stderr == f"error: {k}:2:3: {ABORT_MESSAGE}\nnote: while compiling {k} for sm_80\n"
+    assert sorted(os.listdir(out)) == ["k.sm_90a.cubin", "vadd_f32.sm_80.cubin", "vadd_f32.sm_90a.cubin"]
+    assert "tilecore: 3 of 4 compiled (0 from the cache), 1 failed" in proc.stdout
 
 
 def test_cli_batch_all_good_exit_zero_and_ptx(cache_dir, tmp_path):

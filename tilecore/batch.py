@@ -15,6 +15,7 @@ others: its :class:`JobResult` carries the error message and location instead of
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -198,11 +199,46 @@ def init_worker(load: Iterable[str] = ()) -> None:
     _env_digest(load)
 
 
+_STDERR_FILE = None
+
+
+@contextlib.contextmanager
+def _held_stderr():
+    """Hold what is written to file descriptor 2 inside the block and write it out after it.
+
+    A job compiled without isolation whose back end aborts (``LLVM ERROR: ...``) takes its worker down
+    before the block ends: its message is dropped here and reported by the isolated retry instead
+    (:func:`compile_many`), located, as any compile error."""
+    global _STDERR_FILE
+    if _STDERR_FILE is None:
+        import tempfile
+
+        _STDERR_FILE = tempfile.TemporaryFile()
+    held = _STDERR_FILE
+    held.seek(0)
+    held.truncate()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    os.dup2(held.fileno(), 2)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        held.seek(0)
+        data = held.read()
+        if data:
+            os.write(2, data)
+
+
 def run_job(payload: dict) -> dict:
     """Compile one job's bytes where this runs (a worker); never raises for a compile error.
 
     ``payload``: ``data``, ``path``, ``gpu_name``, ``emit``, ``opt_level``, ``debug``, ``lineinfo``,
-    ``options``, ``load``. Returns ``artifact`` / ``target`` / ``kernels`` / ``env`` (this process'
+    ``options``, ``load``, and ``isolate`` (default True: the LLVM back end runs in a forked child,
+    :func:`tilecore.serialize.run_isolated`; False runs it in this process, for a pool whose owner
+    recovers from a dead worker: :func:`compile_many`). Returns ``artifact`` / ``target`` / ``kernels`` / ``env`` (this process'
     environment digest) / ``clean`` (no plugin problems), or ``error`` / ``location`` / ``notes``.
     """
     from .errors import TilecoreError
@@ -213,6 +249,7 @@ def run_job(payload: dict) -> dict:
         with _COMPILE_LOCK:
             from .compiler import compile_module, read_input
             from .options import CompileOptions
+            from .serialize import isolation
             from .targets import resolve_target
 
             pm = _plugin_manager(load)
@@ -221,7 +258,9 @@ def run_job(payload: dict) -> dict:
                                   extra=dict(payload["options"]))
             target = resolve_target(payload["gpu_name"], pm.targets())
             module, _ = read_input(payload["path"], pm, ctx=_context(load, pm), data=payload["data"])
-            res = compile_module(module, target, opts, pm)
+            isolate = payload.get("isolate", True)
+            with isolation(isolate), (contextlib.nullcontext() if isolate else _held_stderr()):
+                res = compile_module(module, target, opts, pm)
             out = {"artifact": artifact_of(res, payload["emit"]), "target": target.name,
                    "kernels": kernel_summaries(res), "clean": not pm.problems}
             del module, res
@@ -389,28 +428,58 @@ def compile_many(jobs: Iterable, executor=None, *, max_workers: int | None = Non
         for i, key, payload in pending:
             finish(i, key, run_job(payload))
         return results  # type: ignore[return-value]
-    from concurrent.futures import as_completed
-
-    if own:
-        executor = default_executor(min(max_workers or os.cpu_count() or 1, len(pending)), load)
+    if not own:
+        _run_on(executor, pending, finish, jobs)
+        return results  # type: ignore[return-value]
+    # Our own pool: its workers run the back end in-process (no fork per job, see run_job). A back end that
+    # aborts kills its worker and breaks the pool; every job that had not finished then runs again in a
+    # fresh pool, isolated (forked back end), where the culprit gets its error message and the others compile.
+    workers = min(max_workers or os.cpu_count() or 1, len(pending))
+    for _, _, payload in pending:
+        payload["isolate"] = False
+    pool = default_executor(workers, load)
     try:
-        futures = {}
-        for i, key, payload in pending:
-            try:
-                futures[executor.submit(run_job, payload)] = (i, key)
-            except Exception as e:  # noqa: BLE001 - a broken pool: this job fails, the loop goes on
-                finish(i, key, {"error": f"cannot submit the job: {type(e).__name__}: {e}",
-                                "location": payload["path"] or None})
-        for fut in as_completed(futures):
-            i, key = futures[fut]
-            try:
-                out = fut.result()
-            except BaseException as e:  # noqa: BLE001 - a dead worker, a cancelled task
-                if isinstance(e, KeyboardInterrupt):
-                    raise
-                out = {"error": f"worker failed: {type(e).__name__}: {e}", "location": jobs[i].label}
-            finish(i, key, out)
+        broken = _run_on(pool, pending, finish, jobs, retry=True)
     finally:
-        if own:
-            executor.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown(wait=True, cancel_futures=True)
+    if broken:
+        for _, _, payload in broken:
+            payload["isolate"] = True
+        pool = default_executor(min(workers, len(broken)), load)
+        try:
+            _run_on(pool, broken, finish, jobs)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
     return results  # type: ignore[return-value]
+
+
+def _run_on(executor, pending: list, finish: Callable, jobs: list, retry: bool = False) -> list:
+    """Run ``pending`` ``(index, key, payload)`` jobs on ``executor``, calling ``finish(index, key, out)`` as
+    each ends. With ``retry``, the jobs whose worker died (a broken process pool) are returned instead of
+    being reported as failed."""
+    from concurrent.futures import as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    futures, broken = {}, []
+    for item in pending:
+        try:
+            futures[executor.submit(run_job, item[2])] = item
+        except Exception as e:  # noqa: BLE001 - a broken pool: this job fails, the loop goes on
+            if retry and isinstance(e, BrokenProcessPool):
+                broken.append(item)
+                continue
+            finish(item[0], item[1], {"error": f"cannot submit the job: {type(e).__name__}: {e}",
+                                      "location": item[2]["path"] or None})
+    for fut in as_completed(futures):
+        i, key, _ = item = futures[fut]
+        try:
+            out = fut.result()
+        except BaseException as e:  # noqa: BLE001 - a dead worker, a cancelled task
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            if retry and isinstance(e, BrokenProcessPool):
+                broken.append(item)
+                continue
+            out = {"error": f"worker failed: {type(e).__name__}: {e}", "location": jobs[i].label}
+        finish(i, key, out)
+    return broken
