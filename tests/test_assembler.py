@@ -74,6 +74,26 @@ def test_ptxas_path_on_corpus_ptx(vadd_ptx, tmp_path):
         assert "EXIT" in mnemonics(sass(cubin, tmp_path))
 
 
+def test_ptxas_env_adds_malloc_tunables_and_keeps_the_users(monkeypatch):
+    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
+    env = assembler.ptxas_env()
+    assert env["GLIBC_TUNABLES"] == f"glibc.malloc.hugetlb=1:glibc.malloc.top_pad={16 << 20}"
+    assert env["PATH"] == os.environ["PATH"]
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=0:glibc.cpu.x86_shstk=off")
+    assert assembler.ptxas_env()["GLIBC_TUNABLES"] == \
+        f"glibc.malloc.hugetlb=0:glibc.cpu.x86_shstk=off:glibc.malloc.top_pad={16 << 20}"
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.top_pad=0:glibc.malloc.hugetlb=0")
+    assert assembler.ptxas_env() is None  # both set by the user: ptxas inherits the environment
+
+
+@needs_corpus
+def test_ptxas_malloc_tunables_give_the_same_cubin(vadd_ptx, monkeypatch):
+    tuned = ptx_to_cubin(vadd_ptx, "sm_90a", name="vadd_f32", assembler="ptxas")
+    monkeypatch.setattr(assembler, "PTXAS_MALLOC_TUNABLES", ())
+    assert assembler.ptxas_env() is None or "GLIBC_TUNABLES" not in assembler.ptxas_env()
+    assert ptx_to_cubin(vadd_ptx, "sm_90a", name="vadd_f32", assembler="ptxas") == tuned
+
+
 @needs_corpus
 @needs_nvjitlink
 def test_nvjitlink_path_same_sass_as_relocatable_ptxas(vadd_ptx, tmp_path):

@@ -365,6 +365,27 @@ def _nvjitlink_assemble(ptx: str, opts: list[str], name: str) -> bytes:
         raise _reject("nvJitLink", name, e.log) from None
 
 
+# glibc malloc settings for the ptxas process (read by glibc at its start; other C libraries and glibc
+# before 2.35 ignore them): its heap on transparent huge pages where the system allows them (hugetlb=1:
+# madvise) and grown 16 MiB at a time (top_pad). ptxas spends much of a small kernel's time faulting in
+# fresh heap pages (3,800 faults for vadd_f32); with these 1,300, and its CPU time per corpus kernel
+# drops ~20 % (vadd_f32 sm_80 11.5 -> 8.7 ms, row_softmax_f16 sm_90a 29.4 -> 23.8 ms, matmul_f16 sm_100a
+# 77.5 -> 71.5 ms: user + sys of the ptxas process, median of 11, alternately). The cubin is the same
+# bytes. A tunable the user sets wins.
+PTXAS_MALLOC_TUNABLES = (("glibc.malloc.hugetlb", "1"), ("glibc.malloc.top_pad", str(16 << 20)))
+
+
+def ptxas_env() -> dict | None:
+    """The environment of a ptxas process: this one's with :data:`PTXAS_MALLOC_TUNABLES` added to
+    ``GLIBC_TUNABLES`` (those the user set are kept); None (inherit it) where nothing is added."""
+    user = os.environ.get("GLIBC_TUNABLES")
+    have = {t.split("=", 1)[0] for t in (user or "").split(":") if t}
+    add = [f"{k}={v}" for k, v in PTXAS_MALLOC_TUNABLES if k not in have]
+    if not add:
+        return None
+    return {**os.environ, "GLIBC_TUNABLES": ":".join(([user] if user else []) + add)}
+
+
 def _ptxas_assemble(ptx: str, opts: list[str], name: str) -> bytes:
     ptxas = find_nvidia_tool("ptxas")
     if not ptxas:
@@ -374,7 +395,7 @@ def _ptxas_assemble(ptx: str, opts: list[str], name: str) -> bytes:
         dst = os.path.join(tmp, f"{name}.cubin")
         with open(src, "w") as fh:
             fh.write(ptx)
-        proc = subprocess.run([ptxas, *opts, src, "-o", dst], capture_output=True, text=True)
+        proc = subprocess.run([ptxas, *opts, src, "-o", dst], capture_output=True, text=True, env=ptxas_env())
         if proc.returncode != 0:
             raise _reject("ptxas", name, (proc.stderr or proc.stdout).replace(src, f"{name}.ptx"))
         with open(dst, "rb") as fh:
