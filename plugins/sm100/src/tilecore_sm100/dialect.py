@@ -17,6 +17,11 @@ Memory Addressing": lane in bits 31-16, column in bits 15-0); shared addresses `
 - ``sm100.tmem_load %taddr {num}`` -> ``vector<num x i32>`` / ``sm100.tmem_store %taddr, %v``:
   ``tcgen05.ld`` / ``st .sync.aligned.32x32b.x<num>.b32``; ``sm100.tmem_wait {kind = "load"|"store"}``:
   ``tcgen05.wait::ld`` / ``::st``.
+- ``cta_group = 2 : i32`` on ``tmem_alloc`` / ``tmem_dealloc`` / ``tmem_relinquish`` / ``umma`` / ``umma_commit``:
+  the ``.cta_group::2`` forms (a CTA pair, :mod:`.mma_sm100`); ``umma_commit``'s ``multicast = <mask> : i32``: its
+  ``.multicast::cluster`` form (an arrival on the mbarrier at the same offset in every CTA of the mask).
+- ``sm100.cluster_sync``: ``barrier.cluster.arrive.aligned`` + ``barrier.cluster.wait.aligned`` (every thread of
+  both CTAs of a pair).
 - the mbarrier the commits arrive on is the ``cute`` plugin's (``cute_nvgpu.mbarrier_init`` /
   ``mbarrier_try_wait_parity``, shared with the TMA copy atom).
 """
@@ -68,6 +73,8 @@ irdl.dialect @sm100 {
     irdl.operands(taddr: %t, v: %v)
   }
   irdl.operation @tmem_wait {
+  }
+  irdl.operation @cluster_sync {
   }
 }
 """

@@ -15,11 +15,23 @@ On sm_100a / sm_101a (the targets MLIR 22's nvvm verifier accepts tcgen05 ops on
 | ``sm100.umma_commit %mbar`` | ``nvvm.tcgen05.commit %mbar`` | ``tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64`` |
 | ``sm100.tmem_load %t {num}`` | ``nvvm.tcgen05.ld`` shape_32x32b -> ``vector<num x i32>`` | ``tcgen05.ld.sync.aligned.32x32b.x<num>.b32`` |
 | ``sm100.tmem_store %t, %v`` | ``nvvm.tcgen05.st`` shape_32x32b | ``tcgen05.st.sync.aligned.32x32b.x<num>.b32`` |
+| ``sm100.cluster_sync`` | ``nvvm.cluster.arrive`` + ``nvvm.cluster.wait`` (aligned) | ``barrier.cluster.arrive.aligned; barrier.cluster.wait.aligned`` |
 | ``sm100.tmem_wait {kind}`` | ``nvvm.tcgen05.wait <load/store>`` | ``tcgen05.wait::{ld,st}.sync.aligned`` |
 | ``sm100.mbarrier_init %mbar`` | ``nvvm.mbarrier.init %mbar, 1`` + ``nvvm.fence.mbarrier.init`` | ``mbarrier.init.shared.b64``; ``fence.mbarrier_init.release.cluster`` |
 | ``sm100.mbarrier_wait %mbar, %parity`` | ``nvvm.mbarrier.try_wait.parity`` | ``mbarrier.try_wait.parity.shared.b64`` (a loop) |
 
 TMEM addresses (i32 in the ``sm100`` ops) become ``!llvm.ptr<6>`` by ``llvm.inttoptr``.
+
+**CTA pairs** (``cta_group = 2 : i32`` on ``tmem_alloc`` / ``tmem_dealloc`` / ``tmem_relinquish`` / ``umma`` /
+``umma_commit``, the kernels :mod:`.mma_sm100` pairs; PTX ISA 9.7.16.2 "CTA pair" and the ``.cta_group``
+qualifier of 9.7.16.7.1 / 9.7.16.10.9 / 9.7.16.11.1): the same ops with ``group`` / ``ctaGroup`` =
+``#nvvm.cta_group<cta_2>`` (``.cta_group::2``); ``umma_commit``'s ``multicast = <mask> : i32`` adds the
+``multicast_mask`` operand (i16: ``.multicast::cluster``, one arrival on the mbarrier at the same shared offset in
+every CTA of the mask). ptxas refuses ``.cta_group::1`` and ``::2`` in one kernel, so a kernel has one or the other
+throughout. ``sm100.cluster_sync`` -> ``nvvm.cluster.arrive {aligned}`` + ``nvvm.cluster.wait {aligned}``
+(``barrier.cluster.arrive.aligned`` / ``wait.aligned``, PTX ISA 9.7.13.2 ``barrier.cluster``: the default
+semantics are release / acquire, so the shared-memory writes of every thread of the cluster before the
+arrive are visible to every thread after the wait).
 
 On sm_103a (tcgen05 hardware, but rejected by MLIR 22's nvvm verifier) the tcgen05 ops become the same PTX
 instructions as ``llvm.inline_asm`` (shared addresses as 32-bit ``r`` operands, :data:`ASM`); the mbarrier ops
@@ -44,14 +56,16 @@ FENCES = {
 # inline PTX of the tcgen05 instructions (sm_103a)
 ASM = {
     "fence": "tcgen05.fence::{kind}_thread_sync;",
-    "alloc": "tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [$0], $1;",
-    "dealloc": "tcgen05.dealloc.cta_group::1.sync.aligned.b32 $0, $1;",
-    "relinquish": "tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;",
-    "mma": "{{\n.reg .pred p;\nsetp.ne.b32 p, $4, 0;\ntcgen05.mma.cta_group::1.kind::{kind} [$0], $1, $2, $3, p;\n}}",
+    "alloc": "tcgen05.alloc.cta_group::{g}.sync.aligned.shared::cta.b32 [$0], $1;",
+    "dealloc": "tcgen05.dealloc.cta_group::{g}.sync.aligned.b32 $0, $1;",
+    "relinquish": "tcgen05.relinquish_alloc_permit.cta_group::{g}.sync.aligned;",
+    "mma": "{{\n.reg .pred p;\nsetp.ne.b32 p, $4, 0;\ntcgen05.mma.cta_group::{g}.kind::{kind} [$0], $1, $2, $3, p;\n}}",
     "mma_bs": "{{\n.reg .pred p;\nsetp.ne.b32 p, $4, 0;\ntcgen05.mma.cta_group::1.kind::{kind}.block_scale{vec} [$0], $1, $2, $3, "
               "[$5], [$6], p;\n}}",
     "cp": "tcgen05.cp.cta_group::1.32x128b.warpx4 [$0], $1;",
-    "commit": "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [$0];",
+    "commit": "tcgen05.commit.cta_group::{g}.mbarrier::arrive::one.shared::cluster.b64 [$0];",
+    # one arrival on the mbarrier at offset $0 of every CTA in mask $1 (PTX ISA 9.7.16.11.1)
+    "commit_mc": "tcgen05.commit.cta_group::{g}.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [$0], $1;",
     "ld": "tcgen05.ld.sync.aligned.32x32b.x{num}.b32 {{{regs}}}, [${addr}];",
     "st": "tcgen05.st.sync.aligned.32x32b.x{num}.b32 [$0], {{{regs}}};",
     "wait": "tcgen05.wait::{kind}.sync.aligned;",
@@ -72,6 +86,15 @@ def _int(op, name: str) -> int:
 
 def _str(op, name: str) -> str:
     return ir.StringAttr(op.attributes[name]).value
+
+
+def group(op) -> int:
+    """The op's ``.cta_group`` (its ``cta_group`` attribute; 1 without one)."""
+    return _int(op, "cta_group") if "cta_group" in op.attributes else 1
+
+
+def _group_attr(op):
+    return ir.Attribute.parse(f"#nvvm.cta_group<cta_{group(op)}>")
 
 
 def _asm(text: str, operands, constraints: str, results=()):
@@ -128,30 +151,45 @@ class AllocPattern(_Tcgen05Pattern):
     root = "sm100.tmem_alloc"
 
     def nvvm(self, op):
-        dialects.nvvm.Tcgen05AllocOp(op.operands[0], _c32(_int(op, "ncols")))
+        dialects.nvvm.Tcgen05AllocOp(op.operands[0], _c32(_int(op, "ncols")), group=_group_attr(op))
 
     def asm(self, op):
-        _asm(ASM["alloc"], [_shared32(op.operands[0]), _c32(_int(op, "ncols"))], "r,r")
+        _asm(ASM["alloc"].format(g=group(op)), [_shared32(op.operands[0]), _c32(_int(op, "ncols"))], "r,r")
 
 
 class DeallocPattern(_Tcgen05Pattern):
     root = "sm100.tmem_dealloc"
 
     def nvvm(self, op):
-        dialects.nvvm.Tcgen05DeallocOp(_tmem(op.operands[0]), _c32(_int(op, "ncols")))
+        dialects.nvvm.Tcgen05DeallocOp(_tmem(op.operands[0]), _c32(_int(op, "ncols")), group=_group_attr(op))
 
     def asm(self, op):
-        _asm(ASM["dealloc"], [op.operands[0], _c32(_int(op, "ncols"))], "r,r")
+        _asm(ASM["dealloc"].format(g=group(op)), [op.operands[0], _c32(_int(op, "ncols"))], "r,r")
 
 
 class RelinquishPattern(_Tcgen05Pattern):
     root = "sm100.tmem_relinquish"
 
     def nvvm(self, op):
-        dialects.nvvm.Tcgen05RelinquishAllocPermitOp()
+        dialects.nvvm.Tcgen05RelinquishAllocPermitOp(group=_group_attr(op))
 
     def asm(self, op):
-        _asm(ASM["relinquish"], [], "")
+        _asm(ASM["relinquish"].format(g=group(op)), [], "")
+
+
+class ClusterSyncPattern(_Tcgen05Pattern):
+    """``sm100.cluster_sync`` -> ``barrier.cluster.arrive.aligned`` + ``barrier.cluster.wait.aligned`` (PTX ISA
+    9.7.13.2: release / acquire by default; every thread of every CTA of the cluster takes part). The nvvm ops
+    are not tcgen05 ones, so sm_103a takes them too."""
+
+    root = "sm100.cluster_sync"
+
+    def nvvm(self, op):
+        aligned = ir.UnitAttr.get()
+        ir.Operation.create("nvvm.cluster.arrive", attributes={"aligned": aligned})
+        ir.Operation.create("nvvm.cluster.wait", attributes={"aligned": aligned})
+
+    asm = nvvm
 
 
 class UmmaPattern(_Tcgen05Pattern):
@@ -160,11 +198,11 @@ class UmmaPattern(_Tcgen05Pattern):
     def nvvm(self, op):
         d, a, b, idesc, en = op.operands
         dialects.nvvm.Tcgen05MMAOp(ir.Attribute.parse(f"#nvvm.tcgen05_mma_kind<{_str(op, 'kind')}>"),
-                                   ir.Attribute.parse("#nvvm.cta_group<cta_1>"), _tmem(d), a, b, idesc, en)
+                                   _group_attr(op), _tmem(d), a, b, idesc, en)
 
     def asm(self, op):
         d, a, b, idesc, en = op.operands
-        _asm(ASM["mma"].format(kind=_str(op, "kind")), [d, a, b, idesc, dialects.llvm.zext(_i32(), en)],
+        _asm(ASM["mma"].format(kind=_str(op, "kind"), g=group(op)), [d, a, b, idesc, dialects.llvm.zext(_i32(), en)],
              "r,l,l,r,r")
 
 
@@ -204,13 +242,27 @@ class CpPattern(_Tcgen05Pattern):
 
 
 class CommitPattern(_Tcgen05Pattern):
+    """``sm100.umma_commit %mbar [{cta_group = 2, multicast = mask}]`` -> ``nvvm.tcgen05.commit`` (with the i16
+    ``multicast_mask`` operand when ``multicast`` is given)."""
+
     root = "sm100.umma_commit"
 
+    @staticmethod
+    def _mask(op):
+        if "multicast" not in op.attributes:
+            return None
+        i16 = ir.IntegerType.get_signless(16)
+        return dialects.llvm.ConstantOp(i16, ir.IntegerAttr.get(i16, _int(op, "multicast"))).result
+
     def nvvm(self, op):
-        dialects.nvvm.Tcgen05CommitOp(op.operands[0])
+        dialects.nvvm.Tcgen05CommitOp(op.operands[0], multicastMask=self._mask(op), group=_group_attr(op))
 
     def asm(self, op):
-        _asm(ASM["commit"], [_shared32(op.operands[0])], "r")
+        mask = self._mask(op)
+        if mask is None:
+            _asm(ASM["commit"].format(g=group(op)), [_shared32(op.operands[0])], "r")
+        else:
+            _asm(ASM["commit_mc"].format(g=group(op)), [_shared32(op.operands[0]), mask], "r,h")
 
 
 class LoadPattern(_Tcgen05Pattern):
@@ -261,5 +313,6 @@ class WaitPattern(_Tcgen05Pattern):
 
 def patterns():
     return [*[Tcgen05FencePattern(r) for r in FENCES], AllocPattern(), DeallocPattern(), RelinquishPattern(),
+            ClusterSyncPattern(),
             UmmaPattern(), UmmaBlockScalePattern(), CpPattern(), CommitPattern(), LoadPattern(), StorePattern(),
             WaitPattern()]
