@@ -179,6 +179,10 @@ class Tmem:
         self.regions: list = []  # (dot, first column) of those accumulators
         lane, warp = cg.lane_and_warp()
         self.warp0 = None
+        # a CTA pair (tileas ``pairs.decide``): every tcgen05 op .cta_group::2, the rank-0 CTA's thread 0 issues
+        self.group = 2 if getattr(cg, "cta_pairs", None) else 1
+        pair = {"cta_group": ir.IntegerAttr.get(cg.i32, 2)} if self.group == 2 else {}
+        self.pair_attrs = pair
         name = f"{cg.smem_symbol}_tcgen05"
         with ir.InsertionPoint.at_block_begin(cg.gpu_module.regions[0].blocks[0]), ir.Location.unknown():
             ty = ir.Type.parse("!llvm.array<16 x i8>")
@@ -195,11 +199,17 @@ class Tmem:
             self.warp0 = cg.cmpi(0, warp, cg.c32(0))
             self.thread0 = cg.cmpi(0, cg.tid, cg.c32(0))
             self.allocs = []
-            cg.if_(self.warp0, lambda: self.allocs.append(ir.Operation.create("sm100.tmem_alloc", operands=[slot])))
+            cg.if_(self.warp0, lambda: self.allocs.append(ir.Operation.create("sm100.tmem_alloc", operands=[slot],
+                                                                              attributes=dict(pair))))
             cg.if_(self.thread0, lambda: (ir.Operation.create("cute_nvgpu.mbarrier_init", operands=[self.bar]), [])[1])
             fence(cg, "before")
-            cg.barrier()
+            self.sync(cg)  # a pair: both CTAs' allocations and mbarriers exist before either is used
             fence(cg, "after")
+            self.issuer = self.thread0
+            if self.group == 2:
+                from tilecore_tileas.stage4_tileas_to_llvm.pairs import cta_rank
+
+                self.issuer = cg.and_(self.thread0, cg.cmpi(0, cta_rank(cg), cg.c32(0)))
             self.taddr = llvm.load(cg.i32, slot)
             # the scratch columns start after the resident accumulators' (set by finish)
             self.scratch_base_op = ir.Operation.create("arith.constant", results=[cg.i32],
@@ -208,6 +218,13 @@ class Tmem:
             # this warp's TMEM lanes: 32 (w % 4) << 16
             self.lane_base = cg.op("arith.shli", cg.op("arith.remui", warp, cg.c32(4)), cg.c32(21))
         cg.finish_hooks["sm100.tmem"] = self.finish
+
+    def sync(self, cg) -> None:
+        """A barrier of the CTA, or of both CTAs of a pair (``barrier.cluster``: release / acquire)."""
+        if self.group == 2:
+            ir.Operation.create("sm100.cluster_sync")
+        else:
+            cg.barrier()
 
     @property
     def cols(self) -> int:
@@ -250,11 +267,12 @@ class Tmem:
         for ret in returns:
             with ir.InsertionPoint(ret), ir.Location.unknown():
                 fence(cg, "before")
-                cg.barrier()
+                self.sync(cg)  # a pair: neither CTA leaves while the other's MMAs may read its shared memory
 
                 def free():
-                    ir.Operation.create("sm100.tmem_dealloc", operands=[self.taddr], attributes={"ncols": ncols})
-                    ir.Operation.create("sm100.tmem_relinquish")
+                    ir.Operation.create("sm100.tmem_dealloc", operands=[self.taddr],
+                                        attributes={"ncols": ncols, **self.pair_attrs})
+                    ir.Operation.create("sm100.tmem_relinquish", attributes=dict(self.pair_attrs))
 
                 cg.if_(self.warp0, free)
 
@@ -294,6 +312,15 @@ class Umma:
         if tmem_grid(req.m, req.n, req.threads) is None:
             return False
         return sum(lay.nbytes for lay in self.layouts(req)) <= req.smem_budget
+
+    def pair_ok(self, req) -> bool:
+        """Whether a CTA pair can compute this dot as ``tcgen05.mma.cta_group::2`` (tileas ``pairs.decide``; B
+        MN-major, split by columns between the CTAs): whole 128-row blocks (instruction M = 256: each CTA's 128
+        rows, PTX ISA 9.7.16.2.1, Table 39, cta_group::2 dense M = 128 / 256), one N instruction (N a multiple of
+        32 up to 256, so that each half is a multiple of 16), each half's rows a swizzle's width (32 bytes or more,
+        read through its own descriptor)."""
+        return (self.b_mn_major and req.m % INST_M == 0 and req.n % 32 == 0 and self.inst_n(req.n) == req.n
+                and swizzle_for(req.n // 2 * self.eb) > 0 and self.admits(req))
 
     def layouts(self, req, at: int = 0) -> tuple[SwizzledOperand, SwizzledOperand]:
         """A (M x K, K-major) at byte ``at``, B (K x N, N-major) after it: the layouts ``dot.smem_operand`` (and
@@ -409,14 +436,21 @@ class Umma:
             enable0 = cg.op("arith.xori", resident["first"], cg.const(cg.i1, 1))
         elif resident is not None:
             cg.if_(resident["first"], lambda: (store(), [])[1])
+        paired = tm.group == 2
+        if paired and (scales or getattr(b, "cols", 0) * 2 != n):
+            from tilecore.errors import LoweringError
+
+            raise LoweringError(f"atom {self.name}: a paired kernel's dot must read half of B from its stage")
         ir.Operation.create("cute_nvgpu.fence_view_async_shared")
         fence(cg, "before")
-        cg.barrier()
+        tm.sync(cg)  # a pair: both CTAs' operands (and stored accumulators) are in place before the MMA
         fence(cg, "after")
         m64 = getattr(frag, "m64", False)
-        ni = self.inst_n(n)
+        ni = n if paired else self.inst_n(n)
+        # a pair's instruction M is both CTAs' rows (PTX ISA 9.7.16.10.9: cta_group::2, M = 256 is 128 per CTA)
         idesc = None if scales else instr_desc(self.kind, req.a, req.b, self.tmem_acc, ni, req.a_signed,
-                                               req.b_signed, 64 if m64 else INST_M, self.b_mn_major)  # block-scaled: per K step (mma_scaled)
+                                               req.b_signed, 64 if m64 else INST_M * tm.group,
+                                               self.b_mn_major)  # block-scaled: per K step (mma_scaled)
         # (first A row, first B column, D offset: (lane << 16) + column) of each instruction of a K step; a 64-row
         # tile is computed twice, into lanes 0.. and 16.. of each quarter (layout F), so that every thread's
         # tcgen05.ld .32x32b lane holds its row
@@ -442,10 +476,12 @@ class Umma:
                                         not getattr(b, "transposed", False))
                         continue
                     ir.Operation.create("sm100.umma", operands=[d, da, db, idesc_v, enable],
-                                        attributes={"kind": ir.StringAttr.get(self.kind)})
-            ir.Operation.create("sm100.umma_commit", operands=[tm.bar])
+                                        attributes={"kind": ir.StringAttr.get(self.kind), **tm.pair_attrs})
+            # a pair: the commit arrives on the mbarrier of both CTAs (PTX ISA 9.7.16.11.1, .multicast::cluster)
+            multicast = {"multicast": ir.IntegerAttr.get(cg.i32, 3)} if paired else {}
+            ir.Operation.create("sm100.umma_commit", operands=[tm.bar], attributes={**tm.pair_attrs, **multicast})
 
-        cg.if_(tm.thread0, issue)
+        cg.if_(tm.issuer, issue)
         parity = llvm.load(cg.i32, tm.phase)
         ir.Operation.create("cute_nvgpu.mbarrier_try_wait_parity", operands=[tm.bar, parity])
         llvm.store(cg.op("arith.xori", parity, cg.c32(1)), tm.phase)
@@ -910,7 +946,8 @@ def atoms() -> list[Atom]:
                          "factors (tcgen05.cp) and accumulator in tensor memory", b_k_major=True))
     for name, (elems, acc, kind, k) in ATOMS.items():
         impl = Tf32Umma(name) if kind == "tf32" else Umma(name, elems, acc, kind, k)
+        pair = {} if kind == "tf32" else {"pair_ok": impl.pair_ok}  # cta_group::2 for CTA pairs (tileas pairs)
         out.append(_atom(name, "mma", impl, k,
                          f"tcgen05.mma cta_group::1 kind::{kind} m128nNk{k} / m64nNk{k} {'/'.join(elems)} -> {acc}, "
-                         "accumulator in tensor memory"))
+                         "accumulator in tensor memory", **pair))
     return out

@@ -108,8 +108,10 @@ def lower_function(fn, gpu_module, ctx) -> dict:
                    strict_dialects=("nv_tileas", "nv_tileas_term", "nv_tileaa", "nv_tileaa_term"),
                    fallback=elementwise.elementwise)
     rb.data.update(cg=cg, div_by={}, tensor_maps=KernelTensorMaps(new_block))
+    from .pairs import NO_TMEM_DOT, NOT_A_PAIR, PAIRS_ATTR, decide
     from .pipeline import single_dot_stages
 
+    why = decide(cg, fn, old)  # CTA pairs: B halves of the paired dots (cg.cta_pairs), or why not
     single_dot_stages(cg, rb, old)  # block-scaled dots whose A / B come by TMA (their loads lower to stages)
     try:
         rb.block_into(old, new_block)
@@ -123,6 +125,8 @@ def lower_function(fn, gpu_module, ctx) -> dict:
         new_fn.erase()
         raise
     del new_fn.attributes["tileas.kernel"]
+    if why not in (NOT_A_PAIR, NO_TMEM_DOT):  # a tcgen05 kernel of 2-CTA clusters says whether its CTAs pair
+        new_fn.attributes[PAIRS_ATTR] = ir.StringAttr.get("cta_group::2" if not why else f"off: {why}")
     fn.erase()
     dynamic = cg.smem_bytes > STATIC_SHARED_BYTES
     if dynamic:

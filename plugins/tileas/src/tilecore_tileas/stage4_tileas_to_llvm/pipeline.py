@@ -75,6 +75,7 @@ class PipedLoad:
     lead: int = 0  # unit dimensions before the tile's two (a ``(1, M, K)`` slice of a rank-3 tensor)
     chain: tuple = ()  # the ops between the load and the dot (reshapes dropping unit dimensions, f32 -> tf32)
     packed: bool = False  # e2m1, two to a byte: the contiguous axis (rows / cols) counts bytes, not elements
+    pair_half: int = 0  # a CTA pair's B (:mod:`.pairs`): the stage holds columns rank * pair_half .. of the tile
 
     @property
     def nbytes(self) -> int:
@@ -256,6 +257,8 @@ def plan(cg, loop) -> Plan | None:
             loads.append(piped)
     if not loads:
         return None
+    for p in loads:
+        _pair_half(cg, p)
     # tcgen05's tf32 atom copies an MN-major B stage into its K-major layout in the scratch buffer (sm100
     # ``Tf32Umma.transpose_b``): such a body uses shared memory of its own, past the ring
     staged = {p.load.results[0] for p in loads}
@@ -288,6 +291,37 @@ def plan(cg, loop) -> Plan | None:
     order = {o.operation: i for i, o in enumerate(ops)}
     shift = 0 if pure else (stages * at + MBARRIER_BYTES * stages + 1023) // 1024 * 1024
     return Plan(loads, at, stages, atom, sorted(slice_ops.values(), key=lambda o: order[o]), shift)
+
+
+def _pair_half(cg, p: PipedLoad) -> None:
+    """A paired kernel's B (``cg.cta_pairs``, :mod:`.pairs`): the stage holds this CTA's half of the columns, in
+    the swizzled layout of a tile of that width (the pair's MMA reads each CTA's half at the same offset)."""
+    from .dot import smem_operand
+
+    halves = getattr(cg, "cta_pairs", None) or {}
+    half = next((n for load, n in halves.items() if load == p.load), 0)
+    if not half:
+        return
+    p.pair_half, p.cols = half, half
+    p.pitch = half + ROW_PAD_BYTES // p.elem_bytes
+    p.swizzled = smem_operand(p.rows, half, None, p.elem_bytes, 0)
+
+
+def piped_b(plan_: Plan, dot) -> PipedLoad | None:
+    """The piped load that is ``dot``'s B (through its chain), or None."""
+    b = dot.operands[1]
+    return next((p for p in plan_.loads if (p.chain[-1] if p.chain else p.load).results[0] == b), None)
+
+
+def _pair_shift(cg, p: PipedLoad, acc) -> None:
+    """Shift ``acc``'s column origin to this CTA's half of a paired B (``rank * pair_half`` columns)."""
+    if not p.pair_half:
+        return
+    from .pairs import cta_rank
+
+    col = p.lead + 1
+    shift = cg.op("arith.muli", cta_rank(cg), cg.c32(p.pair_half))
+    acc.origin[col] = cg.op("arith.addi", acc.origin[col], resize_int(shift, acc.index))
 
 
 def _packed_ok(dot, atom) -> bool:
@@ -388,6 +422,7 @@ def _issue(cg, rb, plan_: Plan, stage_base, iv_old, iv_new, elements: bool = Fal
     for p in plan_.loads:
         view = _view(rb, p)
         acc = TiledAccess(cg, view, _indices(rb, plan_, p, iv_old, iv_new), None, p.load)
+        _pair_shift(cg, p, acc)
         lines, line_elems = _lines(p)
         chunks = lines * (line_elems * p.elem_bytes // 16)
         shape = [resize_int(s, acc.index) for s in view.memref.shape]
@@ -617,6 +652,7 @@ def _tma_boxes(cg, rb, p: PipedLoad, tmap, base, bar, index) -> None:
     llvm = dialects.llvm
     atom = default_atom(cg.atoms, "copy", cg.target, None, interface=TMA_INTERFACE)
     acc = TiledAccess(cg, _view(rb, p), index, None, p.load)
+    _pair_shift(cg, p, acc)
     lead = [resize_int(o, cg.i32) for o in acc.origin[:p.lead]][::-1]  # innermost first
     row, col = (resize_int(o, cg.i32) for o in acc.origin[p.lead:])
     inner0, outer = (row, col) if p.transposed else (col, row)  # memory order
