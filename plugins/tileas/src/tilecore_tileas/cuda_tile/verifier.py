@@ -253,6 +253,9 @@ def _make_view(name, op) -> None:
     if not isinstance(view, T.VIEWS) or view.tensor_view != src:
         raise VerifyError(f"result must be a view of {short(src)}, got {short(view)}")
     rank = len(src.shape)
+    if not view.tile_shape:  # cuTile's ct.load / ct.store of a 0-d array; tileiras refuses it the same way
+        raise VerifyError(f"{short(view)}: a 0-dimension tile shape is not supported (a view of a 0-d array; "
+                          "load it as a 1-element array instead)")
     if len(view.tile_shape) != rank:
         raise VerifyError(f"{short(view)} has a rank-{len(view.tile_shape)} tile over a rank-{rank} tensor_view")
     dim_map = getattr(view, "dim_map", tuple(range(rank)))
