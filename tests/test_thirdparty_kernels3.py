@@ -697,12 +697,14 @@ CAST_TYPES = {"b": (ct.bool_, np.bool_), "i8": (ct.int8, np.int8), "u8": (ct.uin
 BITS = ("bf16", "e4m3", "e5m2")
 FLOATS = ("f16", "bf16", "f32", "f64", "e4m3", "e5m2")
 F8 = {"e4m3": "f8E4M3FN", "e5m2": "f8E5M2"}
-# every kind of value: ties, the edges of each format, overflow, infinities, NaN, -0.0, subnormals
+# every kind of value: ties, the edges of each format, overflow, infinities, NaN, -0.0, subnormals; f64 values
+# that no f32 holds (1.0625 + 2^-30 lies just above e4m3's midpoint between 1 and 1.125)
 CAST_VALUES = np.array([0, -0.0, 1, -1, 0.5, -0.5, 1.5, 2.5, -2.5, 3.75, 100.25, -77.75, 127, 128, 255, 256, -128,
                         -129, 1000.5, 65504, 65520, 70000, -3e5, 1e10, -1e10, 3e38, 1e-6, 2**-24, 2**-10, 448, 464,
                         57344, 61440, np.inf, -np.inf, np.nan, 0.3, -0.3, 7.9999, 2**31, -2**31, 2**32 - 256, 2**63,
                         240, 17, -17, 33.3, 1e-40], np.float64)
-F64_ONLY = np.array([], np.float64)
+F64_ONLY = np.array([1.0625 + 2**-30, -(1.0625 + 2**-40), 1.125 + 2**-8 + 2**-35, 1 + 2**-8 + 2**-40,
+                     1 + 2**-11 + 2**-40, 1 + 2**-11 - 2**-40, 2**-7 * (1 + 2**-4 + 2**-33)], np.float64)
 
 
 def _cast_kernel(src, dst):
@@ -842,7 +844,8 @@ def test_astype_between_every_pair_of_types(sm, src):
     """``astype`` from ``src`` to every other type, on values at every edge. Found: an integer or bool tile cast to
     an 8-bit float, an 8-bit float tile cast to an integer or bool, was refused on sm_90a / sm_100a
     ("'arith.sitofp' on f8E4M3FN is not supported (8-bit floats must be converted first)"; tileiras compiles
-    them)."""
+    them); f64 -> e4m3 / e5m2 rounded twice (to f32 to nearest, then to the 8-bit format: 1.0625 + 2^-30 gave
+    1.0 instead of 1.125; tileiras narrows to f32 rounding to odd first)."""
     rng = _rng(20)
     x, values = _cast_source(src, rng)
     for dst in CAST_TYPES:

@@ -13,7 +13,8 @@ Arithmetic never sees the codes (cuda_tile converts first: ``ftof`` becomes ``ar
 - wider -> ``f8E4M3FN`` / ``f8E5M2`` / ``f4E2M1FN``: two f32 per ``cvt.rn.satfinite.<fmt>x2.f32``
   (``nvvm.convert.f32x2.to.f8x2`` / ``.to.f4x2``): nearest even, out-of-range values (and
   infinities) saturate to the largest finite value, NaN stays NaN (E2M1 has none: +0). f16 / bf16
-  sources are extended to f32 first (exact); f64 sources are rounded to f32 first;
+  sources are extended to f32 first (exact); f64 sources are narrowed to f32 rounding to odd first
+  (:func:`_f64_to_f32_odd`: the second rounding then gives what rounding the f64 value once would);
 - ``f8E8M0FNU`` (block scales, exponent only) -> wider: integer ops, ``code << 23`` as f32 bits
   (code 0 is 2^-127, a subnormal; code 255 is NaN); wider -> ``f8E8M0FNU`` (cuTile allows RZ / RP only): integer
   ops on the f32 bits (:func:`_e8m0`).
@@ -29,6 +30,7 @@ from tilecore.mlir import dialects, ir
 from tilecore.narrow_floats import encode
 
 from ..stage1_cuda_tile_to_tileaa.common import element_type
+from .codegen import create
 
 # element type -> lowest compute capability whose instructions have it
 MIN_CC = {"f8E4M3FN": 89, "f8E5M2": 89, "f8E8M0FNU": 100, "f4E2M1FN": 100}
@@ -169,19 +171,51 @@ def _e8m0(cg, v, mode: str):
     return cg.op("arith.trunci", code, ty=cg.i8)
 
 
+def _f64_to_f32_odd(cg, v):
+    """An f64 register -> f32 rounded to odd: the f32 value itself when exact, else of the two f32 values around
+    it the one whose last mantissa bit is 1 (past the largest finite f32: that largest value). The 8-bit
+    formats' cvt instructions take f32 sources only (PTX ISA "Data Movement and Conversion Instructions: cvt":
+    ``cvt.rn.satfinite.e4m3x2.f32``); rounding to nearest in both steps would round twice (1.0625 + 2^-30 ->
+    1.0625 -> e4m3 1.0 instead of 1.125), while an odd f32 with 24 bits never lies on a rounding boundary of a
+    format of 8 bits or fewer, so the cvt's rounding gives the correctly rounded code (tileiras does the same:
+    F2F.F32.F64.RZ, the inexact bit or-ed into bit 0, then F2FP.SATFINITE.E4M3)."""
+    f32, i32 = ir.F32Type.get(), cg.i32
+    r = cg.op("arith.truncf", v, ty=f32)  # nearest even (cvt.rn.f32.f64)
+    back = cg.op("arith.extf", r, ty=v.type)
+    fcmp = lambda pred, a, b: create("arith.cmpf", [cg.i1], [a, b],  # noqa: E731
+                                     {"predicate": ir.IntegerAttr.get(cg.i64, pred)}).results[0]
+    ONE, OLT, ORD = 1, 4, 7  # arith.cmpf predicates: oeq, olt, ord
+    inexact = cg.op("arith.xori", fcmp(ONE, back, v), cg.const(cg.i1, 1))  # not (back == v): NaN too
+    inexact = cg.op("arith.andi", inexact, fcmp(ORD, r, r))  # a NaN stays as it is
+    bits = cg.op("arith.bitcast", r, ty=i32)
+    even = cg.cmpi(0, cg.op("arith.andi", bits, cg.c32(1)), cg.c32(0))
+    # r was rounded toward zero when |r| < |v| (r = ±0 under a tiny v): the odd neighbour is one code up in
+    # magnitude; else (rounded away, an infinity included) one code down
+    away = fcmp(OLT, cg.op("math.absf", back), cg.op("math.absf", v))
+    step = cg.select(away, cg.c32(1), cg.c32(-1))
+    bits = cg.select(cg.op("arith.andi", inexact, even), cg.op("arith.addi", bits, step), bits)
+    return cg.op("arith.bitcast", bits, ty=f32)
+
+
+def _to_f32(cg, r):
+    """A float register -> f32 for the cvt instructions: f16 / bf16 extended (exact), f64 rounded to odd."""
+    f32 = ir.F32Type.get()
+    if r.type == f32:
+        return r
+    if ir.FloatType(r.type).width < 32:
+        return cg.op("arith.extf", r, ty=f32)
+    return _f64_to_f32_odd(cg, r)
+
+
 def encode_regs(cg, regs: list, fmt: str, op=None, mode: str | None = None) -> list:
     """Float registers -> ``fmt`` codes (i8), nearest even with saturation (pairs through one cvt); ``f8E8M0FNU``
     rounded toward zero or +inf (``mode`` rz / rp, :func:`_e8m0`)."""
     if fmt == "f8E8M0FNU" and mode in ("rz", "rp"):
-        f32 = ir.F32Type.get()
-        return [_e8m0(cg, r if r.type == f32 else cg.op(
-            "arith.extf" if ir.FloatType(r.type).width < 32 else "arith.truncf", r, ty=f32), mode) for r in regs]
+        return [_e8m0(cg, _to_f32(cg, r), mode) for r in regs]
     if fmt not in CVT_ENCODERS:
         raise LoweringError(f"conversion to {fmt}" + (f" rounded '{mode}'" if mode else "") + " is not supported yet",
                             op)
-    f32 = ir.F32Type.get()
-    vals = [r if r.type == f32 else cg.op("arith.extf" if ir.FloatType(r.type).width < 32 else "arith.truncf",
-                                          r, ty=f32) for r in regs]
+    vals = [_to_f32(cg, r) for r in regs]
     out = []
     for k in range(0, len(vals), 2):
         b = vals[k]
