@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from tilecore.assembler import find_nvidia_tool
@@ -218,3 +219,44 @@ def test_pair_sm103a_inline_ptx(tmp_path):
     assert re.search(r'"r,h"', text)
     sass = _sass(_artifact(_compile("pair_f16", "sm_103a"), "cubin"), tmp_path)
     assert "UTCHMMA.2CTA" in sass and "UTCBAR.2CTA.MULTICAST" in sass
+
+
+# ------------------------------------------------------------------ numbers in the emulator (clusters run concurrently)
+def _operand(rng, shape, name: str):
+    from test_mma_atoms import _operand as operand
+
+    return operand(rng, shape, name)
+
+
+# kernel (of KERNELS), sizes (M, N, K) none a tile multiple: "odd" ones fail the run-time 16-byte check and run
+# the loop's element-copy form (B's half copied element by element), the others the TMA form; the grid's x is
+# rounded up to whole clusters (a CTA whose tile is past M still takes its part in the pair), y odd
+NUMBERS = [
+    ("pair_f16", (300, 136, 152)), ("pair_f16", (300, 150, 150)),
+    ("pair_bf16", (260, 104, 72)), ("pair_bf16", (140, 99, 70)),
+    ("pair_e4m3", (200, 144, 272)),
+    ("pair_f16_acc16", (140, 72, 104)),
+    ("pair_256", (520, 88, 72)),
+    ("pair_acc", (130, 200, 88)), ("pair_acc", (131, 201, 90)),
+]
+
+
+@pytest.mark.parametrize("name, sizes", NUMBERS, ids=[f"{n}-{m}x{k}x{q}" for n, (m, k, q) in NUMBERS])
+def test_pair_numbers(name, sizes):
+    """The paired kernels in the emulator (both CTAs of a cluster concurrently, the leader's MMA reading the peer's
+    shared memory and writing its tensor memory) against numpy."""
+    from emulated_kernels import arr, cdiv
+
+    kernel, params = KERNELS[name]
+    el, cel = (p.split("[")[0].replace("f8e4m3", "e4m3") for p in (params[0], params[2]))
+    tm, tn, tk = params[-3:]
+    m, n, k = sizes
+    rng = np.random.default_rng(m * n + k)
+    (a, av), (b, bv) = _operand(rng, (m, k), el), _operand(rng, (k, n), el)
+    c, cv = _operand(rng, (m, n), cel) if kernel is mm_pair_acc else (np.zeros((m, n), np.float16 if cel == "f16"
+                                                                              else np.float32), 0.0)
+    want = cv + av @ bv
+    grid = (cdiv(cdiv(m, tm), 2) * 2, cdiv(n, tn), 1)
+    _KERNELS.run(name, "sm_100a", grid, arr(a) + arr(b) + arr(c))
+    tol = 1e-2 if cel == "f16" else 1e-4
+    np.testing.assert_allclose(c.astype(np.float64), want, atol=tol * np.abs(want).max(), rtol=tol)
