@@ -241,6 +241,17 @@ NUMBERS = [
 ]
 
 
+def _emulator_has_clusters() -> bool:
+    """Whether the CPU emulator runs clusters of several CTAs (concurrent CTAs, cluster barriers, tcgen05
+    cta_group::2): its cluster special registers."""
+    try:
+        from tilecore.emulate.optable import CLUSTER_SREGS  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _emulator_has_clusters(), reason="the emulator runs one CTA per cluster")
 @pytest.mark.parametrize("name, sizes", NUMBERS, ids=[f"{n}-{m}x{k}x{q}" for n, (m, k, q) in NUMBERS])
 def test_pair_numbers(name, sizes):
     """The paired kernels in the emulator (both CTAs of a cluster concurrently, the leader's MMA reading the peer's
