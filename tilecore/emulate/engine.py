@@ -3,7 +3,9 @@
 Kernels without collectives run sequentially: one native call of the driver
 loops over every CTA and thread. Kernels with collectives run one host thread
 per GPU thread of a CTA (so barriers and shuffles really synchronise), CTAs one
-after another.
+after another. Kernels with clusters of more than one CTA (``nvvm.cluster_dim``)
+run one host thread per GPU thread of each CTA of a cluster, clusters one after
+another (:meth:`EmulatedKernel.launch`).
 """
 
 from __future__ import annotations
@@ -115,6 +117,7 @@ class EmulatedKernel:
         argv = (ctypes.c_void_p * 1)(ctypes.addressof(table_ref))
         ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self.engine.raw_lookup("__emu_globals"))(argv)
         placed = [(g, space, table[2 * k], table[2 * k + 1]) for k, (g, space) in enumerate(self.host.globals)]
+        self._smem_sizes = {g: hi - lo for g, space, lo, hi in placed if space == 3}
         return ([(f"global @{g}", lo, hi) for g, space, lo, hi in placed if space != 3],
                 [(f"shared @{g}", lo, hi) for g, space, lo, hi in placed if space == 3])
 
@@ -177,6 +180,8 @@ class EmulatedKernel:
     def launch(self, grid, block, args, shared_bytes: int = 0) -> LaunchResult:
         """Run the kernel on ``grid`` x ``block`` threads; see :func:`tilecore.emulate.launch`."""
         grid, block = _dims(grid, "grid"), _dims(block, "block")
+        if self.host.cluster_size > 1:
+            return self._launch_clusters(grid, block, args, shared_bytes)
         nthreads = block[0] * block[1] * block[2]
         if nthreads > MAX_THREADS_PER_CTA:
             raise TilecoreError(f"block of {nthreads} threads exceeds {MAX_THREADS_PER_CTA} threads per CTA")
@@ -193,6 +198,7 @@ class EmulatedKernel:
         with self._lock:
             self._rt = rt = DeviceRuntime(block, grid, memory if self.host.check_bounds else None)
             rt.shared_buffers = memory.shared
+            rt.sites = self.host.sites
             rt.arg_ranges = {i: (lo, hi) for i, (_, lo, hi) in zip(self.pointer_indices(), arrays)}
             if self.collective:
                 self._run_concurrent(rt, storage, grid, block, ncta, nthreads, shared_ptr, dyn, checks)
@@ -201,6 +207,83 @@ class EmulatedKernel:
                 ctx.i[C.CTA_BEGIN], ctx.i[C.CTA_END], ctx.i[C.T_BEGIN], ctx.i[C.T_END] = 0, ncta, 0, nthreads
                 self._call(ctx, storage)
             self._rt = None
+        if rt.error is not None:
+            raise rt.error
+        copy_back(originals, device)
+        copy_back([o for o, _, _ in items], [d for _, d, _ in items])
+        return LaunchResult(device, "".join(rt.printf))
+
+    def _launch_clusters(self, grid, block, args, shared_bytes: int) -> LaunchResult:
+        """A launch with clusters of ``host.cluster`` CTAs (PTX ISA "Cluster of Cooperative Thread Arrays"):
+        ``grid`` counts CTAs and must be a whole number of clusters; CTA (x, y, z) belongs to cluster
+        (x / cx, y / cy, z / cz) at (x % cx, y % cy, z % cz), rank x-fastest. The CTAs of a cluster run
+        at the same time, one host thread per GPU thread; each CTA has a shared window of its own
+        (``SHARED_WINDOW`` bytes, aligned to it, so a byte's shared address is its offset in the window):
+        the static shared variables from offset 0 (each aligned to its alignment, at least 16 bytes), the
+        dynamic shared memory after them (aligned to 1024 bytes)."""
+        cl, n = self.host.cluster, self.host.cluster_size
+        if any(g % c for g, c in zip(grid, cl)):
+            raise TilecoreError(f"grid {grid} is not a whole number of clusters {cl} (kernel "
+                                f"'{self.host.kernel}' has nvvm.cluster_dim {list(cl)})", self.host.location)
+        nthreads = block[0] * block[1] * block[2]
+        if nthreads > MAX_THREADS_PER_CTA:
+            raise TilecoreError(f"block of {nthreads} threads exceeds {MAX_THREADS_PER_CTA} threads per CTA")
+        nclusters = [g // c for g, c in zip(grid, cl)]
+        storage, device, originals, arrays, items = self._marshal(list(args))
+        dyn = max(int(shared_bytes), self.host.dynamic_shared_bytes)
+        offsets, off = [], 0
+        for name, align in self.host.smem_vars:
+            a = max(align, 16)
+            off = (off + a - 1) // a * a
+            offsets.append(off)
+            off += self._smem_sizes.get(name, 0)
+        dyn_off = (off + DYN_SHARED_ALIGN - 1) // DYN_SHARED_ALIGN * DYN_SHARED_ALIGN
+        if dyn_off + dyn > SHARED_WINDOW:
+            raise TilecoreError(f"kernel '{self.host.kernel}' needs {dyn_off + dyn} bytes of shared memory per CTA, "
+                                f"more than the emulator's {SHARED_WINDOW}", self.host.location)
+        keep, windows, by_rank, bases, var_tables = [], [], [], [], []
+        for r in range(n):
+            buf = np.zeros(2 * SHARED_WINDOW, dtype=np.uint8)
+            base = (buf.ctypes.data + SHARED_WINDOW - 1) // SHARED_WINDOW * SHARED_WINDOW
+            keep.append(buf)
+            windows.append((base, base + SHARED_WINDOW))
+            bases.append(base)
+            by_rank.append([(f"shared @{name} of CTA rank {r}", base + o, base + o + self._smem_sizes.get(name, 0))
+                            for (name, _), o in zip(self.host.smem_vars, offsets)]
+                           + [(f"the dynamic shared memory of CTA rank {r}", base + dyn_off, base + dyn_off + dyn)])
+            var_tables.append((ctypes.c_int64 * max(len(offsets), 1))(*[base + o for o in offsets]))
+        memory = Memory(arrays + [r for _, _, r in items] + self._global_vars, by_rank[0], self.host.local_labels,
+                        self.host.sites, by_rank)
+        sink = np.zeros(C.SINK_BYTES + 4096, dtype=np.uint8)
+        global_table = C.range_table(memory.global_)
+        shared_tables = [C.range_table(b) for b in by_rank]
+        cluster_table = C.range_table(memory.cluster)
+        with self._lock:
+            self._rt = rt = DeviceRuntime(block, grid, memory if self.host.check_bounds else None, n)
+            rt.shared_buffers, rt.shared_by_rank, rt.windows = by_rank[0], by_rank, windows
+            rt.sites = self.host.sites
+            rt.arg_ranges = {i: (lo, hi) for i, (_, lo, hi) in zip(self.pointer_indices(), arrays)}
+            ctxs = []
+            for r in range(n):
+                for t in range(nthreads):
+                    ctx = C.new_ctx(grid, block, bases[r] + dyn_off, dyn, dyn, True, global_table,
+                                    len(memory.global_), shared_tables[r], len(by_rank[r]),
+                                    (sink.ctypes.data + 4095) // 4096 * 4096, cluster_table, len(memory.cluster))
+                    ctx.smem_vars = ctypes.addressof(var_tables[r])
+                    for d in range(3):
+                        ctx.i[C.NCLUSTERID + d] = nclusters[d]
+                        ctx.i[C.CLUSTER_NCTAID + d] = cl[d]
+                    ctx.i[C.CLUSTER_RANK], ctx.i[C.CLUSTER_NRANK] = r, n
+                    ctx.i[C.CTA_BEGIN], ctx.i[C.CTA_END] = 0, nclusters[0] * nclusters[1] * nclusters[2]
+                    ctx.i[C.T_BEGIN], ctx.i[C.T_END] = t, t + 1
+                    ctxs.append(ctx)
+            threads = [threading.Thread(target=self._call, args=(ctx, storage), daemon=True) for ctx in ctxs]
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join()
+            self._rt = None
+        del keep
         if rt.error is not None:
             raise rt.error
         copy_back(originals, device)

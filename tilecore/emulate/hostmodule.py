@@ -15,7 +15,11 @@ Steps (each GPU-specific piece is looked up in :mod:`.optable` / :mod:`.libdevic
 5. add the helpers (:mod:`.prelude`) and the grid driver ``__emu_drive``.
 
 Static ``addrspace(3)`` globals stay module globals: CTAs run one after another,
-so one instance is the shared memory of the running CTA.
+so one instance is the shared memory of the running CTA. A kernel with clusters of more than one CTA
+(``nvvm.cluster_dim``, PTX ``.reqnctapercluster``) runs the CTAs of a cluster at the same time, each with
+its own shared memory: there every ``llvm.mlir.addressof`` of a static shared variable reads the running
+CTA's instance from the context (``__emu_smem_var``), and the engine lays the instances out in one shared
+window per CTA (:meth:`.engine.EmulatedKernel.launch`).
 """
 
 from __future__ import annotations
@@ -47,6 +51,13 @@ class HostModule:
     check_bounds: bool = True  # accesses are checked (:mod:`.memcheck`)
     tensor_maps: list = field(default_factory=list)  # the kernel's tensor-map recipes (:mod:`tilecore.tensormaps`)
     dynamic_shared_bytes: int = 0  # what the kernel needs at least (:mod:`tilecore.launch_attrs`)
+    cluster: tuple = (1, 1, 1)  # CTAs per cluster (x, y, z) from ``nvvm.cluster_dim``
+    smem_vars: list = field(default_factory=list)  # cluster kernels: (name, alignment) of each static shared
+    # variable, in the order of __emu_smem_var's index
+
+    @property
+    def cluster_size(self) -> int:
+        return self.cluster[0] * self.cluster[1] * self.cluster[2]
 
 
 def _fail(msg: str, op=None) -> TilecoreError:
@@ -138,6 +149,8 @@ class Rewriter:
         self.abort_block = None
         self.aborting: list = []              # calls of the current function that can abort
         self.uses_cp_async = False            # a cp.async op was rewritten: pending copies land at exit
+        self.cluster = (1, 1, 1)              # the kernel's CTAs per cluster
+        self.smem_vars: dict[str, int] = {}   # cluster kernels: static shared variable -> its index
 
     # ---- API for table rows
     def const(self, value: int, ty: str = "i32"):
@@ -382,7 +395,16 @@ def _rewrite(host, kernel: str, check_bounds: bool) -> HostModule:
     tensor_maps = recipes_of(kfunc)
     dynamic_shared = dynamic_shared_bytes(kfunc)
     rw = Rewriter(host, check_bounds)
-    collective = False
+    rw.cluster = kernel_cluster(kfunc)
+    smem_vars = []
+    if rw.cluster != (1, 1, 1):
+        smem_vars = [(op.attributes["sym_name"].value,
+                      ir.IntegerAttr(op.attributes["alignment"]).value if "alignment" in op.attributes else 0)
+                     for op in body.operations if op.operation.name == "llvm.mlir.global"
+                     and "addr_space" in op.attributes and op.attributes["addr_space"].value == 3
+                     and op.attributes["sym_name"].value not in dyn_shared]
+        rw.smem_vars = {name: k for k, (name, _) in enumerate(smem_vars)}
+    collective = rw.cluster != (1, 1, 1)  # the CTAs of a cluster run concurrently
     for f in funcs.values():
         _add_ctx_param(f)
         for a in list(f.attributes):
@@ -412,7 +434,17 @@ def _rewrite(host, kernel: str, check_bounds: bool) -> HostModule:
     _append_support(host, rw, HOST_KERNEL, param_types, memory_globals)
     _pin_host_target(host)
     return HostModule(host, kernel, param_types, collective, location, [(g[0], g[2]) for g in memory_globals],
-                      rw.sites, rw.local_labels, check_bounds, tensor_maps, dynamic_shared)
+                      rw.sites, rw.local_labels, check_bounds, tensor_maps, dynamic_shared, rw.cluster, smem_vars)
+
+
+def kernel_cluster(kfunc) -> tuple[int, int, int]:
+    """CTAs per cluster (x, y, z) of a kernel: its ``nvvm.cluster_dim`` (PTX ``.reqnctapercluster``), else 1."""
+    if "nvvm.cluster_dim" not in kfunc.attributes:
+        return (1, 1, 1)
+    dims = [int(v) for v in ir.DenseI32ArrayAttr(kfunc.attributes["nvvm.cluster_dim"])]
+    if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
+        raise _fail(f"nvvm.cluster_dim {dims} is not 1 to 3 positive sizes", kfunc)
+    return tuple(dims + [1] * (3 - len(dims)))
 
 
 def _rewrite_op(op, rw: Rewriter, funcs: dict, dyn_shared: set) -> bool:
@@ -453,6 +485,9 @@ def _rewrite_op(op, rw: Rewriter, funcs: dict, dyn_shared: set) -> bool:
         return asm_row.collective
     elif name == "llvm.mlir.addressof" and op.attributes["global_name"].value in dyn_shared:
         _replace(op, [rw.call("__emu_dyn_smem", [], str(op.results[0].type))])
+    elif name == "llvm.mlir.addressof" and op.attributes["global_name"].value in rw.smem_vars:
+        _replace(op, [rw.call("__emu_smem_var", [rw.const(rw.smem_vars[op.attributes["global_name"].value])],
+                              str(op.results[0].type))])
     elif name in optable.INT_DIVISIONS:
         _replace(op, optable.guarded_division(op, rw))
     elif name in optable.SHIFTS and not optable.is_constant(op.operands[1]):
@@ -560,7 +595,8 @@ def _pass_ctx(op, ctx) -> None:
 
 def _append_support(host, rw: Rewriter, kernel: str, param_types: list[str], memory_globals) -> None:
     defined = {op.attributes["sym_name"].value for op in host.body.operations if "sym_name" in op.attributes}
-    parts = [prelude.SET_THREAD, prelude.ABORTED, prelude.DYN_SMEM, prelude.IN_TABLE, prelude.LOCAL,
+    parts = [prelude.SET_THREAD_CLUSTER + prelude.SMEM_VAR if rw.cluster != (1, 1, 1) else prelude.SET_THREAD,
+             prelude.ABORTED, prelude.DYN_SMEM, prelude.IN_TABLE, prelude.LOCAL,
              prelude.driver(kernel, param_types), prelude.globals_table(memory_globals)]
     parts += list(rw.texts.values())
     # the driver calls the kernel: declare it for parsing, the host's definition stays

@@ -8,6 +8,9 @@ address space:
 
 - ``global``: the launch's argument arrays and the module's global-memory variables;
 - ``shared``: the CTA's static ``addrspace(3)`` variables and its dynamic buffer (``shared_bytes``);
+- ``cluster``: the shared memory of every CTA of the CTA's cluster (PTX ISA "Distributed Shared Memory": a
+  ``shared::cluster`` address, ``addrspace(7)``, or a generic one may reach a peer CTA's shared memory;
+  without clusters these are the CTA's own buffers);
 - ``local``: the thread's live ``alloca`` buffers (registered when allocated, dropped when their
   function returns).
 
@@ -30,19 +33,20 @@ from . import context as C
 
 # address space -> (what the memory is called, tables a pointer of that space may point into)
 SPACES: dict[int, tuple[str, tuple[str, ...]]] = {
-    0: ("generic", ("global", "shared", "local")),
+    0: ("generic", ("global", "cluster", "local")),
     1: ("global", ("global",)),
     3: ("shared", ("shared",)),
     4: ("constant", ("global",)),
     5: ("local", ("local",)),
-    7: ("shared", ("shared",)),  # shared::cluster: one CTA per cluster, so the CTA's shared memory
+    7: ("shared", ("cluster",)),  # shared::cluster: the shared memory of every CTA of the cluster
 }
-ANY_SPACE = ("memory", ("global", "shared", "local"))  # address spaces the table does not name
+ANY_SPACE = ("memory", ("global", "cluster", "local"))  # address spaces the table does not name
 
 # table -> (byte offset of its pointer in the context, slot of its length, i64 words per entry)
 TABLES: dict[str, tuple[int, int, int]] = {
     "global": (C.RANGES_PTR_BYTE, C.NRANGES, 2),
     "shared": (C.SHARED_RANGES_PTR_BYTE, C.NSHARED, 2),
+    "cluster": (C.CLUSTER_RANGES_PTR_BYTE, C.NCLUSTER, 2),
     "local": (C.LOCAL_PTR_BYTE, C.NLOCAL, 3),
 }
 
@@ -70,13 +74,23 @@ class Memory:
 
     ``global_`` / ``shared``: ``(label, lo, hi)`` of every buffer; ``local_labels``: the label of
     each ``alloca`` by the id its registration passes; ``sites``: the source location of each
-    checked access by its id.
+    checked access by its id. In a cluster launch ``shared_by_rank[r]`` is the shared memory of the
+    CTA of rank r (``shared``: rank 0's), ``cluster`` all of them.
     """
 
     global_: list = field(default_factory=list)
     shared: list = field(default_factory=list)
     local_labels: list = field(default_factory=list)
     sites: list = field(default_factory=list)
+    shared_by_rank: list = field(default_factory=list)
+
+    @property
+    def cluster(self) -> list:
+        return [b for r in self.shared_by_rank for b in r] if self.shared_by_rank else self.shared
+
+    def shared_of(self, ctx: int) -> list:
+        """The shared buffers of the CTA of thread ``ctx``."""
+        return self.shared_by_rank[C.slot(ctx, C.CLUSTER_RANK)] if self.shared_by_rank else self.shared
 
     def buffers(self, ctx: int, tables) -> list[tuple[str, int, int]]:
         """``(label, lo, hi)`` of the buffers of ``tables``, the local ones read from thread ``ctx``."""
@@ -85,7 +99,9 @@ class Memory:
             if t == "global":
                 out += self.global_
             elif t == "shared":
-                out += self.shared
+                out += self.shared_of(ctx)
+            elif t == "cluster":
+                out += self.cluster
             else:
                 c = C.Ctx.from_address(ctx)
                 n = min(c.i[C.NLOCAL], c.i[C.LOCAL_CAP])

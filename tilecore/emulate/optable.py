@@ -40,6 +40,10 @@ Emulated tensor-core / async-copy forms (PTX ISA sections cited at each row):
   with A from registers (inline PTX ``d, {a0..a3}, b-desc``: :func:`_asm_wgmma_rs`);
 - ``nvvm.cp.async.bulk.tensor.shared.cluster.global`` tile mode, 1-5-D, completing on an mbarrier, with the
   emulator's tensor maps (:mod:`.tensormap`); the predicated form also as convert-nvvm-to-llvm's inline PTX;
+- clusters (``nvvm.cluster_dim``): the cluster special registers (:data:`CLUSTER_SREGS`), ``nvvm.cluster.arrive``
+  / ``arrive.relaxed`` / ``wait`` (barrier.cluster), ``nvvm.mapa`` and shared::cluster (``addrspace(7)``) or generic
+  accesses to any CTA's shared memory of the cluster, mbarrier arrives on a peer CTA's mbarrier, TMA loads with
+  ``multicast_mask`` (.multicast::cluster) and ``.cta_group::2``;
 - the TMA store ``nvvm.cp.async.bulk.tensor.global.shared.cta`` (tile mode, 1-5-D, clipped to the tensor) in
   bulk async-groups: ``nvvm.cp.async.bulk.commit.group``, ``nvvm.cp.async.bulk.wait_group N [read]``;
 
@@ -56,8 +60,8 @@ by deadlock detection; ``rt.warp_members`` tells how many threads of a warp are 
 The ``sm100`` plugin adds Blackwell's tensor memory and tcgen05 ops this way.
 
 Not emulated: ``stmatrix``, the other cp.async.bulk forms (non-tensor copies, prefetch, reduce, im2col,
-multicast, a predicated TMA store), wgmma with A from registers other than f16 / bf16, sparse wgmma, b1 wgmma, descriptors with a non-zero base offset,
-tensor maps with elementStrides other than 1 or interleave, clusters of more than one CTA.
+a predicated TMA store), wgmma with A from registers other than f16 / bf16, sparse wgmma, b1 wgmma, descriptors with a non-zero base offset,
+tensor maps with elementStrides other than 1 or interleave, ``getctarank`` (no MLIR 22 nvvm op).
 """
 
 from __future__ import annotations
@@ -119,6 +123,18 @@ SREGS: dict[str, str] = {
     "dynamic_smem_size": _field(C.DYN_SMEM), "total_smem_size": _field(C.TOTAL_SMEM),
 }
 
+# A kernel with clusters of more than one CTA (``nvvm.cluster_dim``; PTX ISA "Cluster of Cooperative Thread
+# Arrays" and "Special Registers": %clusterid, %nclusterid, %cluster_ctaid, %cluster_nctaid, %cluster_ctarank,
+# %cluster_nctarank, %is_explicit_cluster): the cluster registers come from the context (set per CTA by
+# :data:`.prelude.SET_THREAD_CLUSTER`); the grid (%nctaid) counts CTAs, a whole number of clusters.
+CLUSTER_SREGS: dict[str, str] = {
+    **{f"clusterid.{a}": _field(C.CLUSTERID + i) for i, a in enumerate("xyz")},
+    **{f"nclusterid.{a}": _field(C.NCLUSTERID + i) for i, a in enumerate("xyz")},
+    **{f"cluster.ctaid.{a}": _field(C.CLUSTER_CTAID + i) for i, a in enumerate("xyz")},
+    **{f"cluster.nctaid.{a}": _field(C.CLUSTER_NCTAID + i) for i, a in enumerate("xyz")},
+    "cluster.ctarank": _field(C.CLUSTER_RANK), "cluster.nctarank": _field(C.CLUSTER_NRANK),
+}
+
 
 # ---------------------------------------------------------------- nvvm ops
 @dataclass
@@ -149,11 +165,12 @@ def _optional_operands(op, names: list[str]) -> dict:
 
 def _sreg(op, rw):
     name = op.operation.name[len("nvvm.read.ptx.sreg."):]
-    if name not in SREGS:
+    table = {**SREGS, **CLUSTER_SREGS} if rw.cluster != (1, 1, 1) else SREGS
+    if name not in table:
         rw.unknown(op)
     ty = str(op.results[0].type)
     sym = "__emu_sreg_" + name.replace(".", "_")
-    rw.define(sym, "%ctx: !llvm.ptr", SREGS[name], ty)
+    rw.define(sym, "%ctx: !llvm.ptr", table[name], ty)
     return [rw.call(sym, [], ty)]
 
 
@@ -481,8 +498,9 @@ def _mbar_arrive(what: str):
         count drops by count (default 1; arrive_drop also the expected count); the result, the state, is the
         number of the phase the arrive happened in (for ``test.wait`` / ``try_wait`` with an i64 state).
         More arrivals than pending, or a ``.nocomplete`` arrive that would complete the phase, fail the
-        launch (undefined in PTX). ``scope`` / ``relaxed`` change nothing here (one CTA per cluster; the
-        runtime's lock orders memory)."""
+        launch (undefined in PTX). ``scope`` / ``relaxed`` change nothing here (the runtime's lock orders
+        memory). On a ``!llvm.ptr<7>`` (mbarrier.arrive.shared::cluster, a mapa address) the arrive lands on the
+        mbarrier of the CTA that address is in."""
         if "nocomplete" in what and len(op.operands) != 2:
             rw.unknown(op)
         count = op.operands[1] if len(op.operands) > 1 else None
@@ -552,23 +570,29 @@ def _cp_async_mbarrier_arrive(op, rw):
 # (:meth:`.runtime.DeviceRuntime.tma`): a kernel that reads the destination without waiting on the
 # mbarrier sees the old shared memory. The global source is read when the copy lands.
 def _tma_load(op, rw):
-    """``nvvm.cp.async.bulk.tensor.shared.cluster.global %dst, %tmap, %mbar, box[%c0, ...] [predicate = %p]
-    : !llvm.ptr<7>, !llvm.ptr`` in tile mode, 1 to 5 i32 coordinates (innermost first); no im2col,
-    multicast or CTA-only destination (the sm_90a back end rejects isCTAOnly); an L2 cache hint is
-    accepted and ignored. With bounds checks the mbarrier's 8 bytes must be in shared memory; the tensor
-    map must hold 128 readable bytes; the destination is checked when queued (128-byte aligned, the box
-    inside one shared buffer)."""
+    """``nvvm.cp.async.bulk.tensor.shared.cluster.global %dst, %tmap, %mbar, box[%c0, ...] [multicast_mask = %m]
+    [predicate = %p] {group = #nvvm.cta_group<cta_1 | cta_2>} : !llvm.ptr<7>, !llvm.ptr`` in tile mode, 1 to 5
+    i32 coordinates (innermost first); no im2col or CTA-only destination (the sm_90a back end rejects
+    isCTAOnly); an L2 cache hint is accepted and ignored. With ``multicast_mask`` (i16 ctaMask,
+    ``.multicast::cluster``) the box lands in every CTA of the mask; ``.cta_group::2`` lets the mbarrier be
+    in the peer CTA (:meth:`.runtime.DeviceRuntime.tma`). With bounds checks the mbarrier's 8 bytes must be
+    in shared memory; the tensor map must hold 128 readable bytes; the destination is checked when queued
+    (128-byte aligned, the box inside one shared buffer)."""
     ops = _optional_operands(op, ["dstMem", "tmaDescriptor", "coordinates", "mbar", "im2colOffsets",
                                   "multicastMask", "l2CacheHint", "predicate"])
     sizes = _segments(op)
     rank = sizes[2]
     mode = _kind(op, "mode") if "mode" in op.attributes else "tile"
     cta_only = "isCTAOnly" in op.attributes and ir.BoolAttr(op.attributes["isCTAOnly"]).value
-    if mode != "tile" or sizes[4] or ops["multicastMask"] is not None or cta_only or not 1 <= rank <= 5:
+    group = _kind(op, "group") if "group" in op.attributes else "cta_1"
+    mask = ops["multicastMask"]
+    if mode != "tile" or sizes[4] or cta_only or not 1 <= rank <= 5 or group not in ("cta_1", "cta_2") \
+            or (mask is not None and str(mask.type) != "i16"):
         rw.unknown(op)
     start = sizes[0] + sizes[1]
     coords = list(op.operands)[start:start + rank]
-    return _tma_emit(rw, ops["dstMem"], ops["tmaDescriptor"], coords, ops["mbar"], ops["predicate"])
+    return _tma_emit(rw, ops["dstMem"], ops["tmaDescriptor"], coords, ops["mbar"], ops["predicate"], mask,
+                     group == "cta_2")
 
 
 def _asm_tma_load(op, rw, m):
@@ -582,22 +606,28 @@ def _asm_tma_load(op, rw, m):
     return _tma_emit(rw, ops[0], ops[1], ops[2:2 + rank], ops[2 + rank], pred)
 
 
-def _tma_emit(rw, dst, tmap, coords, mbar, pred):
+def _tma_emit(rw, dst, tmap, coords, mbar, pred, mask=None, pair: bool = False):
     rank = len(coords)
     dt, tt, mt = str(dst.type), str(tmap.type), str(mbar.type)
     ms = memcheck.space_of(mt)
     sym = f"__emu_tma_{rank}d_{re.sub(r'[^a-z0-9]', '', dt + tt + mt)}{'_p' if pred is not None else ''}" \
-          f"{'_chk' if rw.check_bounds else ''}"
+          f"{'_mc' if mask is not None else ''}{'_pair' if pair else ''}{'_chk' if rw.check_bounds else ''}"
     params = [f"%ctx: !llvm.ptr, %d: {dt}, %t: {tt}", *[f"%c{i}: i32" for i in range(rank)], f"%b: {mt}"] + \
-        (["%pred: i1"] if pred is not None else []) + ["%site: i32"]
+        (["%pred: i1"] if pred is not None else []) + (["%mask: i16"] if mask is not None else []) + ["%site: i32"]
     arr = "!llvm.array<5 x i32>"
     body = ["%one = llvm.mlir.constant(1 : i32) : i32", f"%buf = llvm.alloca %one x {arr} : (i32) -> !llvm.ptr"]
     for i in range(rank):
         body += [f"%p{i} = llvm.getelementptr %buf[0, {i}] : (!llvm.ptr) -> !llvm.ptr, {arr}",
                  f"llvm.store %c{i}, %p{i} : i32, !llvm.ptr"]
     body.append("%e8 = llvm.mlir.constant(8 : i64) : i64")
-    body.append(_check_call(rw, ms, "%b", "%e8", "%e8", ATOMIC, "%site", "%bq") if rw.check_bounds else
-                f"%bq = llvm.bitcast %b : {mt} to {mt}")
+    if not rw.check_bounds:
+        body.append(f"%bq = llvm.bitcast %b : {mt} to {mt}")
+    elif pair and ms == 3:  # .cta_group::2: the mbarrier may be the peer CTA's (a mapa address): any CTA's
+        body += ["%b7 = llvm.addrspacecast %b : !llvm.ptr<3> to !llvm.ptr<7>",
+                 _check_call(rw, 7, "%b7", "%e8", "%e8", ATOMIC, "%site", "%bq7"),
+                 "%bq = llvm.addrspacecast %bq7 : !llvm.ptr<7> to !llvm.ptr<3>"]
+    else:
+        body.append(_check_call(rw, ms, "%b", "%e8", "%e8", ATOMIC, "%site", "%bq"))
     body += [f"%di = llvm.ptrtoint %d : {dt} to i64", f"%ti = llvm.ptrtoint %t : {tt} to i64",
              "%ci = llvm.ptrtoint %buf : !llvm.ptr to i64", f"%bi = llvm.ptrtoint %bq : {mt} to i64",
              f"%rank = llvm.mlir.constant({rank} : i32) : i32", "%k256 = llvm.mlir.constant(256 : i32) : i32"]
@@ -605,11 +635,21 @@ def _tma_emit(rw, dst, tmap, coords, mbar, pred):
         body += ["%pz = llvm.zext %pred : i1 to i32", "%pb = llvm.mul %pz, %k256 : i32"]
     else:
         body.append("%pb = llvm.bitcast %k256 : i32 to i32")
-    body += ["%fl = llvm.or %rank, %pb : i32",
+    body.append("%fl0 = llvm.or %rank, %pb : i32")
+    flags = "%fl0"
+    if mask is not None:  # bit 9: multicast, the ctaMask in bits 16-31
+        body += ["%mz = llvm.zext %mask : i16 to i32", "%k16 = llvm.mlir.constant(16 : i32) : i32",
+                 "%ms = llvm.shl %mz, %k16 : i32", "%k512 = llvm.mlir.constant(512 : i32) : i32",
+                 "%fl1 = llvm.or %fl0, %ms : i32", "%fl2 = llvm.or %fl1, %k512 : i32"]
+        flags = "%fl2"
+    if pair:  # bit 10: .cta_group::2
+        body += ["%k1024 = llvm.mlir.constant(1024 : i32) : i32", f"%fl3 = llvm.or {flags}, %k1024 : i32"]
+        flags = "%fl3"
+    body += [f"%fl = llvm.bitcast {flags} : i32 to i32",
              "llvm.call @__emu_tma(%ctx, %di, %ti, %ci, %bi, %fl) : (!llvm.ptr, i64, i64, i64, i64, i32) -> ()"]
     rw.define(sym, ", ".join(params), "\n".join(body), "void")
-    rw.call(sym, [dst, tmap, *coords, mbar] + ([pred] if pred is not None else []) + [rw.const(rw.site())], None,
-            can_abort=True)
+    rw.call(sym, [dst, tmap, *coords, mbar] + ([pred] if pred is not None else []) +
+            ([mask] if mask is not None else []) + [rw.const(rw.site())], None, can_abort=True)
     return []
 
 
@@ -1018,6 +1058,38 @@ def _fence(op, rw):
     return []
 
 
+# ---------------------------------------------------------------- clusters
+# PTX ISA, "Parallel Synchronization and Communication Instructions: barrier.cluster": ``nvvm.cluster.arrive
+# [{aligned}]`` (barrier.cluster.arrive[.aligned], release semantics), ``nvvm.cluster.arrive.relaxed
+# [{aligned}]`` (.relaxed), ``nvvm.cluster.wait [{aligned}]`` (barrier.cluster.wait, acquire semantics): see
+# :meth:`.runtime.DeviceRuntime.cluster_barrier_op`. The runtime's lock orders the memory of the arriving and
+# the waiting threads, so release and relaxed differ in nothing here.
+def _cluster_barrier(what: int):
+    def rewrite(op, rw):
+        rw.fence()
+        rw.call("__emu_cluster_barrier", [rw.const(what)], None, can_abort=True)
+        rw.fence()
+        return []
+    return rewrite
+
+
+def _mapa(op, rw):
+    """``nvvm.mapa %a, %rank : !llvm.ptr<3> -> !llvm.ptr<7>`` (mapa.shared::cluster) or ``!llvm.ptr -> !llvm.ptr``
+    (generic) (PTX ISA, "Data Movement and Conversion Instructions: mapa"): the address of the same variable
+    in the shared memory of the CTA of that rank of the cluster (:meth:`.runtime.DeviceRuntime.mapa`; a rank
+    outside the cluster or an address outside shared memory fails the launch at this op)."""
+    a, r = op.operands
+    at, rt_ = str(a.type), str(op.results[0].type)
+    if str(r.type) != "i32" or memcheck.space_of(at) not in (0, 3, 7) or memcheck.space_of(rt_) not in (0, 7):
+        rw.unknown(op)
+    sym = f"__emu_mapa_{re.sub(r'[^a-z0-9]', '', at + rt_)}"
+    rw.define(sym, f"%ctx: !llvm.ptr, %a: {at}, %rank: i32, %site: i32",
+              f"%ai = llvm.ptrtoint %a : {at} to i64\n"
+              "%x = llvm.call @__emu_mapa(%ctx, %ai, %rank, %site) : (!llvm.ptr, i64, i32, i32) -> i64\n"
+              f"%r = llvm.inttoptr %x : i64 to {rt_}", rt_)
+    return [rw.call(sym, [a, r, rw.const(rw.site())], rt_, can_abort=True)]
+
+
 # PTX ISA, "Parallel Synchronization and Communication Instructions: griddepcontrol" (programmatic
 # dependent launch): ``wait`` waits until the prerequisite grids have completed and their memory is
 # visible; ``launch_dependents`` lets the grids that depend on this one be scheduled early. A single
@@ -1063,6 +1135,10 @@ NVVM_OPS: dict[str, OpRow] = {
     "nvvm.fence.proxy": OpRow(_fence), "nvvm.fence.proxy.acquire": OpRow(_fence),
     "nvvm.fence.proxy.release": OpRow(_fence),
     "nvvm.griddepcontrol": OpRow(_griddepcontrol), "nvvm.setmaxregister": OpRow(_setmaxnreg),
+    "nvvm.cluster.arrive": OpRow(_cluster_barrier(0), collective=True),
+    "nvvm.cluster.arrive.relaxed": OpRow(_cluster_barrier(0), collective=True),
+    "nvvm.cluster.wait": OpRow(_cluster_barrier(1), collective=True),
+    "nvvm.mapa": OpRow(_mapa),
     "nvvm.mbarrier.init": OpRow(_mbar_init, collective=True),
     "nvvm.mbarrier.arrive": OpRow(_mbar_arrive("arrive"), collective=True),
     "nvvm.mbarrier.arrive_drop": OpRow(_mbar_arrive("arrive_drop"), collective=True),
@@ -1272,6 +1348,8 @@ RUNTIME_SYMBOLS: dict[str, str] = {
     "__emu_wgmma": "(!llvm.ptr, i32, i32, i64) -> ()",
     "__emu_tma": "(!llvm.ptr, i64, i64, i64, i64, i32) -> ()",
     "__emu_bulk_store": "(!llvm.ptr, i32, i64, i64, i64, i32) -> ()",
+    "__emu_cluster_barrier": "(!llvm.ptr, i32) -> ()",
+    "__emu_mapa": "(!llvm.ptr, i64, i32, i32) -> i64",
 }
 
 # memory ops checked against the buffers their address space may touch (:mod:`.memcheck`):

@@ -24,6 +24,11 @@ def _st(value: str, slot: int, tag: str) -> str:
             f"  llvm.store {value}, %s{tag} : i32, !llvm.ptr\n")
 
 
+def _ld64(name: str, byte: int) -> str:
+    return (f"%{name}_p = llvm.getelementptr %ctx[{byte}] : (!llvm.ptr) -> !llvm.ptr, i8\n"
+            f"  %{name} = llvm.load %{name}_p : !llvm.ptr -> !llvm.ptr\n")
+
+
 def _split3(lin: str, nx: str, ny: str, out: str) -> str:
     """x, y, z of a linear index over an (nx, ny, *) box."""
     return (f"  %{out}x = llvm.urem {lin}, {nx} : i32\n"
@@ -43,6 +48,36 @@ SET_THREAD = (
     + _st("%cx", C.CTAID, "3") + _st("%cy", C.CTAID + 1, "4") + _st("%cz", C.CTAID + 2, "5")
     + _st("%lane", C.LANEID, "6") + _st("%warp", C.WARPID, "7") + _st("%t", C.LINEAR_TID, "8")
     + "  llvm.return\n}\n"
+)
+
+# Cluster launches: ``%c`` is the cluster's linear index, the CTA's rank in its cluster is the context's
+# CLUSTER_RANK (fixed per host thread); ctaid = clusterid * cluster_nctaid + cluster_ctaid per axis, the
+# rank x-fastest over the cluster's CTAs (PTX ISA "Cluster of Cooperative Thread Arrays", "%cluster_ctarank").
+SET_THREAD_CLUSTER = (
+    "llvm.func internal @__emu_set_thread(%ctx: !llvm.ptr, %c: i32, %t: i32) {\n  "
+    + _ld("ntx", C.NTID) + "  " + _ld("nty", C.NTID + 1) + "  " + _ld("nkx", C.NCLUSTERID) + "  "
+    + _ld("nky", C.NCLUSTERID + 1) + "  " + _ld("cdx", C.CLUSTER_NCTAID) + "  " + _ld("cdy", C.CLUSTER_NCTAID + 1)
+    + "  " + _ld("cdz", C.CLUSTER_NCTAID + 2) + "  " + _ld("rank", C.CLUSTER_RANK)
+    + _split3("%t", "%ntx", "%nty", "t") + _split3("%c", "%nkx", "%nky", "k") + _split3("%rank", "%cdx", "%cdy", "r")
+    + "".join(f"  %m{a} = llvm.mul %k{a}, %cd{a} : i32\n  %c{a} = llvm.add %m{a}, %r{a} : i32\n" for a in "xyz")
+    + "  %k31 = llvm.mlir.constant(31 : i32) : i32\n  %k5 = llvm.mlir.constant(5 : i32) : i32\n"
+    "  %lane = llvm.and %t, %k31 : i32\n  %warp = llvm.lshr %t, %k5 : i32\n"
+    + _st("%tx", C.TID, "0") + _st("%ty", C.TID + 1, "1") + _st("%tz", C.TID + 2, "2")
+    + _st("%cx", C.CTAID, "3") + _st("%cy", C.CTAID + 1, "4") + _st("%cz", C.CTAID + 2, "5")
+    + _st("%lane", C.LANEID, "6") + _st("%warp", C.WARPID, "7") + _st("%t", C.LINEAR_TID, "8")
+    + _st("%kx", C.CLUSTERID, "9") + _st("%ky", C.CLUSTERID + 1, "10") + _st("%kz", C.CLUSTERID + 2, "11")
+    + _st("%rx", C.CLUSTER_CTAID, "12") + _st("%ry", C.CLUSTER_CTAID + 1, "13")
+    + _st("%rz", C.CLUSTER_CTAID + 2, "14")
+    + "  llvm.return\n}\n"
+)
+
+# ``__emu_smem_var(ctx, k)``: the running CTA's instance of static shared variable ``k`` (cluster launches).
+SMEM_VAR = (
+    "llvm.func internal @__emu_smem_var(%ctx: !llvm.ptr, %k: i32) -> !llvm.ptr<3> {\n  "
+    + _ld64("tab", C.SMEM_VARS_PTR_BYTE)
+    + "  %p = llvm.getelementptr %tab[%k] : (!llvm.ptr, i32) -> !llvm.ptr, i64\n"
+    "  %a = llvm.load %p : !llvm.ptr -> i64\n  %r = llvm.inttoptr %a : i64 to !llvm.ptr<3>\n"
+    "  llvm.return %r : !llvm.ptr<3>\n}\n"
 )
 
 ABORTED = (
@@ -81,11 +116,6 @@ def driver(kernel: str, param_types: list[str]) -> str:
         "^next:\n  %cn = llvm.add %c, %one : i32\n  llvm.br ^cta(%cn : i32)\n"
         "^exit:\n  llvm.return\n}\n"
     )
-
-
-def _ld64(name: str, byte: int) -> str:
-    return (f"%{name}_p = llvm.getelementptr %ctx[{byte}] : (!llvm.ptr) -> !llvm.ptr, i8\n"
-            f"  %{name} = llvm.load %{name}_p : !llvm.ptr -> !llvm.ptr\n")
 
 
 # __emu_in(tab, n, stride, a, end): some entry of the table (``n`` entries of ``stride`` i64 words,

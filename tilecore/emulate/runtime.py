@@ -10,6 +10,12 @@ When every running thread of a CTA waits and nothing can release it, the launch
 fails as a deadlock instead of hanging. Any failure (assert, deadlock, misuse)
 sets the abort flag of every thread; the rewritten kernel returns at its next
 check.
+
+Clusters (PTX ISA "Cluster of Cooperative Thread Arrays"): a launch with clusters of more than one CTA
+runs the CTAs of one cluster at the same time (one host thread per GPU thread of each), clusters one
+after another. Each CTA has its own state (:class:`_Cta`: CTA barriers, warp collectives, wgmma, plugin
+state); mbarriers (keyed by host address: every CTA's shared memory has addresses of its own), the
+cluster barrier (``barrier.cluster``) and deadlock detection are the cluster's.
 """
 
 from __future__ import annotations
@@ -37,6 +43,30 @@ MBAR_OPS = ("init", "arrive", "arrive_drop", "arrive.nocomplete", "arrive_drop.n
 
 class _BadPointer(TilecoreError):
     """A pointer printf / assert hands the emulator points outside every buffer."""
+
+
+class _Cta:
+    """The state of one running CTA (of a cluster: one per rank)."""
+
+    def __init__(self, nthreads: int):
+        self.live = nthreads
+        self.exited: set[int] = set()
+        self.barriers: dict[int, _Barrier] = {}
+        self.slots: dict[tuple, _WarpSlot] = {}
+        self.wg_slots: dict[int, _WarpSlot] = {}  # warpgroup -> threads gathered for a wgmma.mma_async
+        self.wgmma_state: dict[int, _WgmmaState] = {}  # warpgroup -> its issued / committed wgmma.mma_async ops
+        self.ext: dict[str, tuple] = {}  # plugin extension name -> (EmulatorOps, its state for this CTA)
+
+
+class _ClusterBarrier:
+    """``barrier.cluster`` (PTX ISA "barrier.cluster"): ``phase`` completed phases; ``arrived`` arrivals in the
+    current one; ``arrivals[g]`` how many arrives thread g (rank * threads + tid) made."""
+
+    def __init__(self):
+        self.phase = 0
+        self.arrived = 0
+        self.waiting = 0
+        self.arrivals: dict[int, int] = {}
 
 
 class _Barrier:
@@ -98,15 +128,20 @@ class _WarpSlot:
 class DeviceRuntime:
     """State of one launch: captured printf text, the first error, CTA synchronisation."""
 
-    def __init__(self, block, grid, memory: Memory | None = None):
+    def __init__(self, block, grid, memory: Memory | None = None, ncta: int = 1):
         self.block, self.grid = block, grid
+        self.ncta = ncta  # CTAs per cluster
         self.memory = memory  # the buffers checked accesses may touch; None: no checks
         self.shared_buffers: list = []  # (label, lo, hi) of the CTA's shared memory (set by the engine)
+        self.shared_by_rank: list = []  # cluster launches: the shared buffers of each rank (set by the engine)
+        self.windows: list = []  # cluster launches: [lo, hi) of each rank's shared window (set by the engine)
+        self.sites: list = []  # source location of each checked access / mapa by id (set by the engine)
         self.arg_ranges: dict[int, tuple[int, int]] = {}  # kernel argument -> its array's host range (TMA)
         self.nthreads = block[0] * block[1] * block[2]
+        self.nwarps = (self.nthreads + 31) // 32
         self.lock = threading.Lock()
         self.cta_cond = threading.Condition(self.lock)
-        self.warp_conds = [threading.Condition(self.lock) for _ in range((self.nthreads + 31) // 32)]
+        self.warp_conds = [threading.Condition(self.lock) for _ in range(self.nwarps * ncta)]
         self.printf: list[str] = []
         self.error: TilecoreError | None = None
         self.aborted = False
@@ -116,25 +151,67 @@ class DeviceRuntime:
         self._reset_cta()
 
     def _reset_cta(self):
-        self.live = self.nthreads
-        self.exited: set[int] = set()
+        self.ctas = [_Cta(self.nthreads) for _ in range(self.ncta)]
+        self.live = self.nthreads * self.ncta  # running threads of the cluster
         self.blocked = 0
-        self.barriers: dict[int, _Barrier] = {}
-        self.slots: dict[tuple, _WarpSlot] = {}
-        self.mbarriers: dict[int, _MBarrier] = {}  # shared-memory address -> object (one CTA's)
+        self.mbarriers: dict[int, _MBarrier] = {}  # shared-memory address -> object (the cluster's CTAs')
         self.tma_pending: dict[int, list] = {}  # mbarrier address -> bulk tensor copies not landed yet
-        self.wg_slots: dict[int, _WarpSlot] = {}  # warpgroup -> threads gathered for a wgmma.mma_async
-        self.wgmma_state: dict[int, _WgmmaState] = {}  # warpgroup -> its issued / committed wgmma.mma_async ops
-        self.ext: dict[str, tuple] = {}  # plugin extension name -> (EmulatorOps, its state for this CTA)
+        self.cluster_barrier = _ClusterBarrier()
         self.mbar_deferred: dict[int, list] = {}  # mbarrier address -> work run when a thread waits on it
         self.tokens: set = set()  # WaitTokens threads wait for (wait_for)
         self.done = 0
 
     # ---- helpers
+    @staticmethod
+    def rank_of(ctx: int) -> int:
+        """The rank in its cluster of thread ``ctx``'s CTA (0 without clusters)."""
+        return C.slot(ctx, C.CLUSTER_RANK)
+
+    def cta(self, ctx: int) -> _Cta:
+        """The state of thread ``ctx``'s CTA."""
+        return self.ctas[C.slot(ctx, C.CLUSTER_RANK)]
+
+    def global_tid(self, ctx: int) -> int:
+        """The thread's index in its cluster (rank * threads per CTA + linear thread index)."""
+        return C.slot(ctx, C.CLUSTER_RANK) * self.nthreads + C.slot(ctx, C.LINEAR_TID)
+
+    def shared_of(self, ctx: int | None = None, rank: int | None = None) -> list:
+        """(label, lo, hi) of the shared buffers of a CTA: thread ``ctx``'s, or rank ``rank``'s."""
+        if not self.shared_by_rank:
+            return self.shared_buffers
+        return self.shared_by_rank[rank if rank is not None else self.rank_of(ctx)]
+
+    def cluster_shared(self) -> list:
+        """(label, lo, hi) of the shared buffers of every CTA of the cluster."""
+        return [b for r in self.shared_by_rank for b in r] if self.shared_by_rank else self.shared_buffers
+
+    def window_rank(self, addr: int) -> int | None:
+        """The rank whose shared window holds host address ``addr`` (a launch without clusters: 0 for an
+        address in the CTA's shared buffers); None when no CTA's."""
+        if not self.windows:
+            return 0 if any(lo <= addr < hi for _, lo, hi in self.shared_buffers) else None
+        for r, (lo, hi) in enumerate(self.windows):
+            if lo <= addr < hi:
+                return r
+        return None
+
+    def translate(self, addr: int, rank: int) -> int:
+        """The host address of the same shared-memory offset as ``addr`` in the CTA of rank ``rank``
+        (``mapa``; ValueError when ``addr`` is in no CTA's shared memory or the rank is not in the cluster)."""
+        own = self.window_rank(addr)
+        if own is None:
+            raise ValueError(f"address {addr:#x} is not in the shared memory of any CTA of the cluster")
+        if not 0 <= rank < self.ncta:
+            raise ValueError(f"CTA rank {rank} is outside the cluster of {self.ncta} CTA{'s' * (self.ncta > 1)}")
+        if not self.windows:
+            return addr
+        return addr - self.windows[own][0] + self.windows[rank][0]
+
     def _where(self, ctx: int) -> str:
         t = [C.slot(ctx, C.TID + d) for d in range(3)]
         b = [C.slot(ctx, C.CTAID + d) for d in range(3)]
-        return f"block ({b[0]}, {b[1]}, {b[2]}), thread ({t[0]}, {t[1]}, {t[2]})"
+        return f"block ({b[0]}, {b[1]}, {b[2]}), thread ({t[0]}, {t[1]}, {t[2]})" + (
+            f", cluster rank {C.slot(ctx, C.CLUSTER_RANK)}" if self.ncta > 1 else "")
 
     def fail(self, error: TilecoreError) -> None:
         """Record the first error and wake every waiting thread (lock held or not needed)."""
@@ -159,9 +236,11 @@ class DeviceRuntime:
         """True (and the thread's abort flag set) when the launch has failed (lock held)."""
         return self._aborted(ctx)
 
-    def warp_members(self, warp: int) -> int:
-        """How many threads of ``warp`` are in the block and have not exited (lock held)."""
-        return sum(1 for t in range(32 * warp, min(32 * warp + 32, self.nthreads)) if t not in self.exited)
+    def warp_members(self, warp: int, ctx: int | None = None) -> int:
+        """How many threads of ``warp`` (of thread ``ctx``'s CTA; rank 0 without ``ctx``) are in the block and
+        have not exited (lock held)."""
+        exited = (self.cta(ctx) if ctx is not None else self.ctas[0]).exited
+        return sum(1 for t in range(32 * warp, min(32 * warp + 32, self.nthreads)) if t not in exited)
 
     def wait_for(self, ctx: int, token: WaitToken) -> bool:
         """Block the thread until :meth:`release` of ``token`` (lock held; counts for deadlock detection);
@@ -180,12 +259,14 @@ class DeviceRuntime:
         self.tokens.discard(token)
         self.cta_cond.notify_all()
 
-    def ext_state(self, ext):
-        """The running CTA's state of plugin extension ``ext`` (:class:`.optable.EmulatorOps`), made by
-        ``ext.new_cta(self)`` on first use (lock held)."""
-        got = self.ext.get(ext.name)
+    def ext_state(self, ext, ctx: int | None = None, rank: int | None = None):
+        """The state of plugin extension ``ext`` (:class:`.optable.EmulatorOps`) of a running CTA (thread
+        ``ctx``'s, or rank ``rank``'s; rank 0 given neither), made by ``ext.new_cta(self)`` on first use
+        (lock held)."""
+        cta = self.ctas[rank if rank is not None else self.rank_of(ctx) if ctx is not None else 0]
+        got = cta.ext.get(ext.name)
         if got is None:
-            got = self.ext[ext.name] = (ext, ext.new_cta(self) if ext.new_cta else None)
+            got = cta.ext[ext.name] = (ext, ext.new_cta(self) if ext.new_cta else None)
         return got[1]
 
     def defer_until_wait(self, ctx: int, mbar: int, work) -> None:
@@ -213,18 +294,29 @@ class DeviceRuntime:
 
     def _check_deadlock(self, ctx: int) -> None:
         if self.live and self.blocked >= self.live:
-            waits = [f"barrier {i} ({b.arrived} of {b.count if b.count > 0 else self.live} arrived)"
-                     for i, b in self.barriers.items() if b.arrived]
-            waits += [f"'{WARP_NAMES[s.code]}' in warp {w} (lanes {sorted(s.lanes)} of mask {m:#010x})"
-                      for (w, m), s in self.slots.items()]
-            waits += [f"mbarrier at shared address {a & 0x3FFFF:#x} (phase {b.phase}: {b.expected - b.pending} of "
-                      f"{b.expected} arrivals, tx-count {b.tx}; {b.waiting} waiting)"
+            waits = []
+            for r, cta in enumerate(self.ctas):
+                of = f" of CTA rank {r}" if self.ncta > 1 else ""
+                waits += [f"barrier {i}{of} ({b.arrived} of {b.count if b.count > 0 else cta.live} arrived)"
+                          for i, b in cta.barriers.items() if b.arrived]
+                waits += [f"'{WARP_NAMES[s.code]}' in warp {w}{of} (lanes {sorted(s.lanes)} of mask {m:#010x})"
+                          for (w, m), s in cta.slots.items()]
+                waits += [f"wgmma.mma_async in warpgroup {g}{of} (threads {sorted(s.lanes)})"
+                          for g, s in cta.wg_slots.items()]
+            waits += [f"mbarrier at shared address {a & 0x3FFFF:#x}{self._rank_text(a)} (phase {b.phase}: "
+                      f"{b.expected - b.pending} of {b.expected} arrivals, tx-count {b.tx}; {b.waiting} waiting)"
                       for a, b in self.mbarriers.items() if b.waiting]
-            waits += [f"wgmma.mma_async in warpgroup {g} (threads {sorted(s.lanes)})"
-                      for g, s in self.wg_slots.items()]
+            cb = self.cluster_barrier
+            if cb.waiting:
+                waits.append(f"barrier.cluster.wait ({cb.arrived} of {self.live} running threads arrived; "
+                             f"{cb.waiting} waiting)")
             waits += [f"{tok.what} ({tok.waiting} waiting)" for tok in self.tokens if tok.waiting]
-            self.fail(TilecoreError(f"deadlock: all {self.live} running threads of the CTA wait: "
-                                    + "; ".join(waits)))
+            self.fail(TilecoreError(f"deadlock: all {self.live} running threads of the "
+                                    f"{'cluster' if self.ncta > 1 else 'CTA'} wait: " + "; ".join(waits)))
+
+    def _rank_text(self, addr: int) -> str:
+        r = self.window_rank(addr) if self.ncta > 1 else None
+        return f" of CTA rank {r}" if r is not None else ""
 
     def _wait(self, cond, ready, ctx) -> bool:
         """Block until ``ready()``; False when the launch aborted meanwhile."""
@@ -235,11 +327,12 @@ class DeviceRuntime:
         return not self._aborted(ctx)
 
     # ---- CTA barriers
-    def _expected(self, b: _Barrier) -> int:
-        return b.count if b.count > 0 else self.live
+    @staticmethod
+    def _expected(b: _Barrier, cta: _Cta) -> int:
+        return b.count if b.count > 0 else cta.live
 
-    def _release_if_full(self, b: _Barrier) -> None:
-        if b.arrived and b.arrived >= self._expected(b):
+    def _release_if_full(self, b: _Barrier, cta: _Cta) -> None:
+        if b.arrived and b.arrived >= self._expected(b, cta):
             preds = b.preds
             b.results[b.gen] = {0: 0, 1: sum(1 for p in preds if p), 2: int(all(preds)), 3: int(any(preds))}
             self.blocked -= b.waiting
@@ -251,12 +344,13 @@ class DeviceRuntime:
         with self.lock:
             if self._aborted(ctx):
                 return 0
-            b = self.barriers.setdefault(bar_id, _Barrier())
+            cta = self.cta(ctx)
+            b = cta.barriers.setdefault(bar_id, _Barrier())
             b.count = count
             b.arrived += 1
             b.preds.append(pred)
             gen = b.gen
-            self._release_if_full(b)
+            self._release_if_full(b, cta)
             if b.gen == gen:
                 b.waiting += 1
                 if not self._wait(self.cta_cond, lambda: b.gen != gen, ctx):
@@ -267,11 +361,66 @@ class DeviceRuntime:
         with self.lock:
             if self._aborted(ctx):
                 return
-            b = self.barriers.setdefault(bar_id, _Barrier())
+            cta = self.cta(ctx)
+            b = cta.barriers.setdefault(bar_id, _Barrier())
             b.count = count
             b.arrived += 1
             b.preds.append(0)
-            self._release_if_full(b)
+            self._release_if_full(b, cta)
+
+    # ---- barrier.cluster (PTX ISA, "Parallel Synchronization and Communication Instructions: barrier.cluster")
+    # barrier.cluster.arrive marks the thread's arrival (``.release`` / ``.relaxed``: the runtime's lock orders
+    # memory either way); barrier.cluster.wait waits until every non-exited thread of every CTA of the cluster
+    # has arrived in the phase of the thread's last arrive (``.acquire``). A thread must arrive before it waits
+    # and wait before it arrives again (undefined in PTX otherwise: the launch fails). ``.aligned`` changes
+    # nothing here.
+    def cluster_barrier_op(self, ctx, what):
+        """``what`` 0: barrier.cluster.arrive; 1: barrier.cluster.wait."""
+        g = self.global_tid(ctx)
+        with self.lock:
+            if self._aborted(ctx):
+                return
+            cb = self.cluster_barrier
+            mine = cb.arrivals.get(g, 0)
+            if what == 0:
+                if mine > cb.phase:
+                    self.fail_at(ctx, "barrier.cluster.arrive again before a barrier.cluster.wait (undefined in PTX)")
+                    return
+                cb.arrivals[g] = mine + 1
+                cb.arrived += 1
+                self._cluster_release_if_full()
+                return
+            if mine == 0 or mine < cb.phase:
+                self.fail_at(ctx, "barrier.cluster.wait without a barrier.cluster.arrive before it (undefined in "
+                                  "PTX)")
+                return
+            if cb.phase >= mine:
+                return
+            cb.waiting += 1
+            self._wait(self.cta_cond, lambda: cb.phase >= mine, ctx)
+
+    def _cluster_release_if_full(self) -> None:
+        cb = self.cluster_barrier
+        if cb.arrived and cb.arrived >= self.live:
+            cb.phase += 1
+            cb.arrived = 0
+            self.blocked -= cb.waiting
+            cb.waiting = 0
+            self.cta_cond.notify_all()
+
+    # ---- mapa (PTX ISA, "Data Movement and Conversion Instructions: mapa")
+    def mapa(self, ctx, addr, rank, site):
+        """The address of the variable at shared address ``addr`` (of any CTA of the cluster) in the shared
+        memory of the CTA of rank ``rank``; a rank outside the cluster or an address outside shared memory
+        fails the launch at the op (undefined in PTX)."""
+        try:
+            return self.translate(addr & 0xFFFFFFFFFFFFFFFF, rank & 0xFFFFFFFF)
+        except ValueError as e:
+            where = self.sites[site] if 0 <= site < len(self.sites) else None
+            with self.lock:
+                self.fail(TilecoreError(f"mapa: {e} ({self._where(ctx)})", where))
+                self._aborted(ctx)
+            return addr
 
     # ---- warp collectives
     def warp(self, ctx, code, mask, a, b, c):
@@ -286,36 +435,39 @@ class DeviceRuntime:
                 self.fail(TilecoreError(f"'{name}' executed by lane {lane}, which is not in its member mask "
                                         f"{mask:#010x} ({self._where(ctx)})"))
                 return self._aborted(ctx) and 0
-            slot = self.slots.get((w, mask))
+            cta = self.cta(ctx)
+            slot = cta.slots.get((w, mask))
             if slot is None:
                 # PTX: a .sync collective waits for the non-exited threads of its member mask
                 need = sum(1 for ln in range(32) if (mask >> ln) & 1 and w * 32 + ln < self.nthreads
-                           and w * 32 + ln not in self.exited)
-                slot = self.slots[(w, mask)] = _WarpSlot(code, need)
+                           and w * 32 + ln not in cta.exited)
+                slot = cta.slots[(w, mask)] = _WarpSlot(code, need)
             if slot.code != code:
                 self.fail(TilecoreError(f"lanes of warp {w} with member mask {mask:#010x} execute different warp "
                                         f"collectives: '{WARP_NAMES[slot.code]}' and '{name}' ({self._where(ctx)})"))
                 return self._aborted(ctx) and 0
             slot.lanes[lane] = (a, b, c)
-            self._complete_if_ready(w, mask, slot)
+            wc = self.rank_of(ctx) * self.nwarps + w
+            self._complete_if_ready(cta, w, mask, slot, wc)
             if slot.results is None:
                 slot.waiting += 1
-                if not self._wait(self.warp_conds[w], lambda: slot.results is not None, ctx):
+                if not self._wait(self.warp_conds[wc], lambda: slot.results is not None, ctx):
                     return 0
             return slot.results[lane]
 
-    def _complete_if_ready(self, w: int, mask: int, slot: _WarpSlot) -> None:
+    def _complete_if_ready(self, cta: _Cta, w: int, mask: int, slot: _WarpSlot, wc: int) -> None:
         if slot.results is None and len(slot.lanes) >= slot.need:
             slot.results = WARP_OPS[WARP_NAMES[slot.code]](mask, slot.lanes)
-            del self.slots[(w, mask)]
+            del cta.slots[(w, mask)]
             self.blocked -= slot.waiting
-            self.warp_conds[w].notify_all()
+            self.warp_conds[wc].notify_all()
 
     # ---- mbarrier (PTX ISA, "Parallel Synchronization and Communication Instructions: mbarrier")
     def _mb_get(self, ctx, addr: int, name: str):
         mb = self.mbarriers.get(addr)
         if mb is None:
-            self.fail(TilecoreError(f"'{name}' on shared address {addr & 0x3FFFF:#x}, which holds no mbarrier object "
+            self.fail(TilecoreError(f"'{name}' on shared address {addr & 0x3FFFF:#x}{self._rank_text(addr)}, which "
+                                    "holds no mbarrier object "
                                     f"(mbarrier.init missing, or after mbarrier.inval) ({self._where(ctx)})"))
             self._aborted(ctx)
         return mb
@@ -398,7 +550,7 @@ class DeviceRuntime:
                 self._mb_complete_if_done(mb)
                 return 0
             if name == "cp.async.arrive":  # value 1: .noinc
-                self._land_thread_copies(C.slot(ctx, C.LINEAR_TID))
+                self._land_thread_copies(self.global_tid(ctx))
                 if value & 1:
                     return self._mb_arrive(ctx, mb, 1, False, True, "cp.async.mbarrier.arrive.noinc")
                 return 0  # the pending count goes up by one and the copies' arrive takes it down again
@@ -424,7 +576,14 @@ class DeviceRuntime:
         """Queue the copy of the box at ``coords`` (i32[rank] at host address ``coords``; rank = flags & 7,
         predicate bit 8) of the tensor map at ``tmap`` to shared ``dst``, completing its bytes on the
         mbarrier at ``mbar`` when it lands (at the next wait on that mbarrier; at once when threads
-        already wait on it)."""
+        already wait on it).
+
+        Clusters (PTX ISA 9.7.9.25.5.1 "cp.async.bulk.tensor"): ``dst`` is a shared::cluster address, in any
+        CTA of the cluster. Without ``.cta_group`` (or ``::1``) the mbarrier must be in the destination's CTA;
+        with ``.cta_group::2`` (flags bit 10) in the destination's CTA or its peer (rank ^ 1). With
+        ``.multicast::cluster`` (bit 9; ctaMask in bits 16-31) the box lands at ``dst``'s offset in the shared
+        memory of every CTA of the mask, each completing on the mbarrier at ``mbar``'s offset in that CTA
+        (``.cta_group::2``: in the CTA of the destination's pair that ``mbar``'s CTA is in, leader or peer)."""
         from .hopper import WINDOW
 
         if not flags & 0x100:
@@ -436,16 +595,37 @@ class DeviceRuntime:
                 return
             try:
                 tm, base = self._tensor_map(ctx, tmap, rank)
-                self._shared_box(tm, dst, "destination")
-                if mbar not in self.mbarriers:
-                    raise ValueError(f"the mbarrier at shared address {mbar % WINDOW:#x} is not initialised")
+                pair = bool(flags & 0x400)
+                if flags & 0x200:
+                    mask = (flags >> 16) & 0xFFFF
+                    if not mask or mask >> self.ncta:
+                        raise ValueError(f"the ctaMask {mask:#06x} must name CTAs of the cluster of {self.ncta} "
+                                         "CTA" + "s" * (self.ncta > 1))
+                    mrank = self.window_rank(mbar)
+                    if mrank is None:
+                        raise ValueError(f"the mbarrier address {mbar:#x} is not in shared memory")
+                    targets = [(self.translate(dst, r), self.translate(mbar, (r & ~1) | (mrank & 1) if pair else r))
+                               for r in range(self.ncta) if (mask >> r) & 1]
+                else:
+                    targets = [(dst, mbar)]
+                for d, m in targets:
+                    self._shared_box(tm, d, "destination", self.cluster_shared())
+                    if m not in self.mbarriers:
+                        raise ValueError(f"the mbarrier at shared address {m % WINDOW:#x}{self._rank_text(m)} is not "
+                                         "initialised")
+                    dr, mr = self.window_rank(d), self.window_rank(m)
+                    if mr != dr and not (pair and mr == (dr ^ 1)):
+                        raise ValueError(f"the mbarrier (CTA rank {mr}) must be in the destination's CTA (rank {dr})"
+                                         + (" or its peer" if pair else " (without .cta_group::2)"))
             except ValueError as e:
                 self.fail(TilecoreError(f"cp.async.bulk.tensor: {e} ({self._where(ctx)})"))
                 self._aborted(ctx)
                 return
-            self.tma_pending.setdefault(mbar, []).append((tm, base, cs, dst, dst % WINDOW))
-            if self.mbarriers[mbar].waiting:
-                self._tma_land(ctx, mbar)
+            for d, m in targets:
+                self.tma_pending.setdefault(m, []).append((tm, base, cs, d, d % WINDOW))
+            for m in dict.fromkeys(m for _, m in targets):
+                if self.mbarriers[m].waiting:
+                    self._tma_land(ctx, m)
 
     def _tensor_map(self, ctx, tmap: int, rank: int):
         """(the decoded tensor map at ``tmap`` for a ``rank``-D copy, the host address of its tensor's first
@@ -468,11 +648,11 @@ class DeviceRuntime:
                              f"than kernel argument {tm['arg']} ({hi - lo} bytes)")
         return tm, lo + tm["offset"]
 
-    def _shared_box(self, tm, addr: int, what: str) -> None:
+    def _shared_box(self, tm, addr: int, what: str, buffers) -> None:
         from .hopper import WINDOW
 
         nbytes = tm["esize"] * int(np.prod(tm["box_dim"]))
-        if addr % 128 or not any(b_lo <= addr and addr + nbytes <= b_hi for _, b_lo, b_hi in self.shared_buffers):
+        if addr % 128 or not any(b_lo <= addr and addr + nbytes <= b_hi for _, b_lo, b_hi in buffers):
             raise ValueError(f"the {what} (shared address {addr % WINDOW:#x}, {nbytes} bytes) must be "
                              "128-byte aligned inside one shared-memory buffer")
 
@@ -485,7 +665,7 @@ class DeviceRuntime:
         from . import tensormap
         from .hopper import WINDOW
 
-        t = C.slot(ctx, C.LINEAR_TID)
+        t = self.global_tid(ctx)
         open_, groups = self.bulk_pending.setdefault(t, ([], deque()))
         if what == 0:
             rank = flags & 7
@@ -495,7 +675,7 @@ class DeviceRuntime:
                     return
                 try:
                     tm, base = self._tensor_map(ctx, tmap, rank)
-                    self._shared_box(tm, src, "source")
+                    self._shared_box(tm, src, "source", self.shared_of(ctx))
                 except ValueError as e:
                     self.fail(TilecoreError(f"cp.async.bulk.tensor (store): {e} ({self._where(ctx)})"))
                     self._aborted(ctx)
@@ -548,7 +728,7 @@ class DeviceRuntime:
         with self.lock:
             if self._aborted(ctx):
                 return
-            st = self.wgmma_state.setdefault(g, _WgmmaState())
+            st = self.cta(ctx).wgmma_state.setdefault(g, _WgmmaState())
             if what == 0:
                 st.fenced.add(t)
             elif what == 1:
@@ -583,10 +763,11 @@ class DeviceRuntime:
             self._aborted(ctx)
             return
         st.issued.add(t)
-        slot = self.wg_slots.get(g)
+        wg_slots = self.cta(ctx).wg_slots
+        slot = wg_slots.get(g)
         if slot is None:
             need = min(128, self.nthreads - 128 * g)
-            slot = self.wg_slots[g] = _WarpSlot(form, need)
+            slot = wg_slots[g] = _WarpSlot(form, need)
         if slot.code != form:
             self.fail(TilecoreError(f"threads of warpgroup {g} execute different wgmma.mma_async forms "
                                     f"({self._where(ctx)})"))
@@ -594,7 +775,7 @@ class DeviceRuntime:
             return
         slot.lanes[t & 127] = buf
         if len(slot.lanes) >= slot.need:
-            del self.wg_slots[g]
+            del wg_slots[g]
             if slot.need < 128:
                 self.fail(TilecoreError(f"wgmma.mma_async needs the 128 threads of warpgroup {g} (4 warps); the "
                                         f"block has {slot.need} of them ({self._where(ctx)})"))
@@ -612,7 +793,7 @@ class DeviceRuntime:
             a_regs = {lane: (ctypes.c_uint32 * 4).from_address(a + 24 + 4 * words) for lane, a in slot.lanes.items()} \
                 if f["a_regs"] else None  # A from registers: four words after the accumulator's
             try:
-                operands = hopper.wgmma(f, desc_a, desc_b, scale_d, accs, hopper.SharedMemory(self.shared_buffers),
+                operands = hopper.wgmma(f, desc_a, desc_b, scale_d, accs, hopper.SharedMemory(self.shared_of(ctx)),
                                         a_regs)
             except ValueError as e:
                 self.fail(TilecoreError(f"wgmma.mma_async: {e} ({self._where(ctx)})"))
@@ -630,26 +811,30 @@ class DeviceRuntime:
     def cta_done(self, ctx):
         t = C.slot(ctx, C.LINEAR_TID)
         with self.lock:
+            cta = self.cta(ctx)
             self.live -= 1
-            self.exited.add(t)
+            cta.live -= 1
+            cta.exited.add(t)
             if not self.aborted:
-                for b in self.barriers.values():
+                for b in cta.barriers.values():
                     if b.count <= 0:
-                        self._release_if_full(b)
-                if (t >> 7) in self.wg_slots:
+                        self._release_if_full(b, cta)
+                if (t >> 7) in cta.wg_slots:
                     self.fail(TilecoreError(f"a thread of warpgroup {t >> 7} exited while the others wait in "
                                             f"wgmma.mma_async ({self._where(ctx)})"))
-                for (w, m), s in list(self.slots.items()):
+                for (w, m), s in list(cta.slots.items()):
                     if w == t >> 5 and (m >> (t & 31)) & 1:
                         s.need -= 1
-                        self._complete_if_ready(w, m, s)
+                        self._complete_if_ready(cta, w, m, s, self.rank_of(ctx) * self.nwarps + w)
+                self._cluster_release_if_full()  # barrier.cluster waits for the non-exited threads only
                 self._check_deadlock(ctx)
             self.done += 1
             gen = self.cta_gen
-            if self.done == self.nthreads:
-                for ext, state in list(self.ext.values()):
-                    if ext.cta_end is not None and not self.aborted:
-                        ext.cta_end(self, ctx, state)
+            if self.done == self.nthreads * self.ncta:
+                for c in self.ctas:
+                    for ext, state in list(c.ext.values()):
+                        if ext.cta_end is not None and not self.aborted:
+                            ext.cta_end(self, ctx, state)
                 self._reset_cta()
                 self.cta_gen += 1
                 self.cta_cond.notify_all()
@@ -704,7 +889,7 @@ class DeviceRuntime:
     def cp_async(self, ctx, what, dst, src, size, n):
         """``what`` 0: queue the copy of ``size`` bytes to ``dst``, ``n`` of them from ``src`` (the rest
         zero); 1: commit the queued copies as a group; 2: wait_group ``size``; 3: the thread exits."""
-        t = C.slot(ctx, C.LINEAR_TID)
+        t = self.global_tid(ctx)
         if what == 3:  # thread exit (its TMA stores too: the rows of both set ``uses_cp_async``)
             if t in self.bulk_pending:
                 self.bulk_store(ctx, 3, 0, 0, 0, 0)
@@ -769,6 +954,8 @@ CALLBACKS = {
     "__emu_wgmma": (ctypes.CFUNCTYPE(None, _P, _I32, _I32, _I64), "wgmma", None),
     "__emu_tma": (ctypes.CFUNCTYPE(None, _P, _I64, _I64, _I64, _I64, _I32), "tma", None),
     "__emu_bulk_store": (ctypes.CFUNCTYPE(None, _P, _I32, _I64, _I64, _I64, _I32), "bulk_store", None),
+    "__emu_cluster_barrier": (ctypes.CFUNCTYPE(None, _P, _I32), "cluster_barrier_op", None),
+    "__emu_mapa": (ctypes.CFUNCTYPE(_I64, _P, _I64, _I32, _I32), "mapa", 0),
 }
 
 
