@@ -35,9 +35,10 @@ CUOBJDUMP = find_nvidia_tool("cuobjdump")
 
 @ct.kernel(num_ctas=ct.ByTarget(sm_100=2, sm_103=2))
 def mm_pair(A, B, C, TM: ConstInt, TN: ConstInt, TK: ConstInt):
-    """The plain 2-D grid matmul: bid(0) -> M, bid(1) -> N, so the two CTAs of a cluster share every B tile."""
+    """The plain 2-D grid matmul: bid(0) -> M, bid(1) -> N, so the two CTAs of a cluster share every B tile;
+    accumulated in C's dtype (an f16 C: the f16-accumulator atom, its D stored and loaded around every dot)."""
     i, j = ct.bid(0), ct.bid(1)
-    acc = ct.full((TM, TN), 0, dtype=ct.float32)
+    acc = ct.full((TM, TN), 0, dtype=C.dtype)
     for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
         a = ct.load(A, (i, k), (TM, TK), padding_mode=ZERO)
         b = ct.load(B, (k, j), (TK, TN), padding_mode=ZERO)
@@ -75,6 +76,7 @@ KERNELS = {
     "pair_f16": (mm_pair, ["f16[2]", "f16[2]", "f32[2]", 128, 128, 64]),
     "pair_bf16": (mm_pair, ["bf16[2]", "bf16[2]", "f32[2]", 128, 64, 64]),
     "pair_e4m3": (mm_pair, ["f8e4m3[2]", "f8e4m3[2]", "f32[2]", 128, 128, 128]),
+    "pair_s8": (mm_pair, ["i8[2]", "i8[2]", "i32[2]", 128, 64, 64]),
     "pair_f16_acc16": (mm_pair, ["f16[2]", "f16[2]", "f16[2]", 128, 64, 64]),
     "pair_256": (mm_pair, ["f16[2]", "f16[2]", "f32[2]", 256, 64, 32]),
     "pair_acc": (mm_pair_acc, ["f16[2]", "f16[2]", "f32[2]", 128, 64, 32]),
@@ -83,7 +85,7 @@ KERNELS = {
     "m64": (mm_pair, ["f16[2]", "f16[2]", "f32[2]", 64, 64, 64]),
     "single": (ck.mma_loop, ["f16[2]", "f16[2]", "f32[2]", 128, 128, 64]),  # no clusters
 }
-PAIRED = ["pair_f16", "pair_bf16", "pair_e4m3", "pair_f16_acc16", "pair_256", "pair_acc"]
+PAIRED = ["pair_f16", "pair_bf16", "pair_e4m3", "pair_s8", "pair_f16_acc16", "pair_256", "pair_acc"]
 _KERNELS = KernelSet(KERNELS, "sm100-pairs-")
 
 
@@ -235,6 +237,7 @@ NUMBERS = [
     ("pair_f16", (300, 136, 152)), ("pair_f16", (300, 150, 150)),
     ("pair_bf16", (260, 104, 72)), ("pair_bf16", (140, 99, 70)),
     ("pair_e4m3", (200, 144, 272)),
+    ("pair_s8", (150, 80, 100)),
     ("pair_f16_acc16", (140, 72, 104)),
     ("pair_256", (520, 88, 72)),
     ("pair_acc", (130, 200, 88)), ("pair_acc", (131, 201, 90)),
@@ -259,13 +262,13 @@ def test_pair_numbers(name, sizes):
     from emulated_kernels import arr, cdiv
 
     kernel, params = KERNELS[name]
-    el, cel = (p.split("[")[0].replace("f8e4m3", "e4m3") for p in (params[0], params[2]))
+    el, cel = (p.split("[")[0].replace("f8e4m3", "e4m3").replace("i8", "s8") for p in (params[0], params[2]))
     tm, tn, tk = params[-3:]
     m, n, k = sizes
     rng = np.random.default_rng(m * n + k)
     (a, av), (b, bv) = _operand(rng, (m, k), el), _operand(rng, (k, n), el)
-    c, cv = _operand(rng, (m, n), cel) if kernel is mm_pair_acc else (np.zeros((m, n), np.float16 if cel == "f16"
-                                                                              else np.float32), 0.0)
+    cdt = {"f16": np.float16, "i32": np.int32}.get(cel, np.float32)
+    c, cv = _operand(rng, (m, n), cel) if kernel is mm_pair_acc else (np.zeros((m, n), cdt), 0.0)
     want = cv + av @ bv
     grid = (cdiv(cdiv(m, tm), 2) * 2, cdiv(n, tn), 1)
     _KERNELS.run(name, "sm_100a", grid, arr(a) + arr(b) + arr(c))
