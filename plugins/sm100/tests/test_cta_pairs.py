@@ -248,8 +248,9 @@ def _emulator_has_pairs() -> bool:
     """Whether the CPU emulator runs CTA pairs: clusters of several CTAs (its cluster special registers) and the
     sm100 plugin's tcgen05 cta_group::2 models (``emulate_tcgen05.PAIR_M``)."""
     try:
-        from tilecore.emulate.optable import CLUSTER_SREGS  # noqa: F401
         from tilecore_sm100 import emulate_tcgen05
+
+        from tilecore.emulate.optable import CLUSTER_SREGS  # noqa: F401
     except ImportError:
         return False
     return getattr(emulate_tcgen05, "PAIR_M", None) == 256
