@@ -20,9 +20,11 @@ In one run, on the visible corpus (default ../shared/corpus/visible) x the SMs:
     target < 60 ms), and per job in a warm process through ``tilecore.compile_many`` over every pair
     (after one warm-up call; target < 1 ms per job).
 
+(d) profile (``--parts profile``): a warm batch worker's jobs phase by phase (stages, LLVM + NVPTX, assembler).
+
 The tileiras spelling of each SM comes from bench/compare.py (``TILEIRAS_GPU``); its process runner,
 error extraction, kernel discovery and geometric mean are reused from there. ``--python-m`` runs
-``python -m tilecore`` instead of the ``tilecore`` console script. ``--tree DIR`` runs the tilecore
+``python -m tilecore`` instead of the ``tilecore`` console script. ``--tree DIR`` (repeatable: BEFORE, AFTER, run in turn) runs the tilecore
 checkout at DIR (``DIR`` and ``DIR/plugins/*/src`` first on ``PYTHONPATH``, as bench/coldstart.py
 does; e.g. ``git archive <commit> | tar -x -C DIR``): a committed state, whatever the working tree
 holds meanwhile. Output: the figures with their
@@ -64,7 +66,7 @@ def verdict(ok: bool) -> str:
 class Bench:
     """The commands and the environment of one throughput run."""
 
-    def __init__(self, tilecore: list[str], tileiras: str, tmp: str, timeout: float):
+    def __init__(self, tilecore: list[str], tileiras: str, tmp: str, timeout: float, trees: dict | None = None):
         self.tilecore = tilecore
         self.tileiras = tileiras
         self.tmp = tmp
@@ -72,6 +74,11 @@ class Bench:
         self.nocache_dir = tempfile.mkdtemp(prefix="nocache-", dir=tmp)  # must stay empty
         # no cache for (a) and (b): --no-cache, and a fresh folder in case a path ignores the flag
         self.cold_env = {"TILECORE_CACHE_DIR": self.nocache_dir}
+        # label -> environment of the tilecore runs of that checkout ({"tilecore": {}}: the installed one);
+        # with several (--tree A --tree B) the cold and batch parts run each in turn, and the figures of the
+        # last one are the run's ("tilecore"), the others' under "trees"
+        self.trees = trees or {"tilecore": {}}
+        self.last = list(self.trees)[-1]
 
     def run(self, cmd: list[str], env: dict | None = None) -> compare.Run:
         saved = dict(compare.CHILD_ENV)
@@ -97,8 +104,9 @@ def cold(b: Bench, kernels, sms: list[str], n: int) -> dict:
     for k in kernels:
         for sm in sms:
             tag = os.path.join(b.tmp, f"cold.{k.name}.{sm}")
-            sides = {"tilecore": (b.tc_compile(k.path, sm, tag + ".tc.cubin") + ["--no-cache"], b.cold_env),
-                     "tileiras": (b.ti_compile(k.path, sm, tag + ".ti.cubin"), None)}
+            sides = {label: (b.tc_compile(k.path, sm, tag + ".tc.cubin") + ["--no-cache"], {**b.cold_env, **env})
+                     for label, env in b.trees.items()}
+            sides["tileiras"] = (b.ti_compile(k.path, sm, tag + ".ti.cubin"), None)
             times: dict[str, list[float]] = {s: [] for s in sides}
             errors: dict[str, str] = {}
             for rep in range(n + 1):  # the first run of each is a warm-up
@@ -115,6 +123,11 @@ def cold(b: Bench, kernels, sms: list[str], n: int) -> dict:
                 row[side] = ({"ok": False, "error": errors[side]} if side in errors else
                              {"ok": True, "median_s": statistics.median(times[side]), "min_s": min(times[side]),
                               "wall_s": [round(t, 4) for t in times[side]]})
+            if len(b.trees) > 1:  # the last tree's figures are the row's "tilecore"; every tree's under "trees"
+                row["trees"] = {label: row.pop(label) for label in b.trees}
+                row["tilecore"] = row["trees"][b.last]
+                row["ratio_by_tree"] = {label: r["median_s"] / row["tileiras"]["median_s"]
+                                        for label, r in row["trees"].items() if r["ok"] and row["tileiras"]["ok"]}
             if row["tilecore"]["ok"] and row["tileiras"]["ok"]:
                 row["ratio"] = row["tilecore"]["median_s"] / row["tileiras"]["median_s"]
             rows.append(row)
@@ -122,7 +135,12 @@ def cold(b: Bench, kernels, sms: list[str], n: int) -> dict:
                   f"tileiras {ms(row['tileiras'].get('median_s'))}", file=sys.stderr, flush=True)
     both = [r for r in rows if "ratio" in r]
     per_sm = {sm: compare.geomean(r["ratio"] for r in both if r["sm"] == sm) for sm in sms}
-    return {"rows": rows, "pairs": len(rows), "both_compile": len(both),
+    extra = {}
+    if len(b.trees) > 1:
+        extra["geomean_ratio_by_tree"] = {label: compare.geomean(r["ratio_by_tree"][label] for r in rows
+                                                                 if label in r.get("ratio_by_tree", {}))
+                                          for label in b.trees}
+    return {"rows": rows, "pairs": len(rows), "both_compile": len(both), **extra,
             "geomean_ratio": compare.geomean(r["ratio"] for r in both), "geomean_ratio_per_sm": per_sm,
             "tilecore_median_sum_s": sum(r["tilecore"]["median_s"] for r in rows if r["tilecore"]["ok"]),
             "tileiras_median_sum_s": sum(r["tileiras"]["median_s"] for r in rows if r["tileiras"]["ok"])}
@@ -156,29 +174,43 @@ def batch(b: Bench, kernels, sms: list[str], n: int, jobs: int, cold_sum: float 
     tc_dir, ti_dir = (tempfile.mkdtemp(prefix=p, dir=b.tmp) for p in ("batch-tc-", "batch-ti-"))
     tc_cmd = [*b.tilecore, "compile", *[k.path for k in kernels], "-j", str(jobs), "--gpu-name", ",".join(sms),
               "-O3", "-o", batch_output(tc_dir, pairs), "--no-cache"]
-    tc_times, ti_times, tc_error, ti_fails = [], [], None, []
+    times: dict = {label: [] for label in b.trees}
+    errors: dict = {}
+    ti_times, ti_fails = [], []
     for rep in range(n + 1):  # the first round is a warm-up
-        r = b.run(tc_cmd, b.cold_env)
-        if r.returncode != 0:
-            tc_error = compare.first_error(r)
-        elif rep:
-            tc_times.append(r.wall_s)
+        line = []
+        for label, env in b.trees.items():  # each tree in turn, then tileiras
+            r = b.run(tc_cmd, {**b.cold_env, **env})
+            if r.returncode != 0:
+                errors[label] = compare.first_error(r)
+            elif rep:
+                times[label].append(r.wall_s)
+            line.append(f"{label} {ms(r.wall_s)}")
         wall, ti_fails = tileiras_parallel(b, pairs, jobs, ti_dir)
         if rep:
             ti_times.append(wall)
-        print(f"  batch round {rep}{' (warm-up)' if not rep else ''}: tilecore {ms(r.wall_s)}, tileiras {ms(wall)}",
+        print(f"  batch round {rep}{' (warm-up)' if not rep else ''}: {', '.join(line)}, tileiras {ms(wall)}",
               file=sys.stderr, flush=True)
     outputs = len([f for f in os.listdir(tc_dir) if f.endswith(".cubin")])
+    per_tree = {}
+    for label in b.trees:
+        tc_times = times[label]
+        o = {"tilecore_error": errors.get(label), "tilecore_wall_s": [round(t, 3) for t in tc_times]}
+        if tc_times and ti_times:
+            tc, ti = statistics.median(tc_times), statistics.median(ti_times)
+            o.update({"tilecore_median_s": tc, "speedup_vs_tileiras": ti / tc, "tilecore_per_pair_s": tc / len(pairs)})
+        per_tree[label] = o
     out = {"pairs": len(pairs), "jobs": jobs, "command": " ".join(os.path.basename(c) if i == 0 else c
                                                                   for i, c in enumerate(tc_cmd)),
-           "tilecore_outputs": outputs, "tilecore_error": tc_error, "tileiras_failures": ti_fails,
-           "tilecore_wall_s": [round(t, 3) for t in tc_times], "tileiras_wall_s": [round(t, 3) for t in ti_times]}
-    if tc_times and ti_times:
-        tc, ti = statistics.median(tc_times), statistics.median(ti_times)
-        out.update({"tilecore_median_s": tc, "tileiras_median_s": ti, "speedup_vs_tileiras": ti / tc,
-                    "tilecore_per_pair_s": tc / len(pairs), "tileiras_per_pair_s": ti / len(pairs)})
+           "tilecore_outputs": outputs, "tileiras_failures": ti_fails, **per_tree[b.last],
+           "tileiras_wall_s": [round(t, 3) for t in ti_times]}
+    if len(b.trees) > 1:
+        out["trees"] = per_tree
+    if "tilecore_median_s" in out:
+        ti = statistics.median(ti_times)
+        out.update({"tileiras_median_s": ti, "tileiras_per_pair_s": ti / len(pairs)})
         if cold_sum:
-            out["speedup_vs_tilecore_cold_sum"] = cold_sum / tc
+            out["speedup_vs_tilecore_cold_sum"] = cold_sum / out["tilecore_median_s"]
     return out
 
 
@@ -227,6 +259,108 @@ def hits(b: Bench, kernels, sms: list[str], n: int, jobs: int) -> dict:
     return out
 
 
+# ------------------------------------------------------------------------------- (d) profile
+
+# Run in a child (the tree's environment): one warm batch worker (tilecore.batch.init_worker) compiles every pair
+# n + 1 times as compile_many's own pool does (run_job, back end in-process); per job the wall time, each stage's
+# time (its StageRecord), and inside serialize the LLVM translation + NVPTX (gpu-module-to-binary) and the
+# assembler; the first round is a warm-up. Prints one JSON line.
+PROFILE_CHILD = r"""
+import json, sys, time
+import tilecore.batch as B
+import tilecore.assembler as A
+import tilecore.compiler as C
+import tilecore.serialize as S
+
+pairs, n = json.loads(sys.argv[1]), int(sys.argv[2])
+t0 = time.perf_counter()
+B.init_worker(())
+init_s = time.perf_counter() - t0
+phase = {}
+
+def timed(mod, name, key):
+    fn = getattr(mod, name)
+    def wrapper(*a, **k):
+        t = time.perf_counter()
+        try:
+            return fn(*a, **k)
+        finally:
+            phase[key] = phase.get(key, 0.0) + time.perf_counter() - t
+    setattr(mod, name, wrapper)
+
+timed(A, "_ptxas_assemble", "ptxas")
+timed(A, "_nvjitlink_assemble", "nvjitlink")
+timed(S, "run_native_pipeline", "llvm")  # serialize's only native pipeline: gpu-module-to-binary
+timed(C, "read_input", "read")
+records = []
+compile_module = C.compile_module
+def keep_records(*a, **k):
+    res = compile_module(*a, **k)
+    records.append(res.records)
+    return res
+C.compile_module = keep_records
+rows = []
+for rnd in range(n + 1):
+    for path, sm in pairs:
+        payload = {"data": open(path, "rb").read(), "path": path, "gpu_name": sm, "emit": "cubin", "opt_level": 3,
+                   "debug": False, "lineinfo": False, "options": {}, "load": (), "isolate": False}
+        phase.clear()
+        records.clear()
+        t = time.perf_counter()
+        out = B.run_job(payload)
+        wall = time.perf_counter() - t
+        row = {"path": path, "sm": sm, "round": rnd, "wall_s": wall, "error": out.get("error"), **phase,
+               "stages": {r.name: r.seconds for r in (records[0] if records else [])}}
+        if rnd == 0 and not rows:
+            row["first_job"] = True
+        rows.append(row)
+print(json.dumps({"init_s": init_s, "rows": rows}))
+"""
+
+
+def profile(b: Bench, kernels, sms: list[str], n: int) -> dict:
+    """Phases of a warm batch worker's jobs (``PROFILE_CHILD``): median per (kernel, SM) over n rounds."""
+    pairs = [[k.path, sm] for k in kernels for sm in sms]
+    saved = dict(compare.CHILD_ENV)
+    compare.CHILD_ENV.update(b.trees[b.last])
+    try:
+        proc = subprocess.run([sys.executable, "-c", PROFILE_CHILD, json.dumps(pairs), str(n)], capture_output=True,
+                              text=True, env={**compare.CHILD_ENV, **b.cold_env}, timeout=b.timeout)
+    finally:
+        compare.CHILD_ENV.clear()
+        compare.CHILD_ENV.update(saved)
+    if proc.returncode != 0:
+        return {"error": (proc.stderr.strip().splitlines() or ["?"])[-1]}
+    data = json.loads(proc.stdout.strip().splitlines()[-1])
+    name = {k.path: k.name for k in kernels}
+    out_rows, totals = [], {}
+    for path, sm in pairs:
+        runs = [r for r in data["rows"] if r["path"] == path and r["sm"] == sm and r["round"] > 0]
+        if not runs or any(r["error"] for r in runs):
+            out_rows.append({"kernel": name[path], "sm": sm, "error": next((r["error"] for r in runs if r["error"]), "?")})
+            continue
+
+        def med(get, runs=runs):
+            return statistics.median(get(r) for r in runs)
+
+        stages = {st: med(lambda r, st=st: r["stages"].get(st, 0.0)) for st in runs[0]["stages"]}
+        row = {"kernel": name[path], "sm": sm, "wall_s": med(lambda r: r["wall_s"]),
+               "read_s": med(lambda r: r.get("read", 0.0)),
+               "stages_s": sum(v for st, v in stages.items() if st != "serialize"),
+               "llvm_s": med(lambda r: r.get("llvm", 0.0)),
+               "assembler_s": med(lambda r: r.get("ptxas", 0.0) + r.get("nvjitlink", 0.0)),
+               "stage_s": stages}
+        row["other_s"] = row["wall_s"] - row["read_s"] - row["stages_s"] - stages.get("serialize", 0.0)
+        out_rows.append(row)
+        for key in ("wall_s", "read_s", "stages_s", "llvm_s", "assembler_s", "other_s"):
+            totals[key] = totals.get(key, 0.0) + row[key]
+        for st, v in stages.items():
+            totals[f"stage:{st}"] = totals.get(f"stage:{st}", 0.0) + v
+    first = next((r for r in data["rows"] if r.get("first_job")), None)
+    return {"rows": out_rows, "totals_s": totals, "worker_init_s": data["init_s"],
+            "first_job_s": first["wall_s"] if first else None, "rounds": n}
+
+
 # ----------------------------------------------------------------------------------- report
 
 def report(res: dict) -> str:
@@ -238,6 +372,8 @@ def report(res: dict) -> str:
             [[r["kernel"], r["sm"], ms(r["tilecore"].get("median_s")) if r["tilecore"]["ok"] else "FAIL",
               ms(r["tileiras"].get("median_s")) if r["tileiras"]["ok"] else "FAIL",
               f"{r['ratio']:.2f}" if "ratio" in r else "-"] for r in c["rows"]], False))
+        for label, g in (c.get("geomean_ratio_by_tree") or {}).items():
+            lines.append(f"    cold geomean tilecore / tileiras, {label}: {g:.3f}")
         g = c["geomean_ratio"]
         lines.append(f"(a) cold: geomean tilecore / tileiras over {c['both_compile']} of {c['pairs']} pairs: "
                      f"{g:.3f} (target <= {TARGETS['cold_geomean_ratio']}: "
@@ -257,9 +393,33 @@ def report(res: dict) -> str:
                          f"(target >= {TARGETS['batch_speedup']}x: {verdict(s >= TARGETS['batch_speedup'])})"
                          + (f"; {bt['speedup_vs_tilecore_cold_sum']:.2f}x its own cold compiles one by one"
                             if "speedup_vs_tilecore_cold_sum" in bt else ""))
-        if bt.get("tilecore_error"):
+        for label, t in (bt.get("trees") or {}).items():
+            if "speedup_vs_tileiras" in t:
+                lines.append(f"    batch {label}: {ms(t['tilecore_median_s'])}, {t['speedup_vs_tileiras']:.2f}x tileiras "
+                             f"(rounds: {', '.join(f'{x * 1000:.0f}' for x in t['tilecore_wall_s'])} ms)")
+            if t.get("tilecore_error"):
+                lines.append(f"    tilecore batch ({label}) failed: {t['tilecore_error']}")
+        if bt.get("tilecore_error") and not bt.get("trees"):
             lines.append(f"    tilecore batch failed: {bt['tilecore_error']}")
         lines += [f"    tileiras cannot compile {f}" for f in bt.get("tileiras_failures", [])]
+    pr = res.get("profile")
+    if pr:
+        if "error" in pr:
+            lines.append(f"(d) profile failed: {pr['error']}")
+        else:
+            lines.append(compare.table(
+                ["kernel", "sm", "job", "stages", "LLVM + NVPTX", "assembler", "other"],
+                [[r["kernel"], r["sm"], "FAIL", r["error"], "", "", ""] if "error" in r else
+                 [r["kernel"], r["sm"], ms(r["wall_s"]), ms(r["stages_s"]), ms(r["llvm_s"]), ms(r["assembler_s"]),
+                  ms(r["wall_s"] - r["stages_s"] - r["llvm_s"] - r["assembler_s"])] for r in pr["rows"]], False))
+            t = pr["totals_s"]
+            top = sorted(((k[6:], v) for k, v in t.items() if k.startswith("stage:") and k != "stage:serialize"),
+                         key=lambda kv: -kv[1])[:5]
+            lines.append(f"(d) warm worker, sum over the pairs (median of {pr['rounds']} rounds): jobs {ms(t['wall_s'])}: "
+                         f"stages before serialize {ms(t['stages_s'])}, LLVM + NVPTX {ms(t['llvm_s'])}, assembler "
+                         f"{ms(t['assembler_s'])}, rest {ms(t['wall_s'] - t['stages_s'] - t['llvm_s'] - t['assembler_s'])}"
+                         f"; worker start-up {ms(pr['worker_init_s'])}, its first job {ms(pr['first_job_s'])}")
+            lines.append("    slowest stages: " + ", ".join(f"{k} {ms(v)}" for k, v in top))
     h = res.get("hit")
     if h:
         if "process_median_s" in h:
@@ -285,15 +445,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sm", default=compare.DEFAULT_SMS, help=f"comma-separated targets (default {compare.DEFAULT_SMS})")
     ap.add_argument("-n", type=int, default=3, help="measured runs / rounds per part after one warm-up (default 3)")
     ap.add_argument("-j", "--jobs", type=int, default=2, help="processes for the batch part, both sides (default 2)")
-    ap.add_argument("--parts", default="cold,batch,hit", help="which parts to run (default cold,batch,hit)")
+    ap.add_argument("--parts", default="cold,batch,hit",
+                    help="which parts to run (default cold,batch,hit; also profile: a warm batch worker's phases per job)")
     ap.add_argument("--kernel", action="append", default=[], metavar="NAME", help="only kernels whose name contains NAME")
     ap.add_argument("--python-m", action="store_true", help="run 'python -m tilecore' instead of the console script")
-    ap.add_argument("--tree", metavar="DIR", help="run the tilecore checkout at DIR (first on PYTHONPATH)")
+    ap.add_argument("--tree", metavar="DIR", action="append",
+                    help="run the tilecore checkout at DIR (first on PYTHONPATH); repeatable (--tree BEFORE --tree "
+                         "AFTER): the cold and batch parts run each checkout in turn, the last one's figures are the "
+                         "run's, the hit part runs the last one")
     ap.add_argument("--out", help="JSON path (default bench/results/throughput-<date>-<git sha>.json)")
     ap.add_argument("--timeout", type=float, default=900, help="seconds before one command is killed (default 900)")
     a = ap.parse_args(argv)
     parts = [p.strip() for p in a.parts.split(",") if p.strip()]
-    bad = [p for p in parts if p not in ("cold", "batch", "hit")]
+    bad = [p for p in parts if p not in ("cold", "batch", "hit", "profile")]
     if bad or a.n < 1:
         ap.error(f"unknown part {bad[0]!r}" if bad else "-n must be at least 1")
     corpora = a.corpus or [compare.DEFAULT_CORPUS]
@@ -306,14 +470,19 @@ def main(argv: list[str] | None = None) -> int:
         print("error: tileiras not found (pip install nvidia-cuda-tileiras)", file=sys.stderr)
         return 1
     tilecore = [sys.executable, "-m", "tilecore"] if a.python_m else compare.tilecore_command()
+    trees = None
     if a.tree:
         from coldstart import tree_pythonpath
 
-        if not os.path.isdir(os.path.join(a.tree, "tilecore")):
-            print(f"error: {a.tree}: not a tilecore checkout (no tilecore/ folder)", file=sys.stderr)
+        for t in a.tree:
+            if not os.path.isdir(os.path.join(t, "tilecore")):
+                print(f"error: {t}: not a tilecore checkout (no tilecore/ folder)", file=sys.stderr)
+                return 1
+        a.tree = [os.path.abspath(t) for t in a.tree]
+        if len(set(a.tree)) != len(a.tree):
+            print("error: --tree: the same checkout twice", file=sys.stderr)
             return 1
-        a.tree = os.path.abspath(a.tree)
-        compare.CHILD_ENV["PYTHONPATH"] = tree_pythonpath(a.tree, compare.CHILD_ENV)
+        trees = {t: {"PYTHONPATH": tree_pythonpath(t, compare.CHILD_ENV)} for t in a.tree}
     sms = [s.strip() for s in a.sm.split(",") if s.strip()]
     sha = compare.git_sha()
     load_before = os.getloadavg()
@@ -323,7 +492,7 @@ def main(argv: list[str] | None = None) -> int:
         if not kernels:
             print(f"error: no kernel (*.tileirbc) in {', '.join(corpora)} matches", file=sys.stderr)
             return 1
-        b = Bench(tilecore, tileiras, tmp, a.timeout)
+        b = Bench(tilecore, tileiras, tmp, a.timeout, trees)
         print(f"{len(kernels)} kernels x {len(sms)} SMs, parts {', '.join(parts)}, n={a.n}", file=sys.stderr)
         res: dict = {}
         if "cold" in parts:
@@ -331,7 +500,11 @@ def main(argv: list[str] | None = None) -> int:
         if "batch" in parts:
             res["batch"] = batch(b, kernels, sms, a.n, a.jobs, (res.get("cold") or {}).get("tilecore_median_sum_s"))
         if "hit" in parts:
+            if trees:  # the last checkout
+                compare.CHILD_ENV.update(trees[a.tree[-1]])
             res["hit"] = hits(b, kernels, sms, a.n, a.jobs)
+        if "profile" in parts:
+            res["profile"] = profile(b, kernels, sms, a.n)
         if os.listdir(b.nocache_dir):
             res["warning"] = f"the cold / batch runs wrote into their cache folder: {os.listdir(b.nocache_dir)}"
     finally:
@@ -344,7 +517,8 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     meta = {"date": now.isoformat(timespec="seconds"), "git": sha, "n": a.n, "jobs": a.jobs, "sms": sms,
             "corpora": corpora, "kernels": [k.name for k in kernels], "parts": parts,
-            "tilecore_command": " ".join(tilecore), "tree": a.tree, "machine": f"{os.cpu_count()} cores, {sys.platform}",
+            "tilecore_command": " ".join(tilecore),
+            "tree": a.tree[-1] if a.tree else None, "trees": a.tree, "machine": f"{os.cpu_count()} cores, {sys.platform}",
             "load_average_before": load_before, "load_average_after": os.getloadavg(),
             "python": sys.version.split()[0], "tilecore": compare.tool_version([*tilecore, "--version"]),
             "tileiras": compare.tool_version([tileiras, "--version"]),

@@ -45,3 +45,30 @@ def test_throughput_one_kernel(tmp_path):
 def test_throughput_bad_part():
     proc = subprocess.run([sys.executable, THROUGHPUT, "--parts", "cold,bogus"], capture_output=True, text=True)
     assert proc.returncode == 2 and "unknown part 'bogus'" in proc.stderr
+
+
+@needs_tools
+def test_throughput_two_trees_and_profile(tmp_path):
+    """--tree BEFORE --tree AFTER: cold and batch run both checkouts (here the same sources under two names),
+    the last one's figures are the run's; profile splits a warm worker's job into its phases."""
+    before = tmp_path / "before"
+    before.symlink_to(ROOT)
+    out = tmp_path / "t.json"
+    proc = subprocess.run([sys.executable, THROUGHPUT, "-n", "1", "--kernel", "vadd", "--sm", "sm_80",
+                           "--parts", "cold,batch,profile", "--tree", str(before), "--tree", ROOT,
+                           "--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    labels = [str(before), os.path.abspath(ROOT)]
+    assert data["meta"]["trees"] == labels and data["meta"]["tree"] == labels[1]
+    (row,) = data["cold"]["rows"]
+    assert list(row["trees"]) == labels and row["tilecore"] == row["trees"][labels[1]]
+    assert set(row["ratio_by_tree"]) == set(labels) and set(data["cold"]["geomean_ratio_by_tree"]) == set(labels)
+    assert list(data["batch"]["trees"]) == labels
+    assert data["batch"]["tilecore_median_s"] == data["batch"]["trees"][labels[1]]["tilecore_median_s"]
+    (p,) = data["profile"]["rows"]
+    assert p["kernel"] == "vadd_f32" and p["sm"] == "sm_80" and "error" not in p
+    assert p["llvm_s"] > 0 and p["assembler_s"] > 0 and "convert-tileas-to-llvm" in p["stage_s"]
+    assert p["wall_s"] >= p["stages_s"] + p["llvm_s"] + p["assembler_s"]
+    for line in (f"batch {labels[0]}: ", f"batch {labels[1]}: ", "(d) warm worker, sum over the pairs"):
+        assert line in proc.stdout
