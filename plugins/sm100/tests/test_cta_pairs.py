@@ -72,6 +72,55 @@ def mm_pair_acc(A, B, C, TM: ConstInt, TN: ConstInt, TK: ConstInt):
     ct.store(C, (i, j), acc)
 
 
+@ct.kernel(num_ctas=ct.ByTarget(sm_100=2, sm_103=2))
+def mm_early_return(A, B, C, TM: ConstInt, TN: ConstInt, TK: ConstInt):
+    """A tile block past the array returns at once: its peer would wait for it at the pair's barriers."""
+    i, j = ct.bid(0), ct.bid(1)
+    if i * TM >= A.shape[0]:
+        return
+    acc = ct.full((TM, TN), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
+        acc = ct.mma(ct.load(A, (i, k), (TM, TK), padding_mode=ZERO), ct.load(B, (k, j), (TK, TN), padding_mode=ZERO),
+                     acc)
+    ct.store(C, (i, j), acc)
+
+
+@ct.kernel(num_ctas=ct.ByTarget(sm_100=2, sm_103=2))
+def mm_persistent(A, B, C, TM: ConstInt, TN: ConstInt, TK: ConstInt):
+    """A persistent loop over the tiles from bid(0): its bounds differ between the CTAs of a cluster."""
+    nn = ct.cdiv(B.shape[1], TN)
+    for t in range(ct.bid(0), ct.cdiv(A.shape[0], TM) * nn, ct.num_blocks(0)):
+        i, j = t // nn, t % nn
+        acc = ct.full((TM, TN), 0, dtype=ct.float32)
+        for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
+            acc = ct.mma(ct.load(A, (i, k), (TM, TK), padding_mode=ZERO),
+                         ct.load(B, (k, j), (TK, TN), padding_mode=ZERO), acc)
+        ct.store(C, (i, j), acc)
+
+
+@ct.kernel(num_ctas=ct.ByTarget(sm_100=2, sm_103=2))
+def mm_guarded(A, B, C, TM: ConstInt, TN: ConstInt, TK: ConstInt, FLAG: ConstInt):
+    """The K loop under an if on a kernel parameter... of a value only one CTA may take (bid(0))."""
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=ct.float32)
+    if i % 2 == FLAG:
+        for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
+            acc = ct.mma(ct.load(A, (i, k), (TM, TK), padding_mode=ZERO),
+                         ct.load(B, (k, j), (TK, TN), padding_mode=ZERO), acc)
+    ct.store(C, (i, j), acc)
+
+
+@ct.kernel(num_ctas=ct.ByTarget(sm_100=2, sm_103=2))
+def mm_bt(A, BT, C, TM: ConstInt, TN: ConstInt, TK: ConstInt):
+    """B given as its N x K transpose (a transposed view): not a plain row-major tile."""
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
+        acc = ct.mma(ct.load(A, (i, k), (TM, TK), padding_mode=ZERO),
+                     ct.load(BT, (k, j), (TK, TN), order=(1, 0), padding_mode=ZERO), acc)
+    ct.store(C, (i, j), acc)
+
+
 KERNELS = {
     "pair_f16": (mm_pair, ["f16[2]", "f16[2]", "f32[2]", 128, 128, 64]),
     "pair_bf16": (mm_pair, ["bf16[2]", "bf16[2]", "f32[2]", 128, 64, 64]),
@@ -83,6 +132,10 @@ KERNELS = {
     "swizzled": (mm_pair_swizzled, ["f16[2]", "f16[2]", "f32[2]", 128, 64, 64]),
     "n16": (mm_pair, ["f16[2]", "f16[2]", "f32[2]", 128, 16, 64]),  # N / 2 = 8: no pair form
     "m64": (mm_pair, ["f16[2]", "f16[2]", "f32[2]", 64, 64, 64]),
+    "early_return": (mm_early_return, ["f16[2]", "f16[2]", "f32[2]", 128, 64, 64]),
+    "persistent": (mm_persistent, ["f16[2]", "f16[2]", "f32[2]", 128, 64, 64]),
+    "guarded": (mm_guarded, ["f16[2]", "f16[2]", "f32[2]", 128, 64, 64, 0]),
+    "bt": (mm_bt, ["f16[2]", "f16[2]", "f32[2]", 128, 64, 64]),
     "single": (ck.mma_loop, ["f16[2]", "f16[2]", "f32[2]", 128, 128, 64]),  # no clusters
 }
 PAIRED = ["pair_f16", "pair_bf16", "pair_e4m3", "pair_s8", "pair_f16_acc16", "pair_256", "pair_acc"]
@@ -132,6 +185,10 @@ def test_paired_kernels(name):
     ("swizzled", "off: B's tile may differ between the CTAs of a cluster"),
     ("n16", "off: atom mma.sm100a.mMnNk16.f16.f32 does not pair a 128 x 16 x 64 dot"),
     ("m64", "off: atom mma.sm100a.mMnNk16.f16.f32 does not pair a 64 x 64 x 64 dot"),
+    ("early_return", "off: a dot inside a region other than loops"),  # the return: the rest of the body in an if
+    ("persistent", "off: a loop whose bounds differ between the CTAs of a cluster"),
+    ("guarded", "off: a dot inside a region other than loops"),
+    ("bt", "off: B not piped as a plain tile"),
 ])
 def test_kernels_not_paired_say_why(name, why):
     """A kernel of 2-CTA clusters that cannot pair keeps cta_group::1 and says why in ``tilecore.cta_pairs``."""
