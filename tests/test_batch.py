@@ -196,6 +196,10 @@ def test_pool_jobs_run_the_back_end_without_a_fork(monkeypatch):
     in_process = batch.run_job({**payload, "isolate": False})
     assert in_process["artifact"] == isolated["artifact"] and in_process["kernels"] == isolated["kernels"]
     assert batch.run_job(payload)["error"] == "internal error: AssertionError: forked"  # the default isolates
+    # the environment digest only for a caller that stores the result (want_env, default True)
+    assert isolated["env"] and isolated["env"] == batch._env_digest(())
+    monkeypatch.undo()
+    assert batch.run_job({**payload, "want_env": False})["env"] is None
 
 
 def test_a_back_end_abort_in_a_pool_worker_is_retried_isolated(tmp_path):
