@@ -179,7 +179,10 @@ class Tmem:
         self.regions: list = []  # (dot, first column) of those accumulators
         lane, warp = cg.lane_and_warp()
         self.warp0 = None
-        # a CTA pair (tileas ``pairs.decide``): every tcgen05 op .cta_group::2, the rank-0 CTA's thread 0 issues
+        # a CTA pair (tileas ``pairs.decide``): every tcgen05 op .cta_group::2; PTX ISA 9.7.16.5 "Issue Granularity"
+        # (Table 46): alloc / dealloc / relinquish by one warp in each CTA of the pair, mma / commit by one thread of
+        # the pair (the rank-0 CTA's thread 0) while the peer has not exited (Table 47: a cluster barrier, then
+        # dealloc, then exit)
         self.group = 2 if getattr(cg, "cta_pairs", None) else 1
         pair = {"cta_group": ir.IntegerAttr.get(cg.i32, 2)} if self.group == 2 else {}
         self.pair_attrs = pair
