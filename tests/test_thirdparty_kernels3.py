@@ -7,7 +7,8 @@ tile values, ``@ct.function`` helpers, compile-time constants (``static_eval``, 
 ``static_iter``), shape manipulation (permute / reshape / bitcast / extract / cat / insert), scans and
 arg-reductions on ties, atomics. Each runs on sm_80 / sm_90a / sm_100a in the CPU emulator
 (``tilecore.cutile.launch`` on numpy arrays) against numpy on sizes that are not tile multiples;
-``test_tileiras_accepts_what_we_accept`` compiles each kernel's bytecode with NVIDIA's tileiras too.
+each kernel's bytecode is compiled by NVIDIA's tileiras for the same target too (where it is installed): what
+tilecore accepts tileiras must accept, and a kernel tilecore refuses must be refused by tileiras as well.
 A kernel that found a bug says so in its test.
 """
 
@@ -20,6 +21,8 @@ ct = pytest.importorskip("cuda.tile")
 pytest.importorskip("tilecore_tileas")
 
 import tilecore.cutile as tc  # noqa: E402
+from tilecore.cutile.kernel import export_bytecode  # noqa: E402
+from tilecore.cutile.specialize import bind, kernel_name  # noqa: E402
 from tilecore.errors import TilecoreError  # noqa: E402
 from tilecore.narrow_floats import decode, encode  # noqa: E402
 
@@ -27,15 +30,6 @@ SMS = ["sm_80", "sm_90a", "sm_100a"]
 Z = ct.PaddingMode.ZERO
 ConstInt = ct.Constant[int]
 ConstBool = ct.Constant[bool]
-
-# (name, kernel, example arguments) of every kernel in this file, for the tileiras comparison at the end
-CASES: list = []
-
-
-def _case(kernel, args):
-    CASES.append((kernel.__name__ if hasattr(kernel, "__name__") else str(kernel), kernel, args))
-    return args
-
 
 def _line_of(text: str) -> int:
     """The line of this file that holds ``text`` (first one)."""
@@ -48,7 +42,31 @@ def _rng(seed):
 
 
 def _launch(sm, grid, kernel, args):
-    tc.launch(None, grid, kernel, _case(kernel, args) if sm == SMS[0] else args, gpu_name=sm)
+    """Run ``kernel`` on ``sm`` in the emulator; where tileiras is installed, check that it compiles the same
+    bytecode for the same target too (what tilecore accepts, tileiras must accept)."""
+    tc.launch(None, grid, kernel, args, gpu_name=sm)
+    assert _tileiras_compiles(kernel, args, sm) in (True, None), f"tileiras refuses {kernel_name(kernel)} for {sm}"
+
+
+_TILEIRAS: dict = {}
+
+
+def _tileiras_compiles(kernel, args, sm: str) -> bool | None:
+    """Whether NVIDIA's tileiras compiles ``kernel`` specialised for ``args`` for ``sm`` (None: no tileiras);
+    the fuzz runner's check (:func:`fuzz.runner.tileiras_compiles`) on the bytecode tilecore compiles."""
+    import tempfile
+
+    from fuzz import runner
+
+    specs = bind(kernel, args)[0]
+    key = (id(kernel), specs, sm)
+    if key not in _TILEIRAS:
+        with tempfile.TemporaryDirectory() as d:
+            path = f"{d}/{kernel_name(kernel)}.tileirbc"
+            with open(path, "wb") as fh:
+                fh.write(export_bytecode(kernel, specs, kernel_name(kernel)))
+            _TILEIRAS[key] = runner.tileiras_compiles(path, sm, d)
+    return _TILEIRAS[key]
 
 
 # ------------------------------------------------------------------------------ integer division of negatives, every width
@@ -422,6 +440,7 @@ def test_a_zero_d_array_view_is_a_located_error(tmp_path):
     assert "a 0-dimension tile shape is not supported" in msg
     where = f"test_thirdparty_kernels3.py:{_line_of('s = ct.load(S, (), ())')}:"
     assert where in msg and "ValueError" not in msg
+    assert _tileiras_compiles(zero_d, (s, out_, one), "sm_90a") in (False, None)
     # the command line: exit 1, the located message, no traceback, no output file
     import subprocess
     import sys
@@ -851,14 +870,578 @@ def test_astype_between_every_pair_of_types(sm, src):
     for dst in CAST_TYPES:
         if dst == src:
             continue
+        y = np.zeros(len(x), CAST_TYPES[dst][1])
+        kernel = _cast_kernel(src, dst)
         if sm == "sm_80" and (src in F8 or dst in F8):  # 8-bit floats need sm_89: a located error, as tileiras
             with pytest.raises(TilecoreError, match="needs sm_89 or newer"):
-                tc.launch(None, (2,), _cast_kernel(src, dst), (x, np.zeros(len(x), CAST_TYPES[dst][1]), 32),
-                          gpu_name=sm)
+                tc.launch(None, (2,), kernel, (x, y, 32), gpu_name=sm)
+            assert _tileiras_compiles(kernel, (x, y, 32), sm) in (False, None)
             continue
-        y = np.zeros(len(x), CAST_TYPES[dst][1])
-        tc.launch(None, (2,), _cast_kernel(src, dst), (x, y, 32), gpu_name=sm)
+        _launch(sm, (2,), kernel, (x, y, 32))
         want, ok = _cast_expected(dst, values)
         bad = _cast_matches(dst, y, want, ok)
         assert not bad, f"{src} -> {dst}: " + ", ".join(f"{values[i]!r} -> {y[i]!r}, want {want[i]!r}"
                                                         for i in bad[:5])
+
+
+# ------------------------------------------------------------------------------ scans: reverse cumsum on axis 1, integer cumprod
+@ct.kernel
+def scans_2d(X, CS, V, CP, TM: ConstInt, TN: ConstInt):
+    i = ct.bid(0)
+    x = ct.load(X, (i, 0), (TM, TN), padding_mode=Z)
+    ct.store(CS, (i, 0), ct.cumsum(x, axis=1, reverse=True))
+    v = ct.load(V, (i, 0), (TM, TN), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(CP, (i, 0), ct.cumprod(v + 1, axis=0))
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_reverse_cumsum_and_integer_cumprod(sm):
+    rng = _rng(21)
+    m, n = 7, 16
+    x = rng.standard_normal((m, n)).astype(np.float32)
+    iv = rng.integers(-2, 3, (m, n)).astype(np.int32)
+    cs, cp = np.zeros_like(x), np.zeros_like(iv)
+    _launch(sm, (2,), scans_2d, (x, cs, iv, cp, 4, 16))
+    np.testing.assert_allclose(cs, np.flip(np.cumsum(np.flip(x, 1), 1), 1), rtol=1e-5, atol=1e-5)
+    ip = np.concatenate([iv, np.zeros((1, n), np.int32)]) + 1
+    want = np.concatenate([np.cumprod(ip[0:4], 0), np.cumprod(ip[4:8], 0)])[:m]
+    np.testing.assert_array_equal(cp, want)
+
+
+# ------------------------------------------------------------------------------ argmax / argmin on ties, ints, keepdims
+@ct.kernel
+def arg_ties(X, AMX, AMN, TM: ConstInt, TN: ConstInt):
+    i = ct.bid(0)
+    x = ct.load(X, (i, 0), (TM, TN), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(AMX, (i, 0), ct.argmax(x, axis=1, keepdims=True))
+    ct.store(AMN, (0, i), ct.reshape(ct.argmin(x, axis=1), (1, TM)))
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_argmax_argmin_pick_the_first_of_ties(sm):
+    rng = _rng(22)
+    m, n = 10, 8
+    x = rng.integers(-3, 3, (m, n)).astype(np.int16)  # many ties
+    amx, amn = np.zeros((m, 1), np.int32), np.zeros((1, m), np.int32)
+    _launch(sm, (3,), arg_ties, (x, amx, amn, 4, 8))
+    np.testing.assert_array_equal(amx[:, 0], x.argmax(1))
+    np.testing.assert_array_equal(amn[0], x.argmin(1))
+
+
+# ------------------------------------------------------------------------------ reshape chains and a 3-D transpose
+@ct.kernel
+def reshapes(X, Y, Z3, T: ConstInt):
+    b = ct.bid(0)
+    x = ct.load(X, (b, 0), (4, T), padding_mode=Z)
+    flat = ct.reshape(x, (4 * T,))
+    cube = ct.reshape(flat, (2, 2, T))
+    ct.store(Z3, (b, 0, 0), ct.transpose(cube, 1, 2))
+    ct.store(Y, (b, 0), ct.reshape(ct.transpose(x), (4, T)))
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_reshape_chains_and_a_3d_transpose(sm):
+    rng = _rng(23)
+    t = 8
+    x = rng.standard_normal((9, t)).astype(np.float32)
+    y, z3 = np.zeros((9, t), np.float32), np.zeros((5, t, 2), np.float32)
+    _launch(sm, (3,), reshapes, (x, y, z3, t))
+    xp = np.concatenate([x, np.zeros((3, t), np.float32)])
+    for b in range(3):
+        blk = xp[4 * b:4 * b + 4]
+        if b < 2:
+            np.testing.assert_array_equal(y[4 * b:4 * b + 4], blk.T.reshape(4, t))
+        else:
+            np.testing.assert_array_equal(y[8:], blk.T.reshape(4, t)[:1])
+        np.testing.assert_array_equal(z3[2 * b:2 * b + 2], blk.reshape(2, 2, t).transpose(0, 2, 1)[:5 - 2 * b])
+
+
+# ------------------------------------------------------------------------------ atomics: tickets, cas counters, bit ops
+@ct.kernel
+def tickets(Counter, Order, Bits, Mx, TILE: ConstInt):
+    b = ct.bid(0)
+    t = ct.atomic_add(Counter, 0, 1)  # old value: this block's ticket
+    ct.store(Order, (b,), ct.full((1,), 0, ct.int32) + t)
+    lanes = ct.arange(TILE, dtype=ct.int32)
+    ct.atomic_or(Bits, lanes % 4, ct.full((TILE,), 1, ct.uint32) << ct.astype(b % 32, ct.uint32))
+    ct.atomic_xor(Bits, 4 + lanes % 2, ct.full((TILE,), 0, ct.uint32) + ct.astype(b + 1, ct.uint32))
+    ct.atomic_min(Mx, lanes * 0, ct.full((TILE,), -1000, ct.int64) * (b + 1) + lanes.astype(ct.int64))
+    old = ct.atomic_cas(Counter, 1, b, b + 1)  # the blocks that find their own bid
+    ct.atomic_add(Counter, 2, ct.where(old == b, 1, 0))
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_tickets_bit_atomics_and_cas(sm):
+    nb, tile = 13, 16
+    counter, order = np.zeros(3, np.int32), np.zeros(nb, np.int32)
+    bits, mx = np.zeros(6, np.uint32), np.full(1, 5, np.int64)
+    _launch(sm, (nb,), tickets, (counter, order, bits, mx, tile))
+    assert sorted(order.tolist()) == list(range(nb)) and counter[0] == nb
+    want_or = np.uint32(0)
+    for b in range(nb):
+        want_or |= np.uint32(1 << (b % 32))
+    np.testing.assert_array_equal(bits[:4], [want_or] * 4)
+    x = np.uint32(0)
+    for b in range(nb):
+        for _ in range(tile // 2):
+            x ^= np.uint32(b + 1)
+    np.testing.assert_array_equal(bits[4:], [x, x])
+    assert mx[0] == -1000 * nb
+    assert 1 <= counter[2] <= nb and counter[1] == counter[2]
+
+
+# ------------------------------------------------------------------------------ pow, float floordiv / mod of negatives, floor / ceil
+@ct.kernel
+def float_ops(X, Y, P, FD, MD, FC, TILE: ConstInt):
+    b = ct.bid(0)
+    x = ct.load(X, (b,), (TILE,), padding_mode=Z)
+    y = ct.load(Y, (b,), (TILE,), padding_mode=ct.PaddingMode.ZERO) + 0.0
+    y = ct.where(y == 0.0, 1.5, y)
+    ct.store(P, (b,), x ** 3 + ct.abs(x) ** 0.5 + 2.0 ** x)
+    ct.store(FD, (b,), x // y)
+    ct.store(MD, (b,), x % y)
+    ct.store(FC, (b,), ct.floor(x) * 10 + ct.ceil(x))
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_pow_float_floordiv_mod_floor_ceil(sm):
+    rng = _rng(24)
+    n = 45
+    x = (rng.standard_normal(n) * 5).astype(np.float32)
+    y = rng.choice([-2.5, -1, 0.75, 2, 3.5], n).astype(np.float32)
+    x[:4] = [-5.5, 5.5, -0.0, 7.0]
+    y[:4] = [2, -2, 3, -3.5]
+    p, fd, md, fc = (np.zeros(n, np.float32) for _ in range(4))
+    _launch(sm, (2,), float_ops, (x, y, p, fd, md, fc, 32))
+    np.testing.assert_allclose(p, x.astype(np.float64) ** 3 + np.abs(x) ** 0.5 + 2.0 ** x, rtol=1e-5, atol=1e-4)
+    np.testing.assert_array_equal(fd, np.floor_divide(x, y))
+    np.testing.assert_allclose(md, np.mod(x, y), rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(fc, np.floor(x) * 10 + np.ceil(x))
+
+
+# ------------------------------------------------------------------------------ astype to f16 with directed rounding
+@ct.kernel
+def round_to_half(X, RN, RZ, TILE: ConstInt):
+    b = ct.bid(0)
+    x = ct.load(X, (b,), (TILE,), padding_mode=Z)
+    ct.store(RN, (b,), ct.astype(x, ct.float16))
+    ct.store(RZ, (b,), ct.astype(x, ct.float16, rounding_mode=ct.RoundingMode.RZ))  # RM / RP: cuTile refuses
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_astype_to_f16_to_nearest_and_toward_zero(sm):
+    rng = _rng(25)
+    n = 40
+    x = (rng.standard_normal(n) * 1000).astype(np.float32)
+    x[:6] = [1 + 2**-11, -(1 + 2**-11), 70000, -70000, 2**-25, 65519]
+    outs = [np.zeros(n, np.float16) for _ in range(2)]
+    _launch(sm, (2,), round_to_half, (x, *outs, 32))
+    with np.errstate(over="ignore"):
+        rn = x.astype(np.float16)
+        lo = np.where(rn.astype(np.float32) > x, np.nextafter(rn, np.float16(-np.inf)), rn)
+        hi = np.where(rn.astype(np.float32) < x, np.nextafter(rn, np.float16(np.inf)), rn)
+        lo = np.where(np.isinf(lo) & (lo > 0), np.float16(65504), lo)
+        hi = np.where(np.isinf(hi) & (hi < 0), np.float16(-65504), hi)
+    np.testing.assert_array_equal(outs[0], rn)
+    np.testing.assert_array_equal(outs[1], np.where(x > 0, lo, hi))
+
+
+# ------------------------------------------------------------------------------ 2-D gather with broadcast indices, mask and a padding value
+@ct.kernel
+def gather_2d(X, Rows, Y, NC: ConstInt, TR: ConstInt):
+    b = ct.bid(0)
+    r = ct.load(Rows, (b,), (TR,), padding_mode=ct.PaddingMode.ZERO)
+    cols = ct.arange(NC, dtype=ct.int32)
+    ok = (r[:, None] >= 0) & (cols[None, :] % 3 != 1)
+    t = ct.gather(X, (r[:, None], cols[None, :]), mask=ok, padding_value=-7.0)
+    ct.scatter(Y, (b * TR + ct.arange(TR, dtype=ct.int32)[:, None], cols[None, :]), t,
+               mask=cols[None, :] < Y.shape[1])
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_gather_2d_broadcast_indices_mask_padding(sm):
+    rng = _rng(26)
+    x = rng.standard_normal((11, 10)).astype(np.float32)
+    rows = rng.integers(-1, 11, 13).astype(np.int32)
+    y = np.zeros((13, 10), np.float32)
+    _launch(sm, (4,), gather_2d, (x, rows, y, 16, 4))
+    want = np.full((13, 10), -7.0, np.float32)
+    for i, r in enumerate(rows):
+        for c in range(10):
+            if r >= 0 and c % 3 != 1:
+                want[i, c] = x[r, c]
+    np.testing.assert_array_equal(y, want)
+
+
+# ------------------------------------------------------------------------------ load_advanced_indexing: rows by index, a column slice
+@ct.kernel
+def adv_index(X, Idx, Y, TR: ConstInt, TC: ConstInt):
+    b, c = ct.bid(0), ct.bid(1)
+    idx = ct.load(Idx, (b,), (TR,), padding_mode=ct.PaddingMode.ZERO)
+    t = ct.load_advanced_indexing(X, (idx, ct.Slice(c * TC, TC)), padding_mode=Z)
+    ct.store(Y, (b, c), t + 1)
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_load_advanced_indexing_rows_and_column_slices(sm):
+    rng = _rng(27)
+    x = rng.standard_normal((20, 13)).astype(np.float32)
+    idx = rng.integers(0, 20, 10).astype(np.int32)
+    y = np.zeros((10, 13), np.float32)
+    _launch(sm, (3, 2), adv_index, (x, idx, y, 4, 8))
+    np.testing.assert_array_equal(y, x[idx] + 1)
+
+
+# ------------------------------------------------------------------------------ f16 overflow, division by zero, NaN clean-up
+@ct.kernel
+def specials(X, Y, H, C, TILE: ConstInt):
+    b = ct.bid(0)
+    x = ct.load(X, (b,), (TILE,), padding_mode=Z)
+    y = ct.load(Y, (b,), (TILE,), padding_mode=Z)
+    q = x / y
+    ct.store(H, (b,), ct.exp(x.astype(ct.float16)))
+    ct.store(C, (b,), ct.where(ct.isnan(q), -1.0, q))
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_f16_overflow_division_by_zero_nan_cleanup(sm):
+    x = np.array([0, 1, -1, 0, 12, -12, 3, 11.1, -0.0], np.float32)
+    y = np.array([0, 0, 0, 5, -0.0, 2, np.inf, 1, 0], np.float32)
+    h, c = np.zeros(len(x), np.float16), np.zeros(len(x), np.float32)
+    _launch(sm, (1,), specials, (x, y, h, c, 16))
+    with np.errstate(all="ignore"):
+        q = x / y
+        np.testing.assert_allclose(h.astype(np.float32), np.exp(x.astype(np.float16)).astype(np.float32), rtol=2e-3)
+    assert np.isinf(h[4]) and h[4] > 0
+    np.testing.assert_array_equal(c, np.where(np.isnan(q), -1, q))
+
+
+# ------------------------------------------------------------------------------ custom integer reductions (or / and) with ct.reduce
+@ct.function
+def _or(a, b):
+    return a | b
+
+
+@ct.kernel
+def bit_reduce(X, OR, AND, S, TM: ConstInt, TN: ConstInt):
+    i = ct.bid(0)
+    x = ct.load(X, (i, 0), (TM, TN), padding_mode=Z)
+    ct.store(OR, (i,), ct.reduce(x, 1, _or, 0))
+    ct.store(AND, (i,), ct.reduce(x, 1, lambda a, b: a & b, -1))
+    ct.store(S, (i,), ct.sum(x.astype(ct.int64), axis=1) + ct.sum(x.astype(ct.int64)))
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_custom_integer_reductions(sm):
+    rng = _rng(28)
+    m, n = 9, 8
+    x = rng.integers(0, 2**31, (m, n)).astype(np.int32)
+    orr, andd, s = np.zeros(m, np.int32), np.zeros(m, np.int32), np.zeros(m, np.int64)
+    _launch(sm, (3,), bit_reduce, (x, orr, andd, s, 4, 8))
+    np.testing.assert_array_equal(orr, np.bitwise_or.reduce(x, 1))
+    xp = np.concatenate([x, np.zeros((3, n), np.int32)])
+    np.testing.assert_array_equal(andd, np.bitwise_and.reduce(xp, 1)[:m])
+    blocks = xp.astype(np.int64).reshape(3, 4, n).sum((1, 2))
+    np.testing.assert_array_equal(s, x.astype(np.int64).sum(1) + np.repeat(blocks, 4)[:m])
+
+
+# ------------------------------------------------------------------------------ full reductions of a 3-D tile, products
+@ct.kernel
+def reduce_3d(X, S, P, MX, T0: ConstInt, T1: ConstInt, T2: ConstInt):
+    b = ct.bid(0)
+    x = ct.load(X, (b, 0, 0), (T0, T1, T2), padding_mode=Z)
+    ct.store(S, (b,), ct.full((1,), 0.0, ct.float32) + ct.sum(x))
+    ct.store(P, (b, 0), ct.prod(x + 1.0, axis=(0, 2)).reshape((1, T1)))
+    ct.store(MX, (b, 0, 0), ct.max(x, axis=(1,), keepdims=True))
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_full_and_multi_axis_reductions_of_3d_tiles(sm):
+    rng = _rng(29)
+    x = (rng.standard_normal((3, 4, 8)) * 0.3).astype(np.float32)
+    s, p, mx = np.zeros(3, np.float32), np.zeros((3, 4), np.float32), np.zeros((3, 1, 8), np.float32)
+    _launch(sm, (3,), reduce_3d, (x, s, p, mx, 1, 4, 8))
+    np.testing.assert_allclose(s, x.sum((1, 2)), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(p, (x + 1).prod(2), rtol=1e-5)
+    np.testing.assert_array_equal(mx, x.max(1, keepdims=True))
+
+
+# ------------------------------------------------------------------------------ scalar stores, transposed loads, scalar arguments of every type
+@ct.kernel
+def scalars(X, Y, OUT, a: ct.int64, f: ct.float64, flag: bool, TM: ConstInt, TN: ConstInt):
+    i, j = ct.bid(0), ct.bid(1)
+    t = ct.load(X, (i, j), (TM, TN), order=(1, 0), padding_mode=Z)  # tile (i, j) of X^T
+    w = t.astype(ct.float64) * f + a
+    if flag:
+        w = -w
+    ct.store(Y, (i, j), w)
+    ct.store(OUT, (i * ct.num_blocks(1) + j,), a * 2)  # a scalar stored as a 1-element tile
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_scalar_arguments_transposed_loads_scalar_stores(sm):
+    rng = _rng(30)
+    x = rng.standard_normal((10, 7)).astype(np.float32)
+    y, out = np.zeros((7, 10), np.float64), np.zeros(6, np.int64)
+    a = np.int64(2**40 + 3)
+    _launch(sm, (2, 3), scalars, (x, y, out, a, np.float64(0.1), True, 4, 4))
+    np.testing.assert_allclose(y, -(x.T.astype(np.float64) * 0.1 + float(a)), rtol=1e-15)
+    np.testing.assert_array_equal(out, [2 * a] * 6)
+
+
+# ------------------------------------------------------------------------------ a 3-D grid: bid(1), bid(2), num_blocks on every axis
+@ct.kernel
+def grid_3d(Y):
+    i, j, k = ct.bid(0), ct.bid(1), ct.bid(2)
+    n0, n1, n2 = ct.num_blocks(0), ct.num_blocks(1), ct.num_blocks(2)
+    lin = (k * n1 + j) * n0 + i
+    ct.store(Y, (k, j, i), ct.full((1, 1, 1), 0, ct.int32) + lin * 1000 + n0 * 100 + n1 * 10 + n2)
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_three_d_grid_coordinates(sm):
+    y = np.zeros((3, 4, 5), np.int32)
+    _launch(sm, (5, 4, 3), grid_3d, (y,))
+    k, j, i = np.meshgrid(np.arange(3), np.arange(4), np.arange(5), indexing="ij")
+    np.testing.assert_array_equal(y, ((k * 4 + j) * 5 + i) * 1000 + 543)
+
+
+# ------------------------------------------------------------------------------ broadcast_to / expand_dims, outer products
+@ct.kernel
+def outer(A, B, Y, TM: ConstInt, TN: ConstInt):
+    i, j = ct.bid(0), ct.bid(1)
+    a = ct.load(A, (i,), (TM,), padding_mode=Z)
+    b = ct.load(B, (j,), (TN,), padding_mode=Z)
+    ab = ct.expand_dims(a, 1) * ct.expand_dims(b, 0)
+    ct.store(Y, (i, j), ab + ct.broadcast_to(ct.expand_dims(b, 0), (TM, TN)))
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_outer_products_with_expand_dims_and_broadcast_to(sm):
+    rng = _rng(31)
+    a, b = rng.standard_normal(13).astype(np.float32), rng.standard_normal(9).astype(np.float32)
+    y = np.zeros((13, 9), np.float32)
+    _launch(sm, (2, 2), outer, (a, b, y, 8, 8))
+    np.testing.assert_allclose(y, np.outer(a, b) + b[None, :], rtol=1e-5, atol=1e-6)  # a fused multiply-add
+
+
+# ------------------------------------------------------------------------------ a kernel specialised per target (ByTarget)
+@ct.kernel(num_ctas=ct.ByTarget(sm_100=2, default=1))
+def by_target(X, Y, TILE: ConstInt):
+    b = ct.bid(0)
+    ct.store(Y, (b,), ct.load(X, (b,), (TILE,), padding_mode=Z) * 3)
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_num_ctas_by_target(sm):
+    x = np.arange(50, dtype=np.float32)
+    y = np.zeros(50, np.float32)
+    _launch(sm, (4,), by_target, (x, y, 16))
+    np.testing.assert_array_equal(y, x * 3)
+
+
+# ------------------------------------------------------------------------------ divmod on scalars and tiles, constants folded from ConstInt expressions
+@ct.kernel
+def const_fold(X, Y, Q, TILE: ConstInt, K: ConstInt):
+    b = ct.bid(0)
+    q, r = divmod(K * 7 + 3, 5)  # folded
+    x = ct.load(X, (b,), (TILE // 2 * 2,), padding_mode=Z)
+    qi, ri = divmod(x, q - r)
+    ct.store(Y, (b,), qi * 100 + ri + (TILE << 2))
+    ct.store(Q, (b,), ct.full((1,), 0, ct.int32) + ct.cdiv(b * K, 3) + (-b) // 2)
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_divmod_and_folded_constant_expressions(sm):
+    x = np.arange(-20, 25).astype(np.int32)
+    y, qo = np.zeros(45, np.int32), np.zeros(3, np.int32)
+    _launch(sm, (3,), const_fold, (x, y, qo, 16, 4))
+    q, r = divmod(4 * 7 + 3, 5)
+    qi, ri = np.divmod(x, q - r)
+    np.testing.assert_array_equal(y, qi * 100 + ri + 64)
+    np.testing.assert_array_equal(qo, [-(-(b * 4) // 3) + (-b) // 2 for b in range(3)])
+
+
+# ------------------------------------------------------------------------------ store_advanced_indexing: rows scattered by index
+@ct.kernel
+def adv_store(X, Perm, Y, TR: ConstInt, TC: ConstInt):
+    b, c = ct.bid(0), ct.bid(1)
+    rows = ct.load(Perm, (b,), (TR,), padding_mode=ct.PaddingMode.ZERO)
+    t = ct.load(X, (b, c), (TR, TC), padding_mode=Z)
+    ct.store_advanced_indexing(Y, (rows, ct.Slice(c * TC, TC)), t * 2)
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_store_advanced_indexing_scatters_rows(sm):
+    rng = _rng(32)
+    x = rng.standard_normal((16, 24)).astype(np.float32)
+    perm = rng.permutation(16).astype(np.int32)
+    y = np.zeros((16, 24), np.float32)
+    _launch(sm, (4, 3), adv_store, (x, perm, y, 4, 8))
+    want = np.zeros_like(y)
+    want[perm] = x * 2
+    np.testing.assert_array_equal(y, want)
+
+
+# ------------------------------------------------------------------------------ nested loops: break out of the inner one
+@ct.kernel
+def first_negative(X, Out, TILE: ConstInt):
+    row = ct.bid(0)
+    nt = ct.num_tiles(X, axis=1, shape=(1, TILE))
+    found = -1
+    for j in range(nt):
+        t = ct.load(X, (row, j), (1, TILE), padding_mode=Z)
+        neg = t < 0
+        if ct.sum(neg.astype(ct.int32)) > 0:
+            found = j * TILE + ct.argmax(neg.astype(ct.int32), axis=1).item()
+            break
+    ct.store(Out, (row,), ct.full((1,), 0, ct.int32) + found)
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_break_out_of_a_tile_loop_with_the_first_match(sm):
+    rng = _rng(33)
+    m, n = 9, 70
+    x = np.abs(rng.standard_normal((m, n))).astype(np.float32)
+    spots = [5, 69, -1, 0, 33, 40, -1, 16, 17]
+    for r, c in enumerate(spots):
+        if c >= 0:
+            x[r, c] = -1
+            x[r, min(c + 3, n - 1)] = -2
+    out = np.zeros(m, np.int32)
+    _launch(sm, (m,), first_negative, (x, out, 16))
+    np.testing.assert_array_equal(out, spots)
+
+
+# ------------------------------------------------------------------------------ a binary search per row in a while loop
+@ct.kernel
+def bsearch(Sorted, Q, Out, N: ConstInt, TQ: ConstInt):
+    b = ct.bid(0)
+    q = ct.load(Q, (b,), (TQ,), padding_mode=Z)
+    lo = ct.zeros((TQ,), ct.int32)
+    hi = ct.full((TQ,), N, ct.int32)
+    steps = 0
+    while steps < 32:
+        mid = (lo + hi) // 2
+        v = ct.gather(Sorted, mid, mask=mid < N, padding_value=3.0e38)
+        go_right = v < q
+        lo = ct.where(go_right & (lo < hi), mid + 1, lo)
+        hi = ct.where(go_right | (lo >= hi), hi, mid)
+        steps += 1
+        if ct.sum((lo < hi).astype(ct.int32)) == 0:
+            break
+    ct.store(Out, (b,), lo)
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_vectorised_binary_search_in_a_while_loop(sm):
+    rng = _rng(34)
+    n = 100
+    srt = np.sort(rng.standard_normal(n)).astype(np.float32)
+    q = rng.standard_normal(37).astype(np.float32)
+    q[:3] = [srt[10], -10, 10]
+    out = np.zeros(37, np.int32)
+    _launch(sm, (3,), bsearch, (srt, q, out, n, 16))
+    np.testing.assert_array_equal(out, np.searchsorted(srt, q, side="left"))
+
+
+# ------------------------------------------------------------------------------ loop-carried tiles of different types (online softmax + count)
+@ct.kernel
+def online_softmax_count(X, Y, Cnt, thr: float, TILE: ConstInt):
+    row = ct.bid(0)
+    nt = ct.num_tiles(X, axis=1, shape=(1, TILE))
+    m = ct.full((1, 1), -np.inf, ct.float32)
+    s = ct.zeros((1, 1), ct.float32)
+    c = ct.zeros((1, 1), ct.int64)
+    for j in range(nt):
+        t = ct.load(X, (row, j), (1, TILE), padding_mode=ct.PaddingMode.NEG_INF)
+        m2 = ct.maximum(m, ct.max(t, axis=1, keepdims=True))
+        s = s * ct.exp(m - m2) + ct.sum(ct.exp(t - m2), axis=1, keepdims=True)
+        c += ct.sum((t > thr).astype(ct.int64), axis=1, keepdims=True)
+        m = m2
+    for j in range(nt):
+        t = ct.load(X, (row, j), (1, TILE), padding_mode=ct.PaddingMode.NEG_INF)
+        ct.store(Y, (row, j), ct.exp(t - m) / s)
+    ct.store(Cnt, (row, 0), c)
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_loop_carried_tiles_of_different_types(sm):
+    rng = _rng(35)
+    x = (rng.standard_normal((6, 50)) * 3).astype(np.float32)
+    y, cnt = np.zeros_like(x), np.zeros((6, 1), np.int64)
+    _launch(sm, (6,), online_softmax_count, (x, y, cnt, 1.0, 16))
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(cnt[:, 0], (x > 1.0).sum(1))
+
+
+# ------------------------------------------------------------------------------ uint64 hashing: multiply wrap, shifts, xor
+@ct.kernel
+def splitmix(Seeds, Out, TILE: ConstInt):
+    b = ct.bid(0)
+    z = ct.load(Seeds, (b,), (TILE,), padding_mode=Z) + ct.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> 30)) * ct.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> 27)) * ct.uint64(0x94D049BB133111EB)
+    ct.store(Out, (b,), z ^ (z >> 31))
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_uint64_splitmix_hash(sm):
+    seeds = np.arange(0, 45, dtype=np.uint64) * np.uint64(0x12345678ABCDEF)
+    out = np.zeros_like(seeds)
+    _launch(sm, (3,), splitmix, (seeds, out, 16))
+    m = (1 << 64) - 1
+    want = []
+    for s in seeds.tolist():
+        z = (s + 0x9E3779B97F4A7C15) & m
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
+        want.append(z ^ (z >> 31))
+    np.testing.assert_array_equal(out, np.array(want, np.uint64))
+
+
+# ------------------------------------------------------------------------------ masks broadcast from a row and a column
+@ct.kernel
+def band(X, Y, lo: int, hi: int, TM: ConstInt, TN: ConstInt):
+    i, j = ct.bid(0), ct.bid(1)
+    r = i * TM + ct.arange(TM, dtype=ct.int32)
+    c = j * TN + ct.arange(TN, dtype=ct.int32)
+    keep = (c[None, :] - r[:, None] >= lo) & (c[None, :] - r[:, None] <= hi)
+    t = ct.load(X, (i, j), (TM, TN), padding_mode=Z)
+    ct.store(Y, (i, j), ct.where(keep, t, ct.where(r[:, None] % 2 == 0, -1.0, 0.0)))
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_band_mask_from_a_row_and_a_column_broadcast(sm):
+    rng = _rng(36)
+    x = rng.standard_normal((21, 19)).astype(np.float32)
+    y = np.zeros_like(x)
+    _launch(sm, (3, 3), band, (x, y, -2, 3, 8, 8))
+    r, c = np.meshgrid(np.arange(21), np.arange(19), indexing="ij")
+    keep = (c - r >= -2) & (c - r <= 3)
+    np.testing.assert_array_equal(y, np.where(keep, x, np.where(r % 2 == 0, -1.0, 0.0)))
+
+
+# ------------------------------------------------------------------------------ gather from a 3-D array with three index tiles
+@ct.kernel
+def gather_3d(X, I0, I1, I2, Y, TILE: ConstInt):
+    b = ct.bid(0)
+    a = ct.load(I0, (b,), (TILE,), padding_mode=Z)
+    c = ct.load(I1, (b,), (TILE,), padding_mode=Z)
+    d = ct.load(I2, (b,), (TILE,), padding_mode=Z)
+    ct.store(Y, (b,), ct.gather(X, (a, c, d), padding_value=-1))
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_gather_from_a_3d_array(sm):
+    rng = _rng(37)
+    x = rng.integers(0, 1000, (4, 5, 6)).astype(np.int16)
+    n = 40
+    i0, i1, i2 = rng.integers(0, 5, n).astype(np.int32), rng.integers(0, 6, n).astype(np.int32), \
+        rng.integers(-1, 7, n).astype(np.int32)
+    y = np.zeros(n, np.int16)
+    _launch(sm, (3,), gather_3d, (x, i0, i1, i2, y, 16))
+    inside = (i0 < 4) & (i1 < 5) & (i2 >= 0) & (i2 < 6)
+    want = np.where(inside, x[np.minimum(i0, 3), np.minimum(i1, 4), np.clip(i2, 0, 5)], -1)
+    np.testing.assert_array_equal(y, want)
