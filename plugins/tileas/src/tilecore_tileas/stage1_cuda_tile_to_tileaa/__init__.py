@@ -43,8 +43,7 @@ def _entry(op, rb):
         attrs["optimization_hints"] = op.attributes["optimization_hints"]
     new = ir.Operation.create("nv_tileaa.func", results=[], operands=[], attributes=attrs, regions=1)
     body = op.regions[0]
-    if len(body.blocks) != 1 or not any(o.operation.name == "cuda_tile.if" and _has_return(o.operation)
-                                        for o in body.blocks[0].operations):
+    if len(body.blocks) != 1 or not any(populate_a.may_return(o.operation) for o in body.blocks[0].operations):
         rb.region_into(body, new.regions[0])
         return None
     ob = body.blocks[0]
@@ -57,22 +56,12 @@ def _entry(op, rb):
     return None
 
 
-def _has_return(if_op) -> bool:
-    """True when a branch of ``if_op`` (or of an if nested in it) returns from the kernel (cuTile's early
-    ``return``; one inside a loop it turns into a flag and such an if after the loop)."""
-    for region in if_op.regions:
-        for block in region.blocks:
-            for o in block.operations:
-                if o.operation.name == "cuda_tile_term.return" or (o.operation.name == "cuda_tile.if"
-                                                                   and _has_return(o.operation)):
-                    return True
-    return False
-
-
 def _until_return(ops, rb) -> None:
     """Lower a kernel body whose ifs may return early: an ``if`` with a return in a branch (at any depth of
-    nested ifs) becomes an ``scf.if`` whose branches hold their own ops followed by the ops after the if, up to
-    the first return on that path (``scf.if`` regions must end in a yield: a return cannot stay inside)."""
+    nested ifs and loops) becomes an ``scf.if`` whose branches hold their own ops followed by the ops after the
+    if, up to the first return on that path (``scf.if`` regions must end in a yield: a return cannot stay
+    inside). A ``loop`` that may return (a ``return`` in a ``while`` body) is followed by an ``scf.if`` on its
+    returned flag whose else branch holds the ops after the loop."""
     for idx, o in enumerate(ops):
         o = o.operation
         if o.name == "cuda_tile_term.return":
@@ -82,7 +71,19 @@ def _until_return(ops, rb) -> None:
         if o.name == "cuda_tile_term.yield":  # a branch falling through: bind the if's results for the rest
             rb.bind(o.parent.results, rb.gets(o.operands))
             continue
-        if o.name == "cuda_tile.if" and _has_return(o):
+        if o.name == "cuda_tile.loop" and populate_a.may_return(o):
+            rb.op(o)
+            rest = list(ops[idx + 1:])
+            with o.location:
+                node = ir.Operation.create("scf.if", results=[], operands=[populate_a.returned_flag(rb, o)],
+                                           regions=2)
+                with ir.InsertionPoint(node.regions[0].blocks.append()):
+                    ir.Operation.create("scf.yield", results=[], operands=[])
+                with ir.InsertionPoint(node.regions[1].blocks.append()):
+                    _until_return(rest, rb)
+                    ir.Operation.create("scf.yield", results=[], operands=[])
+            return
+        if o.name == "cuda_tile.if" and populate_a.may_return(o):
             rest = list(ops[idx + 1:])
             with o.location:
                 node = ir.Operation.create("scf.if", results=[], operands=rb.gets(o.operands), regions=2)

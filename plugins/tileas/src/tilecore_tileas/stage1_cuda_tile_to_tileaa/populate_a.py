@@ -297,6 +297,7 @@ def _flat_term(op, rb):
 
 
 EXITS = ("cuda_tile_term.break", "cuda_tile_term.continue")
+RETURN = "cuda_tile_term.return"
 
 
 def _has_exit(if_op) -> bool:
@@ -309,28 +310,58 @@ def _has_exit(if_op) -> bool:
     return False
 
 
-def _iteration(ops, rb, types, flagged=True):
+def may_return(op) -> bool:
+    """True when ``op`` (an ``if`` or a ``loop``) holds a return from the kernel at any depth of ifs and loops:
+    cuTile's early ``return`` in an if, and in a ``while`` loop's body (in a ``for`` body cuTile makes it a
+    flag and an if after the loop)."""
+    if op.name not in ("cuda_tile.if", "cuda_tile.loop"):
+        return False
+    for region in op.regions:
+        for block in region.blocks:
+            for o in block.operations:
+                if o.operation.name == RETURN or may_return(o.operation):
+                    return True
+    return False
+
+
+def returned_flag(rb, op):
+    """The i1 that says whether lowered loop ``op`` (one that :func:`may_return`) returned from the kernel."""
+    return rb.data["returned"].pop(op)
+
+
+def _bool(value: int):
+    i1 = ir.IntegerType.get_signless(1)
+    return create("arith.constant", [i1], [], {"value": ir.IntegerAttr.get(i1, value)}).results[0]
+
+
+def _iteration(ops, rb, types, flagged=True, carried=None):
     """Lower one loop iteration's op sequence; returns (continue?, values) as SSA values.
 
     An ``if`` that breaks or continues in a branch (at any depth of nested ifs) becomes an ``scf.if``
     yielding the outcome; the ops after it are lowered inside each branch that falls through, so every
     path yields the loop-carried values of its own exit. With ``flagged`` (a ``loop``) the outcome
     starts with an i1 (true: continue, false: break); without it (a ``for``, which only continues) the
-    flag is None and only the values are yielded.
+    flag is None and only the values are yielded. With ``carried`` (the iteration's values: a ``loop`` that
+    may return from the kernel) the last value is an i1 more, true where the iteration returned: a return
+    breaks with ``carried`` (never used after the loop: the kernel ends), as does a nested loop that returned.
     """
     i1 = ir.IntegerType.get_signless(1)
+    returning = carried is not None
     for idx, o in enumerate(ops):
         o = o.operation
         if o.name in EXITS:
             if not flagged and o.name == "cuda_tile_term.break":
                 raise LoweringError("'cuda_tile.break' outside a 'loop' body", o)
-            flag = create("arith.constant", [i1], [], {"value": ir.IntegerAttr.get(i1, int(o.name.endswith(
-                "continue")))}).results[0] if flagged else None
-            return flag, rb.gets(o.operands)
+            flag = _bool(int(o.name.endswith("continue"))) if flagged else None
+            return flag, rb.gets(o.operands) + ([_bool(0)] if returning else [])
+        if o.name == RETURN:
+            if not returning:
+                raise LoweringError("a 'return' inside a 'for' body is not supported", o)
+            return _bool(0), list(carried[:-1]) + [_bool(1)]
         if o.name == "cuda_tile_term.yield":  # a branch falling through: bind the if's results
             rb.bind(o.parent.results, rb.gets(o.operands))
             continue
-        if o.name == "cuda_tile.if" and _has_exit(o):
+        if o.name == "cuda_tile.if" and (_has_exit(o) or (returning and may_return(o))):
             rest = list(ops[idx + 1:])
             outcome = [i1, *types] if flagged else list(types)
             with o.location:
@@ -339,32 +370,59 @@ def _iteration(ops, rb, types, flagged=True):
                     blk = new.blocks.append()
                     body = list(region.blocks[0].operations) if len(region.blocks) else []
                     with ir.InsertionPoint(blk):
-                        flag, vals = _iteration(body + rest, rb, types, flagged)
+                        flag, vals = _iteration(body + rest, rb, types, flagged, carried)
                         create("scf.yield", [], [flag, *vals] if flagged else vals)
             res = list(node.results)
             return (res[0], res[1:]) if flagged else (None, res)
+        if o.name == "cuda_tile.loop" and may_return(o):  # an inner loop that returned ends this one too
+            if not returning:
+                raise LoweringError("a 'return' inside a 'for' body is not supported", o)
+            rb.op(o)
+            rest = list(ops[idx + 1:])
+            outcome = [i1, *types]
+            with o.location:
+                node = create("scf.if", outcome, [returned_flag(rb, o)], {}, regions=2)
+                with ir.InsertionPoint(node.regions[0].blocks.append()):
+                    create("scf.yield", [], [_bool(0), *carried[:-1], _bool(1)])
+                with ir.InsertionPoint(node.regions[1].blocks.append()):
+                    flag, vals = _iteration(rest, rb, types, flagged, carried)
+                    create("scf.yield", [], [flag, *vals])
+            res = list(node.results)
+            return res[0], res[1:]
         rb.op(o)
     raise LoweringError("a loop body must end with 'continue' or 'break'", ops[-1] if ops else None)
 
 
 def loop(op, rb):
     """``loop`` (with break / continue anywhere in nested ifs) -> ``scf.while``: the before region runs
-    one iteration and continues while it ended in ``continue``; the after region forwards the values."""
+    one iteration and continues while it ended in ``continue``; the after region forwards the values.
+    A loop that may return from the kernel carries an i1 more (false at first, true once an iteration
+    returned): the caller finds it with :func:`returned_flag` and runs the ops after the loop only where it
+    is false."""
     inits = rb.gets(op.operands)
     types = [v.type for v in inits]
     if [str(t) for t in types] != [str(t) for t in result_types(op, rb)]:
         raise LoweringError("a loop whose results differ in type from its iteration values is not supported", op)
+    returning = may_return(op)
+    if returning:
+        inits = inits + [_bool(0)]
+        types = types + [ir.IntegerType.get_signless(1)]
     node = create("scf.while", types, inits, {}, regions=2)
     body = op.regions[0].blocks[0]
-    before = node.regions[0].blocks.append(*types, arg_locs=[a.location for a in body.arguments])
-    rb.bind(body.arguments, list(before.arguments))
+    locs = [a.location for a in body.arguments]
+    before = node.regions[0].blocks.append(*types, arg_locs=locs + locs[:1] if returning else locs)
+    carried = list(before.arguments)
+    rb.bind(body.arguments, carried[:len(body.arguments)])
     with ir.InsertionPoint(before):
-        flag, vals = _iteration(list(body.operations), rb, types)
+        flag, vals = _iteration(list(body.operations), rb, types, carried=carried if returning else None)
         create("scf.condition", [], [flag, *vals])
     after = node.regions[1].blocks.append(*types)
     with ir.InsertionPoint(after):
         create("scf.yield", [], list(after.arguments))
-    return list(node.results)
+    results = list(node.results)
+    if returning:
+        rb.data.setdefault("returned", {})[op] = results.pop()
+    return results
 
 
 def break_op(op, rb):
