@@ -111,6 +111,18 @@ def mm_guarded(A, B, C, TM: ConstInt, TN: ConstInt, TK: ConstInt, FLAG: ConstInt
 
 
 @ct.kernel(num_ctas=ct.ByTarget(sm_100=2, sm_103=2))
+def mm_flag(A, B, C, flag: int, TM: ConstInt, TN: ConstInt, TK: ConstInt):
+    """The K loop under an if on a scalar parameter: both CTAs of a cluster take the same branch."""
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=ct.float32)
+    if flag > 0:
+        for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
+            acc = ct.mma(ct.load(A, (i, k), (TM, TK), padding_mode=ZERO),
+                         ct.load(B, (k, j), (TK, TN), padding_mode=ZERO), acc)
+    ct.store(C, (i, j), acc)
+
+
+@ct.kernel(num_ctas=ct.ByTarget(sm_100=2, sm_103=2))
 def mm_bt(A, BT, C, TM: ConstInt, TN: ConstInt, TK: ConstInt):
     """B given as its N x K transpose (a transposed view): not a plain row-major tile."""
     i, j = ct.bid(0), ct.bid(1)
@@ -135,10 +147,11 @@ KERNELS = {
     "early_return": (mm_early_return, ["f16[2]", "f16[2]", "f32[2]", 128, 64, 64]),
     "persistent": (mm_persistent, ["f16[2]", "f16[2]", "f32[2]", 128, 64, 64]),
     "guarded": (mm_guarded, ["f16[2]", "f16[2]", "f32[2]", 128, 64, 64, 0]),
+    "flag": (mm_flag, ["f16[2]", "f16[2]", "f32[2]", "i32", 128, 64, 64]),
     "bt": (mm_bt, ["f16[2]", "f16[2]", "f32[2]", 128, 64, 64]),
     "single": (ck.mma_loop, ["f16[2]", "f16[2]", "f32[2]", 128, 128, 64]),  # no clusters
 }
-PAIRED = ["pair_f16", "pair_bf16", "pair_e4m3", "pair_s8", "pair_f16_acc16", "pair_256", "pair_acc"]
+PAIRED = ["pair_f16", "pair_bf16", "pair_e4m3", "pair_s8", "pair_f16_acc16", "pair_256", "pair_acc", "flag"]
 _KERNELS = KernelSet(KERNELS, "sm100-pairs-")
 
 
@@ -185,9 +198,10 @@ def test_paired_kernels(name):
     ("swizzled", "off: B's tile may differ between the CTAs of a cluster"),
     ("n16", "off: atom mma.sm100a.mMnNk16.f16.f32 does not pair a 128 x 16 x 64 dot"),
     ("m64", "off: atom mma.sm100a.mMnNk16.f16.f32 does not pair a 64 x 64 x 64 dot"),
-    ("early_return", "off: a dot inside a region other than loops"),  # the return: the rest of the body in an if
+    # the return: the rest of the body under an if on bid(0)
+    ("early_return", "off: a dot under a condition that may differ between the CTAs of a cluster"),
     ("persistent", "off: a loop whose bounds differ between the CTAs of a cluster"),
-    ("guarded", "off: a dot inside a region other than loops"),
+    ("guarded", "off: a dot under a condition that may differ between the CTAs of a cluster"),
     ("bt", "off: B not piped as a plain tile"),
 ])
 def test_kernels_not_paired_say_why(name, why):
@@ -298,6 +312,7 @@ NUMBERS = [
     ("pair_f16_acc16", (140, 72, 104)),
     ("pair_256", (520, 88, 72)),
     ("pair_acc", (130, 200, 88)), ("pair_acc", (131, 201, 90)),
+    ("flag", (270, 136, 88)),
 ]
 
 
@@ -330,6 +345,6 @@ def test_pair_numbers(name, sizes):
     c, cv = _operand(rng, (m, n), cel) if kernel is mm_pair_acc else (np.zeros((m, n), cdt), 0.0)
     want = cv + av @ bv
     grid = (cdiv(cdiv(m, tm), 2) * 2, cdiv(n, tn), 1)
-    _KERNELS.run(name, "sm_100a", grid, arr(a) + arr(b) + arr(c))
+    _KERNELS.run(name, "sm_100a", grid, arr(a) + arr(b) + arr(c) + ([np.int32(1)] if kernel is mm_flag else []))
     tol = 1e-2 if cel == "f16" else 1e-4
     np.testing.assert_allclose(c.astype(np.float64), want, atol=tol * np.abs(want).max(), rtol=tol)

@@ -13,9 +13,9 @@ memories. That is only the two dots when both CTAs read the same B tile in every
   induction variables of loops with uniform bounds, and the pure scalar ops (``arith`` / ``math``, casts, views,
   ``assume``) of uniform values; ``gpu.block_id x`` (the CTA's place in its cluster) and anything loaded is not;
 - every tensor-core dot of the kernel whose atom has a pair form is in a pipelined K loop (``pipeline.plan``),
-  B a piped (plain, row-major) load of it, the loop and every loop around it with uniform bounds and no other
-  region around it (both CTAs reach every dot: the pair synchronises there), and the atom admits the pair
-  (``data["pair_ok"](request)``);
+  B a piped (plain, row-major) load of it, the loop and every loop around it with uniform bounds, every ``if``
+  around it with a uniform condition and no other region around it (both CTAs reach every dot: the pair
+  synchronises there), and the atom admits the pair (``data["pair_ok"](request)``);
 - the kernel has no return but its last op (a CTA leaving early would leave its peer waiting).
 
 A run-time check (exchanging the two CTAs' B coordinates through distributed shared memory) cannot fall back to
@@ -130,12 +130,14 @@ def decide(cg, fn, block) -> str:
         if loop.name != "scf.for":
             return "a dot outside a K loop"
         anc = loop
-        while anc.name == "scf.for":
-            if not all(uniform(x) for x in list(anc.operands)[:3]):
+        while anc.name in ("scf.for", "scf.if"):
+            if anc.name == "scf.for" and not all(uniform(x) for x in list(anc.operands)[:3]):
                 return "a loop whose bounds differ between the CTAs of a cluster"
+            if anc.name == "scf.if" and not uniform(anc.operands[0]):
+                return "a dot under a condition that may differ between the CTAs of a cluster"
             anc = anc.parent
         if anc.operation != fn.operation:
-            return "a dot inside a region other than loops"
+            return "a dot inside a region other than loops and ifs"
         plan = pipeline.plan(cg, loop)
         b_load = pipeline.piped_b(plan, d) if plan is not None else None
         if b_load is None or b_load.transposed or b_load.packed or b_load.lead or b_load.swizzled is None:
