@@ -47,8 +47,12 @@ same bits; swizzle in bits 61-63: 0 none, 2 128B, 4 64B, 6 32B = the wgmma codes
 plus the fixed 0b001 in bits 46-48, so the canonical layouts, the swizzle and the address arithmetic are
 those of :mod:`tilecore.emulate.hopper` (imported). Not emulated (the launch fails naming them): base offset
 != 0, the absolute-address LBO mode (bit 52), 128B swizzle with 32-byte atoms (mode 1), sparsity, f16 D,
-the f6 / f4 types of kinds f8f6f4 / mxf8f6f4, block-scaled K = 96 or M = 64, cta_group::2, A in tensor memory,
-``.ws``.
+the f6 / f4 types of kinds f8f6f4 / mxf8f6f4, block-scaled K = 96 or M = 64, cta_group::2 with M = 128 or block
+scaling, A in tensor memory, ``.ws``.
+
+CTA pairs (clusters, ``.cta_group::2``): alloc / dealloc / relinquish (:mod:`.emulate_tmem`), tcgen05.mma with
+M = 256 (:func:`_mma_pair_issue`), tcgen05.commit ``.multicast::cluster`` (:func:`commit`); each CTA of a
+cluster has its own tensor memory (the extension's per-CTA state).
 """
 
 from __future__ import annotations
@@ -266,8 +270,14 @@ def run_mma(form: dict, lanes: np.ndarray, col: int, snapshot: list, accumulate:
     descriptors at issue) still holds; with ``scales`` (the scale factors' tensor-memory addresses,
     block-scaled kinds) each block of K / V elements of a row of A / column of B is multiplied by its scale
     factor first."""
-    m, n, k = form["m"], form["n"], form["k"]
     raw_a, raw_b = unchanged(snapshot, smem)
+    mma_compute(form, raw_a, raw_b, lanes, col, accumulate, scales, tm)
+
+
+def mma_compute(form: dict, raw_a, raw_b, lanes: np.ndarray, col: int, accumulate: bool, scales: tuple | None,
+                tm: TensorMemory) -> None:
+    """D (tensor memory) = A B (+ D) from the operands' bytes (see :func:`run_mma`)."""
+    m, n, k = form["m"], form["n"], form["k"]
     a = decode_operand(raw_a, m, k, form["a"]) * (-1 if form["neg_a"] else 1)  # (m, k)
     b = decode_operand(raw_b, n, k, form["b"]) * (-1 if form["neg_b"] else 1)  # (n, k)
     if scales is not None:
@@ -349,13 +359,15 @@ def mma_issue(ext, rt, ctx, d, desc_a, desc_b, idesc, enable, kind) -> None:
     with rt.lock:
         if rt.is_aborted(ctx):
             return
-        tm = rt.ext_state(ext)
+        if kind & PAIR_KIND:
+            return _mma_pair_issue(ext, rt, ctx, d, desc_a, desc_b, idesc, enable, kind & ~PAIR_KIND)
+        tm = rt.ext_state(ext, ctx)
         try:
             form = decode_idesc(idesc & 0xFFFFFFFF, KINDS[kind])
             lane0, col = split_address(d)
             lanes = d_lanes(form["m"], lane0)
             tm.check_allocated(col, form["n"], "tcgen05.mma's D")
-            snapshot = operand_snapshot(rt, form, desc_a, desc_b)
+            snapshot = operand_snapshot(rt, form, desc_a, desc_b, ctx)
         except ValueError as e:
             _fail(rt, ctx, ValueError(f"tcgen05.mma: {e}"))
             return
@@ -363,9 +375,64 @@ def mma_issue(ext, rt, ctx, d, desc_a, desc_b, idesc, enable, kind) -> None:
             ("tcgen05.mma", partial(run_mma, form, lanes, col, snapshot, bool(enable & 1), None)))
 
 
-def operand_snapshot(rt, form: dict, desc_a: int, desc_b: int) -> list:
-    """The (host addresses, bytes) of A and B through their descriptors, at issue."""
-    smem = hopper.SharedMemory(rt.shared_buffers)
+# ---------------------------------------------------------------- cta_group::2 (CTA pairs)
+# PTX ISA 9.7.16.10.9 "tcgen05.mma" with ``.cta_group::2`` and 9.7.16.10.5 "Data path layout organization"
+# (Layout A: M = 256): one thread of either CTA of a pair (ranks 2k, 2k + 1 of the cluster) issues the MMA for
+# both. The instruction descriptor's M is the pair's (256: 128 rows per CTA), N the full N. The A descriptor is
+# read in each CTA's shared memory: rows [128 r, 128 r + 128) of A in the pair's CTA r (r = rank & 1); the B
+# descriptor too: rows [r N / 2, (r + 1) N / 2) of B (N x K as stored) in CTA r; D's rows [128 r, 128 r + 128)
+# go to CTA r's tensor memory at the same address, lane i = row 128 r + i, as a cta_group::1 M = 128 MMA writes.
+# M = 128 with cta_group::2 (Layout B, 64 rows per CTA) is not emulated (the launch fails naming it).
+PAIR_KIND = 0x100  # bit of the ``kind`` operand: .cta_group::2
+PAIR_M = 256
+
+
+def _mma_pair_issue(ext, rt, ctx, d, desc_a, desc_b, idesc, enable, kind) -> None:
+    rank = rt.rank_of(ctx)
+    try:
+        if rt.ncta < 2 or (rank | 1) >= rt.ncta:
+            raise ValueError(f"CTA rank {rank} has no peer CTA (a cluster of {rt.ncta} CTA"
+                             f"{'s' * (rt.ncta > 1)}; .cta_group::2 pairs ranks 2k and 2k + 1)")
+        idesc &= 0xFFFFFFFF
+        m = ((idesc >> IDESC_FIELDS["m4"][0]) & 31) << 4
+        if m != PAIR_M:
+            raise ValueError(f"instruction descriptor {idesc:#010x}: M = {m}; the emulator runs .cta_group::2 MMAs "
+                             f"with M = {PAIR_M} only (128 rows per CTA, PTX ISA 9.7.16.10.5 Layout A)")
+        per = idesc & ~(31 << IDESC_FIELDS["m4"][0]) | ((PAIR_M // 2) >> 4) << IDESC_FIELDS["m4"][0]
+        form = decode_idesc(per, KINDS[kind])  # the per-CTA view: M = 128, the full N
+        n = form["n"]
+        if n % 32:
+            raise ValueError(f"N = {n}: each CTA of the pair holds N / 2 rows of B, a multiple of 16")
+        lane0, col = split_address(d)
+        lanes = d_lanes(form["m"], lane0)
+        pair = [rank & ~1, rank | 1]
+        tms = [rt.ext_state(ext, rank=r) for r in pair]
+        for r, tm in zip(pair, tms):
+            try:
+                tm.check_allocated(col, n, "tcgen05.mma's D")
+            except ValueError as e:
+                raise ValueError(f"in CTA rank {r}: {e}") from None
+        half = dict(form, n=n // 2)
+        snapshots = [operand_snapshot(rt, half, desc_a, desc_b, rank=r) for r in pair]
+    except ValueError as e:
+        _fail(rt, ctx, ValueError(f"tcgen05.mma.cta_group::2: {e}"))
+        return
+    rt.ext_state(ext, ctx).issued.setdefault(_tid(ctx), []).append(
+        ("tcgen05.mma.cta_group::2", partial(run_mma_pair, form, lanes, col, snapshots, bool(enable & 1), tms)))
+
+
+def run_mma_pair(form: dict, lanes, col: int, snapshots: list, accumulate: bool, tms: list, _tm, smem) -> None:
+    """The pair's MMA: B is the two CTAs' halves one after the other; CTA r's D = its rows of A times B (+ D)."""
+    (a0, b0), (a1, b1) = [unchanged(snap, smem) for snap in snapshots]
+    b = np.concatenate([b0, b1])
+    for a, tm in ((a0, tms[0]), (a1, tms[1])):
+        mma_compute(form, a, b, lanes, col, accumulate, None, tm)
+
+
+def operand_snapshot(rt, form: dict, desc_a: int, desc_b: int, ctx: int | None = None, rank: int | None = None) -> list:
+    """The (host addresses, bytes) of A and B through their descriptors in the shared memory of thread
+    ``ctx``'s CTA (or of rank ``rank``), at issue."""
+    smem = hopper.SharedMemory(rt.shared_of(ctx, rank))
     out = []
     for desc, rows, elem, k_major in ((desc_a, form["m"], form["a"], form["a_kmajor"]),
                                       (desc_b, form["n"], form["b"], form["b_kmajor"])):
@@ -382,7 +449,7 @@ def mma_bs_issue(ext, rt, ctx, d, desc_a, desc_b, idesc, enable, sfa, sfb, code)
     with rt.lock:
         if rt.is_aborted(ctx):
             return
-        tm = rt.ext_state(ext)
+        tm = rt.ext_state(ext, ctx)
         try:
             form = decode_idesc_block_scaled(idesc & 0xFFFFFFFF, kind, vec)
             lane0, col = split_address(d)
@@ -390,7 +457,7 @@ def mma_bs_issue(ext, rt, ctx, d, desc_a, desc_b, idesc, enable, sfa, sfb, code)
             tm.check_allocated(col, form["n"], "tcgen05.mma's D")
             for name, addr, rows in (("A", sfa, form["m"]), ("B", sfb, form["n"])):
                 tm.check_allocated(split_address(addr)[1], (rows + 31) // 32, f"the scale factors of {name}")
-            snapshot = operand_snapshot(rt, form, desc_a, desc_b)
+            snapshot = operand_snapshot(rt, form, desc_a, desc_b, ctx)
         except ValueError as e:
             _fail(rt, ctx, ValueError(f"tcgen05.mma.block_scale: {e}"))
             return
@@ -404,7 +471,7 @@ def cp_issue(ext, rt, ctx, taddr, desc, shape) -> None:
     with rt.lock:
         if rt.is_aborted(ctx):
             return
-        tm = rt.ext_state(ext)
+        tm = rt.ext_state(ext, ctx)
         try:
             name, rows, nbytes = CP_SHAPES[shape]
             lane0, col0 = split_address(taddr)
@@ -412,34 +479,55 @@ def cp_issue(ext, rt, ctx, taddr, desc, shape) -> None:
                 raise ValueError(f"shape .{name} at lane {lane0} leaves the 128 lanes")
             tm.check_allocated(col0, nbytes // 4, f"tcgen05.cp.{name}")
             hd = wgmma_descriptor(desc)
-            snapshot = [operand_bytes(hopper.SharedMemory(rt.shared_buffers), hd, rows, nbytes, "u8", True)]
+            snapshot = [operand_bytes(hopper.SharedMemory(rt.shared_of(ctx)), hd, rows, nbytes, "u8", True)]
         except ValueError as e:
             _fail(rt, ctx, ValueError(f"tcgen05.cp: {e}"))
             return
         tm.issued.setdefault(_tid(ctx), []).append(("tcgen05.cp", partial(run_cp, shape, lane0, col0, snapshot)))
 
 
-def commit(ext, rt, ctx, mbar) -> None:
+MULTICAST = 1 << 16  # ``flags`` bit of __sm100_tcgen05_commit: .multicast::cluster (ctaMask in bits 0-15)
+
+
+def commit(ext, rt, ctx, mbar, flags=0) -> None:
     """``__sm100_tcgen05_commit``: the thread's queued operations complete (run) and the mbarrier gets one
-    arrival when a thread waits on it."""
+    arrival when a thread waits on it. With ``.multicast::cluster`` (PTX ISA 9.7.16.12.1 "tcgen05.commit":
+    ``flags`` has :data:`MULTICAST` and the 16-bit ctaMask) the arrival is on the mbarrier at ``mbar``'s
+    shared-memory offset in every CTA of the mask; ``mbar`` may be in a peer CTA (``.shared::cluster``)."""
     t = _tid(ctx)
     with rt.lock:
         if rt.is_aborted(ctx):
             return
-        if mbar not in rt.mbarriers:
-            rt.fail_at(ctx, f"tcgen05.commit on shared address {mbar % hopper.WINDOW:#x}, which holds no mbarrier "
-                            "object (mbarrier.init missing, or after mbarrier.inval)")
+        try:
+            if flags & MULTICAST:
+                mask = flags & 0xFFFF
+                if not mask or mask >> rt.ncta:
+                    raise ValueError(f"the ctaMask {mask:#06x} must name CTAs of the cluster of {rt.ncta} CTA"
+                                     + "s" * (rt.ncta > 1))
+                targets = [rt.translate(mbar, r) for r in range(rt.ncta) if (mask >> r) & 1]
+            else:
+                targets = [mbar]
+        except ValueError as e:
+            rt.fail_at(ctx, f"tcgen05.commit: {e}")
             return
-        tm = rt.ext_state(ext)
+        for m in targets:
+            if m not in rt.mbarriers:
+                rt.fail_at(ctx, f"tcgen05.commit on shared address {m % hopper.WINDOW:#x}, which holds no mbarrier "
+                                "object (mbarrier.init missing, or after mbarrier.inval)")
+                return
+        rank = rt.rank_of(ctx)
+        tm = rt.ext_state(ext, ctx)
         mine = tm.commits.setdefault(t, [])
-        mine.append([tm.issued.pop(t, []), mbar, False])
-        rt.defer_until_wait(ctx, mbar, partial(_land, ext, rt, t, len(mine) - 1))
+        mine.append([tm.issued.pop(t, []), targets, False])
+        for m in targets:
+            rt.defer_until_wait(ctx, m, partial(_land, ext, rt, rank, t, len(mine) - 1))
 
 
-def _land(ext, rt, t: int, upto: int, ctx: int) -> None:
-    """Complete thread ``t``'s commits up to number ``upto`` (in order): run their operations, arrive."""
-    tm = rt.ext_state(ext)
-    smem = hopper.SharedMemory(rt.shared_buffers)
+def _land(ext, rt, rank: int, t: int, upto: int, ctx: int) -> None:
+    """Complete the commits of thread ``t`` of the CTA of rank ``rank`` up to number ``upto`` (in order): run
+    their operations, arrive on their mbarriers."""
+    tm = rt.ext_state(ext, rank=rank)
+    smem = hopper.SharedMemory(rt.shared_of(rank=rank))
     for entry in tm.commits.get(t, [])[:upto + 1]:
         if entry[2]:
             continue
@@ -448,9 +536,10 @@ def _land(ext, rt, t: int, upto: int, ctx: int) -> None:
             try:
                 run(tm, smem)
             except ValueError as e:
-                rt.fail_at(ctx, f"{name} (issued by thread {t}): {e}")
+                rt.fail_at(ctx, f"{name} (issued by thread {t}{f' of CTA rank {rank}' if rt.ncta > 1 else ''}): {e}")
                 return
-        rt.arrive_on(ctx, entry[1], "tcgen05.commit")
+        for m in entry[1]:
+            rt.arrive_on(ctx, m, "tcgen05.commit")
 
 
 def ldst(ext, rt, ctx, what, taddr, buf, code) -> None:
@@ -462,7 +551,7 @@ def ldst(ext, rt, ctx, what, taddr, buf, code) -> None:
     with rt.lock:
         if rt.is_aborted(ctx):
             return
-        tm = rt.ext_state(ext)
+        tm = rt.ext_state(ext, ctx)
         i = tm.calls.get((t, "ldst"), 0)
         tm.calls[(t, "ldst")] = i + 1
         slot = tm.ldst_slots.get((warp, i))
@@ -470,7 +559,7 @@ def ldst(ext, rt, ctx, what, taddr, buf, code) -> None:
             slot = tm.ldst_slots[(warp, i)] = (WaitToken(f"tcgen05.ld / tcgen05.st in warp {warp}"), {})
         token, lanes = slot
         lanes[lane] = (what, taddr, buf, code, ctx)
-        if len(lanes) < rt.warp_members(warp):
+        if len(lanes) < rt.warp_members(warp, ctx):
             rt.wait_for(ctx, token)
             return
         del tm.ldst_slots[(warp, i)]
@@ -519,6 +608,14 @@ def _cta1(op, rw, attr: str) -> None:
         rw.unknown(op)
 
 
+def _cta_group(op, rw, attr: str) -> bool:
+    """True for ``.cta_group::2``, False for ``::1`` (or none)."""
+    kw = _kw(op, attr)
+    if kw not in ("", "cta_1", "cta_2"):
+        rw.unknown(op)
+    return kw == "cta_2"
+
+
 def _i64(rw, v):
     """``v`` (a pointer, i1, i32 or i64 value) as an i64 value (host address / zero-extended)."""
     t = str(v.type)
@@ -537,8 +634,9 @@ def _checked(rw, ptr, ty: str, kind: int):
 def _tmem_row(what: int):
     def rewrite(op, rw):
         """``nvvm.tcgen05.alloc %slot, %ncols`` / ``dealloc %taddr, %ncols`` / ``relinquish_alloc_permit``
-        (cta_group::1): :func:`.emulate_tmem.tmem_op`; alloc's shared-memory word is checked (4 bytes)."""
-        _cta1(op, rw, "group")
+        (``{group = #nvvm.cta_group<cta_1 | cta_2>}``): :func:`.emulate_tmem.tmem_op`; alloc's shared-memory
+        word is checked (4 bytes)."""
+        pair = _cta_group(op, rw, "group")
         if what == T.ALLOC:
             slot, n = op.operands
             if str(n.type) != "i32":
@@ -549,7 +647,7 @@ def _tmem_row(what: int):
             addr = _i64(rw, taddr)
         else:
             addr, n = rw.const(0, "i64"), rw.const(0)
-        rw.call("__sm100_tmem", [rw.const(what), addr, n], None, can_abort=True)
+        rw.call("__sm100_tmem", [rw.const(what | (T.PAIR if pair else 0)), addr, n], None, can_abort=True)
         return []
     return rewrite
 
@@ -559,17 +657,18 @@ def _segments(op) -> list[int]:
 
 
 def _mma(op, rw):
-    """``nvvm.tcgen05.mma %d, %adesc, %bdesc, %idesc, %enable {ctaGroup = cta_1, kind = f16|tf32|i8|f8f6f4}``
-    (any collector usage; no scaleInputD, disableOutputLane or aShift; A from shared memory)."""
+    """``nvvm.tcgen05.mma %d, %adesc, %bdesc, %idesc, %enable {ctaGroup = cta_1 | cta_2, kind =
+    f16|tf32|i8|f8f6f4}`` (any collector usage; no scaleInputD, disableOutputLane or aShift; A from shared
+    memory); cta_2: :func:`_mma_pair_issue`."""
     seg = _segments(op)
     if len(seg) != 7 or seg[5] or seg[6] or "aShift" in op.attributes or _kw(op, "kind") not in KINDS:
         rw.unknown(op)
-    _cta1(op, rw, "ctaGroup")
+    pair = _cta_group(op, rw, "ctaGroup")
     d, a, b, idesc, en = list(op.operands)[:5]
     if str(a.type) != "i64" or str(b.type) != "i64" or str(idesc.type) != "i32":
         rw.unknown(op)
-    rw.call("__sm100_tcgen05_mma", [_i64(rw, d), a, b, idesc, _i64(rw, en), rw.const(KINDS.index(_kw(op, "kind")))],
-            None, can_abort=True)
+    kind = KINDS.index(_kw(op, "kind")) | (PAIR_KIND if pair else 0)
+    rw.call("__sm100_tcgen05_mma", [_i64(rw, d), a, b, idesc, _i64(rw, en), rw.const(kind)], None, can_abort=True)
     return []
 
 
@@ -591,12 +690,20 @@ def _mma_block_scale(op, rw):
 
 
 def _commit(op, rw):
-    """``nvvm.tcgen05.commit %mbar`` (shared or generic pointer; no multicast): with bounds checks the
-    mbarrier's 8 bytes must be in shared memory."""
-    if len(op.operands) != 1:
+    """``nvvm.tcgen05.commit %mbar[, %ctaMask : i16] {group = cta_1 | cta_2}`` (shared, shared::cluster or
+    generic pointer; with the mask: ``.multicast::cluster``): with bounds checks the mbarrier's 8 bytes must be
+    in shared memory (of the cluster)."""
+    if len(op.operands) not in (1, 2) or (len(op.operands) == 2 and str(op.operands[1].type) != "i16"):
         rw.unknown(op)
-    _cta1(op, rw, "group")
-    rw.call("__sm100_tcgen05_commit", [_i64(rw, _checked(rw, op.operands[0], "i64", ATOMIC))], None, can_abort=True)
+    _cta_group(op, rw, "group")  # which CTAs' MMAs a commit tracks: the issuing thread's, either way here
+    flags = rw.const(0)
+    if len(op.operands) == 2:
+        rw.define("__sm100_commit_flags", "%ctx: !llvm.ptr, %m: i16",
+                  f"%z = llvm.zext %m : i16 to i32\n%b = llvm.mlir.constant({MULTICAST} : i32) : i32\n"
+                  "%r = llvm.or %z, %b : i32", "i32")
+        flags = rw.call("__sm100_commit_flags", [op.operands[1]], "i32")
+    rw.call("__sm100_tcgen05_commit", [_i64(rw, _checked(rw, op.operands[0], "i64", ATOMIC)), flags], None,
+            can_abort=True)
     return []
 
 
@@ -709,7 +816,7 @@ def emulator_ops() -> EmulatorOps:
         "__sm100_tcgen05_mma_bs": RuntimeSymbol("(!llvm.ptr, i64, i64, i64, i32, i64, i64, i64, i32) -> ()",
                                                 ctypes.CFUNCTYPE(None, _P, _I64, _I64, _I64, _I32, _I64, _I64, _I64, _I32),
                                                 partial(mma_bs_issue, ext)),
-        "__sm100_tcgen05_commit": RuntimeSymbol("(!llvm.ptr, i64) -> ()", ctypes.CFUNCTYPE(None, _P, _I64),
+        "__sm100_tcgen05_commit": RuntimeSymbol("(!llvm.ptr, i64, i32) -> ()", ctypes.CFUNCTYPE(None, _P, _I64, _I32),
                                                 partial(commit, ext)),
         "__sm100_tcgen05_ldst": RuntimeSymbol("(!llvm.ptr, i32, i64, i64, i32) -> ()",
                                               ctypes.CFUNCTYPE(None, _P, _I32, _I64, _I64, _I32), partial(ldst, ext)),

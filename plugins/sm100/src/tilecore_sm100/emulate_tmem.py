@@ -12,6 +12,12 @@ and "tcgen05.alloc, tcgen05.dealloc, tcgen05.relinquish_alloc_permit" (9.7.16.7.
   ``tcgen05.relinquish_alloc_permit`` gives up the CTA's right to allocate: a later ``tcgen05.alloc`` of
   the CTA is illegal; all tensor memory a kernel allocated must be deallocated before it exits.
 
+``.cta_group::2`` (PTX ISA 9.7.16.7.1, "tcgen05.alloc ... .cta_group::2": one warp of each of the two peer CTAs
+executes the instruction; the same columns are allocated, deallocated or given up in the tensor memory of both
+CTAs of the pair, ranks 2k and 2k + 1 of the cluster, and each warp's address is written to its own CTA's shared
+memory): the first of the two warps to reach its j-th ``.cta_group::2`` alloc / dealloc / relinquish performs it
+on both CTAs' tensor memory (the lowest run of columns free in both), the peer's j-th one gets the same result.
+
 The emulator keeps one :class:`TensorMemory` per running CTA (the state of the ``sm100`` emulator extension,
 :mod:`tilecore.emulate.optable`). An allocation takes the lowest free run of ``nCols`` columns aligned to
 ``nCols`` (the hardware's placement is not specified); the cells start zero (undefined on the GPU). A warp's
@@ -53,17 +59,25 @@ class TensorMemory:
         self.issued: dict[int, list] = {}  # thread -> its tcgen05.mma / cp not yet committed
         self.commits: dict[int, list] = {}  # thread -> its commits [operations, mbarrier, landed]
         self.ldst_slots: dict[tuple[int, int], tuple] = {}  # (warp, i) -> the lanes gathered for a tcgen05.ld / st
+        self.pair_ops = 0  # .cta_group::2 alloc / dealloc / relinquish the CTA's warps executed
+        self.pair_done: dict[tuple[int, int], object] = {}  # the pair's leader: (op, j) -> result of the j-th one
 
     # ---- allocation
-    def alloc(self, ncols: int, warp: int) -> int:
-        """Allocate ``ncols`` columns; returns the address (ValueError when it cannot)."""
+    def free_at(self, start: int, ncols: int) -> bool:
+        return all(not (s < start + ncols and start < s + n) for s, (n, _) in self.allocs.items())
+
+    def alloc(self, ncols: int, warp: int, peer: TensorMemory | None = None) -> int:
+        """Allocate ``ncols`` columns (with ``peer``: the same columns in the peer CTA's tensor memory too);
+        returns the address (ValueError when it cannot)."""
         check_columns(ncols, "tcgen05.alloc")
-        if self.relinquished:
+        if self.relinquished or (peer is not None and peer.relinquished):
             raise ValueError(f"tcgen05.alloc of {ncols} columns after the CTA executed "
                              "tcgen05.relinquish_alloc_permit (PTX ISA: illegal)")
         for start in range(0, COLUMNS, ncols):
-            if all(not (s < start + ncols and start < s + n) for s, (n, _) in self.allocs.items()):
+            if self.free_at(start, ncols) and (peer is None or peer.free_at(start, ncols)):
                 self.allocs[start] = (ncols, warp)
+                if peer is not None:
+                    peer.allocs[start] = (ncols, warp)
                 return start
         used = sum(n for n, _ in self.allocs.values())
         raise ValueError(f"tcgen05.alloc of {ncols} columns does not fit: {used} of {COLUMNS} columns are "
@@ -97,22 +111,30 @@ def check_columns(ncols: int, what: str) -> None:
         raise ValueError(f"{what} with {ncols} columns: the column count must be a power of 2 in [32, {COLUMNS}]")
 
 
+PAIR = 4  # ``what`` bit of a .cta_group::2 op
+
+
 def tmem_op(ext, rt, ctx, what: int, addr: int, ncols: int) -> None:
     """Runtime handler of ``__sm100_tmem``: the warp's alloc (``addr``: host address of the shared-memory
-    word that receives the address), dealloc (``addr``: the tensor-memory address) or relinquish."""
+    word that receives the address), dealloc (``addr``: the tensor-memory address) or relinquish; ``what``
+    | :data:`PAIR`: the ``.cta_group::2`` form."""
     t = C.slot(ctx, C.LINEAR_TID)
     warp = t >> 5
     ncols &= 0xFFFFFFFF
+    pair = bool(what & PAIR)
+    what &= ~PAIR
     with rt.lock:
         if rt.is_aborted(ctx):
             return
-        tm = rt.ext_state(ext)
+        tm = rt.ext_state(ext, ctx)
         i = tm.calls.get((t, what), 0)
         tm.calls[(t, what)] = i + 1
         key = (warp, what, i)
         if key not in tm.done:
             try:
-                if what == ALLOC:
+                if pair:
+                    tm.done[key] = _pair_op(ext, rt, ctx, tm, what, warp, addr, ncols)
+                elif what == ALLOC:
                     tm.done[key] = tm.alloc(ncols, warp)
                 elif what == DEALLOC:
                     tm.dealloc(addr, ncols)
@@ -121,10 +143,41 @@ def tmem_op(ext, rt, ctx, what: int, addr: int, ncols: int) -> None:
                     tm.relinquished = True
                     tm.done[key] = None
             except ValueError as e:
-                rt.fail_at(ctx, str(e))
+                rt.fail_at(ctx, f"{OP_NAMES[what]}.cta_group::2: {e}" if pair else str(e))
                 return
         if what == ALLOC:
             ctypes.c_uint32.from_address(addr).value = tm.done[key]
+
+
+def _pair_op(ext, rt, ctx, tm: TensorMemory, what: int, warp: int, addr: int, ncols: int):
+    """The warp's j-th ``.cta_group::2`` op: performed on both CTAs of the pair by the first of the two warps,
+    the result recorded on the pair's leader (even rank) for the other."""
+    rank = rt.rank_of(ctx)
+    if rt.ncta < 2 or (rank | 1) >= rt.ncta:
+        raise ValueError(f"CTA rank {rank} has no peer CTA (a cluster of {rt.ncta} CTA{'s' * (rt.ncta > 1)}; "
+                         ".cta_group::2 pairs ranks 2k and 2k + 1)")
+    peer = rt.ext_state(ext, rank=rank ^ 1)
+    lead = rt.ext_state(ext, rank=rank & ~1)
+    j = tm.pair_ops
+    tm.pair_ops += 1
+    key = (what, j)
+    if key in lead.pair_done:
+        kind, result = lead.pair_done.pop(key)
+        if kind != (what, ncols):
+            raise ValueError(f"the peer CTA's {OP_NAMES[kind[0]]} number {j} with {kind[1]} columns does not "
+                             f"match this {OP_NAMES[what]} with {ncols} columns")
+        return result
+    if what == ALLOC:
+        result = tm.alloc(ncols, warp, peer)
+    elif what == DEALLOC:
+        tm.dealloc(addr, ncols)
+        peer.dealloc(addr, ncols)
+        result = None
+    else:
+        tm.relinquished = peer.relinquished = True
+        result = None
+    lead.pair_done[key] = ((what, ncols), result)
+    return result
 
 
 def cta_end(rt, ctx, tm: TensorMemory) -> None:
