@@ -170,6 +170,9 @@ MBAR_KERNEL = """
     %rbar = nvvm.mapa %bar, %peer : !llvm.ptr<3> -> !llvm.ptr<7>
     nvvm.mbarrier.arrive %rbar {scope = #nvvm.mem_scope<cluster>} : !llvm.ptr<7>
     nvvm.mbarrier.try_wait.parity %bar, %c0, %ticks : !llvm.ptr<3>, i32, i32
+    nvvm.fence.sync_restrict {order = #nvvm.mem_order<acquire>}
+    nvvm.fence.sc.cluster
+    nvvm.memory.barrier #nvvm.mem_scope<cluster>
     %w = llvm.load %dp : !llvm.ptr<3> -> i32
     %o0 = llvm.mul %cta, %ntid : i32
     %o = llvm.add %o0, %tid : i32
@@ -184,7 +187,8 @@ MBAR_KERNEL = """
 def test_remote_mbarrier_arrive_publishes_dsmem_stores(pm):
     """Each thread stores into the peer CTA's shared memory, then arrives on the peer's mbarrier
     (mbarrier.arrive.shared::cluster through a mapa address); each CTA waits on its own mbarrier (expected
-    count: the peer's threads) and then reads what the peer wrote."""
+    count: the peer's threads), fences (fence.acquire.sync_restrict::shared::cluster, fence.sc.cluster,
+    fence.acq_rel.cluster) and then reads what the peer wrote."""
     nthreads, grid = 48, 4
     out = np.full(grid * nthreads, -1, np.int32)
     launch(parse(pm, gpu_module(MBAR_KERNEL)), "k", grid=grid, block=nthreads, args=[out])
@@ -484,3 +488,36 @@ def test_tma_mbarrier_in_another_cta_needs_cta_group_2(pm):
     with pytest.raises(TilecoreError, match=r"cp.async.bulk.tensor: the mbarrier \(CTA rank 0\) must be in the "
                                             r"destination's CTA \(rank 1\) \(without .cta_group::2\)"):
         launch(parse(pm, gpu_module(text)), "k", grid=2, block=64, shared_bytes=2048, args=args, check_bounds=False)
+
+
+def test_reading_the_shared_memory_of_an_exited_cta_fails(pm):
+    """Rank 1's threads exit at once (no barrier.cluster: exited threads do not hold it); rank 0 passes its
+    cluster barrier once they are gone and reads rank 1's shared memory: an out-of-bounds access that names the
+    exited CTA (on the GPU its shared memory is no longer there)."""
+    text = exchange_kernel(32, (2, 1, 1)).replace("""    llvm.store %v, %p : i32, !llvm.ptr<3>
+    nvvm.cluster.arrive {aligned}""", """    llvm.store %v, %p : i32, !llvm.ptr<3>
+    %rk1 = llvm.icmp "eq" %rank, %c1 : i32
+    llvm.cond_br %rk1, ^gone, ^stay
+  ^gone:
+    llvm.return
+  ^stay:
+    nvvm.cluster.arrive {aligned}""")
+    with pytest.raises(TilecoreError, match=r"out-of-bounds shared memory access: load from 4 bytes at 0x[0-9a-f]+ "
+                                            r"\(block \(0, 0, 0\), thread \(\d+, 0, 0\), cluster rank 0\).*\(the "
+                                            r"shared memory of CTA rank 1, which has exited"):
+        launch(parse(pm, gpu_module(text)), "k", grid=2, block=32, args=[np.zeros(64, np.int32),
+                                                                         np.zeros(24, np.int32)])
+
+
+def test_cluster_of_one_cta_keeps_the_single_cta_path(pm):
+    """nvvm.cluster_dim = [1, 1, 1] is no cluster launch: the module keeps its static shared variables (no
+    per-CTA instances) and the cluster registers read rank 0 of 1."""
+    from tilecore.emulate import compile_kernel
+
+    text = exchange_kernel(32, (2, 1, 1)).replace("array<i32: 2, 1, 1>", "array<i32: 1, 1, 1>")
+    k = compile_kernel(parse(pm, gpu_module(text)), "k")
+    assert k.host.cluster_size == 1 and not k.host.smem_vars and "__emu_smem_var" not in str(k.host.module)
+    out, regs = np.zeros(96, np.int32), np.zeros(36, np.int32)
+    launch(parse(pm, gpu_module(text)), "k", grid=3, block=32, args=[out, regs])
+    np.testing.assert_array_equal(out, np.arange(3)[:, None].repeat(32, 1).ravel() * 1000 + np.tile(np.arange(32), 3))
+    np.testing.assert_array_equal(regs.reshape(3, 12)[:, 10:], [[0, 1]] * 3)

@@ -262,6 +262,7 @@ class EmulatedKernel:
             self._rt = rt = DeviceRuntime(block, grid, memory if self.host.check_bounds else None, n)
             rt.shared_buffers, rt.shared_by_rank, rt.windows = by_rank[0], by_rank, windows
             rt.sites = self.host.sites
+            rt.cluster_table = cluster_table
             rt.arg_ranges = {i: (lo, hi) for i, (_, lo, hi) in zip(self.pointer_indices(), arrays)}
             ctxs = []
             for r in range(n):

@@ -1134,6 +1134,9 @@ NVVM_OPS: dict[str, OpRow] = {
     "nvvm.memory.barrier": OpRow(_fence), "nvvm.fence.sc.cluster": OpRow(_fence),
     "nvvm.fence.proxy": OpRow(_fence), "nvvm.fence.proxy.acquire": OpRow(_fence),
     "nvvm.fence.proxy.release": OpRow(_fence),
+    # fence.{acquire,release}.sync_restrict::shared::{cluster,cta}.cluster and the proxy form (PTX ISA "membar /
+    # fence", sync_restrict): ordering with the cluster's mbarrier operations, a host fence too
+    "nvvm.fence.sync_restrict": OpRow(_fence), "nvvm.fence.proxy.sync_restrict": OpRow(_fence),
     "nvvm.griddepcontrol": OpRow(_griddepcontrol), "nvvm.setmaxregister": OpRow(_setmaxnreg),
     "nvvm.cluster.arrive": OpRow(_cluster_barrier(0), collective=True),
     "nvvm.cluster.arrive.relaxed": OpRow(_cluster_barrier(0), collective=True),

@@ -136,6 +136,8 @@ class DeviceRuntime:
         self.shared_by_rank: list = []  # cluster launches: the shared buffers of each rank (set by the engine)
         self.windows: list = []  # cluster launches: [lo, hi) of each rank's shared window (set by the engine)
         self.sites: list = []  # source location of each checked access / mapa by id (set by the engine)
+        self.cluster_table = None  # cluster launches: the i64 [lo, hi) table of every CTA's shared buffers that
+        # shared::cluster / generic accesses are checked against (set by the engine), rank by rank
         self.arg_ranges: dict[int, tuple[int, int]] = {}  # kernel argument -> its array's host range (TMA)
         self.nthreads = block[0] * block[1] * block[2]
         self.nwarps = (self.nthreads + 31) // 32
@@ -151,6 +153,12 @@ class DeviceRuntime:
         self._reset_cta()
 
     def _reset_cta(self):
+        if self.cluster_table is not None:  # a new cluster: every CTA's shared memory is there again
+            k = 0
+            for bufs in self.shared_by_rank:
+                for _, lo, hi in bufs:
+                    self.cluster_table[2 * k], self.cluster_table[2 * k + 1] = lo, hi
+                    k += 1
         self.ctas = [_Cta(self.nthreads) for _ in range(self.ncta)]
         self.live = self.nthreads * self.ncta  # running threads of the cluster
         self.blocked = 0
@@ -827,6 +835,8 @@ class DeviceRuntime:
                         s.need -= 1
                         self._complete_if_ready(cta, w, m, s, self.rank_of(ctx) * self.nwarps + w)
                 self._cluster_release_if_full()  # barrier.cluster waits for the non-exited threads only
+                if cta.live == 0 and self.cluster_table is not None:
+                    self._retire_shared(self.rank_of(ctx))
                 self._check_deadlock(ctx)
             self.done += 1
             gen = self.cta_gen
@@ -842,6 +852,15 @@ class DeviceRuntime:
                 while self.cta_gen == gen and not self.aborted:
                     self.cta_cond.wait()
             self._aborted(ctx)
+
+    def _retire_shared(self, rank: int) -> None:
+        """The CTA of ``rank`` has exited: its shared memory is gone (PTX ISA "Distributed Shared Memory": a CTA
+        must not exit while others may still access its shared memory; a barrier.cluster before the exit is
+        the usual guard): its entries of the cluster table become empty, so a later shared::cluster or generic
+        access by a peer fails as out of bounds."""
+        k = sum(len(b) for b in self.shared_by_rank[:rank])
+        for j in range(k, k + len(self.shared_by_rank[rank])):
+            self.cluster_table[2 * j] = self.cluster_table[2 * j + 1] = 0
 
     # ---- printf, assert, clock
     def _string(self, ctx, addr: int, what: str) -> str:
@@ -879,8 +898,12 @@ class DeviceRuntime:
     def fault(self, ctx, addr, size, align, space, what, site):
         """A checked access was bad (or a thread's table of local buffers is full): fail the launch."""
         memory = self.memory or Memory()
-        err = TilecoreError(describe_fault(memory, ctx, self._where(ctx), addr, size, align, space, what),
-                            memory.site(site))
+        text = describe_fault(memory, ctx, self._where(ctx), addr, size, align, space, what)
+        r = self.window_rank(addr) if self.cluster_table is not None else None
+        if r is not None and self.ctas[r].live == 0:
+            text += (f" (the shared memory of CTA rank {r}, which has exited: a CTA's shared memory must not be "
+                     "accessed after it exits; PTX ISA \"Distributed Shared Memory\")")
+        err = TilecoreError(text, memory.site(site))
         with self.lock:
             self.fail(err)
             self._aborted(ctx)
