@@ -1527,3 +1527,32 @@ def test_return_from_nested_while_loops_in_an_if(sm):
         want.append(out if out is not None else -t)
     np.testing.assert_array_equal(y, np.concatenate(want))
     assert cnt[0] == returned
+
+
+# ------------------------------------------------------------------------------ math and compares on 8-bit float tiles
+@ct.kernel
+def f8_exp(A, Y, TILE: ConstInt):
+    a = ct.bitcast(ct.load(A, (0,), (TILE,)), ct.float8_e4m3fn)
+    ct.store(Y, (0,), ct.astype(ct.exp(a), ct.float32))
+
+
+@ct.kernel
+def f8_compare(A, B, Y, TILE: ConstInt):
+    a = ct.bitcast(ct.load(A, (0,), (TILE,)), ct.float8_e5m2)
+    b = ct.bitcast(ct.load(B, (0,), (TILE,)), ct.float8_e5m2)
+    ct.store(Y, (0,), ct.astype(a > b, ct.float32))
+
+
+@pytest.mark.parametrize("sm", ["sm_90a", "sm_100a"])
+def test_math_and_compares_on_8_bit_floats_are_located_errors(sm):
+    """cuTile exports ``ct.exp`` and ``>`` on 8-bit float tiles, but TileIR's exp / cmpf take f16 / bf16 / f32 / f64
+    only (tileiras: "operand #0 must be tile of f16 or bf16 or f32 or f64 values"): a located error, while the
+    integer conversions of such tiles (``astype``) compile."""
+    a, y = np.zeros(16, np.uint8), np.zeros(16, np.float32)
+    with pytest.raises(TilecoreError, match=r"'math.exp' on f8E4M3FN is not supported") as e:
+        tc.launch(None, (1,), f8_exp, (a, y, 16), gpu_name=sm)
+    assert f"test_thirdparty_kernels3.py:{_line_of('ct.store(Y, (0,), ct.astype(ct.exp(a)')}:" in str(e.value)
+    assert _tileiras_compiles(f8_exp, (a, y, 16), sm) in (False, None)
+    with pytest.raises(TilecoreError, match=r"'arith.cmpf' on f8E5M2 is not supported"):
+        tc.launch(None, (1,), f8_compare, (a, a.copy(), y, 16), gpu_name=sm)
+    assert _tileiras_compiles(f8_compare, (a, a.copy(), y, 16), sm) in (False, None)

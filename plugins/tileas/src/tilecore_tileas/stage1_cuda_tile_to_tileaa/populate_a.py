@@ -165,14 +165,42 @@ def directed_truncation(src, rn, mode: str):
     return create("arith.bitcast", [rt], [stepped]).results[0]
 
 
+# floats stage 4 holds as codes (i8 registers): the conversions of their tiles are extf / truncf only
+CODED_FLOATS = ("f8E4M3FN", "f8E5M2", "f8E8M0FNU", "f4E2M1FN")
+
+
+def _coded(t) -> bool:
+    return str(element_type(t)) in CODED_FLOATS
+
+
+def _signed_op(op, names):
+    return names[0] if s(op, "signedness", "signed") == "signed" else names[1]
+
+
+def itof(op, rb):
+    """Integer -> float; to an 8- / 4-bit float (cuTile's ``astype(i, float8_e4m3fn)``, which tileiras compiles)
+    through f32, then ``arith.truncf`` (one rounding: an integer below 2^24 is exact in f32, one above lies past
+    every such format's largest finite value either way)."""
+    (src,) = _flat(op, rb)
+    rt = result_types(op, rb)[0]
+    name = _signed_op(op, BY_SIGN["itof"])
+    if not _coded(rt):
+        return list(create(name, [rt], [src]).results)
+    wide = create(name, [_like(rt, ir.F32Type.get())], [src]).results[0]
+    return list(create("arith.truncf", [rt], [wide]).results)
+
+
 def ftoi(op, rb):
     """Float -> integer truncates toward zero; float -> bool (cuTile's ``astype(x, bool_)`` is an
     ``ftoi`` to i1) is ``x != 0`` as for integers (cuTile compares those with zero), NaN true as in
-    numpy; an ``fptoui`` to i1 would be poison for every value but 0 and 1."""
+    numpy; an ``fptoui`` to i1 would be poison for every value but 0 and 1. An 8- / 4-bit float source
+    is widened to f32 first (exact; tileiras compiles these, stage 4 has no integer conversion of codes)."""
     (src,) = _flat(op, rb)
+    if _coded(src.type):
+        src = create("arith.extf", [_like(src.type, ir.F32Type.get())], [src]).results[0]
     rt = result_types(op, rb)[0]
     if str(element_type(rt)) != "i1":
-        return by_sign(BY_SIGN["ftoi"])(op, rb)
+        return list(create(_signed_op(op, BY_SIGN["ftoi"]), [rt], [src]).results)
     zero_t = src.type
     zero = ir.FloatAttr.get(element_type(zero_t), 0.0)
     if str(zero_t).startswith("tensor<"):
@@ -478,7 +506,7 @@ def print_op(op, rb):
 POPULATOR = {
     **{f"cuda_tile.{k}": same_operands(v) for k, v in SAME_OPERANDS.items()},
     **{f"cuda_tile.{k}": by_sign(v) for k, v in BY_SIGN.items()},
-    "cuda_tile.ftof": ftof, "cuda_tile.ftoi": ftoi, "cuda_tile.maxf": maxmin("max"), "cuda_tile.minf": maxmin("min"),
+    "cuda_tile.ftof": ftof, "cuda_tile.ftoi": ftoi, "cuda_tile.itof": itof, "cuda_tile.maxf": maxmin("max"), "cuda_tile.minf": maxmin("min"),
     "cuda_tile.divi": divi, "cuda_tile.negi": negi, "cuda_tile.absi": absi, "cuda_tile.mulhii": mulhii, "cuda_tile.cmpf": cmpf, "cuda_tile.cmpi": cmpi,
     "cuda_tile.constant": constant, "cuda_tile.for": for_op, "cuda_tile.if": if_op, "cuda_tile.loop": loop,
     "cuda_tile_term.yield": scf_yield, "cuda_tile_term.continue": continue_op,

@@ -34,7 +34,7 @@ def elementwise(op, rb):
     tiles = [v for v in ins if isinstance(v, TileV)]
     narrow = [narrow_float.element_name(v.type) for v in [*op.operands, *op.results] if narrow_float.is_narrow(v.type)]
     if narrow and op.name not in NARROW_CONVERSIONS + NARROW_MOVES:
-        return _through_f32(op, rb, ins, attrs)
+        raise LoweringError(f"'{op.name}' on {narrow[0]} is not supported (8-bit floats must be converted first)", op)
     tf = any(tf32.is_tf32(v.type) for v in [*op.operands, *op.results])
     if tf and op.name not in NARROW_CONVERSIONS + NARROW_MOVES:
         raise LoweringError(f"'{op.name}' on tf32 is not supported (tf32 tiles must be converted first)", op)
@@ -51,7 +51,11 @@ def elementwise(op, rb):
             return [rounding.directed(op, attrs, rtypes[0], ins)]
         new = create(op.name, rtypes, ins, attrs)
         return list(new.results)
-    ins, tiles = _unified(cg, ins, tiles)
+    unified = fragments.unify(cg, tiles)
+    if unified is not tiles:
+        swap = dict(zip(map(id, tiles), unified))
+        ins = [swap.get(id(v), v) for v in ins]
+        tiles = unified
     lay = tiles[0].layout
     if any(t.layout != lay for t in tiles):
         raise LoweringError(f"internal error: operands of '{op.name}' disagree on their layout", op)
@@ -59,20 +63,6 @@ def elementwise(op, rb):
         return [TileV(lay, narrow_float.convert(cg, op, tiles[0].regs))]
     if tf and op.name in NARROW_CONVERSIONS:
         return [TileV(lay, tf32.convert(cg, op, tiles[0].regs))]
-    return _per_register(op, lay, ins, rtypes, attrs, recompute_ok=True)
-
-
-def _unified(cg, ins, tiles):
-    """The operands with their tiles in one layout (:func:`fragments.unify`)."""
-    unified = fragments.unify(cg, tiles)
-    if unified is not tiles:
-        swap = dict(zip(map(id, tiles), unified))
-        ins = [swap.get(id(v), v) for v in ins]
-    return ins, unified
-
-
-def _per_register(op, lay, ins, rtypes, attrs, recompute_ok: bool) -> list:
-    """``op`` recreated once per register of layout ``lay`` (scalar operands shared)."""
     regs = [[] for _ in op.results]
     for k in range(lay.regs):
         args = [v.regs[k] if isinstance(v, TileV) else v for v in ins]
@@ -82,47 +72,11 @@ def _per_register(op, lay, ins, rtypes, attrs, recompute_ok: bool) -> list:
         new = create(op.name, rtypes, args, attrs)
         for i, r in enumerate(new.results):
             regs[i].append(r)
-    recipe = recompute.elementwise(op.name, rtypes[0], attrs, ins) if len(op.results) == 1 and recompute_ok else None
+    recipe = recompute.elementwise(op.name, rtypes[0], attrs, ins) if len(op.results) == 1 else None
     out = []
     for r, vals in zip(op.results, regs):
         out.append(TileV(lay, vals, recipe) if str(r.type).startswith("tensor<") else vals[0])
     return out
-
-
-def _through_f32(op, rb, ins, attrs) -> list:
-    """An op other than a conversion on 8- / 4-bit float codes: ``itof`` to one, ``ftoi`` or ``cmpf`` from one
-    (what ``ct.astype`` between an integer or bool tile and an 8-bit float tile gives; tileiras compiles them).
-    The narrow operands are decoded to f32 (exact: f32 holds every value of each format), the op runs on f32,
-    narrow results are encoded back by the cvt instructions (nearest even, saturating; :mod:`.narrow_float`).
-    An integer converted through f32 rounds once: below 2^24 it is exact in f32, above it lies past every
-    8-bit format's largest finite value either way."""
-    cg = rb.data["cg"]
-    f32 = ir.F32Type.get()
-
-    def decode(v, t):
-        if not narrow_float.is_narrow(t):
-            return v
-        fmt = narrow_float.element_name(t)
-        if isinstance(v, TileV):
-            return TileV(v.layout, narrow_float.decode(cg, v.regs, fmt, f32))
-        return narrow_float.decode(cg, [v], fmt, f32)[0]
-
-    ins = [decode(v, o.type) for v, o in zip(ins, op.operands)]
-    rtypes = [f32 if narrow_float.is_narrow(r.type) else scalar_type(r.type, rb.convert_type) for r in op.results]
-    tiles = [v for v in ins if isinstance(v, TileV)]
-    if not tiles:
-        outs = list(create(op.name, rtypes, ins, attrs).results)
-    else:
-        ins, tiles = _unified(cg, ins, tiles)
-        outs = _per_register(op, tiles[0].layout, ins, rtypes, attrs, recompute_ok=False)
-    mode = ir.StringAttr(op.attributes["tilecore.rounding"]).value if "tilecore.rounding" in op.attributes else None
-    for i, r in enumerate(op.results):
-        if narrow_float.is_narrow(r.type):
-            fmt = narrow_float.element_name(r.type)
-            v = outs[i]
-            outs[i] = (TileV(v.layout, narrow_float.encode_regs(cg, v.regs, fmt, op, mode)) if isinstance(v, TileV)
-                       else narrow_float.encode_regs(cg, [v], fmt, op, mode)[0])
-    return outs
 
 
 def constant(op, rb):
