@@ -521,3 +521,13 @@ def test_cluster_of_one_cta_keeps_the_single_cta_path(pm):
     launch(parse(pm, gpu_module(text)), "k", grid=3, block=32, args=[out, regs])
     np.testing.assert_array_equal(out, np.arange(3)[:, None].repeat(32, 1).ravel() * 1000 + np.tile(np.arange(32), 3))
     np.testing.assert_array_equal(regs.reshape(3, 12)[:, 10:], [[0, 1]] * 3)
+
+
+def test_cluster_launch_in_a_child_process(pm):
+    """launch(isolate=True) runs cluster kernels too (the child compiles and launches the same way)."""
+    out, regs = np.zeros(4 * 32, np.int32), np.zeros(4 * 12, np.int32)
+    launch(parse(pm, gpu_module(exchange_kernel(32, (2, 1, 1)))), "k", grid=4, block=32, args=[out, regs],
+           isolate=True, timeout=120)
+    want_out, want_regs = expected_exchange((4, 1), (2, 1, 1), 32)
+    np.testing.assert_array_equal(out, want_out)
+    np.testing.assert_array_equal(regs, want_regs)
