@@ -531,3 +531,49 @@ def test_cluster_launch_in_a_child_process(pm):
     want_out, want_regs = expected_exchange((4, 1), (2, 1, 1), 32)
     np.testing.assert_array_equal(out, want_out)
     np.testing.assert_array_equal(regs, want_regs)
+
+
+ATOMIC_KERNEL = """
+  llvm.mlir.global internal @cnt() {addr_space = 3 : i32, alignment = 4 : i64} : i32
+  llvm.func @k(%out: !llvm.ptr<1>) attributes {nvvm.kernel, nvvm.cluster_dim = array<i32: 2, 1, 1>} {
+    %tid = nvvm.read.ptx.sreg.tid.x : i32
+    %cta = nvvm.read.ptx.sreg.ctaid.x : i32
+    %c0 = llvm.mlir.constant(0 : i32) : i32
+    %c1 = llvm.mlir.constant(1 : i32) : i32
+    %cnt = llvm.mlir.addressof @cnt : !llvm.ptr<3>
+    %is0 = llvm.icmp "eq" %tid, %c0 : i32
+    llvm.cond_br %is0, ^z, ^go
+  ^z:
+    llvm.store %c0, %cnt : i32, !llvm.ptr<3>
+    llvm.br ^go
+  ^go:
+    nvvm.cluster.arrive
+    nvvm.cluster.wait
+    %r0 = nvvm.mapa %cnt, %c0 : !llvm.ptr<3> -> !llvm.ptr<7>
+    %g = llvm.addrspacecast %r0 : !llvm.ptr<7> to !llvm.ptr
+    %v1 = llvm.add %tid, %c1 : i32
+    %old = llvm.atomicrmw add %r0, %v1 monotonic : !llvm.ptr<7>, i32
+    %old2 = llvm.atomicrmw add %g, %c1 monotonic : !llvm.ptr, i32
+    nvvm.cluster.arrive
+    nvvm.cluster.wait
+    llvm.cond_br %is0, ^w, ^e
+  ^w:
+    %v = llvm.load %cnt : !llvm.ptr<3> -> i32
+    %op = llvm.getelementptr %out[%cta] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+    llvm.store %v, %op : i32, !llvm.ptr<1>
+    llvm.br ^e
+  ^e:
+    nvvm.cluster.arrive
+    nvvm.cluster.wait
+    llvm.return
+  }"""
+
+
+def test_atomics_on_the_leaders_shared_memory_through_shared_cluster_and_generic_pointers(pm):
+    """Every thread of both CTAs adds tid + 1 (atom.shared::cluster through the mapa address) and 1 (through
+    its generic form) to rank 0's counter; rank 0 sees both CTAs' sums, rank 1's own counter stays 0."""
+    out = np.full(4, -1, np.int32)
+    launch(parse(pm, gpu_module(ATOMIC_KERNEL)), "k", grid=4, block=40, args=[out])
+    np.testing.assert_array_equal(out, [2 * (40 * 41 // 2) + 80, 0] * 2)
+    ptx = ptxas_round_trip(pm, ATOMIC_KERNEL, "sm_90a")
+    assert re.search(r"atom\.shared::cluster\.add\.u32", ptx) and "mapa.shared::cluster" in ptx
