@@ -49,7 +49,8 @@ def launch(module, kernel: str, grid, block, args, shared_bytes: int = 0, check_
            isolate: bool = False, timeout: float | None = None) -> LaunchResult:
     """Run ``kernel`` of the lowered ``module`` on ``grid`` x ``block`` threads.
 
-    ``grid`` / ``block``: an int or 1 to 3 sizes; ``args`` follow the kernel's LLVM
+    ``grid`` / ``block``: an int or 1 to 3 sizes (``grid`` counts CTAs; a kernel with ``nvvm.cluster_dim``
+    runs the CTAs of each cluster concurrently, the grid a whole number of clusters); ``args`` follow the kernel's LLVM
     parameters (numpy arrays for pointers, scalars for the rest); ``shared_bytes``:
     dynamic shared memory per CTA. Returns a :class:`LaunchResult` (``outputs``: the
     device arrays after the run, also copied into the given arrays; ``printf``: the
