@@ -235,6 +235,9 @@ class Gen:
         # draws added after a template's seeds were in use (reported, cited): a stream of their own, so the
         # programs those seeds draw stay the same except for the new form
         self.side = random.Random(f"side-{seed}")
+        # round 3 of third-party kernels: its draws on a stream of their own (drawing them from ``side`` would
+        # move the draws ``side`` makes after them in programs that reach them)
+        self.side3 = random.Random(f"side3-{seed}")
         self.seed = seed
         self.nval = 0
         self.nin = 0
@@ -528,16 +531,27 @@ class Gen:
             mx = f"np.minimum(np.maximum({x}, {lo}.0), {hi}.0)"
         k = f"ct.astype({kx}, ct.{d.ct})"
         m = f"ns.cast({mx}, {v.dt!r}, {dst!r})"
+        feature = f"cast:{v.dt}->{dst}"
         bound = v.bound
         if src.kind in "iu" and d.kind == "f":
             bound = 2.0 ** (src.bits - (1 if src.kind == "i" else 0))
         if src.kind == "b":
             bound = 1.0
+        # side stream (round 3 of third-party kernels): an integer / bool through an 8-bit float and on to a
+        # type that holds every 8-bit value (tilecore refused int <-> e4m3 / e5m2 and e4m3 -> bool on sm_90a /
+        # sm_100a); the result keeps the cast's type, so the rest of the program stays the same
+        if src.kind in "iub" and dst in ("i32", "i64", "f32", "f64", "bool") and self.side3.random() < 0.3:
+            f8 = self.side3.choice(F8)
+            k = f"ct.astype(ct.astype({kx}, ct.{DTYPES[f8].ct}), ct.{d.ct})"
+            m = f"ns.cast(ns.cast({mx}, {v.dt!r}, {f8!r}), {f8!r}, {dst!r})"
+            feature = f"cast:{v.dt}->{f8}->{dst}"
+            self.min_sm = max(self.min_sm, DTYPES[f8].min_sm)
+            bound = max(bound, v.bound * 1.125 + 1)  # rounding to 3 / 2 mantissa bits may round up
         exact = v.exact
         res = self.new_val(v, dt=dst, exact=exact, bound=bound)
         if not exact and d.kind == "f":  # the error made in the source type stays
             res.rtol = max(v.rtol, src.rtol)
-        self.emit(f"{res.name} = {k}", f"{res.name} = {m}", depth, feature=f"cast:{v.dt}->{dst}")
+        self.emit(f"{res.name} = {k}", f"{res.name} = {m}", depth, feature=feature)
         return res
 
     def op_bitcast(self, v: Val, depth: int):
@@ -999,7 +1013,13 @@ def t_loop(g: Gen, p: Program):
                    f"{w.name} = {v.name} + {qw.name}[j]", d1, feature="load_0d")
         v = w
     ctl = g.pick(["none", "continue", "break"])
-    if ctl != "none":
+    # side stream (round 3 of third-party kernels): a while loop's break becomes a return from the kernel (stage
+    # 1 left a return inside a while body in an scf.if); the model breaks and skips the block after the loop
+    returns = use_while and ctl == "break" and g.side3.random() < 0.5
+    if returns:
+        g.emit([f"if j == {lim.name}:", "    return"], [f"if j == {lim.name}:", "    break"], d1,
+               feature="return_in_while")
+    elif ctl != "none":
         step = ["j += 1"] if use_while and ctl == "continue" else []
         g.emit([f"if j == {lim.name}:"] + ["    " + s for s in step] + [f"    {ctl}"],
                [f"if j == {lim.name}:"] + ["    " + s for s in step] + [f"    {ctl}"], d1, feature=ctl)
@@ -1036,6 +1056,8 @@ def t_loop(g: Gen, p: Program):
     g.emit(f"{acc.name} = {acc.name} + {v.name}", f"{acc.name} = " + add.format(a=acc.name, b=v.name, d=dt), d1)
     if use_while:
         g.emit("j += 1", "j += 1", d1)
+    if returns:  # the loop broke at j == lim exactly when it returned: that block stores nothing
+        g.emit("pass", [f"if {lim.name} < {ntiles}:", "    continue"], 0)
     s_max = 8  # loop trip count bound used for the tolerance (extents are at most 4 tiles)
     acc2 = g.new_val(acc, exact=DTYPES[dt].is_int, bound=v.bound * s_max, nred=max(v.nred, 1) * s_max,
                      nops=v.nops + 1)

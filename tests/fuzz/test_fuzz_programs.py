@@ -228,3 +228,33 @@ def test_mma_scaled_programs():
         below = r.outcomes["sm_90a"]  # MIN_SM 100: rejected with a located error, as tileiras
         assert below.status == "skipped" and "rejected" in below.message
         assert re.search(r"prog\.py:\d+:\d+", below.message), below.message
+
+
+# Round 3 of third-party kernels (side stream): integer / bool casts through an 8-bit float (tilecore refused itof
+# to and ftoi / cmpf from e4m3 / e5m2 on sm_90a / sm_100a: "'arith.sitofp' on f8E4M3FN is not supported";
+# tileiras compiles them; below sm_89 a located rejection, as tileiras), and a return inside a while loop (stage 1
+# left it inside an scf.if: "'scf.if' op expects regions to end with 'scf.yield'").
+ROUND3_SEEDS = {
+    90009: "cast:i16->f8e4m3->i32",
+    90035: "cast:i8->f8e5m2->f64",
+    90099: "cast:i64->f8e5m2->bool",
+    90148: "cast:bool->f8e4m3->i32",
+    90056: "return_in_while",
+}
+
+
+def test_round3_forms():
+    work = tempfile.mkdtemp(prefix="fuzz-ci-round3-")
+    try:
+        results = [_check(seed, work) for seed in ROUND3_SEEDS]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    for r in results:
+        feature = ROUND3_SEEDS[r.seed]
+        assert feature in r.features, (r.seed, r.features)
+        f8 = feature.startswith("cast:")
+        assert not f8 or {"cuda_tile.itof", "cuda_tile.ftoi", "cuda_tile.cmpf"} & set(r.ops), r.ops
+        for sm in ("sm_90a", "sm_100a") if f8 else SMS:
+            assert r.outcomes[sm].status == "ok", f"seed {r.seed} {sm}: {r.outcomes[sm].key[:300]}"
+        if f8:
+            assert r.outcomes["sm_80"].status == "skipped"
