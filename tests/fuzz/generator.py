@@ -135,6 +135,7 @@ class Program:
     second_tile: list[int] | None = None  # a second KernelSignature with this tile shape
     loop_var: str | None = None  # model-side grid excludes the loop axis
     aux: list[tuple[str, str]] = field(default_factory=list)  # model-only outputs (name, output it is shaped like)
+    num_ctas: int = 1  # cuTile's num_ctas (2: clusters of 2 CTAs, the grid's x rounded up to whole clusters)
 
     @property
     def name(self) -> str:
@@ -170,7 +171,7 @@ def _render(p: Program, edits: Edits, extents: list[int]) -> str:
             "PRINTS = []  # the printf lines the model expects of the last launch (reference fills it)", "", ""]
     # kernel
     args = ", ".join([q.name for q in p.params] + [f"{t}: ct.Constant[int]" for t in tnames])
-    out += ["@ct.kernel", f"def KERNEL({args}):"]
+    out += ["@ct.kernel" if p.num_ctas == 1 else f"@ct.kernel(num_ctas={p.num_ctas})", f"def KERNEL({args}):"]
     for i in range(len(p.grid)):
         out.append(f"    b{i} = ct.bid({i})")
     for k, s in enumerate(p.stmts):
@@ -190,7 +191,7 @@ def _render(p: Program, edits: Edits, extents: list[int]) -> str:
             out.append(f"    inp[{q.name!r}] = ns.make_array({kind!r}, {shape}, {q.dt!r}, rng{extra})")
     out += ["    return inp", "", ""]
     out += ["def grid(S, T):", f"    {', '.join(tnames)}, = T",
-            "    return (" + "".join(f"{g}, " for g in p.grid) + ")", "", ""]
+            "    return (" + "".join(f"{g}, " for g in _cluster_grid(p)) + ")", "", ""]
     # reference
     out += ["def reference(inp, S, T):", f"    {', '.join(tnames)}, = T", "    PRINTS.clear()"]
     outs = []
@@ -211,6 +212,14 @@ def _render(p: Program, edits: Edits, extents: list[int]) -> str:
         out += ["    " * (2 + s.depth) + ln for ln in edits.lines(k, s, 1)]
     out.append("    return {" + ", ".join(f"{o!r}: {o}" for o in outs) + "}")
     return "\n".join(out) + "\n"
+
+
+def _cluster_grid(p: Program) -> list[str]:
+    """The grid's expressions, x rounded up to a whole number of clusters (a launch of clusters of ``num_ctas``
+    CTAs along x must be one); the extra tile blocks load zeros and store nothing (out of bounds on both sides)."""
+    if p.num_ctas == 1 or not p.grid:
+        return list(p.grid)
+    return [f"ns.cdiv({p.grid[0]}, {p.num_ctas}) * {p.num_ctas}", *p.grid[1:]]
 
 
 # ------------------------------------------------------------------------------ generation
@@ -238,6 +247,8 @@ class Gen:
         # round 3 of third-party kernels: its draws on a stream of their own (drawing them from ``side`` would
         # move the draws ``side`` makes after them in programs that reach them)
         self.side3 = random.Random(f"side3-{seed}")
+        # num_ctas=2 (clusters; CTA pairs on sm_100a) for mma programs: a stream of its own (the others' draws stay put)
+        self.clusters = random.Random(f"clusters-{seed}")
         self.seed = seed
         self.nval = 0
         self.nin = 0
@@ -1643,6 +1654,22 @@ def _blocks(p: Program, extents: list[int]) -> int:
     return math.prod(eval(g, env) for g in p.grid)  # noqa: S307 - our own expressions
 
 
+def _clusters(g: Gen, p: Program) -> None:
+    """cuTile ``num_ctas=2`` (the ``clusters`` stream): clusters of 2 CTAs on sm_90+, and on
+    sm_100a CTA pairs (``tcgen05.mma.cta_group::2``) where the dot admits them: then a 2-D f16 / bf16 dot gets
+    128-row tiles (the pair's instruction M is 256) and N of 32 (each CTA stages half of B)."""
+    p.num_ctas = 2
+    g.features.add("num_ctas:2")
+    pair_types = {"mma:f16->f16", "mma:f16->f32", "mma:bf16->f32"}
+    if "mma_batched" not in g.features and g.features & pair_types:
+        p.tile[0] = 128
+        p.extents[0] = _extent(g.clusters, 128, 2)
+        if p.tile[1] < 32:  # each CTA's half of B: rows of 32 bytes or more
+            p.tile[1] = 32
+            p.extents[1] = _extent(g.clusters, 32, 2)
+        g.features.add("cta_pairs")
+
+
 def _cap_blocks(p: Program) -> None:
     """Shrink the largest extents until the launch has at most MAX_BLOCKS blocks."""
     while _blocks(p, p.extents) > MAX_BLOCKS:
@@ -1674,6 +1701,8 @@ def generate(seed: int, template: str | None = None) -> Program:
         g.stmts.insert(0, Stmt([f"if b0 % 3 == {k}:", "    return"], [f"if b0 % 3 == {k}:", "    continue"],
                                droppable=True, feature="early_return"))
         g.features.add("early_return")
+    if name == "mma" and g.clusters.random() < 0.3:
+        _clusters(g, p)
     p.params, p.stmts, p.checks, p.features, p.min_sm = g.params, g.stmts, g.checks, g.features | {f"template:{name}"}, g.min_sm
     p.aux = g.aux
     if g.index_dt == "i64":

@@ -258,3 +258,20 @@ def test_round3_forms():
             assert r.outcomes[sm].status == "ok", f"seed {r.seed} {sm}: {r.outcomes[sm].key[:300]}"
         if f8:
             assert r.outcomes["sm_80"].status == "skipped"
+
+
+# CTA pairs (issue 16): mma programs drawn with num_ctas=2 (side stream) whose dots pair on sm_100a
+# (tcgen05.mma.cta_group::2, feature cta_pairs: 128-row f16 / bf16 tiles); the same programs on sm_90a keep their
+# 2-CTA clusters without pairs, on sm_80 no clusters. Seeds: the first two from 7000 with the feature.
+def test_cta_pair_programs():
+    seeds = [s for s in range(7000, 7200) if "cta_pairs" in generate(s, "mma").features][:2]
+    assert len(seeds) == 2
+    work = tempfile.mkdtemp(prefix="fuzz-ci-pairs-")
+    try:
+        results = [_check(seed, work, ("sm_90a", "sm_100a"), "mma") for seed in seeds]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    for r in results:
+        assert "num_ctas:2" in r.features, (r.seed, r.features)
+        for sm in ("sm_90a", "sm_100a"):
+            assert r.outcomes[sm].status == "ok", f"seed {r.seed} {sm}: {r.outcomes[sm].key[:300]}"
