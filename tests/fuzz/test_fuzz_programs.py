@@ -260,7 +260,7 @@ def test_round3_forms():
             assert r.outcomes["sm_80"].status == "skipped"
 
 
-# CTA pairs (issue 16): mma programs drawn with num_ctas=2 (side stream) whose dots pair on sm_100a
+# CTA pairs (issue 16): mma programs drawn with num_ctas=2 (the clusters stream) whose dots pair on sm_100a
 # (tcgen05.mma.cta_group::2, feature cta_pairs: 128-row f16 / bf16 tiles); the same programs on sm_90a keep their
 # 2-CTA clusters without pairs, on sm_80 no clusters. Seeds: the first two from 7000 with the feature.
 def test_cta_pair_programs():
