@@ -73,6 +73,20 @@ def mm_pair_acc(A, B, C, TM: ConstInt, TN: ConstInt, TK: ConstInt):
 
 
 @ct.kernel(num_ctas=ct.ByTarget(sm_100=2, sm_103=2))
+def mm_pair_chain(A, B, W, C, TM: ConstInt, TN: ConstInt, TK: ConstInt):
+    """Two paired dots per iteration: s = a_k @ b_k from zero (scratch columns, A of the second dot written to shared
+    memory from s's registers), then acc += f16(s) @ w_k (its own columns, kept in tensor memory)."""
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
+        x = ct.load(A, (i, k), (TM, TK), padding_mode=ZERO)
+        y = ct.load(B, (k, 0), (TK, TK), padding_mode=ZERO)
+        s = ct.mma(x, y, ct.full((TM, TK), 0, dtype=ct.float32))
+        acc = ct.mma(ct.astype(s, ct.float16), ct.load(W, (k, j), (TK, TN), padding_mode=ZERO), acc)
+    ct.store(C, (i, j), acc)
+
+
+@ct.kernel(num_ctas=ct.ByTarget(sm_100=2, sm_103=2))
 def mm_early_return(A, B, C, TM: ConstInt, TN: ConstInt, TK: ConstInt):
     """A tile block past the array returns at once: its peer would wait for it at the pair's barriers."""
     i, j = ct.bid(0), ct.bid(1)
@@ -140,6 +154,7 @@ KERNELS = {
     "pair_s8": (mm_pair, ["i8[2]", "i8[2]", "i32[2]", 128, 64, 64]),
     "pair_f16_acc16": (mm_pair, ["f16[2]", "f16[2]", "f16[2]", 128, 64, 64]),
     "pair_256": (mm_pair, ["f16[2]", "f16[2]", "f32[2]", 256, 64, 32]),
+    "pair_chain": (mm_pair_chain, ["f16[2]", "f16[2]", "f16[2]", "f32[2]", 128, 64, 64]),
     "pair_acc": (mm_pair_acc, ["f16[2]", "f16[2]", "f32[2]", 128, 64, 32]),
     "swizzled": (mm_pair_swizzled, ["f16[2]", "f16[2]", "f32[2]", 128, 64, 64]),
     "n16": (mm_pair, ["f16[2]", "f16[2]", "f32[2]", 128, 16, 64]),  # N / 2 = 8: no pair form
@@ -151,7 +166,7 @@ KERNELS = {
     "bt": (mm_bt, ["f16[2]", "f16[2]", "f32[2]", 128, 64, 64]),
     "single": (ck.mma_loop, ["f16[2]", "f16[2]", "f32[2]", 128, 128, 64]),  # no clusters
 }
-PAIRED = ["pair_f16", "pair_bf16", "pair_e4m3", "pair_s8", "pair_f16_acc16", "pair_256", "pair_acc", "flag"]
+PAIRED = ["pair_f16", "pair_bf16", "pair_e4m3", "pair_s8", "pair_f16_acc16", "pair_256", "pair_acc", "flag", "pair_chain"]
 _KERNELS = KernelSet(KERNELS, "sm100-pairs-")
 
 
@@ -348,3 +363,26 @@ def test_pair_numbers(name, sizes):
     _KERNELS.run(name, "sm_100a", grid, arr(a) + arr(b) + arr(c) + ([np.int32(1)] if kernel is mm_flag else []))
     tol = 1e-2 if cel == "f16" else 1e-4
     np.testing.assert_allclose(c.astype(np.float64), want, atol=tol * np.abs(want).max(), rtol=tol)
+
+
+@pytest.mark.skipif(not _emulator_has_pairs(), reason="the emulator does not run tcgen05 cta_group::2 yet")
+@pytest.mark.parametrize("m, n, k", [(270, 136, 200), (140, 70, 90)])
+def test_pair_two_dots_per_iteration_numbers(m, n, k):
+    """mma_pair_chain: both dots paired (one B half each), the first's accumulator in scratch columns, its f16 result
+    written to shared memory by each CTA as the second's A, the second's accumulator kept in tensor memory."""
+    from emulated_kernels import arr, cdiv
+
+    tk = 64
+    rng = np.random.default_rng(m + n + k)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, tk)).astype(np.float16)
+    w = rng.standard_normal((k, n)).astype(np.float16)
+    c = np.zeros((m, n), np.float32)
+    _KERNELS.run("pair_chain", "sm_100a", (cdiv(cdiv(m, 128), 2) * 2, cdiv(n, 64), 1),
+                 arr(a) + arr(b) + arr(w) + arr(c))
+    want = np.zeros((m, n))
+    for k0 in range(0, k, tk):
+        kk = min(k, k0 + tk)
+        s = (a[:, k0:kk].astype(np.float64) @ b[k0:kk].astype(np.float64)).astype(np.float16)
+        want += s.astype(np.float64)[:, :kk - k0] @ w[k0:kk].astype(np.float64)
+    np.testing.assert_allclose(c, want, atol=2e-3 * np.abs(want).max(), rtol=0)
