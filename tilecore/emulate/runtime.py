@@ -586,7 +586,7 @@ class DeviceRuntime:
         mbarrier at ``mbar`` when it lands (at the next wait on that mbarrier; at once when threads
         already wait on it).
 
-        Clusters (PTX ISA 9.7.9.25.5.1 "cp.async.bulk.tensor"): ``dst`` is a shared::cluster address, in any
+        Clusters (PTX ISA 9.7.9.25 "cp.async.bulk.tensor", .multicast::cluster and .cta_group): ``dst`` is a shared::cluster address, in any
         CTA of the cluster. Without ``.cta_group`` (or ``::1``) the mbarrier must be in the destination's CTA;
         with ``.cta_group::2`` (flags bit 10) in the destination's CTA or its peer (rank ^ 1). With
         ``.multicast::cluster`` (bit 9; ctaMask in bits 16-31) the box lands at ``dst``'s offset in the shared
