@@ -1556,3 +1556,165 @@ def test_math_and_compares_on_8_bit_floats_are_located_errors(sm):
     with pytest.raises(TilecoreError, match=r"'arith.cmpf' on f8E5M2 is not supported"):
         tc.launch(None, (1,), f8_compare, (a, a.copy(), y, 16), gpu_name=sm)
     assert _tileiras_compiles(f8_compare, (a, a.copy(), y, 16), sm) in (False, None)
+
+
+# ------------------------------------------------------------------------------ division by constants, unsigned / narrow reductions
+@ct.kernel
+def const_divisors(X, Q1, R1, Q2, R2, Q3, TILE: ConstInt):
+    b = ct.bid(0)
+    x = ct.load(X, (b,), (TILE,), padding_mode=Z)
+    ct.store(Q1, (b,), x // -7)
+    ct.store(R1, (b,), x % -7)
+    ct.store(Q2, (b,), x // 7)
+    ct.store(R2, (b,), x % 7)
+    ct.store(Q3, (b,), x // 64 + x % 64 + (x >> 3))
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.int16, np.int32, np.int64])
+@pytest.mark.parametrize("sm", SMS)
+def test_floor_division_by_constants(sm, dt):
+    x = np.arange(-60, 60).astype(dt)
+    if dt == np.int32:
+        x[:3] = [-2**31, 2**31 - 1, -2**31 + 5]
+    outs = [np.zeros_like(x) for _ in range(5)]
+    _launch(sm, (4,), const_divisors, (x, *outs, 32))
+    xx = x.astype(np.int64)
+    for o, w in zip(outs, [xx // -7, xx % -7, xx // 7, xx % 7, xx // 64 + xx % 64 + (xx >> 3)]):
+        np.testing.assert_array_equal(o, w.astype(dt))
+
+
+@ct.kernel
+def narrow_reductions(U, I8, MX, MN, AM, S8, CS, TILE: ConstInt):
+    b = ct.bid(0)
+    u = ct.load(U, (b,), (TILE,), padding_mode=Z)  # uint32
+    i = ct.load(I8, (b,), (TILE,), padding_mode=Z)  # int8
+    ct.store(MX, (b,), ct.full((1,), 0, ct.uint32) + ct.max(u))
+    ct.store(MN, (b,), ct.full((1,), 0, ct.int8) + ct.min(i) + ct.max(i))
+    ct.store(AM, (b,), ct.full((1,), 0, ct.int32) + ct.argmax(u) * 100 + ct.argmin(u))
+    ct.store(S8, (b,), ct.full((1,), 0, ct.int8) + ct.sum(i))
+    ct.store(CS, (b,), ct.cumsum(i, axis=0))
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_unsigned_and_int8_reductions_and_scans(sm):
+    rng = _rng(39)
+    u = rng.integers(0, 2**32, 40, dtype=np.uint64).astype(np.uint32)
+    u[5], u[6] = 0xFFFFFFFF, 0
+    i8 = rng.integers(-128, 128, 40).astype(np.int8)
+    i8[:16] = -100
+    mx, mn, am, s8 = np.zeros(2, np.uint32), np.zeros(2, np.int8), np.zeros(2, np.int32), np.zeros(2, np.int8)
+    cs = np.zeros(40, np.int8)
+    _launch(sm, (2,), narrow_reductions, (u, i8, mx, mn, am, s8, cs, 32))
+    up = np.concatenate([u, np.zeros(24, np.uint32)]).reshape(2, 32)
+    ip = np.concatenate([i8, np.zeros(24, np.int8)]).reshape(2, 32).astype(np.int64)
+    np.testing.assert_array_equal(mx, up.max(1))
+    np.testing.assert_array_equal(mn, (ip.min(1) + ip.max(1)).astype(np.int8))
+    np.testing.assert_array_equal(am, up.argmax(1) * 100 + up.argmin(1))
+    np.testing.assert_array_equal(s8, ip.sum(1).astype(np.int8))  # wraps in 8 bits
+    np.testing.assert_array_equal(cs, np.cumsum(ip, 1).astype(np.int8).reshape(-1)[:40])
+
+
+# ------------------------------------------------------------------------------ f16 / bf16 arithmetic rounded once
+@ct.kernel
+def half_ops(A, B, C, F, S, M, D, BA, BB, BF, TILE: ConstInt):
+    b = ct.bid(0)
+    a = ct.load(A, (b,), (TILE,), padding_mode=Z)
+    c = ct.load(B, (b,), (TILE,), padding_mode=Z)
+    d = ct.load(C, (b,), (TILE,), padding_mode=Z)
+    ct.store(F, (b,), a * c + d)  # one fma in f16
+    ct.store(S, (b,), a + c)
+    ct.store(M, (b,), a * c)
+    ct.store(D, (b,), a / c)
+    x = ct.bitcast(ct.load(BA, (b,), (TILE,), padding_mode=Z), ct.bfloat16)
+    y = ct.bitcast(ct.load(BB, (b,), (TILE,), padding_mode=Z), ct.bfloat16)
+    ct.store(BF, (b,), ct.bitcast(x * y + x, ct.uint16))
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_f16_and_bf16_arithmetic_is_rounded_once(sm):
+    rng = _rng(40)
+    n = 200
+    a, c, d = ((rng.standard_normal(n) * 3).astype(np.float16) for _ in range(3))
+    ba, bb = (np.array([_bf16_code(float(v)) for v in rng.standard_normal(n).astype(np.float32) * 3], np.uint16)
+              for _ in range(2))
+    outs = [np.zeros(n, np.float16) for _ in range(4)]
+    bf = np.zeros(n, np.uint16)
+    _launch(sm, (4,), half_ops, (a, c, d, *outs, ba, bb, bf, 64))
+    A, C, D = (v.astype(np.float64) for v in (a, c, d))  # products and sums of f16 values are exact in f64
+    for o, w in zip(outs, [A * C + D, A + C, A * C, A / C]):
+        np.testing.assert_array_equal(o.view(np.uint16), w.astype(np.float16).view(np.uint16))
+    X, Y = ((v.astype(np.uint32) << 16).view(np.float32).astype(np.float64) for v in (ba, bb))
+    np.testing.assert_array_equal(bf, [_bf16_code(float(v)) for v in X * Y + X])
+
+
+# ------------------------------------------------------------------------------ loops: runtime steps, zero trips, tile conditions, nested helpers
+@ct.kernel
+def runtime_steps(X, Y, k: int, TILE: ConstInt):
+    acc = ct.zeros((TILE,), ct.float32)
+    n = ct.num_tiles(X, axis=0, shape=(TILE,))
+    for i in range(0, n, k):
+        acc = acc * 10.0 + ct.load(X, (i,), (TILE,), padding_mode=Z)
+    for _ in range(5, 2):  # no trips
+        acc = acc + 1000.0
+    for _ in range(n - 1, -1, -k):  # cuTile allows a runtime negative step; TileIR's for counts up: no trips
+        acc = acc + 1.0e6
+    ct.store(Y, (0,), acc)
+
+
+@ct.kernel
+def while_on_a_tile(X, Y, TILE: ConstInt):
+    b = ct.bid(0)
+    x = ct.load(X, (b,), (TILE,), padding_mode=Z)
+    while ct.max(x) > 1.0:
+        x = x * 0.5
+    ct.store(Y, (b,), x)
+
+
+@ct.function
+def _affine(t, s):
+    return t * s + 1.0
+
+
+@ct.function
+def _repeat(t, S: ConstInt):
+    for _ in range(S):
+        t = _affine(t, 0.5)
+    return t
+
+
+@ct.kernel
+def nested_helpers(X, Y, S: ConstInt, TILE: ConstInt):
+    b = ct.bid(0)
+    ct.store(Y, (b,), _repeat(ct.load(X, (b,), (TILE,), padding_mode=Z), S))
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_runtime_steps_zero_trips_tile_conditions_nested_helpers(sm):
+    """A ``range`` with a runtime negative step: cuTile exports ``for`` with that step (a constant one it
+    refuses: 'Step must be positive'); TileIR's ``for`` counts up from its lower bound while below its upper
+    bound, so the loop runs no iteration, and tileiras' code for it stores the untouched accumulator too."""
+    rng = _rng(41)
+    x = np.arange(1, 6, dtype=np.float32).repeat(16)[:70]
+    for k in (1, 2, 3):
+        y = np.zeros(16, np.float32)
+        _launch(sm, (1,), runtime_steps, (x, y, k, 16))
+        want = 0.0
+        for i in range(0, 5, k):
+            want = want * 10 + i + 1  # lanes 0..5 of tile i hold i + 1 (the last tile: 6 fives, then padding)
+        np.testing.assert_array_equal(y[:6], [want] * 6)
+    x = (rng.standard_normal(40) * 10).astype(np.float32)
+    y = np.zeros(40, np.float32)
+    _launch(sm, (3,), while_on_a_tile, (x, y, 16))
+    for b in range(3):
+        s = np.zeros(16, np.float32)
+        seg = x[16 * b:16 * b + 16]
+        s[:len(seg)] = seg
+        while s.max() > 1:
+            s = s * np.float32(0.5)
+        np.testing.assert_array_equal(y[16 * b:16 * b + len(seg)], s[:len(seg)])
+    y = np.zeros(40, np.float32)
+    _launch(sm, (3,), nested_helpers, (x, y, 3, 16))
+    w = x.copy()
+    for _ in range(3):
+        w = w * np.float32(0.5) + np.float32(1)
+    np.testing.assert_allclose(y, w, rtol=1e-6)
