@@ -1718,3 +1718,33 @@ def test_runtime_steps_zero_trips_tile_conditions_nested_helpers(sm):
     for _ in range(3):
         w = w * np.float32(0.5) + np.float32(1)
     np.testing.assert_allclose(y, w, rtol=1e-6)
+
+
+# ------------------------------------------------------------------------------ order="F" loads, permuted stores of 3-D tiles
+@ct.kernel
+def f_order(X, Y, N, TA: ConstInt, TB: ConstInt, TC: ConstInt):
+    i, j, k = ct.bid(0), ct.bid(1), ct.bid(2)
+    t = ct.load(X, (i, j, k), (TA, TB, TC), order="F", padding_mode=Z)  # a tile of X with its axes reversed
+    ct.store(Y, (i, j, k), t)
+    ct.store(N, (0,), ct.full((1,), 0, ct.int32) + ct.num_tiles(X, axis=0, shape=(TA, TB, TC), order="F") * 100
+             + ct.num_tiles(X, axis=2, shape=(TA, TB, TC), order="F"))
+
+
+@ct.kernel
+def permuted_store(X, Y, TA: ConstInt, TB: ConstInt, TC: ConstInt):
+    i, j, k = ct.bid(0), ct.bid(1), ct.bid(2)
+    t = ct.load(X, (i, j, k), (TA, TB, TC), padding_mode=Z)
+    ct.store(Y, (i, j, k), t, order=(1, 2, 0))  # tile axes (a, b, c) -> Y axes (1, 2, 0): Y[c, a, b] = X[a, b, c]
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_f_order_loads_and_permuted_stores_of_3d_tiles(sm):
+    rng = _rng(42)
+    x = rng.standard_normal((5, 6, 7)).astype(np.float32)
+    y, n = np.zeros((7, 6, 5), np.float32), np.zeros(1, np.int32)
+    _launch(sm, (2, 2, 3), f_order, (x, y, n, 4, 4, 2))
+    np.testing.assert_array_equal(y, x.transpose(2, 1, 0))
+    assert n[0] == 2 * 100 + 3
+    y2 = np.zeros((7, 5, 6), np.float32)
+    _launch(sm, (3, 3, 4), permuted_store, (x, y2, 2, 2, 2))
+    np.testing.assert_array_equal(y2, x.transpose(2, 0, 1))
