@@ -6,7 +6,8 @@ Compiles, with tilecore for ``--gpu-name``, every corpus kernel (/work/shared/co
 kernels of plugins/tileas/tests/cutile_kernels.py, the block-scaled kernels of
 plugins/sm100/tests/test_tcgen05_block_scaled.py and the generated programs of tests/fuzz (``--template``:
 ``mma`` or ``mma_scaled``; the given seeds; ``--generated-only`` skips the fixed kernels), and prints one line per kernel with the SASS counts (``bench/sass.py``) that tell
-where its dots ran: UTC*MMA (tcgen05), UTMALDG / UTMASTG (TMA), HMMA / IMMA (mma.sync), LDGSTS (cp.async). A
+where its dots ran: UTC*MMA (tcgen05), UTMALDG / UTMASTG (TMA; UTMALDG alone last), HMMA / IMMA (mma.sync), LDGSTS
+(cp.async). A
 compile error prints ``ERR`` and the message. Numbers are not checked here (bench/fuzz_programs.py does that).
 """
 
@@ -27,8 +28,9 @@ COLUMNS = (("utcmma", "UTC*MMA"), ("tma", "TMA"), ("hmma", "HMMA"), ("imma", "IM
 
 
 def counts(path: str, gpu: str) -> str:
-    from sass import sass_stats
+    from sass import _cuobjdump, parse_sass, sass_stats
 
+    from tilecore.assembler import find_nvidia_tool
     from tilecore.compiler import compile_file
 
     try:
@@ -40,9 +42,12 @@ def counts(path: str, gpu: str) -> str:
         f.write(cubin)
         f.flush()
         stats = sass_stats(f.name)
-    if "error" in stats:
-        return f"ERR {stats['error']}"
-    return "  ".join(f"{label} {stats['classes'][key]}" for key, label in COLUMNS)
+        if "error" in stats:
+            return f"ERR {stats['error']}"
+        mnemonics = [m for ms in parse_sass(_cuobjdump(find_nvidia_tool("cuobjdump"), "-sass", f.name).stdout).values()
+                     for m in ms]
+    ldg = sum(m.startswith("UTMALDG") for m in mnemonics)
+    return "  ".join(f"{label} {stats['classes'][key]}" for key, label in COLUMNS) + f"  UTMALDG {ldg}"
 
 
 def main(argv=None) -> int:

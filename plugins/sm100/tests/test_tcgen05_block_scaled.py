@@ -159,7 +159,8 @@ KERNELS = {
     "f4_e8x16_loop_bt": (mma_scaled_loop_bt, ["f4[2]", "f8e8m0[2]", "f4[2]", "f8e8m0[2]", "f32[2]", 64, 32, 128, 16]),
     "f4_nvfp4_single_tb": (mma_scaled_single_tb, ["f4[2]", "f8e4m3[2]", "f4[2]", "f8e4m3[2]", "f32[2]", 128, 64, 128,
                                                   16]),
-    # not admitted: K = 32 (one e2m1 MMA takes 64)
+    # K = 32 of e2m1 (one MMA takes 64: laid out as 64, zero codes and scale factors past 32); N = 16 of 8-bit
+    # operands (rows of B under 32 bytes: B read K-major)
     "f4_k32": (mma_scaled_single, ["f4[2]", "f8e4m3[2]", "f4[2]", "f8e4m3[2]", "f32[2]", 128, 64, 32, 16]),
     "bs_n16": (mma_scaled_single, ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 128, 16, 64, 32]),
 }
@@ -225,12 +226,19 @@ def test_e2m1_atoms_selected(name, atom):
     assert '"nv_tileas.block_scaled_mma"' in text and f'#nv_tileas.atom<"{atom}">' in text
 
 
-@pytest.mark.parametrize("name", ["bs_n16", "f4_k32"])
-def test_block_scaled_atom_not_admitted(name):
-    """N = 16 (rows of B under 32 bytes) and e2m1 with K = 32 (an mxf4 MMA takes K = 64) keep the CUDA-core
-    lowering."""
-    text = str(compile_file(_export(name), "sm_100a", stop_after="convert-tileas-to-llvm").module)
-    assert ATOM not in text and "sm100.umma_bs" not in text and "sm100.tmem_cp" not in text
+def test_block_scaled_narrow_n_and_short_k_admitted():
+    """N = 16 of e4m3 (rows of B under 32 bytes): B written K-major (the instruction descriptor's transpose-B bit 0);
+    e2m1 with K = 32 (an mxf4 MMA takes K = 64): the operands packed to 32-byte rows with zero codes past K (an
+    ``arith.select`` of the packed byte) and the padded blocks' scale factors zeroed (i8 stores of 0)."""
+    text = str(compile_file(_export("bs_n16"), "sm_100a", stop_after="convert-tileas-to-llvm").module)
+    assert f'#nv_tileas.atom<"{ATOM}">' in str(compile_file(_export("bs_n16"), "sm_100a",
+                                                           stop_after="tileas-select-atoms").module)
+    idesc = instr_desc_bs("f8E4M3FN", "f8E4M3FN", 16, 0, 0, b_mn_major=False)
+    dots = text.count('"sm100.umma_commit"')  # the single dot's TMA form and its thread-copy form
+    assert dots and text.count('"sm100.umma_bs"') == 2 * dots and f"arith.constant {idesc} : i32" in text
+    text = str(compile_file(_export("f4_k32"), "sm_100a", stop_after="convert-tileas-to-llvm").module)
+    dots = text.count('"sm100.umma_commit"')
+    assert dots and text.count('"sm100.umma_bs"') == dots and "arith.select" in text and "llvm.store %c0_i8" in text
 
 
 @pytest.mark.parametrize("gpu", ["sm_100", "sm_120a"])
@@ -399,7 +407,7 @@ def test_block_scaled_numbers(name, mnk):
 
 @NUMERIC_SKIP
 def test_block_scaled_fallback_numbers():
-    """N = 16 is not admitted (rows of B under 32 bytes): the CUDA cores, same numbers."""
+    """N = 16 (rows of B under 32 bytes): tcgen05 with B K-major."""
     c, av, bv = _run("bs_n16", 130, 20, 64, seed=7)
     _check(c.astype(np.float64), av, bv)
 
@@ -556,6 +564,6 @@ def test_e2m1_numbers(name, mnk):
 
 @NUMERIC_SKIP
 def test_e2m1_fallback_numbers():
-    """K = 32 is not admitted: the CUDA cores, same numbers."""
+    """K = 32: tcgen05 with K padded to 64 (zero codes and scale factors)."""
     c, av, bv = _f4_run("f4_k32", 130, 70, 32, seed=5)
     _check(c.astype(np.float64), av, bv)

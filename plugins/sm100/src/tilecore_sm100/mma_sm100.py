@@ -99,6 +99,14 @@ swizzle with 32-byte atoms (PTX ISA 9.7.16.10.1, Table 52), a layout neither the
 transpose (a pipelined loop's MN-major stage is copied into it first) and the instruction descriptor's
 transpose-B bit is 0.
 
+Small and narrow tiles (issue 16): a 16- or 32-row tile runs the M = 64 instructions over an A whose 64 rows repeat
+the tile's (:class:`RepeatedRowsOperand`; block-scaled: an M = 128 one over layout F with the rows repeated,
+:func:`layout_f_rows`), so that layout F puts every row where tileas' ``TmemFragment`` reads it; an 8-bit B of N = 16
+(rows of 16 bytes, no swizzled layout) is read K-major (transpose-B bit 0, which ``.kind::i8`` / ``.kind::f8f6f4`` /
+``.kind::mxf8f6f4`` take: Tables 42 / 44; :meth:`Umma.narrow_b`); an 8-bit K of 16 is laid out as 32 and an e2m1 K of
+32 as 64, the padding zeroed per dot (:meth:`Umma.k_padded`, :func:`zero_pad`; :meth:`BlockScaledF4Umma.k_padded`,
+``zero_scale_pad``): zero products add nothing to D.
+
 Targets: sm_100a and sm_103a (there the stage-5 patterns emit inline PTX, :mod:`.tcgen05`), except the i8 atom:
 ptxas has no ``.kind::i8`` on sm_103a ("Feature '.kind::i8' not supported on .target 'sm_103a'"), so s8 / u8 dots
 on sm_103a keep cute's mma.sync atom.
@@ -131,6 +139,14 @@ SWIZZLE_MODE = {128: 2, 64: 4, 32: 6, 0: 0}  # descriptor bits 61-63
 DTYPE = {"f32": 1, "i32": 2}
 ABTYPE = {"f16": 0, "bf16": 1, "tf32": 2, "f8E4M3FN": 0, "f8E5M2": 1}
 LD_CHUNK = 32  # columns per tcgen05.ld / st (.32x32b.x32: 32 registers)
+SMALL_M = (16, 32, 64)  # tile rows computed by M = 64 instructions (16 / 32: over an A whose rows repeat)
+
+
+def m_ok(m: int) -> bool:
+    """Whether the atoms take an ``m``-row tile: a multiple of 128 (M = 128 instructions), or 64 / 32 / 16 (one
+    warpgroup, M = 64 instructions: tcgen05 has no M under 64 with cta_group::1, PTX ISA 9.7.16.2.1, Table 39; a
+    16- / 32-row tile is computed as 64 rows over an A that repeats its rows, :class:`RepeatedRowsOperand`)."""
+    return m % INST_M == 0 or m in SMALL_M
 
 
 def instr_desc(kind: str, a: str, b: str, acc: str, n: int, a_signed=True, b_signed=True, m: int = INST_M,
@@ -157,7 +173,7 @@ def inst_n(n: int, eb: int) -> int:
 def tmem_cols(m: int, n: int) -> int:
     """TMEM columns of an ``m x n`` accumulator: a 128-row block (or a 64-row tile, twice: lanes 0-15 and 16-31
     of each quarter) per ``n`` columns."""
-    return n if m == 64 else m // INST_M * n
+    return n if m in SMALL_M else m // INST_M * n
 
 
 def alloc_cols(cols: int) -> int:
@@ -307,10 +323,11 @@ class Umma:
         archs = ARCHS if self.kind != "i8" else ARCHS[:1]  # ptxas: no .kind::i8 on sm_103a
         if not (req.a in self.elems and req.b in self.elems and req.acc == self.acc and req.arch in archs):
             return False
-        if (req.m % INST_M and req.m != 64) or req.k % self.k or req.threads % 128 or \
-                tmem_cols(req.m, req.n) > TMEM_COLS:
+        kp = self.k_padded(req.k)
+        if not m_ok(req.m) or kp % self.k or req.threads % 128 or tmem_cols(req.m, req.n) > TMEM_COLS:
             return False
-        if not swizzle_for(req.k * self.eb) or not swizzle_for(req.n * self.eb) or not inst_n(req.n, self.eb):
+        if not swizzle_for(kp * self.eb) or not (self.narrow_b(req.n) or swizzle_for(req.n * self.eb)) or \
+                not self.inst_n(req.n):
             return False
         if tmem_grid(req.m, req.n, req.threads) is None:
             return False
@@ -322,15 +339,25 @@ class Umma:
         rows, PTX ISA 9.7.16.2.1, Table 39, cta_group::2 dense M = 128 / 256), one N instruction (N a multiple of
         32 up to 256, so that each half is a multiple of 16), each half's rows a swizzle's width (32 bytes or more,
         read through its own descriptor)."""
-        return (self.b_mn_major and req.m % INST_M == 0 and req.n % 32 == 0 and self.inst_n(req.n) == req.n
+        return (self.b_mn_major and self.k_padded(req.k) == req.k and req.m % INST_M == 0 and req.n % 32 == 0
+                and self.inst_n(req.n) == req.n
                 and swizzle_for(req.n // 2 * self.eb) > 0 and self.admits(req))
 
     def layouts(self, req, at: int = 0) -> tuple[SwizzledOperand, SwizzledOperand]:
         """A (M x K, K-major) at byte ``at``, B (K x N, N-major) after it: the layouts ``dot.smem_operand`` (and
-        so the pipelined loops) give these rows."""
-        eb = self.eb
-        a = SwizzledOperand(at, req.m, req.k, eb, swizzle_for(req.k * eb))
-        return a, SwizzledOperand(at + a.nbytes, req.k, req.n, eb, swizzle_for(req.n * eb))
+        so the pipelined loops) give these rows; a 16- / 32-row A as the 64 rows of an M = 64 MMA, repeated
+        (:class:`RepeatedRowsOperand`); K as :meth:`k_padded` lays it out."""
+        eb, kp = self.eb, self.k_padded(req.k)
+        a = small_a(SwizzledOperand(at, req.m, kp, eb, swizzle_for(kp * eb)))
+        if self.narrow_b(req.n):  # B K-major: its N x K transpose
+            return a, SwizzledOperand(at + a.nbytes, req.n, kp, eb, swizzle_for(kp * eb), transposed=True)
+        return a, SwizzledOperand(at + a.nbytes, kp, req.n, eb, swizzle_for(req.n * eb))
+
+    def k_padded(self, k: int) -> int:
+        """K as A and B are laid out: ``k``, or 32 for a K of 16 of an 8-bit kind (rows of 16 bytes: under the
+        narrowest swizzle, and half the instruction K of ``.kind::i8`` / ``.kind::f8f6f4``, PTX ISA 9.7.16.2.1,
+        Table 39); elements ``k ..`` are zero (:meth:`fit_operands`), so they add nothing to D."""
+        return 32 if self.kind in ("i8", "f8f6f4") and k == 16 else k
 
     def lower(self, cg, action: str, req, *args):
         if action == "layouts":
@@ -344,8 +371,15 @@ class Umma:
         return k * self.eb
 
     def inst_n(self, n: int) -> int:
-        """The instruction N of a tile N (B MN-major: :func:`inst_n`)."""
-        return inst_n(n, self.eb)
+        """The instruction N of a tile N (B MN-major: :func:`inst_n`; K-major, :meth:`narrow_b`: ``n``)."""
+        return n if self.narrow_b(n) else inst_n(n, self.eb)
+
+    def narrow_b(self, n: int) -> bool:
+        """Whether B's rows (N of an N-major B) are under the 32 bytes of the narrowest swizzle (N = 16 of an 8-bit
+        kind): B is then read K-major (its N x K transpose, rows of K), which ``.kind::i8`` / ``.kind::f8f6f4``
+        take as well (the instruction descriptor's transpose-B bit 0, PTX ISA 9.7.16.4.2); N = 16 is one
+        instruction (M = 64 / 128 take N multiples of 16, Table 39)."""
+        return self.kind in ("i8", "f8f6f4") and n % 16 == 0 and n <= MAX_N and not swizzle_for(n * self.eb)
 
     def kmajor_descriptor(self, cg, op: SwizzledOperand, kb: int, row: int):
         """The descriptor of a K-major operand (A; B of the e2m1 and tf32 atoms) from row ``row`` and byte ``kb`` of K:
@@ -357,7 +391,9 @@ class Umma:
 
     def b_descriptor(self, cg, b: SwizzledOperand, k0: int, col: int):
         """The descriptor of B (K x N, N-major) from K row ``k0`` and column ``col``: LBO = the distance between
-        swizzle columns, SBO = 8 K rows."""
+        swizzle columns, SBO = 8 K rows; a K-major B (``b.transposed``: :meth:`narrow_b`) as A."""
+        if getattr(b, "transposed", False):
+            return self.kmajor_descriptor(cg, b, self.k_bytes(k0), col)
         s = b.swizzle
         start = cg.op("arith.addi", b.base(cg), cg.c32((col * self.eb // s) * b.rows * s + (k0 // 8) * 8 * s))
         return self.descriptor(cg, start, b.rows * s, 8 * s, s)
@@ -395,7 +431,7 @@ class Umma:
         if self.acc == "f16":
             resident = None  # the f16 result of every dot (D is f32 in tensor memory: rounded when loaded)
         if resident is not None:
-            widest = max([tmem_cols(d.m, d.n) for d in resident["dots"] if (d.m % INST_M == 0 or d.m == 64) and
+            widest = max([tmem_cols(d.m, d.n) for d in resident["dots"] if m_ok(d.m) and
                           tmem_cols(d.m, d.n) <= TMEM_COLS] + [0])
             first_col = tm.region(resident["key"], cols, widest)
         if first_col is None:
@@ -440,6 +476,8 @@ class Umma:
         elif resident is not None:
             cg.if_(resident["first"], lambda: (store(), [])[1])
         paired = tm.group == 2
+        if not scales and not paired:
+            a, b = self.fit_operands(cg, req, a, b)
         if paired and (scales or getattr(b, "cols", 0) * 2 != n):
             from tilecore.errors import LoweringError
 
@@ -453,7 +491,7 @@ class Umma:
         # a pair's instruction M is both CTAs' rows (PTX ISA 9.7.16.10.9: cta_group::2, M = 256 is 128 per CTA)
         idesc = None if scales else instr_desc(self.kind, req.a, req.b, self.tmem_acc, ni, req.a_signed,
                                                req.b_signed, 64 if m64 else INST_M * tm.group,
-                                               self.b_mn_major)  # block-scaled: per K step (mma_scaled)
+                                               self.b_mn_major and not getattr(b, "transposed", False))
         # (first A row, first B column, D offset: (lane << 16) + column) of each instruction of a K step; a 64-row
         # tile is computed twice, into lanes 0.. and 16.. of each quarter (layout F), so that every thread's
         # tcgen05.ld .32x32b lane holds its row
@@ -509,6 +547,54 @@ class Umma:
         return cg.if_(resident["last"], load, lambda: list(acc_regs), types=[el] * len(acc_regs))
 
 
+    def fit_operands(self, cg, req, a, b):
+        """A and B as the atom reads them (:meth:`layouts`; tileas copies a pipelined loop's stage of another layout
+        there first: a 16- / 32-row A, an MN-major B read K-major, rows of 16 bytes); with a padded K
+        (:meth:`k_padded`), elements ``K ..`` of A and B zeroed (:func:`zero_pad`, before the dot's fence and
+        barrier)."""
+        la, lb = self.layouts(req)
+        for x, lay in ((a, la), (b, lb)):
+            if not (isinstance(x, SwizzledOperand) and (x.rows, x.cols, x.elem_bytes, x.swizzle, x.transposed) ==
+                    (lay.rows, lay.cols, lay.elem_bytes, lay.swizzle, lay.transposed)):
+                from tilecore.errors import LoweringError
+
+                raise LoweringError(f"atom {self.name}: an operand is not in the atom's layout ({lay.rows} x "
+                                    f"{lay.cols}, {lay.swizzle}-byte swizzle)")
+        if self.k_padded(req.k) != req.k:
+            zero_pad(cg, a, req.k, True)
+            zero_pad(cg, b, req.k, b.transposed)
+        return a, b
+
+
+def zero_pad(cg, x: SwizzledOperand, k: int, k_major: bool) -> None:
+    """Zero the K padding of operand ``x`` (its elements ``k ..`` along K: stored columns of a K-major operand, A
+    or a transposed B; stored rows of an N-major B), 16 bytes a store (a swizzle permutes whole 16-byte units),
+    every thread a share; every stored row (a repeated A's copies too)."""
+    op, c = cg.op, cg.c32
+    per = 16 // x.elem_bytes
+    rows, row0, u0, u1 = (x.rows, 0, k // per, x.cols // per) if k_major else (x.rows - k, k, 0, x.cols // per)
+    w = u1 - u0
+    total = rows * w
+    zero = dialects.llvm.mlir_zero(ir.VectorType.get([4], cg.i32))
+
+    def body(j, _):
+        i = op("arith.addi", op("arith.muli", j, c(cg.threads)), cg.tid)
+
+        def one():
+            r = op("arith.divui", i, c(w))
+            r = op("arith.addi", r, c(row0)) if row0 else r
+            col = op("arith.muli", op("arith.addi", op("arith.remui", i, c(w)), c(u0)), c(per))
+            dialects.llvm.store(zero, x.address(cg, col, r) if x.transposed else x.address(cg, r, col), alignment=16)
+
+        if total % cg.threads:
+            cg.if_(cg.cmpi(6, i, c(total)), lambda: (one(), [])[1])
+        else:
+            one()
+        return []
+
+    cg.for_(c(0), c((total + cg.threads - 1) // cg.threads), [], body)
+
+
 class Tf32Umma(Umma):
     """The tf32 atom ``mma.sm100a.mMnNk8.tf32.f32`` (``tcgen05.mma.cta_group::1.kind::tf32``, K = 8): B K-major.
 
@@ -529,7 +615,7 @@ class Tf32Umma(Umma):
 
         if not (req.a == "tf32" and req.b == "tf32" and req.acc == "f32" and req.arch in ARCHS):
             return False
-        if (req.m % INST_M and req.m != 64) or req.k % self.k or req.threads % 128 or req.n % 16 or \
+        if not m_ok(req.m) or req.k % self.k or req.threads % 128 or req.n % 16 or \
                 tmem_cols(req.m, req.n) > TMEM_COLS or not swizzle_for(req.k * 4) or not self.inst_n(req.n):
             return False
         if tmem_grid(req.m, req.n, req.threads) is None:
@@ -543,42 +629,12 @@ class Tf32Umma(Umma):
     def layouts(self, req, at: int = 0, *_):
         """A (M x K, K-major) at ``at``, B as its transpose (N x K, K-major) after it."""
         s = swizzle_for(req.k * 4)
-        a = SwizzledOperand(at, req.m, req.k, 4, s)
+        a = small_a(SwizzledOperand(at, req.m, req.k, 4, s))
         return a, SwizzledOperand(at + a.nbytes, req.n, req.k, 4, s, transposed=True)
 
     def b_descriptor(self, cg, b: SwizzledOperand, k0: int, col: int):
         return self.kmajor_descriptor(cg, b, k0 * 4, col)
 
-    def dot(self, cg, req, a, b, frag, acc_regs, k_dim: int, resident=None, scales=None) -> list:
-        if not getattr(b, "transposed", False):  # a pipelined loop's MN-major stage: into B's K-major slot first
-            b = self.transpose_b(cg, req, b)
-        return super().dot(cg, req, a, b, frag, acc_regs, k_dim, resident, scales)
-
-    def transpose_b(self, cg, req, b):
-        """Copy B (K x N, MN-major: a pipelined loop's stage) into the K-major layout of :meth:`layouts` (after A's
-        slot, in the scratch buffer past the stages): every thread a share of the elements, after a barrier (the
-        dot's fence and barrier follow)."""
-        bt = self.layouts(req)[1]
-        cg.reserve(bt.offset + bt.nbytes)
-        cg.barrier()
-        op, c = cg.op, cg.c32
-        total = req.k * req.n
-
-        def body(j, _):
-            i = op("arith.addi", op("arith.muli", j, c(cg.threads)), cg.tid)
-
-            def one():
-                k, n = op("arith.divui", i, c(req.n)), op("arith.remui", i, c(req.n))
-                dialects.llvm.store(dialects.llvm.load(cg.i32, b.address(cg, k, n)), bt.address(cg, k, n))
-
-            if total % cg.threads:
-                cg.if_(cg.cmpi(6, i, c(total)), lambda: (one(), [])[1])
-            else:
-                one()
-            return []
-
-        cg.for_(c(0), c((total + cg.threads - 1) // cg.threads), [], body)
-        return bt
 
 
 # -- block scaling (cuda_tile mmaf_scaled) ---------------------------------------------------------
@@ -624,6 +680,7 @@ class ScaleOperand:
     transposed: bool = False
     elem: object = None
     layout_f: bool = False  # a 64-row tile's scale factors for an M = 128 MMA (:func:`layout_f_rows`)
+    tile_rows: int = 64  # layout_f: the tile's rows (64, 32 or 16)
 
     @property
     def chunks(self) -> int:
@@ -659,27 +716,54 @@ class ScaleOperand:
         :func:`layout_f_rows`."""
         if not self.layout_f:
             return [self.address(cg, row, col)]
-        return [self.address(cg, r, col) for r in layout_f_rows(cg, row)]
+        return [self.address(cg, r, col) for r in layout_f_rows(cg, row, self.tile_rows)]
 
 
-def layout_f_rows(cg, row) -> tuple:
-    """The two rows of an M = 128 operand that hold row ``row`` (i32) of a 64-row tile: ``32 (row / 16) + row %
-    16`` and 16 more. An M = 128 block-scaled MMA over such an A (and its scale factors) writes row ``i`` of the
+def layout_f_rows(cg, row, m: int = 64) -> tuple:
+    """The rows of an M = 128 operand that hold row ``row`` (i32) of an ``m``-row tile: ``p = 32 (row / 16) + row %
+    16`` and ``p + 16`` (and, for a 32- / 16-row tile, those plus ``2 m``, ``4 m``, ...: M = 128 row ``r`` is tile
+    row ``(16 (r / 32) + r % 16) % m``, what thread ``r % 32`` of warp ``r / 32`` holds in the tcgen05 fragment). An M = 128 block-scaled MMA over such an A (and its scale factors) writes row ``i`` of the
     tile into the lanes the 64-row tcgen05 fragment reads it from (lanes ``32 (i / 16) + i % 16`` and ``+ 16``:
     layout F, duplicated), as the plain atoms' two M = 64 MMAs do; block-scaled MMAs have no M = 64 shape (PTX
     ISA 9.7.16.2.1, Table 39: ``.kind::mxf8f6f4 / mxf4 / mxf4nvf4 .block_scale``, cta_group::1: 128xNxK only)."""
     op, c = cg.op, cg.c32
     p = op("arith.addi", op("arith.muli", op("arith.divui", row, c(16)), c(32)), op("arith.remui", row, c(16)))
-    return p, op("arith.addi", p, c(16))
+    return tuple(op("arith.addi", p, c(d)) if d else p for j in range(64 // m) for d in (2 * m * j, 2 * m * j + 16))
 
 
 @dataclass(frozen=True)
 class LayoutFOperand(SwizzledOperand):
-    """A 64-row A as the 128-row K-major operand of an M = 128 block-scaled MMA: row ``i`` written at both rows of
-    :func:`layout_f_rows` (tileas' ``_write_swizzled`` stores every place ``addresses`` gives)."""
+    """A 64-row (or 32- / 16-row: ``tile_rows``) A as the 128-row K-major operand of an M = 128 block-scaled MMA:
+    row ``i`` written at every row of :func:`layout_f_rows` (tileas' ``_write_swizzled`` stores every place
+    ``addresses`` gives)."""
+
+    tile_rows: int = 64
 
     def addresses(self, cg, row, col) -> list:
-        return [self.address(cg, r, col) for r in layout_f_rows(cg, row)]
+        return [self.address(cg, r, col) for r in layout_f_rows(cg, row, self.tile_rows)]
+
+
+@dataclass(frozen=True)
+class RepeatedRowsOperand(SwizzledOperand):
+    """A 16- or 32-row A (``tile_rows``) as the 64-row K-major operand of an M = 64 MMA: tile row ``i`` at rows
+    ``i, i + tile_rows, ...`` (MMA row ``r`` is tile row ``r % tile_rows``). The two M = 64 MMAs of a 64-row tile
+    (D lanes 0 and 16, layout F: PTX ISA 9.7.16.10.5) then put tile row ``(16 w + l % 16) % tile_rows`` in lane
+    ``l`` of warp ``w``'s quarter, the row tileas' ``TmemFragment`` gives that thread (the warps past
+    ``tile_rows / 16`` hold copies). Why repeated and not zero rows: zero rows would leave those warps' lanes
+    zero, and only warp ``w % 4`` may read its 32 lanes (9.7.16.8.1, access restrictions)."""
+
+    tile_rows: int = 64
+
+    def addresses(self, cg, row, col) -> list:
+        return [self.address(cg, cg.op("arith.addi", row, cg.c32(r)) if r else row, col)
+                for r in range(0, self.rows, self.tile_rows)]
+
+
+def small_a(a: SwizzledOperand) -> SwizzledOperand:
+    """A (``rows x K``) as an M = 64 MMA reads it: unchanged for 64 rows or more, else its rows repeated to 64."""
+    if a.rows >= 64:
+        return a
+    return RepeatedRowsOperand(a.offset, 64, a.cols, a.elem_bytes, a.swizzle, tile_rows=a.rows)
 
 
 class BlockScaledUmma(Umma):
@@ -699,11 +783,11 @@ class BlockScaledUmma(Umma):
         if not (req.a in self.elems and req.b in self.elems and req.acc == "f32" and req.arch in BS_ARCHS
                 and req.scale == self.scale and req.scale_block == self.block):
             return False
-        if (req.m % INST_M and req.m != 64) or req.k % self.k or req.threads % 128:
+        if not m_ok(req.m) or req.k % self.k or req.threads % 128:
             return False
-        if not swizzle_for(req.k * self.eb) or not swizzle_for(req.n * self.eb):
+        if not swizzle_for(req.k * self.eb) or not (self.narrow_b(req.n) or swizzle_for(req.n * self.eb)):
             return False
-        ni = inst_n(req.n, self.eb)
+        ni = self.inst_n(req.n)
         if not ni or ni % 32 and ni != req.n:  # each instruction's B scale factors start at a column
             return False
         _, _, sa, sb = self.layouts(req)
@@ -716,14 +800,14 @@ class BlockScaledUmma(Umma):
         loop copies a transposed view's tile into), then the scale factors of A (M x K / 32) and of B (K / 32 x N).
         (``a_staged``: A is a stage buffer, which the e2m1 atoms read packed; these read it as written.)"""
         a, b = super().layouts(req, at)
-        if b_major == "k":
+        if b_major == "k" or self.narrow_b(req.n):
             b = SwizzledOperand(b.offset, req.n, req.k, self.eb, swizzle_for(req.k * self.eb), transposed=True)
         blocks = req.k // self.block
-        m64 = req.m == 64  # one M = 128 MMA over A's rows in layout F (:func:`layout_f_rows`)
+        m64 = req.m in SMALL_M  # one M = 128 MMA over A's rows in layout F (:func:`layout_f_rows`)
         if m64:
-            a = LayoutFOperand(a.offset, INST_M, a.cols, a.elem_bytes, a.swizzle)
+            a = LayoutFOperand(a.offset, INST_M, a.cols, a.elem_bytes, a.swizzle, tile_rows=req.m)
             b = replace(b, offset=a.offset + a.nbytes)
-        sa = ScaleOperand(b.offset + b.nbytes, INST_M if m64 else req.m, blocks, layout_f=m64)
+        sa = ScaleOperand(b.offset + b.nbytes, INST_M if m64 else req.m, blocks, layout_f=m64, tile_rows=req.m)
         return a, b, sa, ScaleOperand(sa.offset + sa.nbytes, req.n, blocks, True)
 
     def lower(self, cg, action: str, req, *args):
@@ -733,6 +817,11 @@ class BlockScaledUmma(Umma):
             a, b, sa, sb, frag, acc_regs, k_dim = args
             return self.dot(cg, req, a, b, frag, acc_regs, k_dim, None, (sa, sb))
         raise ValueError(f"atom {self.name}: unknown action '{action}'")
+
+    def narrow_b(self, n: int) -> bool:
+        """N = 16 of 8-bit operands (``.kind::mxf8f6f4``: rows of B under 32 bytes): B K-major (:meth:`layouts`),
+        which the kind takes (the instruction descriptor's transpose-B bit 0, Table 44)."""
+        return self.kind == "mxf8f6f4" and n % 16 == 0 and n <= MAX_N and not swizzle_for(n * self.eb)
 
     def b_descriptor(self, cg, b: SwizzledOperand, k0: int, col: int):
         """B MN-major (:meth:`Umma.b_descriptor`), or K-major (``b.transposed``: N x K, a pipelined loop's stage of
@@ -818,6 +907,12 @@ class BlockScaledF4Umma(BlockScaledUmma):
     def k_bytes(self, k: int) -> int:
         return k // 2
 
+    def k_padded(self, k: int) -> int:
+        """K as the packed operands and scale factors are laid out: ``k`` rounded up to a multiple of 64 (an MMA's
+        K; e.g. K = 32, rows of 16 bytes); the packing writes zero codes past ``k`` and the padded blocks' scale
+        factors are zeroed: zero products, so nothing is added to D."""
+        return -(-k // F4_K) * F4_K if k % self.block == 0 else k
+
     def inst_n(self, n: int) -> int:
         """B is K-major: any multiple of 16 up to 256 dividing ``n``."""
         return next((c for c in range(min(n, MAX_N) // 16 * 16, 0, -16) if n % c == 0), 0)
@@ -831,7 +926,7 @@ class BlockScaledF4Umma(BlockScaledUmma):
         if not (req.a == F4 and req.b == F4 and req.acc == "f32" and req.arch in BS_ARCHS
                 and req.scale == self.scale and req.scale_block == self.block):
             return False
-        if (req.m % INST_M and req.m != 64) or req.k % self.k or req.n % 16 or req.threads % 128:
+        if not m_ok(req.m) or self.k_padded(req.k) % self.k or req.n % 16 or req.threads % 128:
             return False
         ni = self.inst_n(req.n)
         if not ni or ni % 32 and ni != req.n:  # each instruction's B scale factors start at a column
@@ -847,12 +942,13 @@ class BlockScaledF4Umma(BlockScaledUmma):
         64-row A as 128 rows in layout F, :func:`layout_f_rows`), the scale factors of A and B."""
         a_st = ByteStaging(at, req.m, req.k)
         b_st = ByteStaging(a_st.offset + a_st.nbytes, req.k, req.n)
-        s = swizzle_for(req.k // 2)
-        a_p = SwizzledOperand((b_st.offset + b_st.nbytes + 1023) // 1024 * 1024, 128 if req.m == 64 else req.m,
-                              req.k // 2, 1, s)
-        b_p = SwizzledOperand(a_p.offset + a_p.nbytes, req.n, req.k // 2, 1, s)
-        blocks = req.k // self.block
-        sa = ScaleOperand(b_p.offset + b_p.nbytes, a_p.rows, blocks, layout_f=req.m == 64)
+        kp = self.k_padded(req.k)
+        s = swizzle_for(kp // 2)
+        a_p = SwizzledOperand((b_st.offset + b_st.nbytes + 1023) // 1024 * 1024, 128 if req.m in SMALL_M else req.m,
+                              kp // 2, 1, s)
+        b_p = SwizzledOperand(a_p.offset + a_p.nbytes, req.n, kp // 2, 1, s)
+        blocks = kp // self.block
+        sa = ScaleOperand(b_p.offset + b_p.nbytes, a_p.rows, blocks, layout_f=req.m in SMALL_M, tile_rows=req.m)
         return a_st, b_st, a_p, b_p, sa, ScaleOperand(sa.offset + sa.nbytes, req.n, blocks, True)
 
     def layouts(self, req, at: int = 0, b_major: str = "n", a_staged: bool = False):
@@ -865,7 +961,8 @@ class BlockScaledF4Umma(BlockScaledUmma):
         a_st, b_st, a_p, b_p, sa, sb = self.all_layouts(req, at)
         a = a_st
         if a_staged:
-            a = LayoutFOperand(a_p.offset, a_p.rows, a_p.cols, 1, a_p.swizzle) if req.m == 64 else a_p
+            a = LayoutFOperand(a_p.offset, a_p.rows, a_p.cols, 1, a_p.swizzle, tile_rows=req.m) \
+                if req.m in SMALL_M else a_p
         b = replace(b_p, transposed=True) if b_major == "k" else b_st
         return a, b, sa, sb
 
@@ -873,6 +970,8 @@ class BlockScaledF4Umma(BlockScaledUmma):
         if action == "dot":
             a, b, sa, sb, frag, acc_regs, k_dim = args
             a, b = self.packed_operands(cg, req, a, b, sa, sb)
+            if self.k_padded(req.k) != req.k:
+                self.zero_scale_pad(cg, req, sa, sb)
             return self.dot(cg, req, a, b, frag, acc_regs, k_dim, None, (sa, sb))
         return super().lower(cg, action, req, *args)
 
@@ -890,15 +989,45 @@ class BlockScaledF4Umma(BlockScaledUmma):
         cg.reserve(b_p.offset + b_p.nbytes)
         cg.barrier()  # the staged codes are written
         if staged[0]:
-            self.pack(cg, a, a_p, False, req.m == 64)
+            self.pack(cg, a, a_p, False, req.m if req.m in SMALL_M else 0, req.k)
         if staged[1]:
-            self.pack(cg, b, b_p, True, False)
+            self.pack(cg, b, b_p, True, 0, req.k)
         return a_p if staged[0] else a, b_p if staged[1] else b
 
-    def pack(self, cg, st: ByteStaging, out: SwizzledOperand, transposed: bool, layout_f: bool) -> None:
+    def zero_scale_pad(self, cg, req, sa: ScaleOperand, sb: ScaleOperand) -> None:
+        """Zero the scale factors of the padded K blocks (``K / block ..``: a K of 32 laid out as 64,
+        :meth:`k_padded`) of every row of A's (all 128 of a layout-F A) and every column of B's, a byte a store,
+        every thread a share: the padded codes are zero, and a zero scale factor keeps their products zero (an
+        uninitialised one could be NaN)."""
+        op, c = cg.op, cg.c32
+        first = req.k // self.block
+        pad = sa.blocks - first
+        zero = cg.const(cg.i8, 0)
+        for sf in (sa, sb):
+            sf = replace(sf, elem=cg.i8)
+            rows = sf.rows
+            total = rows * pad
+
+            def body(j, _, sf=sf, total=total):
+                i = op("arith.addi", op("arith.muli", j, c(cg.threads)), cg.tid)
+
+                def one():
+                    r, kb = op("arith.divui", i, c(pad)), op("arith.addi", op("arith.remui", i, c(pad)), c(first))
+                    dialects.llvm.store(zero, sf.address(cg, kb, r) if sf.transposed else sf.address(cg, r, kb))
+
+                if total % cg.threads:
+                    cg.if_(cg.cmpi(6, i, c(total)), lambda: (one(), [])[1])
+                else:
+                    one()
+                return []
+
+            cg.for_(c(0), c((total + cg.threads - 1) // cg.threads), [], body)
+
+    def pack(self, cg, st: ByteStaging, out: SwizzledOperand, transposed: bool, layout_f: int, k: int = 0) -> None:
         """Every thread packs bytes ``tid, tid + threads, ...`` of ``out`` (``rows x K / 2``): byte (r, c) = code
         (r, 2c) | code (r, 2c + 1) << 4 of the staged tile (B: its transpose, codes (2c, r) and (2c + 1, r); a
-        layout-F A: row ``16 (r / 32) + r % 16``)."""
+        layout-F A of ``layout_f`` tile rows: row ``(16 (r / 32) + r % 16) % layout_f``); bytes past ``k / 2`` (a
+        padded K, :meth:`k_padded`) are zero."""
         op, c = cg.op, cg.c32
         total, per_row = out.rows * out.cols, out.cols
         steps = (total + cg.threads - 1) // cg.threads
@@ -910,12 +1039,17 @@ class BlockScaledF4Umma(BlockScaledUmma):
                 r, col = op("arith.divui", i, c(per_row)), op("arith.remui", i, c(per_row))
                 if layout_f:
                     r = op("arith.addi", op("arith.muli", op("arith.divui", r, c(32)), c(16)), op("arith.remui", r, c(16)))
+                    r = op("arith.remui", r, c(layout_f)) if layout_f < 64 else r
                 k0 = op("arith.muli", col, c(2))
+                if k and k < 2 * per_row:  # a padded K: read within the staged codes, store zero past them
+                    k0 = op("arith.minui", k0, c(k - 2))
                 k1 = op("arith.addi", k0, c(1))
                 lo, hi = ((dialects.llvm.load(cg.i8, st.address(cg, k, r)) for k in (k0, k1)) if transposed else
                           (dialects.llvm.load(cg.i8, st.address(cg, r, k)) for k in (k0, k1)))
                 byte = op("arith.ori", op("arith.andi", lo, cg.const(cg.i8, 15)),
                           op("arith.shli", hi, cg.const(cg.i8, 4)))
+                if k and k < 2 * per_row:
+                    byte = dialects.arith.select(cg.cmpi(6, col, c(k // 2)), byte, cg.const(cg.i8, 0))
                 dialects.llvm.store(byte, out.address(cg, op("arith.divui", i, c(per_row)), col))
 
             if total % cg.threads:

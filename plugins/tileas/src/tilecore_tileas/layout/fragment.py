@@ -170,7 +170,10 @@ class TmemFragment:
     A 64-row tile (``m64``, one warpgroup): M = 64 instructions put row ``i`` in lane ``32 (i / 16) + i % 16`` of
     the D address's lane (PTX ISA "Data path layout", layout F); the atom computes the tile twice, at lanes 0 and
     16, so thread ``l`` of warp ``w`` holds row ``16 w + l % 16`` (threads ``l`` and ``l + 16`` hold the same
-    elements), all ``N`` columns."""
+    elements), all ``N`` columns. A 16- or 32-row tile (``m64`` too: tcgen05 has no M under 64) is computed by the
+    same M = 64 instructions over an A whose 64 rows repeat the tile's (row ``i`` at ``i``, ``i + M``, ...: the
+    atom's operand layout), so thread ``l`` of warp ``w`` holds row ``(16 w + l % 16) % M`` (warps past ``M / 16``
+    replicate the first ones)."""
 
     shape: tuple[int, int]
     groups_m: int
@@ -205,7 +208,7 @@ class TmemFragment:
         dr, dc = self.offset(k)
         if self.m64:
             w, lane = (tid % 128) // 32, tid % 32
-            return 16 * w + lane % 16 + dr, dc
+            return (16 * w + lane % 16) % self.shape[0] + dr, dc
         return gr * (self.shape[0] // self.groups_m) + tid % 128 + dr, gc * self.cols + dc
 
     def origin_values(self, cg) -> tuple:
@@ -215,6 +218,8 @@ class TmemFragment:
             t = cg.op("arith.remui", cg.tid, cg.c32(128))
             row = cg.op("arith.addi", cg.op("arith.muli", cg.op("arith.divui", t, cg.c32(32)), cg.c32(16)),
                         cg.op("arith.remui", t, cg.c32(16)))
+            if self.shape[0] < 64:  # a 16- / 32-row tile: the rows repeat every M lanes of layout F
+                row = cg.op("arith.remui", row, cg.c32(self.shape[0]))
             zero = cg.c32(0)
             return row, zero, zero, zero
         grid = self.groups_m * self.groups_n
@@ -228,11 +233,15 @@ class TmemFragment:
         return row, wcol, wrow, wcol
 
 
+SMALL_TMEM_M = (16, 32, 64)  # tile rows computed by M = 64 tcgen05 instructions (layout F, :class:`TmemFragment`)
+
+
 def tmem_grid(m: int, n: int, threads: int, n_step: int = 8, rows_whole: bool = False) -> tuple[int, int] | None:
     """The ``groups_m x groups_n`` warpgroup grid of an ``m x n`` tensor-memory accumulator: the most warpgroups
     whose rows are whole 128-row blocks and whose columns a multiple of ``n_step``, then (``rows_whole``)
-    ``groups_n == 1``, then the squarest (:func:`grid_key`); a 64-row tile takes one warpgroup (``threads`` 128)."""
-    if m == 64:
+    ``groups_n == 1``, then the squarest (:func:`grid_key`); a 64-row tile (or a 16- / 32-row one, computed as 64
+    rows) takes one warpgroup (``threads`` 128)."""
+    if m in SMALL_TMEM_M:
         return (1, 1) if threads == 128 and n % n_step == 0 else None
     if threads % 128 or m % TM_M or n % n_step:
         return None
@@ -245,4 +254,4 @@ def tmem_fragment(m: int, n: int, threads: int, rows_whole: bool = False) -> Tme
     """The tensor-memory fragment layout of an ``m x n`` result over ``threads`` threads (whole warpgroups;
     ``rows_whole``: prefer ``groups_n == 1``)."""
     grid = tmem_grid(m, n, threads, rows_whole=rows_whole)
-    return TmemFragment((m, n), grid[0], grid[1], threads, m == 64) if grid else None
+    return TmemFragment((m, n), grid[0], grid[1], threads, m in SMALL_TMEM_M) if grid else None

@@ -205,8 +205,8 @@ def _dot_scaled_atom(cg, op, atom, values, m: int, n: int, k_dim: int, ks: int) 
     for i, (v, lay) in enumerate(zip((lhs, rhs, sa, sb), layouts)):
         if v is lay:
             continue
-        if _in_stage(v):
-            _copy_stage(cg, v, lay)
+        if _in_stage(v):  # (an 8-bit B of 16-byte rows: element by element, K-major; not packed e2m1 stages)
+            _copy_stage(cg, v, lay, shapes[i] if i < 2 and not req.a.startswith("f4") else None)
         else:
             _write_swizzled(cg, v if is_fragment(v) else _blocked(cg, v, shapes[i]), lay)
         written.append(lay)
@@ -223,13 +223,18 @@ def _stage_is(stage, layout) -> bool:
         (layout.rows, layout.cols, layout.elem_bytes, layout.swizzle, layout.transposed)
 
 
-def _copy_stage(cg, stage: SwizzledOperand, layout) -> None:
+def _copy_stage(cg, stage: SwizzledOperand, layout, shape: tuple | None = None) -> None:
     """Copy a stage buffer (rows x cols, swizzled) into an atom's layout of the same tile in the scratch buffer
     (every place ``layout.addresses`` gives an element): every thread a share of the 16-byte units (a swizzle
-    permutes whole units, so a unit of either layout is 16 contiguous bytes of one row). The dot's barrier
-    follows."""
-    if (stage.cols, stage.elem_bytes, stage.swizzle, stage.transposed) != \
+    permutes whole units, so a unit of either layout is 16 contiguous bytes of one row). A stage whose rows are
+    not the layout's (an unswizzled ``SmemOperand`` of 16-byte rows, another swizzle, an MN-major B the atom reads
+    K-major, rows the atom pads) goes element by element over the tile's ``shape`` (:func:`_copy_elements`). The
+    dot's barrier follows."""
+    if not isinstance(stage, SwizzledOperand) or (stage.cols, stage.elem_bytes, stage.swizzle, stage.transposed) != \
             (layout.cols, layout.elem_bytes, layout.swizzle, layout.transposed):
+        if shape is not None:
+            _copy_elements(cg, stage, layout, *shape)
+            return
         raise LoweringError(f"a pipelined stage ({stage.rows} x {stage.cols}, {stage.swizzle}-byte swizzle) is not "
                             f"rows of the MMA atom's operand layout ({layout.rows} x {layout.cols})")
     units = stage.cols * stage.elem_bytes // 16
@@ -247,6 +252,33 @@ def _copy_stage(cg, stage: SwizzledOperand, layout) -> None:
             w = dialects.llvm.load(vec, stage.address(cg, row, col), alignment=16)
             for p in addresses(cg, row, col):
                 dialects.llvm.store(w, p, alignment=16)
+            return []
+
+        if total % cg.threads:
+            cg.if_(cg.cmpi(6, i, c(total)), one)
+        else:
+            one()
+        return []
+
+    cg.for_(c(0), c(-(-total // cg.threads)), [], body)
+
+
+def _copy_elements(cg, src, dst, rows: int, cols: int) -> None:
+    """Copy the ``rows x cols`` tile ``src`` (any operand layout: ``address(cg, row, col)``) into ``dst`` (every place
+    its ``addresses`` give): every thread a share of the elements."""
+    op, c = cg.op, cg.c32
+    total = rows * cols
+    el = ir.IntegerType.get_signless(8 * dst.elem_bytes)
+    places = getattr(dst, "addresses", lambda cg, r, col: [dst.address(cg, r, col)])
+
+    def body(j, _):
+        i = op("arith.addi", op("arith.muli", j, c(cg.threads)), cg.tid)
+
+        def one():
+            r, col = op("arith.divui", i, c(cols)), op("arith.remui", i, c(cols))
+            v = dialects.llvm.load(el, src.address(cg, r, col))
+            for p in places(cg, r, col):
+                dialects.llvm.store(v, p)
             return []
 
         if total % cg.threads:
@@ -576,6 +608,25 @@ def _kernel_dots(cg, op) -> list:
     return out
 
 
+def _stages_to_atom_layouts(cg, atom, req, lhs, rhs, shapes):
+    """A / B stages (pipelined loops) the atom does not read as they are (its ``layouts``: a 16- / 32-row A the
+    tcgen05 atoms read as 64 repeated rows, an MN-major B they read K-major, 16-byte rows they pad to 32) copied into
+    its layouts in the scratch buffer after a barrier (:func:`_copy_stage`); a CTA pair's stages stay (its B stage
+    is half the tile: the atom reads it there). Returns the operands and whether any was copied."""
+    if getattr(cg, "cta_pairs", None) or not (_in_stage(lhs) or _in_stage(rhs)):
+        return lhs, rhs, False
+    layouts = atom.lower(cg, "layouts", req, 0)
+    out, copied = [lhs, rhs], False
+    for i, (v, lay) in enumerate(zip(out, layouts)):
+        if _in_stage(v) and not _stage_is(v, lay):
+            if not copied:
+                cg.reserve(max(smem_end(x) for x in layouts))
+                cg.barrier()  # earlier readers of the scratch buffer are done
+            _copy_stage(cg, v, lay, shapes[i])
+            out[i], copied = lay, True
+    return out[0], out[1], copied
+
+
 def _dot_tmem(cg, atom, req, frag, lhs, rhs, acc, m: int, n: int, k_dim: int, resident=None) -> TileV:
     """A tensor-memory atom (``data["fragment"] == "tcgen05"``): both operands in the atom's swizzled layouts
     (a pipelined loop's stage already holds them), then the atom's ``dot`` action on the accumulator registers
@@ -587,6 +638,8 @@ def _dot_tmem(cg, atom, req, frag, lhs, rhs, acc, m: int, n: int, k_dim: int, re
     regs = None if _zero_splat(acc) else list(to_fragment(cg, acc, frag).regs)
     if regs is not None and not (isinstance(acc, TileV) and acc.layout == frag):
         cg.barrier()
+    lhs, rhs, copied = _stages_to_atom_layouts(cg, atom, req, lhs, rhs, ((m, k_dim), (k_dim, n)))
+    piped = piped and not copied
     a_l, b_l = _swizzled_operands(cg, atom, req, lhs, rhs, barrier=False)
     out = atom.lower(cg, "dot", req, a_l, b_l, frag, regs, k_dim, resident)
     if not piped:

@@ -259,23 +259,33 @@ def plan(cg, loop) -> Plan | None:
         return None
     for p in loads:
         _pair_half(cg, p)
-    # tcgen05's tf32 atom copies an MN-major B stage into its K-major layout in the scratch buffer (sm100
-    # ``Tf32Umma.transpose_b``): such a body uses shared memory of its own, past the ring
+    # a tcgen05 dot's stage the atom reads in another layout is copied into it in the scratch buffer per dot
+    # (``dot._stages_to_atom_layouts``): tf32's and 8-bit N = 16 B (read K-major), 8-bit operands with K = 16 (padded
+    # to 32), a 16- / 32-row A (its rows repeated to 64): such a body uses shared memory of its own, past the ring
     staged = {p.load.results[0] for p in loads}
 
-    def b_staged(d) -> bool:
-        src = _reshape_chain(d.operands[1], body)[0]
+    def operand_staged(d, i: int) -> bool:
+        src = _reshape_chain(d.operands[i], body)[0]
         return src is not None and src.results[0] in staged
 
-    copies_b = any(a.data.get("fragment") == "tcgen05" and "tf32" in str(d.operands[1].type) and b_staged(d)
-                   for d, a in zip(dots, dot_atoms))
+    copies_b = any(a.data.get("fragment") == "tcgen05" and (
+        ("tf32" in str(d.operands[1].type) and operand_staged(d, 1)) or
+        (_narrow_8bit(d) and (operand_staged(d, 0) or operand_staged(d, 1))) or
+        (ir.RankedTensorType(d.operands[0].type).shape[0] < 64 and operand_staged(d, 0)))
+        for d, a in zip(dots, dot_atoms))
     # a block-scaled dot writes its scale factors (and a 64-row A in layout F) to shared memory in the body
     pure = len(loads) == 2 * len(dots) and not copies_b and all(d.name != SCALED_DOT for d in dots) and \
         _only_fragment_arithmetic(cg, ops, loads, slice_ops, dots, frag)
+    if all(a.data.get("fragment") == "tcgen05" for a in dot_atoms):
+        for p in loads:  # rows of 16 bytes (8-bit N or K of 16): dense, the stage one TMA box without swizzle
+            if _dense_16(p):  # (tcgen05's atoms copy such a stage into their layouts; no ldmatrix reads it)
+                p.pitch = p.cols
     at = 0
     for p in loads:
         if p.swizzled is not None:  # the swizzle pattern repeats every 1024 bytes of the absolute address
             at = (at + 1023) // 1024 * 1024
+        elif p.pitch == p.cols:  # a TMA box's shared-memory address: 128-byte aligned
+            at = (at + 127) // 128 * 128
         p.offset = at
         at += p.nbytes
     if any(p.swizzled is not None for p in loads):
@@ -291,6 +301,20 @@ def plan(cg, loop) -> Plan | None:
     order = {o.operation: i for i, o in enumerate(ops)}
     shift = 0 if pure else (stages * at + MBARRIER_BYTES * stages + 1023) // 1024 * 1024
     return Plan(loads, at, stages, atom, sorted(slice_ops.values(), key=lambda o: order[o]), shift)
+
+
+def _dense_16(p: PipedLoad) -> bool:
+    """Whether ``p``'s tile has rows of 16 bytes with no swizzled layout (not transposed, not packed): a TMA box of
+    16-byte lines without swizzle fills it when its rows are dense (``pitch == cols``)."""
+    return p.swizzled is None and not p.transposed and not p.packed and p.cols * p.elem_bytes == 16
+
+
+def _narrow_8bit(dot) -> bool:
+    """Whether ``dot`` has 8-bit operands with N or K 16 (rows of 16 bytes: tcgen05 reads copies of them)."""
+    t = ir.RankedTensorType(dot.operands[1].type)
+    el = t.element_type
+    return 16 in t.shape[-2:] and (str(el).startswith("f8") or
+                                   (isinstance(el, ir.IntegerType) and ir.IntegerType(el).width == 8))
 
 
 def _pair_half(cg, p: PipedLoad) -> None:
@@ -622,7 +646,10 @@ def _tma_box_ok(cg, p: PipedLoad) -> bool:
     8-row atoms, at most :data:`MAX_BOX` lines, lines of whole swizzle columns, the load allowing TMA."""
     sw = p.swizzled
     lines, line_elems = _lines(p)
-    return not (sw is None or sw.transposed != p.transposed or lines % 8 or lines > MAX_BOX or
+    if sw is None:  # dense rows of 16 bytes (:func:`_dense_16`): one box without swizzle
+        return _dense_16(p) and p.pitch == p.cols and not lines % 8 and lines <= MAX_BOX and \
+            _tma_allowed(cg, p.load)
+    return not (sw.transposed != p.transposed or lines % 8 or lines > MAX_BOX or
                 (line_elems * p.elem_bytes) % sw.swizzle or not _tma_allowed(cg, p.load))
 
 
@@ -633,12 +660,12 @@ def _tma_recipe(cg, rb, p: PipedLoad, maps, checked: bool):
     low half, which is the mxf4 kinds' K-major operand (PTX ISA 9.7.16.10.7, Table 49). (The driver's packed
     4-bit types, ``CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN8B`` / ``16U4_ALIGN16B``, unpack 16 e2m1 to a 16-byte unit in
     shared memory: the padded f4 operand of ``.kind::f8f6f4``, not the packed one of ``.kind::mxf4``.)"""
-    sw = p.swizzled
+    swizzle = p.swizzled.swizzle if p.swizzled is not None else 0  # 0: dense 16-byte rows, no swizzle
     lines, _ = _lines(p)
     m = _memory_order(_view(rb, p).memref, p)
     elem = rb.convert_type(ir.RankedTensorType(p.load.results[0].type).element_type)
-    box = (sw.swizzle // p.elem_bytes, lines) + (1,) * p.lead  # innermost first; a slice's unit dimensions
-    return maps.recipe(m, elem if not m.narrow else cg.i8, box, sw.swizzle, checked, packed=p.packed)
+    box = ((swizzle or 16) // p.elem_bytes, lines) + (1,) * p.lead  # innermost first; a slice's unit dimensions
+    return maps.recipe(m, elem if not m.narrow else cg.i8, box, swizzle, checked, packed=p.packed)
 
 
 def _tma_boxes(cg, rb, p: PipedLoad, tmap, base, bar, index) -> None:
@@ -659,11 +686,11 @@ def _tma_boxes(cg, rb, p: PipedLoad, tmap, base, bar, index) -> None:
     if p.packed:
         inner0 = cg.op("arith.shrsi", inner0, cg.c32(1))
     lines, line_elems = _lines(p)
-    sw = p.swizzled
-    for j in range(line_elems * p.elem_bytes // sw.swizzle):
-        at = cg.op("arith.addi", base, cg.c32(p.offset + j * lines * sw.swizzle))
+    column = p.swizzled.swizzle if p.swizzled is not None else 16  # bytes of a box's lines (dense rows: 16)
+    for j in range(line_elems * p.elem_bytes // column):
+        at = cg.op("arith.addi", base, cg.c32(p.offset + j * lines * column))
         dst = llvm.getelementptr(p3, cg.smem_base, [at], [-2147483648], cg.i8, 0)
-        inner = cg.op("arith.addi", inner0, cg.c32(j * sw.swizzle // p.elem_bytes)) if j else inner0
+        inner = cg.op("arith.addi", inner0, cg.c32(j * column // p.elem_bytes)) if j else inner0
         atom.lower(cg, "load", dst, tmap, bar, [inner, outer, *lead])
 
 
