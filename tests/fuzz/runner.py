@@ -165,13 +165,16 @@ def run_sm(src: str, bytecode: str, sm: str, extents: list[int] | None = None, w
     """Compile ``bytecode`` for ``sm`` and check every signature of module ``src`` (in this process)."""
     from tilecore.compiler import compile_file
     from tilecore.errors import TilecoreError
+    from tilecore.launch_attrs import cta_grid
+    from tilecore.options import CompileOptions
 
     t0 = time.perf_counter()
     mod = load_module(src)
     ops = _ops(bytecode) if want_ops else []
     below = int(sm[3:].rstrip("af")) < mod.MIN_SM  # an element type the SM lacks: expect a clean rejection
     try:
-        res = compile_file(bytecode, sm)
+        pairs = "cta_pairs" in getattr(mod, "FEATURES", ())  # CTA pairs are asked for: a tile block per CTA
+        res = compile_file(bytecode, sm, CompileOptions(extra={"sm100.cta_pairs": "on"}) if pairs else None)
     except TilecoreError as e:
         if below:
             return Outcome("skipped", f"needs sm_{mod.MIN_SM}, rejected: {e}", time.perf_counter() - t0, ops)
@@ -195,7 +198,8 @@ def run_sm(src: str, bytecode: str, sm: str, extents: list[int] | None = None, w
             return Outcome("model_error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}", 0.0, ops)
         want_prints = sorted(getattr(mod, "PRINTS", []))
         try:
-            launched = emulate.launch(res.module, symbol, grid, BLOCK, kernel_args(mod, inp))
+            launched = emulate.launch(res.module, symbol, cta_grid(res.module, symbol, grid), BLOCK,
+                                      kernel_args(mod, inp))
         except TilecoreError as e:
             return Outcome("emu_error", f"{symbol}: {e}", time.perf_counter() - t0, ops)
         except Exception as e:  # noqa: BLE001

@@ -5,7 +5,11 @@ argument of the cuTile function, in order; with calling convention ``cutile_pyth
 parameter of rank n is its base pointer, its n extents and its n strides (in elements, of the
 array's index type), a scalar is itself, a ``ct.Constant`` is no parameter. Threads per CTA come
 from the kernel's ``nvvm.reqntid``, the cluster shape from ``nvvm.cluster_dim``, the dynamic shared
-memory from ``tilecore.dynamic_shared_bytes`` (a kernel whose scratch buffer exceeds 48 KiB). The grid is the tile-block grid (one CTA per tile block).
+memory from ``tilecore.dynamic_shared_bytes`` (a kernel whose scratch buffer exceeds 48 KiB). The grid is the
+tile-block grid: one CTA per tile block, or with a cluster shape one *cluster* per tile block (the kernel's
+``tilecore.tile_block = "cluster"``, tileiras' reading of cuTile's ``num_ctas``: any grid, CTAs launched = grid x
+cluster shape), except in a kernel of CTA pairs (``"cta"``: a tile block per CTA, the grid a whole number of
+clusters).
 A kernel whose K loops read tiles by TMA takes one more parameter per tensor map after those, which the
 launcher encodes from the others by the kernel's recipes (:mod:`tilecore.tensormaps`).
 """
@@ -55,6 +59,11 @@ class LaunchContract:
     shared_bytes: int
     params: tuple[ParamEntry, ...]
     tensor_maps: tuple = ()  # TensorMapRecipe per trailing tensor-map parameter (tilecore.tensormaps)
+    block_ctas: tuple[int, int, int] = (1, 1, 1)  # CTAs per tile block: the cluster shape, or (1, 1, 1)
+
+    def cta_grid(self, grid) -> tuple[int, int, int]:
+        """The CTAs to launch for ``grid`` tile blocks (x, y, z)."""
+        return tuple(g * c for g, c in zip(grid, self.block_ctas))
 
     @property
     def threads_per_cta(self) -> int:
@@ -85,7 +94,7 @@ def build_contract(module, symbol: str, specs, names) -> LaunchContract:
     holder = find_kernel_module(module, symbol)
     func = next(op for op in holder.regions[0].blocks[0].operations
                 if op.operation.name == "llvm.func" and op.attributes["sym_name"].value == symbol)
-    from ..launch_attrs import dynamic_shared_bytes
+    from ..launch_attrs import block_ctas, dynamic_shared_bytes
     from ..tensormaps import recipes_of
 
     maps = tuple(recipes_of(func.operation))
@@ -94,6 +103,7 @@ def build_contract(module, symbol: str, specs, names) -> LaunchContract:
     attrs = func.attributes
     threads = _dense(attrs["nvvm.reqntid"]) if "nvvm.reqntid" in attrs else (1, 1, 1)
     cluster = _dense(attrs["nvvm.cluster_dim"]) if "nvvm.cluster_dim" in attrs else (1, 1, 1)
+    cluster = tuple(cluster) + (1,) * (3 - len(cluster))
     entries = []
 
     def add(i, spec, name, path=()):
@@ -120,8 +130,8 @@ def build_contract(module, symbol: str, specs, names) -> LaunchContract:
             raise TilecoreError(f"kernel '{symbol}': parameter {len(params)} ({name}, {kind}) has LLVM type {t}")
         params.append(ParamEntry(kind, i, name, axis, t, dtype, path))
     return LaunchContract(symbol, tuple(threads) + (1,) * (3 - len(threads)),
-                          tuple(cluster) + (1,) * (3 - len(cluster)), dynamic_shared_bytes(func.operation), tuple(params),
-                          maps)
+                          cluster, dynamic_shared_bytes(func.operation), tuple(params), maps,
+                          block_ctas(func.operation))
 
 
 def check_grid(grid, contract: LaunchContract) -> tuple[int, int, int]:
@@ -140,7 +150,7 @@ def check_grid(grid, contract: LaunchContract) -> tuple[int, int, int]:
             raise TilecoreError(f"grid {g} is too large: axis {'xyz'[axis]} has {v} tile blocks, at most {most} "
                                 "can be launched")
     for axis, (v, c) in enumerate(zip(g, contract.cluster)):
-        if v % c:
+        if v % c and contract.block_ctas == (1, 1, 1):
             raise TilecoreError(f"grid {g} is not a whole number of clusters {contract.cluster} "
                                 f"(axis {'xyz'[axis]})")
     return g

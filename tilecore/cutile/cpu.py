@@ -81,10 +81,10 @@ def run(compiled, grid, values, isolate: bool = False, timeout: float | None = N
     if isolate:
         from ..emulate import launch
 
-        result = launch(compiled.module, c.kernel, grid, c.threads, args, shared_bytes=c.shared_bytes,
+        result = launch(compiled.module, c.kernel, c.cta_grid(grid), c.threads, args, shared_bytes=c.shared_bytes,
                         check_bounds=check_bounds, isolate=True, timeout=timeout)
     else:
-        result = compiled.emulated(check_bounds).launch(grid, c.threads, args, c.shared_bytes)
+        result = compiled.emulated(check_bounds).launch(c.cta_grid(grid), c.threads, args, c.shared_bytes)
     for k, host in strided.items():
         _write_back(host, result.outputs[k])
     for host, span in items_strided:

@@ -116,10 +116,13 @@ def allow_dynamic_shared(kernel, device_id: int, nbytes: int) -> None:
 
 def launch_dims(contract, grid) -> dict:
     """The ``cuda.core.LaunchConfig`` fields of a launch: ``grid`` tile blocks (counted in clusters when the
-    kernel has a cluster shape, as cuda.core wants), the kernel's threads per CTA and dynamic shared memory."""
+    kernel has a cluster shape, as cuda.core wants: a tile block is a cluster, or in a kernel of CTA pairs one
+    CTA of it), the kernel's threads per CTA and dynamic shared memory."""
     dims = {"grid": tuple(grid), "block": contract.threads, "shmem_size": contract.shared_bytes}
     if contract.cluster != (1, 1, 1):
-        dims.update(grid=tuple(g // c for g, c in zip(grid, contract.cluster)), cluster=contract.cluster)
+        per_cta = contract.block_ctas == (1, 1, 1)
+        dims.update(grid=tuple(g // c if per_cta else g for g, c in zip(grid, contract.cluster)),
+                    cluster=contract.cluster)
     return dims
 
 

@@ -13,6 +13,7 @@ import sys
 
 import numpy as np
 import pytest
+from tilecore_tileas.stage4_tileas_to_llvm.pairs import NOT_ASKED
 
 from tilecore.assembler import find_nvidia_tool
 from tilecore.compiler import compile_file
@@ -167,7 +168,7 @@ KERNELS = {
     "single": (ck.mma_loop, ["f16[2]", "f16[2]", "f32[2]", 128, 128, 64]),  # no clusters
 }
 PAIRED = ["pair_f16", "pair_bf16", "pair_e4m3", "pair_s8", "pair_f16_acc16", "pair_256", "pair_acc", "flag", "pair_chain"]
-_KERNELS = KernelSet(KERNELS, "sm100-pairs-")
+_KERNELS = KernelSet(KERNELS, "sm100-pairs-", CompileOptions(extra={"sm100.cta_pairs": "on"}))
 
 
 def _export(name: str) -> str:
@@ -179,7 +180,8 @@ def _export(name: str) -> str:
 
 
 def _compile(name: str, sm: str = "sm_100a", off: bool = False, **kw):
-    options = CompileOptions(extra={"sm100.cta_pairs": "off"} if off else {})
+    """Pairs are asked for (``--option sm100.cta_pairs=on``) unless ``off`` (the default: a tile block per cluster)."""
+    options = CompileOptions(extra={} if off else {"sm100.cta_pairs": "on"})
     return compile_file(_export(name), sm, options, **kw)
 
 
@@ -227,10 +229,11 @@ def test_kernels_not_paired_say_why(name, why):
 
 
 def test_option_off_and_other_kernels_unchanged():
-    """``--option sm100.cta_pairs=off`` keeps the one-CTA form; kernels without clusters and sm_90a get no
-    decision and no pair ops."""
+    """Without ``--option sm100.cta_pairs=on`` a tile block is the whole cluster (one-CTA form, the other rank
+    leaves); kernels without clusters and sm_90a get no decision and no pair ops."""
     off = _stage("pair_f16", "convert-tileas-to-llvm", off=True)
-    assert _decision(off) == "off: --option sm100.cta_pairs=off" and "cta_group" not in off
+    assert _decision(off) == f"off: {NOT_ASKED}" and "cta_group" not in off
+    assert 'tilecore.tile_block = "cluster"' in off and "gpu.cluster_id" in off and "gpu.block_id" not in off
     single = _stage("single", "convert-tileas-to-llvm")
     assert _decision(single) is None and "cta_group" not in single
     sm90 = _stage("pair_f16", "convert-tileas-to-llvm", "sm_90a")

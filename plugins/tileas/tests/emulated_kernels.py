@@ -19,10 +19,12 @@ BLOCK = (128, 1, 1)
 
 
 class KernelSet:
-    """The kernels of ``table``, each exported on first use and compiled once per architecture."""
+    """The kernels of ``table``, each exported on first use and compiled once per architecture (with
+    ``options``, a :class:`tilecore.options.CompileOptions`, when given)."""
 
-    def __init__(self, table: dict, prefix: str = "tileas-kernels-"):
+    def __init__(self, table: dict, prefix: str = "tileas-kernels-", options=None):
         self.table = table
+        self.options = options
         self._dir = tempfile.mkdtemp(prefix=prefix)
         self._compiled: dict = {}
 
@@ -33,7 +35,7 @@ class KernelSet:
             if not os.path.exists(path):
                 kernel, params = self.table[name]
                 ck.export_spec(kernel, params, name, path)
-            self._compiled[name, sm] = compile_file(path, sm).module
+            self._compiled[name, sm] = compile_file(path, sm, self.options).module
         return self._compiled[name, sm]
 
     def run(self, name: str, sm: str, grid, args) -> None:

@@ -25,7 +25,7 @@ from tilecore.stages import Stage
 from ..layout.row_slice import RowSlice
 from ..nv_tileaa.abi import nv_tileaa_rule
 from ..rebuild import Rebuilder, attrs_of, run_stage
-from . import control, dot, elementwise, memory, misc, narrow_float, row_slice, shape_ops, tf32, tma_store
+from . import clusters, control, dot, elementwise, memory, misc, narrow_float, row_slice, shape_ops, tf32, tma_store
 from .codegen import SMEM_SYMBOL, CodeGen
 from .fragments import FRAGMENTS, blocked_operands
 from .tensor_maps import KernelTensorMaps
@@ -112,6 +112,9 @@ def lower_function(fn, gpu_module, ctx) -> dict:
     from .pipeline import single_dot_stages
 
     why = decide(cg, fn, old)  # CTA pairs: B halves of the paired dots (cg.cta_pairs), or why not
+    cluster = clusters.has_cluster(fn)
+    if cluster and why:  # not paired: a tile block is the whole cluster
+        clusters.tile_blocks_are_clusters(old)
     single_dot_stages(cg, rb, old)  # block-scaled dots whose A / B come by TMA (their loads lower to stages)
     try:
         rb.block_into(old, new_block)
@@ -125,6 +128,10 @@ def lower_function(fn, gpu_module, ctx) -> dict:
         new_fn.erase()
         raise
     del new_fn.attributes["tileas.kernel"]
+    if cluster:
+        new_fn.attributes[clusters.TILE_BLOCK_ATTR] = ir.StringAttr.get("cluster" if why else "cta")
+        if why:
+            clusters.exit_other_ranks(new_fn, new_block)
     if why not in (NOT_A_PAIR, NO_TMEM_DOT):  # a tcgen05 kernel of 2-CTA clusters says whether its CTAs pair
         new_fn.attributes[PAIRS_ATTR] = ir.StringAttr.get("cta_group::2" if not why else f"off: {why}")
     fn.erase()

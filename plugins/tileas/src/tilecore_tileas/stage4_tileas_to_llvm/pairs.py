@@ -1,8 +1,9 @@
 """CTA pairs: which kernels of 2-CTA clusters run their tensor-core dots as one MMA per pair (stage 4).
 
-A kernel whose hints ask for clusters of 2 CTAs (cuTile ``num_ctas=2``: ``nvvm.cluster_dim = [2, 1, 1]``) runs
-one tile block per CTA, two consecutive tile blocks along x forming a cluster (``tilecore.cutile.contract``: the
-grid is the tile-block grid, a whole number of clusters). An MMA atom with a pair form (the sm100 plugin's
+A kernel whose hints ask for clusters of 2 CTAs (cuTile ``num_ctas=2``: ``nvvm.cluster_dim = [2, 1, 1]``) runs a
+tile block per cluster by default (:mod:`.clusters`). Asked for (``--option sm100.cta_pairs=on``), it runs one tile
+block per CTA instead, two consecutive tile blocks along x forming a cluster (``tilecore.tile_block = "cta"``:
+the grid is the tile-block grid, a whole number of clusters), and an MMA atom with a pair form (the sm100 plugin's
 tcgen05 atoms: ``tcgen05.mma.cta_group::2``) computes the two CTAs' dots as one MMA of twice the rows: each CTA
 gives its own A rows and receives its own accumulator rows, B is split by columns between the two CTAs' shared
 memories. That is only the two dots when both CTAs read the same B tile in every iteration of the same K loop.
@@ -24,7 +25,7 @@ kernel takes one form or the other.
 
 For a paired kernel ``cg.cta_pairs`` maps each such B load to its half (columns ``rank * N / 2 ..``): the
 pipeline stages only that half (``pipeline.PipedLoad.pair_half``), the atom reads A and the half from the stage.
-``--option sm100.cta_pairs=off`` keeps the one-CTA form.
+Without the option (or when the proof fails) the kernel keeps the one-CTA form and a tile block per cluster.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from tilecore.mlir import ir
 PAIR_OPTION = "sm100.cta_pairs"
 NOT_A_PAIR = "not a 2-CTA cluster"
 NO_TMEM_DOT = "no tensor-memory dot"
+NOT_ASKED = f"a tile block is the whole cluster (--option {PAIR_OPTION}=on pairs tile blocks 2k and 2k + 1)"
 PAIRS_ATTR = "tilecore.cta_pairs"  # on a kernel of 2-CTA clusters: "cta_group::2" or "off: <why>"
 PURE_PREFIXES = ("arith.", "math.")
 PURE_OPS = ("builtin.unrealized_conversion_cast", "nv_tileas.assume", "nv_tileas.make_memref", "nv_tileas.view",
@@ -80,8 +82,8 @@ class Uniform:
         return all(self(x) for x in op.operands)
 
 
-def _option_off(cg) -> bool:
-    return (cg.options.extra if cg.options is not None else {}).get(PAIR_OPTION, "on") in ("0", "off", "false")
+def _option_on(cg) -> bool:
+    return (cg.options.extra if cg.options is not None else {}).get(PAIR_OPTION, "off") in ("1", "on", "true")
 
 
 def _walk(block, out: list) -> None:
@@ -102,8 +104,8 @@ def decide(cg, fn, block) -> str:
     cluster = cluster_shape(fn)
     if cluster != (2, 1, 1):
         return NOT_A_PAIR
-    if _option_off(cg):
-        return f"--option {PAIR_OPTION}=off"
+    if not _option_on(cg):
+        return NOT_ASKED
     ops: list = []
     _walk(block, ops)
     pair_dots = []
