@@ -121,15 +121,17 @@ def test_block_scaled_allow_tma_false_takes_cp_async():
 
 # e2m1 (MXFP4 / NVFP4 / e2m1 with UE8M0 per 16) kernel -> TMA boxes per stage: A (M x K / 2 bytes, one swizzle
 # column: K = 128 is 64 bytes) and, given as its N x K transpose, B; a K x N B is packed along N and stays staged
-F4_PIPED = {"f4_mxfp4_loop": 1, "f4_mxfp4_loop_bt": 2, "f4_nvfp4_loop_tb": 2, "f4_e8x16_loop_bt": 2}
+# piped tiles a stage: A, and B (transposed; or K x N with rows of 32 bytes or more: its bytes, packed along N)
+F4_PIPED = {"f4_mxfp4_loop": 2, "f4_mxfp4_loop_bt": 2, "f4_nvfp4_loop_tb": 2, "f4_e8x16_loop_bt": 2}
 
 
 @pytest.mark.parametrize("name", list(F4_PIPED))
 def test_e2m1_loop_tma_ring(name):
     """e2m1 K loops are pipelined: A (row-major M x K: packed along K in memory, as the mxf4 kinds read it) and a
     B given transposed (N x K, by an ``order=(1, 0)`` view or ``ct.transpose``) come by TMA, boxes of the tensor's
-    bytes; a K x N B (packed along N) is written per dot (staged a code a byte, packed by the threads). The MMA
-    reads the stages: its A descriptor's start is in the ring (below the scratch region's shifted base)."""
+    bytes; so does a K x N B (packed along N: ``f4_mxfp4_loop``, N = 64, rows of 32 bytes), which the atom repacks
+    along K per dot (every thread a share of the bytes: two nibbles selected by ``n % 2``). The MMA reads the
+    stages: its A descriptor's start is in the ring (below the scratch region's shifted base)."""
     text = _stage4(name)
     assert text.count('"cute_nvgpu.tma_load"') == STAGES * F4_PIPED[name]
     assert text.count('"cute_nvgpu.mbarrier_init"') == 1 + STAGES
@@ -165,7 +167,7 @@ def test_e2m1_tensor_map_recipe():
 @pytest.mark.parametrize("name, kind, boxes", [("f4_mxfp4_loop_bt", "mxf4.block_scale", 2),
                                                ("f4_nvfp4_loop_tb", "mxf4nvf4.block_scale.block16", 2),
                                                ("f4_e8x16_loop_bt", "mxf4nvf4.block_scale.block16", 2),
-                                               ("f4_mxfp4_loop", "mxf4.block_scale", 1),
+                                               ("f4_mxfp4_loop", "mxf4.block_scale", 2),
                                                ("f4_nvfp4_single_tb", "mxf4nvf4.block_scale.block16", 2),
                                                ("mma_scaled_f8", "mxf8f6f4.block_scale", 2)])
 def test_e2m1_and_single_dot_sass_has_utmaldg(name, kind, boxes, tmp_path):
@@ -260,7 +262,8 @@ def test_block_scaled_cp_async_numbers(name, mnk, copies):
 
 @bs.NUMERIC_SKIP
 @pytest.mark.parametrize("name, mnk", [
-    ("f4_mxfp4_loop", (150, 70, 320)),  # A by TMA (320 elements: 160-byte rows), B staged per dot
+    # A by TMA (320 elements: 160-byte rows), B (K x N, packed along N: 48-byte rows) too, repacked along K per dot
+    ("f4_mxfp4_loop", (150, 96, 320)),
     ("f4_mxfp4_loop_bt", (140, 100, 288)),  # A and B (N x K) by TMA; K 2.25 tiles
     ("f4_nvfp4_loop_tb", (130, 80, 224)),
     ("f4_e8x16_loop_bt", (70, 40, 352)),  # 64-row tiles: the packed A stage copied into layout F per dot
@@ -289,7 +292,8 @@ def test_e2m1_unaligned_takes_element_copies(name, mnk, copies):
 
 @bs.NUMERIC_SKIP
 @pytest.mark.parametrize("name, mnk, boxes", [("bs_e4m3_single", (130, 48, 224), 3),  # A: 2 swizzle columns
-                                              ("f4_nvfp4_single", (140, 100, 128), 1),  # A by TMA, B staged
+                                              # A by TMA, B (K x N, 48-byte rows packed along N) too
+                                              ("f4_nvfp4_single", (140, 96, 128), 2),
                                               ("f4_nvfp4_single_tb", (140, 100, 96), 2),
                                               ("bs_m64", (100, 80, 64), 2)])  # layout-F copy of the A stage
 def test_single_dot_tma_numbers(name, mnk, boxes, copies):

@@ -964,6 +964,8 @@ class BlockScaledF4Umma(BlockScaledUmma):
             a = LayoutFOperand(a_p.offset, a_p.rows, a_p.cols, 1, a_p.swizzle, tile_rows=req.m) \
                 if req.m in SMALL_M else a_p
         b = replace(b_p, transposed=True) if b_major == "k" else b_st
+        if b_major == "n_packed":  # a K x N stage of B's bytes, packed along N (:meth:`_code`): repacked per dot
+            b = SwizzledOperand(b_st.offset, req.k, req.n // 2, 1, swizzle_for(req.n // 2))
         return a, b, sa, sb
 
     def lower(self, cg, action: str, req, *args):
@@ -980,6 +982,8 @@ class BlockScaledF4Umma(BlockScaledUmma):
         :meth:`pack`) into its packed layout past the other layouts, one that came packed (a stage, or its layout-F
         copy) as it is."""
         staged = [isinstance(x, ByteStaging) for x in (a, b)]
+        # a K x N B stage of the tensor's bytes (packed along N: tileas ``pipeline``): repacked along K as staged codes
+        staged[1] = staged[1] or (isinstance(b, SwizzledOperand) and not b.transposed and b.cols * 2 == req.n)
         if not any(staged):
             return a, b
         _, _, a_p, b_p, _, _ = self.all_layouts(req)
@@ -1023,11 +1027,24 @@ class BlockScaledF4Umma(BlockScaledUmma):
 
             cg.for_(c(0), c((total + cg.threads - 1) // cg.threads), [], body)
 
-    def pack(self, cg, st: ByteStaging, out: SwizzledOperand, transposed: bool, layout_f: int, k: int = 0) -> None:
+    @staticmethod
+    def _code(cg, st, k, n):
+        """The e2m1 code (k, n) (i8, in its low 4 bits) of B staged a code a byte (:class:`ByteStaging`), or of a K x N B
+        stage of the tensor's bytes, packed along N (a swizzled K x N / 2 layout: element ``n`` in the low half of
+        byte ``n / 2`` when even, the high half when odd; tileas ``pipeline``'s TMA / cp.async stage)."""
+        if not isinstance(st, SwizzledOperand):
+            return dialects.llvm.load(cg.i8, st.address(cg, k, n))
+        op = cg.op
+        byte = dialects.llvm.load(cg.i8, st.address(cg, k, op("arith.shrui", n, cg.c32(1))))
+        shift = dialects.arith.trunci(cg.i8, op("arith.shli", op("arith.andi", n, cg.c32(1)), cg.c32(2)))
+        return op("arith.shrui", byte, shift)
+
+    def pack(self, cg, st, out: SwizzledOperand, transposed: bool, layout_f: int, k: int = 0) -> None:
         """Every thread packs bytes ``tid, tid + threads, ...`` of ``out`` (``rows x K / 2``): byte (r, c) = code
-        (r, 2c) | code (r, 2c + 1) << 4 of the staged tile (B: its transpose, codes (2c, r) and (2c + 1, r); a
-        layout-F A of ``layout_f`` tile rows: row ``(16 (r / 32) + r % 16) % layout_f``); bytes past ``k / 2`` (a
-        padded K, :meth:`k_padded`) are zero."""
+        (r, 2c) | code (r, 2c + 1) << 4 of the staged tile (B: its transpose, codes (2c, r) and (2c + 1, r), read
+        from a :class:`ByteStaging` or from a stage of B's bytes packed along N, :meth:`_code`; a layout-F A of
+        ``layout_f`` tile rows: row ``(16 (r / 32) + r % 16) % layout_f``); bytes past ``k / 2`` (a padded K,
+        :meth:`k_padded`) are zero."""
         op, c = cg.op, cg.c32
         total, per_row = out.rows * out.cols, out.cols
         steps = (total + cg.threads - 1) // cg.threads
@@ -1044,8 +1061,8 @@ class BlockScaledF4Umma(BlockScaledUmma):
                 if k and k < 2 * per_row:  # a padded K: read within the staged codes, store zero past them
                     k0 = op("arith.minui", k0, c(k - 2))
                 k1 = op("arith.addi", k0, c(1))
-                lo, hi = ((dialects.llvm.load(cg.i8, st.address(cg, k, r)) for k in (k0, k1)) if transposed else
-                          (dialects.llvm.load(cg.i8, st.address(cg, r, k)) for k in (k0, k1)))
+                lo, hi = ((self._code(cg, st, kk, r) for kk in (k0, k1)) if transposed else
+                          (dialects.llvm.load(cg.i8, st.address(cg, r, kk)) for kk in (k0, k1)))
                 byte = op("arith.ori", op("arith.andi", lo, cg.const(cg.i8, 15)),
                           op("arith.shli", hi, cg.const(cg.i8, 4)))
                 if k and k < 2 * per_row:

@@ -190,8 +190,10 @@ def _dot_scaled_atom(cg, op, atom, values, m: int, n: int, k_dim: int, ks: int) 
     cg.smem_align = max(cg.smem_align, 1024)
     # a K-major B stage (a transposed view's tile): the atom's K-major B layout (atoms with ``b_k_major``); an A
     # stage: what the atom reads staged A in (the e2m1 atoms: packed, as TMA copied the tensor's bytes)
-    layouts = list(atom.lower(cg, "layouts", req, 0, "k" if getattr(rhs, "transposed", False) else "n",
-                              _in_stage(lhs)))
+    # (an e2m1 K x N B stage: its bytes packed along N, which the atom repacks along K: "n_packed")
+    b_major = "k" if getattr(rhs, "transposed", False) else \
+        "n_packed" if _in_stage(rhs) and req.b.startswith("f4") else "n"
+    layouts = list(atom.lower(cg, "layouts", req, 0, b_major, _in_stage(lhs)))
     staged = [_in_stage(v) for v in (lhs, rhs)]
     if any(staged):  # the slots the atom still needs, from byte 0
         at = 0

@@ -357,16 +357,19 @@ def _staged_as_atom_reads(cg, d, a, i: int, piped: PipedLoad, lay) -> PipedLoad 
     """``piped`` (operand ``i`` of dot ``d``, atom ``a``; ``lay``: a warpgroup atom's layout of it, or None) with the
     stage layout the atom reads it in (``piped.swizzled``), or None when the copy cannot give that layout: a
     transposed view transposed again (MN-major, which 16-byte copies cannot make K-major), a block-scaled dot's
-    operand without a swizzled layout, a transposed tile for a layout that is not, and a packed (e2m1) operand
-    not packed along K (the mxf4 kinds read A and B K-major only, PTX ISA 9.7.16.10.7 / Table 49; a K x N B lies
-    packed along N, and no copy regroups nibbles)."""
+    operand without a swizzled layout, a transposed tile for a layout that is not, and a packed (e2m1) A not
+    packed along K (the mxf4 kinds read A and B K-major only, PTX ISA 9.7.16.10.7 / Table 49). A K x N e2m1 B lies
+    packed along N: its stage holds those bytes (a swizzled layout of K rows of N / 2 bytes), and the atom repacks
+    them along K per dot (sm100 ``BlockScaledF4Umma.pack``)."""
     from ..atoms.select import mma_request
 
     permuted = any(o.name == "nv_tileas.permute" for o in piped.chain)
     if permuted and (piped.transposed or piped.swizzled is None):
         return None
-    if piped.packed and (piped.transposed or permuted) != (i == 1):
+    if piped.packed and (piped.transposed or permuted) and i == 0:
         return None
+    if piped.packed and i == 1 and not (piped.transposed or permuted) and piped.swizzled is None:
+        return None  # a K x N B packed along N: a swizzled stage of its bytes, which the atom repacks along K
     if piped.transposed:
         lay = a.lower(cg, "layouts", mma_request(d, cg.threads, cg.target), 0, "k")[1]
     if d.name == SCALED_DOT and piped.swizzled is None and lay is None:  # its atoms read swizzled layouts
