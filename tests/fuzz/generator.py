@@ -135,7 +135,7 @@ class Program:
     second_tile: list[int] | None = None  # a second KernelSignature with this tile shape
     loop_var: str | None = None  # model-side grid excludes the loop axis
     aux: list[tuple[str, str]] = field(default_factory=list)  # model-only outputs (name, output it is shaped like)
-    num_ctas: int = 1  # cuTile's num_ctas (2: clusters of 2 CTAs, the grid's x rounded up to whole clusters)
+    num_ctas: int = 1  # cuTile's num_ctas (2: clusters of 2 CTAs, a tile block per cluster; CTA pairs: grid x whole clusters)
 
     @property
     def name(self) -> str:
@@ -215,9 +215,11 @@ def _render(p: Program, edits: Edits, extents: list[int]) -> str:
 
 
 def _cluster_grid(p: Program) -> list[str]:
-    """The grid's expressions, x rounded up to a whole number of clusters (a launch of clusters of ``num_ctas``
-    CTAs along x must be one); the extra tile blocks load zeros and store nothing (out of bounds on both sides)."""
-    if p.num_ctas == 1 or not p.grid:
+    """The grid's expressions; for CTA pairs (a tile block per CTA: the grid of a kernel with clusters of
+    ``num_ctas`` CTAs along x must be a whole number of them) x rounded up to a whole number of clusters, the extra
+    tile blocks loading zeros and storing nothing (out of bounds on both sides). Otherwise a tile block is a
+    cluster and any grid is valid."""
+    if p.num_ctas == 1 or not p.grid or "cta_pairs" not in p.features:
         return list(p.grid)
     return [f"ns.cdiv({p.grid[0]}, {p.num_ctas}) * {p.num_ctas}", *p.grid[1:]]
 
@@ -1703,6 +1705,10 @@ def generate(seed: int, template: str | None = None) -> Program:
         g.features.add("early_return")
     if name == "mma" and g.clusters.random() < 0.3:
         _clusters(g, p)
+    elif name not in ("mma", "mma_scaled") and g.clusters.random() < 0.15:
+        # num_ctas=2 elsewhere: a tile block per cluster (the CTA of rank 0 runs it; prints and atomics once)
+        p.num_ctas = 2
+        g.features.add("num_ctas:2")
     p.params, p.stmts, p.checks, p.features, p.min_sm = g.params, g.stmts, g.checks, g.features | {f"template:{name}"}, g.min_sm
     p.aux = g.aux
     if g.index_dt == "i64":
