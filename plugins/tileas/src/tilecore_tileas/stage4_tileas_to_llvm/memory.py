@@ -413,7 +413,7 @@ def _gather_access(cg, op, v, offsets, index, lay):
     full = index[:sd] + [cg.const(el, 0)] + index[sd:]  # (of the offsets' type: i64 offsets widen the access)
     # the dense coordinates are element offsets (a cuTile Slice's start), not tile indices: unit steps
     acc = TiledAccess(cg, replace(v, traversal_strides=(1,) * len(v.tile_shape)), full, lay, op)
-    per_elem = exchange(cg, [offs], lay.shape, lambda c, o: cg.smem_load(o[0], c[sd], el))
+    per_elem = exchange(cg, [offs], lay.shape, lambda c, load: load(0, c[sd]))
     acc.sparse = (sd, per_elem.regs)
     return acc
 

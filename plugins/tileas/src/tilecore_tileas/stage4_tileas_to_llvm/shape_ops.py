@@ -38,7 +38,6 @@ def broadcast(op, rb):
     if src.layout.n == 1:  # held by every thread: a register splat
         return [TileV(lay, [src.regs[0]] * lay.regs, recompute.splat(src.regs[0]))]
     ss = src.shape
-    el = src.regs[0].type
 
     def source(cg, c):  # the source coordinates of result element c: a broadcast dimension's is 0
         return [x if d != 1 else cg.c32(0) for x, d in zip(c, ss)]
@@ -46,8 +45,8 @@ def broadcast(op, rb):
     if src.recipe is not None:  # recomputed in the result's layout
         return [recompute.in_layout(cg, recompute.remapped(src.recipe, source), out, lay)]
 
-    def pick(c, offs):
-        return cg.smem_load(offs[0], cg.linear(ss, source(cg, c)), el)
+    def pick(c, load):
+        return load(0, cg.linear(ss, source(cg, c)))
 
     return [exchange(cg, [src], out, pick)]
 
@@ -102,11 +101,11 @@ def extract_slice(op, rb):
     src = as_tile(cg, ins[0], _shape(op.operands[0].type))
     idx = ins[1:]
     out = _shape(op.results[0].type)
-    ss, el = src.shape, src.regs[0].type
+    ss = src.shape
 
-    def pick(c, offs):
+    def pick(c, load):
         sc = [cg.op("arith.addi", cg.op("arith.muli", i, cg.c32(r)), x) for i, r, x in zip(idx, out, c)]
-        return cg.smem_load(offs[0], cg.linear(ss, sc), el)
+        return load(0, cg.linear(ss, sc))
 
     res = exchange(cg, [src], out, pick)
     return [res if out else res.regs[0]]
@@ -118,9 +117,9 @@ def insert_slice(op, rb):
     src = as_tile(cg, ins[0], _shape(op.operands[0].type))
     dst = as_tile(cg, ins[1], _shape(op.operands[1].type))
     idx = ins[2:]
-    out, rs, el = dst.shape, src.shape, dst.regs[0].type
+    out, rs = dst.shape, src.shape
 
-    def pick(c, offs):
+    def pick(c, load):
         inside, local = None, []
         for i, r, x in zip(idx, rs, c):
             lo = cg.op("arith.muli", i, cg.c32(r))
@@ -128,8 +127,8 @@ def insert_slice(op, rb):
             inside = cg.and_(inside, cg.cmpi(6, rel, cg.c32(r)))
             local.append(rel)
         li = cg.select(inside, cg.linear(rs, local), cg.c32(0))
-        a = cg.smem_load(offs[0], li, el)
-        b = cg.smem_load(offs[1], cg.linear(out, c), el)
+        a = load(0, li)
+        b = load(1, cg.linear(out, c))
         return cg.select(inside, a, b)
 
     return [exchange(cg, [src, dst], out, pick)]
@@ -140,15 +139,15 @@ def cat(op, rb):
     lhs, rhs = rb.gets(op.operands)
     dim = ir.IntegerAttr(op.attributes["dim"]).value
     out = _shape(op.results[0].type)
-    ls, rs, el = lhs.shape, rhs.shape, lhs.regs[0].type
+    ls, rs = lhs.shape, rhs.shape
 
-    def pick(c, offs):
+    def pick(c, load):
         first = cg.cmpi(6, c[dim], cg.c32(ls[dim]))
         rc = list(c)
         rc[dim] = cg.op("arith.subi", c[dim], cg.c32(ls[dim]))
         li = cg.select(first, cg.linear(ls, c), cg.c32(0))
         ri = cg.select(first, cg.c32(0), cg.linear(rs, rc))
-        return cg.select(first, cg.smem_load(offs[0], li, el), cg.smem_load(offs[1], ri, el))
+        return cg.select(first, load(0, li), load(1, ri))
 
     return [exchange(cg, [lhs, rhs], out, pick)]
 
@@ -176,4 +175,4 @@ def pack(op, rb):
     src = as_tile(cg, rb.get(op.operands[0]), _shape(op.operands[0].type))
     rt = ir.RankedTensorType(op.results[0].type)
     el = storage(rt.element_type)
-    return [exchange(cg, [src], tuple(rt.shape), lambda c, offs: cg.smem_load(offs[0], cg.linear(rt.shape, c), el))]
+    return [exchange(cg, [src], tuple(rt.shape), lambda c, load: load(0, cg.linear(rt.shape, c), el))]

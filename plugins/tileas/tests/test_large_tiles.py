@@ -1,0 +1,152 @@
+"""Tiles larger than a CTA's shared memory through stage 4's layout conversions (``exchange``): a 256 x 256 f32 tile
+is 256 KiB, a CTA on sm_90a has 227 KiB (sm_80: 163 KiB). Transposes / permutes (``scatter_gather_vector``), cat /
+extract (``exchange``) and reductions down the columns (``atoms.reduce.lower_smem``) go through shared memory in
+passes (windows of whole register repetitions, a barrier pair per pass); tileiras compiles all of them
+(``bench/large_tiles.py``). Numbers in the emulator against numpy on sizes that are not tile multiples, the passes
+(barriers, loops, shared memory) in the lowered kernel, the one-pass code for tiles that fit, and the located error
+for a 256 x 256 f32 cumsum down the columns (a scan stays one pass; tileiras refuses it too)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+ct = pytest.importorskip("cuda.tile")
+
+import tilecore.cutile as tc  # noqa: E402
+from tilecore.compiler import compile_module, read_input  # noqa: E402
+from tilecore.errors import TilecoreError  # noqa: E402
+from tilecore.plugins import get_plugin_manager  # noqa: E402
+from tilecore.targets import resolve_target  # noqa: E402
+
+ConstInt = ct.Constant[int]
+Z = ct.PaddingMode.ZERO
+
+
+def _line_of(text: str) -> int:
+    with open(__file__) as fh:
+        return next(i for i, line in enumerate(fh, 1) if text in line)
+
+
+@ct.kernel
+def transpose(X, Y, M: ConstInt, N: ConstInt):
+    b = ct.bid(0)
+    ct.store(Y, (0, b), ct.transpose(ct.load(X, (b, 0), (M, N), padding_mode=Z)))
+
+
+@ct.kernel
+def permute3(X, Y, A: ConstInt, B: ConstInt, C: ConstInt):
+    b = ct.bid(0)
+    ct.store(Y, (0, b, 0), ct.permute(ct.load(X, (b, 0, 0), (A, B, C), padding_mode=Z), (2, 0, 1)))
+
+
+@ct.kernel
+def cat_rows(X, Y, M: ConstInt, N: ConstInt):
+    a = ct.load(X, (0, 0), (M, N), padding_mode=Z)
+    b = ct.load(X, (1, 0), (M, N), padding_mode=Z)
+    ct.store(Y, (0, 0), ct.cat((a, -b), 0))
+
+
+@ct.kernel
+def extract_half(X, Y, M: ConstInt, N: ConstInt):
+    ct.store(Y, (0, 0), ct.extract(ct.load(X, (0, 0), (M, N), padding_mode=Z), (1, 0), (M // 2, N)))
+
+
+@ct.kernel
+def column_cumsum(X, Y, M: ConstInt, N: ConstInt):
+    ct.store(Y, (0, 0), ct.cumsum(ct.load(X, (0, 0), (M, N), padding_mode=Z), axis=0))
+
+
+def _stage4(kernel, args, sm: str) -> str:
+    """The kernel's IR after stage 4 (convert-tileas-to-llvm)."""
+    from tilecore.cutile.kernel import export_bytecode
+    from tilecore.cutile.specialize import bind, kernel_name
+
+    pm = get_plugin_manager()
+    name = kernel_name(kernel)
+    module, _ = read_input(f"{name}.tileirbc", pm, data=export_bytecode(kernel, bind(kernel, args)[0], name))
+    compile_module(module, resolve_target(sm, pm.targets()), None, pm, stop_after="convert-tileas-to-llvm")
+    return str(module)
+
+
+def _scratch_bytes(text: str) -> int:
+    m = re.search(r"tilecore\.dynamic_shared_bytes = (\d+)", text)
+    return int(m.group(1)) if m else 0
+
+
+def _ints(shape, seed, dt=np.float32):
+    """Small integers: every sum is exact whatever the order."""
+    return np.random.default_rng(seed).integers(-64, 64, shape).astype(dt)
+
+
+# ------------------------------------------------------------------------------ transposes and permutes
+
+
+@pytest.mark.parametrize("sm, m, n", [("sm_90a", 256, 256), ("sm_80", 128, 512)])
+def test_f32_transpose_over_shared_memory_in_two_passes(sm, m, n):
+    x = _ints((2 * m - 37, n - 29), 1)  # two tile blocks, both edges partial
+    y = np.zeros((n - 29, 2 * m - 37), np.float32)
+    tc.launch(None, (2,), transpose, (x, y, m, n), gpu_name=sm)
+    np.testing.assert_array_equal(y, x.T)
+    text = _stage4(transpose, (x, y, m, n), sm)
+    assert text.count("gpu.barrier") == 4  # two passes, each: stores, barrier, loads, barrier
+    assert _scratch_bytes(text) == m * n * 4 // 2 + 16  # half the tile a pass (256 KiB does not fit), a spare slot
+
+
+def test_f16_transpose_that_fits_takes_one_pass():
+    x = np.zeros((256, 256), np.float16)
+    text = _stage4(transpose, (x, x.copy(), 256, 256), "sm_90a")
+    assert text.count("gpu.barrier") == 2
+    assert _scratch_bytes(text) == 256 * 256 * 2
+    assert "arith.xori" in text  # the bank swizzle of the one-pass code
+
+
+def test_3d_permute_in_passes():
+    x = _ints((16, 64, 64), 2)[:, :, :61]  # a (16, 64, 61) view: the last dimension partial
+    x = np.ascontiguousarray(x)
+    y = np.zeros((61, 16, 64), np.float32)
+    tc.launch(None, (1,), permute3, (x, y, 16, 64, 64), gpu_name="sm_90a")
+    np.testing.assert_array_equal(y, x.transpose(2, 0, 1))
+    text = _stage4(permute3, (x, y, 16, 64, 64), "sm_90a")
+    assert text.count("gpu.barrier") == 4
+
+
+# ------------------------------------------------------------------------------ exchanges of several sources, slices
+
+
+def test_cat_of_two_128_kib_tiles_one_pass_each():
+    x = _ints((250, 200), 3)
+    y = np.zeros((250, 200), np.float32)
+    tc.launch(None, (1,), cat_rows, (x, y, 128, 256), gpu_name="sm_90a")
+    want = np.concatenate([x[:128], -x[128:]])
+    np.testing.assert_array_equal(y, want)
+    text = _stage4(cat_rows, (x, y, 128, 256), "sm_90a")
+    assert text.count("gpu.barrier") == 4
+    first, second = (p.count("arith.select") for p in text.split("gpu.barrier")[1:4:2])  # the passes' loads
+    # pass 1: the indices into both tiles (2 selects), the window check of the load from the first (2); pass 2: the
+    # same, then the choice between the two (the first pass's choices, dead, are erased): 512 registers a thread
+    assert (first, second) == (4 * 512, 5 * 512)
+    assert _scratch_bytes(text) == 128 * 256 * 4
+
+
+def test_extract_of_a_256_kib_tile():
+    x = _ints((250, 200), 4)
+    y = np.zeros((122, 200), np.float32)
+    tc.launch(None, (1,), extract_half, (x, y, 256, 256), gpu_name="sm_90a")
+    np.testing.assert_array_equal(y, x[128:250])
+    text = _stage4(extract_half, (x, y, 256, 256), "sm_90a")
+    assert text.count("gpu.barrier") == 4
+
+
+# ------------------------------------------------------------------------------ what stays refused
+
+
+def test_column_cumsum_of_a_256_kib_tile_is_a_located_error():
+    x = np.zeros((256, 256), np.float32)
+    with pytest.raises(TilecoreError) as e:
+        tc.compile(column_cumsum, (x, x.copy(), 256, 256), gpu_name="sm_90a")
+    msg = str(e.value)
+    assert f"{__file__}:{_line_of('def column_cumsum')}" in msg
+    assert "kernel 'column_cumsum' needs 262144 bytes of shared memory; a CTA on sm_90a has at most 232448" in msg
