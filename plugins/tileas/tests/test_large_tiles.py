@@ -55,6 +55,18 @@ def extract_half(X, Y, M: ConstInt, N: ConstInt):
 
 
 @ct.kernel
+def column_sum(X, Y, M: ConstInt, N: ConstInt):
+    b = ct.bid(0)
+    ct.store(Y, (b,), ct.sum(ct.load(X, (0, b), (M, N), padding_mode=Z), axis=0))
+
+
+@ct.kernel
+def column_argmax(X, Y, M: ConstInt, N: ConstInt):
+    b = ct.bid(0)
+    ct.store(Y, (b,), ct.argmax(ct.load(X, (0, b), (M, N), padding_mode=Z), axis=0))
+
+
+@ct.kernel
 def column_cumsum(X, Y, M: ConstInt, N: ConstInt):
     ct.store(Y, (0, 0), ct.cumsum(ct.load(X, (0, 0), (M, N), padding_mode=Z), axis=0))
 
@@ -138,6 +150,33 @@ def test_extract_of_a_256_kib_tile():
     np.testing.assert_array_equal(y, x[128:250])
     text = _stage4(extract_half, (x, y, 256, 256), "sm_90a")
     assert text.count("gpu.barrier") == 4
+
+
+# ------------------------------------------------------------------------------ reductions down the columns
+
+
+def test_column_sum_of_a_256_kib_tile():
+    x = _ints((250, 300), 5)
+    y = np.zeros(300, np.float32)
+    tc.launch(None, (2,), column_sum, (x, y, 256, 256), gpu_name="sm_90a")
+    np.testing.assert_array_equal(y, x.sum(0))
+    text = _stage4(column_sum, (x, y, 256, 256), "sm_90a")
+    assert text.count("gpu.barrier") == 4
+    # per pass and result register (4 a thread, 64 owners): the first and end row of the window in its column (a loop)
+    assert text.count("arith.ceildivsi") == 2 * 4 * 2
+    assert _scratch_bytes(text) == 128 * 1024
+
+
+def test_column_argmax_value_and_index_in_four_passes_on_sm80():
+    x = _ints((250, 300), 6)
+    x[200, :] = 70  # ties: the first row wins
+    x[100, :7] = 70
+    y = np.zeros(300, np.int32)
+    tc.launch(None, (2,), column_argmax, (x, y, 256, 256), gpu_name="sm_80")
+    np.testing.assert_array_equal(y, x.argmax(0))
+    text = _stage4(column_argmax, (x, y, 256, 256), "sm_80")
+    assert text.count("gpu.barrier") == 8  # 512 KiB of values and indices, 163 KiB a pass
+    assert _scratch_bytes(text) == 128 * 1024
 
 
 # ------------------------------------------------------------------------------ what stays refused

@@ -116,10 +116,19 @@ def lower_in_thread(cg, op, rb, sources, kind):
 
 
 def lower_smem(cg, op, rb, sources, kind):
-    """Sources to shared memory, then each result element combines its line serially."""
-    from ..stage4_tileas_to_llvm.exchange import write
+    """Sources to shared memory, then each result element combines its line serially.
+
+    A reduce whose sources are over the exchange budget (a 256 x 256 f32 tile summed down its columns) goes through
+    in passes (:func:`~..stage4_tileas_to_llvm.exchange.passes_together`): each result element combines the part of
+    its line that the pass's window holds, in order, carrying its partial from pass to pass
+    (:func:`_lower_smem_passes`). A scan stays one pass (tileiras refuses a 256 x 256 f32 cumsum down the columns
+    too): the kernel's shared memory check refuses it."""
+    from ..stage4_tileas_to_llvm.exchange import passes_together, write
     from ..stage4_tileas_to_llvm.values import TileV
 
+    windows = passes_together(cg, sources) if kind == "reduce" else None
+    if windows is not None:
+        return _lower_smem_passes(cg, op, rb, sources, windows)
     axis = ir.IntegerAttr(op.attributes["dim"]).value
     shape = sources[0].shape
     out_shape = _out_shape(kind, shape, axis)
@@ -162,6 +171,47 @@ def lower_smem(cg, op, rb, sources, kind):
             outs[i].append(a)
     cg.barrier()
     return [TileV(lay, o) for o in outs]
+
+
+def _lower_smem_passes(cg, op, rb, sources, windows):
+    """:func:`lower_smem` of a reduce in passes: window ``(first, end)`` holds the source elements ``lo <= f < hi``
+    (whole register repetitions, ``lo = first * rep_elems``), so the line ``base + kk * step`` of a result element
+    has there the ``kk`` from ``ceil((lo - base) / step)`` to ``ceil((hi - base) / step)`` (clamped to the line); a
+    loop combines those, its partial carried to the next window."""
+    from ..stage4_tileas_to_llvm.exchange import rep_elems, write
+    from ..stage4_tileas_to_llvm.values import TileV
+
+    axis = ir.IntegerAttr(op.attributes["dim"]).value
+    shape = sources[0].shape
+    out_shape = _out_shape("reduce", shape, axis)
+    types = [s.regs[0].type for s in sources]
+    lay = cg.layout(out_shape)
+    step = row_major_strides(shape)[axis]
+    n = shape[axis]
+    span = rep_elems(sources[0].layout)
+    bases = []  # per result register: the flat index of its line's first element
+    for k in range(lay.regs):
+        coords = cg.coords(out_shape, cg.flat_in_tile(lay, k))
+        coords.insert(axis, cg.c32(0))
+        bases.append(cg.linear(shape, coords))
+    accs = [identities(cg, op, types) for _ in range(lay.regs)]
+    for first, end in windows:
+        offs = write(cg, sources, reps=[(first, end)] * len(sources))
+        for k, base in enumerate(bases):
+            def kk_at(f, base=base):  # the first kk whose element lies at or past flat index f (within the line)
+                kk = cg.op("arith.ceildivsi", cg.op("arith.subi", cg.c32(f), base), cg.c32(step))
+                return cg.op("arith.minsi", cg.op("arith.maxsi", kk, cg.c32(0)), cg.c32(n))
+
+            a, b = kk_at(first * span), kk_at(end * span)
+
+            def body(kk, acc, base=base, first=first, offs=offs):
+                idx = cg.op("arith.addi", base, cg.op("arith.muli", kk, cg.c32(step)) if step != 1 else kk)
+                local = cg.op("arith.subi", idx, cg.c32(first * span)) if first else idx
+                return combine(rb, op, acc, [cg.smem_load(o, local, t) for o, t in zip(offs, types)])
+
+            accs[k] = cg.for_(a, b, accs[k], body)
+        cg.barrier()
+    return [TileV(lay, [accs[k][i] for k in range(lay.regs)]) for i in range(len(sources))]
 
 
 def shuffle(cg, v, offset, mode="xor"):

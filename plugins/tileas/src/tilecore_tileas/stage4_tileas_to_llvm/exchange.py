@@ -48,6 +48,27 @@ def passes(cg, tiles) -> list[dict] | None:
     return _pack(cg, tiles, min(room, (-(-total // need) + 15) // 16 * 16), need) or _pack(cg, tiles, room)
 
 
+def passes_together(cg, tiles) -> list[tuple[int, int]] | None:
+    """:func:`passes` for tiles of one layout read together (the operands of a reduce): the same repetitions
+    ``(first, end)`` of every tile in each window (``write``'s ``reps`` for each), or None as there."""
+    room = budget(cg)
+    if sum(padded_bytes(cg, t) for t in tiles) <= room:
+        return None
+    sizes = [rep_elems(t.layout) * max(1, elem_bytes(cg.storage_type(t.regs[0].type))) for t in tiles]
+    reps = tiles[0].layout.reps
+
+    def fits(n):
+        return sum((n * s + 15) // 16 * 16 for s in sizes) <= room
+
+    per_pass = room // sum(sizes)
+    while per_pass > 0 and not fits(per_pass):
+        per_pass -= 1
+    if per_pass <= 0:
+        return None
+    per_pass = -(-reps // -(-reps // per_pass))  # as few windows, as even
+    return [(r, min(reps, r + per_pass)) for r in range(0, reps, per_pass)]
+
+
 def _pack(cg, tiles, room: int, most: int = 0) -> list[dict] | None:
     """The repetitions of ``tiles`` in order, in windows of at most ``room`` bytes; None when one repetition alone
     does not fit, or when it takes more than ``most`` windows (0: any number)."""
