@@ -71,6 +71,20 @@ def column_cumsum(X, Y, M: ConstInt, N: ConstInt):
     ct.store(Y, (0, 0), ct.cumsum(ct.load(X, (0, 0), (M, N), padding_mode=Z), axis=0))
 
 
+@ct.kernel
+def mma_transposed(A, B, Y, M: ConstInt, N: ConstInt, K: ConstInt):
+    acc = ct.full((M, N), 0, dtype=ct.float32)
+    acc = ct.mma(ct.load(A, (0, 0), (M, K), padding_mode=Z), ct.load(B, (0, 0), (K, N), padding_mode=Z), acc)
+    ct.store(Y, (0, 0), ct.transpose(acc))
+
+
+@ct.kernel
+def mma_column_sum(A, B, Y, M: ConstInt, N: ConstInt, K: ConstInt):
+    acc = ct.full((M, N), 0, dtype=ct.float32)
+    acc = ct.mma(ct.load(A, (0, 0), (M, K), padding_mode=Z), ct.load(B, (0, 0), (K, N), padding_mode=Z), acc)
+    ct.store(Y, (0,), ct.sum(acc, axis=0))
+
+
 def _stage4(kernel, args, sm: str) -> str:
     """The kernel's IR after stage 4 (convert-tileas-to-llvm)."""
     from tilecore.cutile.kernel import export_bytecode
@@ -177,6 +191,34 @@ def test_column_argmax_value_and_index_in_four_passes_on_sm80():
     text = _stage4(column_argmax, (x, y, 256, 256), "sm_80")
     assert text.count("gpu.barrier") == 8  # 512 KiB of values and indices, 163 KiB a pass
     assert _scratch_bytes(text) == 128 * 1024
+
+
+# ------------------------------------------------------------------------------ a 256 x 256 f32 MMA accumulator
+
+
+@pytest.mark.parametrize("sm", ["sm_90a"])
+def test_mma_accumulator_256x256_transposed(sm):
+    """The accumulator (wgmma's fragment on sm_90a) to the blocked layout in two bands of 128 rows, then the
+    transpose in two passes: 4 barrier pairs, stores and loads outside a band / window through selects (a
+    branch each made convert-scf-to-cf run out of memory)."""
+    a = _ints((250, 30), 7, np.float16) / 8
+    b = _ints((30, 200), 8, np.float16) / 8
+    y = np.zeros((200, 250), np.float32)
+    tc.launch(None, (1,), mma_transposed, (a, b, y, 256, 256, 32), gpu_name=sm)
+    np.testing.assert_allclose(y, (a.astype(np.float64) @ b.astype(np.float64)).T, rtol=0, atol=0)
+    text = _stage4(mma_transposed, (a, b, y, 256, 256, 32), sm)
+    assert text.count("gpu.barrier") == 2 + 4 + 4  # the operands' staging (as a 64 x 64 one), two passes each
+    passes = text.split("gpu.barrier")[2:10]  # after the operands: the bands' and windows' stores and loads
+    assert not any("cf.cond_br" in p for p in passes)
+    assert _scratch_bytes(text) == 128 * 1024 + 16  # half the tile and a spare element a pass
+
+
+def test_mma_accumulator_256x256_summed_down_the_columns_on_sm80():
+    a = _ints((250, 30), 9, np.float16) / 8
+    b = _ints((30, 200), 10, np.float16) / 8
+    y = np.zeros(200, np.float32)
+    tc.launch(None, (1,), mma_column_sum, (a, b, y, 256, 256, 32), gpu_name="sm_80")
+    np.testing.assert_allclose(y, (a.astype(np.float64) @ b.astype(np.float64)).sum(0), rtol=0, atol=0)
 
 
 # ------------------------------------------------------------------------------ what stays refused

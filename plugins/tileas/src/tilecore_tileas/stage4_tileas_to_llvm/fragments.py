@@ -23,7 +23,7 @@ from ..layout import Blocked
 from ..layout.fragment import Fragment, TmemFragment, WgFragment, fragment, tmem_fragment, wg_fragment
 from ..layout.row_slice import RowSlice
 from .codegen import elem_bytes
-from .exchange import write
+from .exchange import budget, write
 from .recompute import in_layout
 from .values import TileV
 
@@ -85,13 +85,17 @@ def store_fragment(cg, tile: TileV, at: int, pitch: int) -> None:
         cg.smem_store(at, cg.op("arith.addi", cg.op("arith.muli", row, cg.c32(pitch)), col), v)
 
 
-def store_fragment_rows(cg, tile: TileV, r0: int, band: int) -> None:
-    """Store rows ``r0 .. r0 + band - 1`` of a fragment tile row-major at byte 0 of the scratch buffer."""
+def store_fragment_rows(cg, tile: TileV, r0: int, band: int, spare: bool = False) -> None:
+    """Store rows ``r0 .. r0 + band - 1`` of a fragment tile row-major at byte 0 of the scratch buffer (``spare``:
+    the other registers go to the element past the band, a select rather than a branch each)."""
     cols = tile.shape[1]
     for k, v in enumerate(tile.regs):
         row, col = fragment_coords(cg, tile.layout, k)
         local = cg.op("arith.subi", row, cg.c32(r0)) if r0 else row
         index = cg.op("arith.addi", cg.op("arith.muli", local, cg.c32(cols)), col)
+        if spare:
+            cg.smem_store(0, cg.select(cg.cmpi(6, local, cg.c32(band)), index, cg.c32(band * cols)), v)
+            continue
         cg.masked(cg.cmpi(6, local, cg.c32(band)), lambda index=index, v=v: cg.smem_store(0, index, v))
 
 
@@ -122,16 +126,27 @@ def to_blocked(cg, tile: TileV) -> TileV:
         cg.barrier()
         return TileV(lay, regs)
     # A tile larger than the exchange budget (a 128 x 128 f32 accumulator: 64 KiB) goes through in bands of
-    # rows: each thread writes the registers of the band and reads back the blocked registers in it.
+    # rows: each thread writes the registers of the band and reads back the blocked registers in it. One larger
+    # than the shared memory an exchange may take at once (a 256 x 256 f32 accumulator: 256 KiB) in as few bands
+    # as fit that (even ones; selects rather than branches: thousands of scf.if in one block make convert-scf-to-cf
+    # run out of memory): 32 KiB bands would make it 8 passes of masked stores and loads.
     band = max(1, EXCHANGE_BYTES // row_bytes)
+    room = budget(cg)
+    big = rows * row_bytes > room >= row_bytes + 16
+    if big:  # (and a spare element past the band for the stores outside it)
+        band = -(-rows // -(-rows // ((room - 16) // row_bytes)))
     regs = [None] * lay.regs
-    cg.reserve(band * row_bytes)
+    cg.reserve(band * row_bytes + (16 if big else 0))
     for r0 in range(0, rows, band):
-        store_fragment_rows(cg, tile, r0, band)
+        store_fragment_rows(cg, tile, r0, band, spare=big)
         cg.barrier()
         for k in range(lay.regs):
             local = cg.op("arith.subi", cg.flat_in_tile(lay, k), cg.c32(r0 * cols))
             old = regs[k] if regs[k] is not None else dialects.llvm.mlir_poison(el)
+            if big:
+                inside = cg.cmpi(6, local, cg.c32(band * cols))
+                regs[k] = cg.select(inside, cg.smem_load(0, cg.select(inside, local, cg.c32(0)), el), old)
+                continue
             regs[k] = cg.masked(cg.cmpi(6, local, cg.c32(band * cols)), lambda local=local: cg.smem_load(0, local, el),
                                 old, el)
         cg.barrier()
