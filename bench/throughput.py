@@ -148,17 +148,18 @@ def cold(b: Bench, kernels, sms: list[str], n: int) -> dict:
 
 # ---------------------------------------------------------------------------------- (b) batch
 
-def tileiras_parallel(b: Bench, pairs, jobs: int, out_dir: str) -> tuple[float, list[str]]:
-    """Wall time of tileiras over every (kernel, SM) pair, ``jobs`` processes at a time; the failures."""
+def tileiras_parallel(b: Bench, pairs, jobs: int, out_dir: str) -> tuple[float, list[str], float]:
+    """Wall time of tileiras over every (kernel, SM) pair, ``jobs`` processes at a time; the failures; the
+    processes' CPU time (user + sys) summed."""
     def one(pair):
         k, sm = pair
         r = b.run(b.ti_compile(k.path, sm, os.path.join(out_dir, f"{k.name}.{sm}.cubin")))
-        return None if r.returncode == 0 else f"{k.name} @ {sm}: {compare.first_error(r)}"
+        return (None if r.returncode == 0 else f"{k.name} @ {sm}: {compare.first_error(r)}"), r.cpu_s
 
     t0 = time.perf_counter()
     with ThreadPoolExecutor(jobs) as pool:
-        fails = [f for f in pool.map(one, pairs) if f]
-    return time.perf_counter() - t0, fails
+        runs = list(pool.map(one, pairs))
+    return time.perf_counter() - t0, [f for f, _ in runs if f], sum(c for _, c in runs)
 
 
 def batch_output(folder: str, pairs) -> str:
@@ -175,8 +176,9 @@ def batch(b: Bench, kernels, sms: list[str], n: int, jobs: int, cold_sum: float 
     tc_cmd = [*b.tilecore, "compile", *[k.path for k in kernels], "-j", str(jobs), "--gpu-name", ",".join(sms),
               "-O3", "-o", batch_output(tc_dir, pairs), "--no-cache"]
     times: dict = {label: [] for label in b.trees}
+    cpus: dict = {label: [] for label in b.trees}  # user + sys of the batch process and what it waited for
     errors: dict = {}
-    ti_times, ti_fails = [], []
+    ti_times, ti_cpus, ti_fails = [], [], []
     for rep in range(n + 1):  # the first round is a warm-up
         line = []
         for label, env in b.trees.items():  # each tree in turn, then tileiras
@@ -185,30 +187,36 @@ def batch(b: Bench, kernels, sms: list[str], n: int, jobs: int, cold_sum: float 
                 errors[label] = compare.first_error(r)
             elif rep:
                 times[label].append(r.wall_s)
+                cpus[label].append(r.cpu_s)
             line.append(f"{label} {ms(r.wall_s)}")
-        wall, ti_fails = tileiras_parallel(b, pairs, jobs, ti_dir)
+        wall, ti_fails, ti_cpu = tileiras_parallel(b, pairs, jobs, ti_dir)
         if rep:
             ti_times.append(wall)
+            ti_cpus.append(ti_cpu)
         print(f"  batch round {rep}{' (warm-up)' if not rep else ''}: {', '.join(line)}, tileiras {ms(wall)}",
               file=sys.stderr, flush=True)
     outputs = len([f for f in os.listdir(tc_dir) if f.endswith(".cubin")])
     per_tree = {}
     for label in b.trees:
         tc_times = times[label]
-        o = {"tilecore_error": errors.get(label), "tilecore_wall_s": [round(t, 3) for t in tc_times]}
+        o = {"tilecore_error": errors.get(label), "tilecore_wall_s": [round(t, 3) for t in tc_times],
+             "tilecore_cpu_s": [round(t, 3) for t in cpus[label]]}
         if tc_times and ti_times:
             tc, ti = statistics.median(tc_times), statistics.median(ti_times)
-            o.update({"tilecore_median_s": tc, "speedup_vs_tileiras": ti / tc, "tilecore_per_pair_s": tc / len(pairs)})
+            o.update({"tilecore_median_s": tc, "speedup_vs_tileiras": ti / tc, "tilecore_per_pair_s": tc / len(pairs),
+                      "tilecore_cpu_median_s": statistics.median(cpus[label]),
+                      "cpu_ratio_tileiras_to_tilecore": statistics.median(ti_cpus) / statistics.median(cpus[label])})
         per_tree[label] = o
     out = {"pairs": len(pairs), "jobs": jobs, "command": " ".join(os.path.basename(c) if i == 0 else c
                                                                   for i, c in enumerate(tc_cmd)),
            "tilecore_outputs": outputs, "tileiras_failures": ti_fails, **per_tree[b.last],
-           "tileiras_wall_s": [round(t, 3) for t in ti_times]}
+           "tileiras_wall_s": [round(t, 3) for t in ti_times], "tileiras_cpu_s": [round(t, 3) for t in ti_cpus]}
     if len(b.trees) > 1:
         out["trees"] = per_tree
     if "tilecore_median_s" in out:
         ti = statistics.median(ti_times)
-        out.update({"tileiras_median_s": ti, "tileiras_per_pair_s": ti / len(pairs)})
+        out.update({"tileiras_median_s": ti, "tileiras_per_pair_s": ti / len(pairs),
+                    "tileiras_cpu_median_s": statistics.median(ti_cpus)})
         if cold_sum:
             out["speedup_vs_tilecore_cold_sum"] = cold_sum / out["tilecore_median_s"]
     return out
@@ -396,9 +404,14 @@ def report(res: dict) -> str:
         for label, t in (bt.get("trees") or {}).items():
             if "speedup_vs_tileiras" in t:
                 lines.append(f"    batch {label}: {ms(t['tilecore_median_s'])}, {t['speedup_vs_tileiras']:.2f}x tileiras "
-                             f"(rounds: {', '.join(f'{x * 1000:.0f}' for x in t['tilecore_wall_s'])} ms)")
+                             f"(rounds: {', '.join(f'{x * 1000:.0f}' for x in t['tilecore_wall_s'])} ms); CPU "
+                             f"{t['tilecore_cpu_median_s']:.2f} s, tileiras' {t['cpu_ratio_tileiras_to_tilecore']:.2f}x")
             if t.get("tilecore_error"):
                 lines.append(f"    tilecore batch ({label}) failed: {t['tilecore_error']}")
+        if "tilecore_cpu_median_s" in bt:
+            lines.append(f"    CPU time (user + sys, median): tilecore {bt['tilecore_cpu_median_s']:.2f} s, tileiras "
+                         f"{bt['tileiras_cpu_median_s']:.2f} s ({bt['cpu_ratio_tileiras_to_tilecore']:.2f}x): less "
+                         "sensitive to the shared machine's load than the wall times")
         if bt.get("tilecore_error") and not bt.get("trees"):
             lines.append(f"    tilecore batch failed: {bt['tilecore_error']}")
         lines += [f"    tileiras cannot compile {f}" for f in bt.get("tileiras_failures", [])]

@@ -66,6 +66,8 @@ def test_throughput_two_trees_and_profile(tmp_path):
     assert set(row["ratio_by_tree"]) == set(labels) and set(data["cold"]["geomean_ratio_by_tree"]) == set(labels)
     assert list(data["batch"]["trees"]) == labels
     assert data["batch"]["tilecore_median_s"] == data["batch"]["trees"][labels[1]]["tilecore_median_s"]
+    assert data["batch"]["tilecore_cpu_median_s"] > 0 and data["batch"]["tileiras_cpu_median_s"] > 0
+    assert all(len(t["tilecore_cpu_s"]) == 1 for t in data["batch"]["trees"].values())
     (p,) = data["profile"]["rows"]
     assert p["kernel"] == "vadd_f32" and p["sm"] == "sm_80" and "error" not in p
     assert p["llvm_s"] > 0 and p["assembler_s"] > 0 and "convert-tileas-to-llvm" in p["stage_s"]
