@@ -75,6 +75,8 @@ SMALL_BS = {
     "f4_nvfp4_m16": (bs.mma_scaled_loop, ["f4[2]", "f8e4m3[2]", "f4[2]", "f8e4m3[2]", "f32[2]", 16, 32, 64, 16]),
     "f4_mxfp4_m32_bt": (bs.mma_scaled_loop_bt, ["f4[2]", "f8e8m0[2]", "f4[2]", "f8e8m0[2]", "f32[2]", 32, 32, 128,
                                                 32]),
+    # N = 16 in a K loop: B (K x 16, rows of 16 bytes) by a TMA box without swizzle, copied K-major per dot
+    "bs_n16_loop": (bs.mma_scaled_loop, ["f8e4m3[2]", "f8e8m0[2]", "f8e4m3[2]", "f8e8m0[2]", "f32[2]", 128, 16, 64, 32]),
 }
 bs.KERNELS.update(SMALL_BS)  # run by the block-scaled tests' helpers (their KernelSet reads this table)
 _KERNELS = KernelSet(SMALL, "sm100-tcgen05-small-")
@@ -125,7 +127,8 @@ def test_small_tiles_take_tcgen05(name):
 
 @pytest.mark.parametrize("name, boxes", [("k16_u8_i32", [([16, 64], 0), ([32, 16], 32)]),
                                          ("m16_s8_n16", [([32, 16], 32), ([16, 32], 0)]),
-                                         ("m16_e4m3_k16", [([16, 16], 0), ([16, 16], 0)])])
+                                         ("m16_e4m3_k16", [([16, 16], 0), ([16, 16], 0)]),
+                                         ("bs_n16_loop", [([64, 128], 64), ([16, 64], 0)])])
 def test_16_byte_rows_by_tma_boxes_without_swizzle(name, boxes):
     """A piped tile of 16-byte rows (8-bit K or N of 16: no swizzled layout) is one TMA box of 16-byte lines without
     swizzle (``CU_TENSOR_MAP_SWIZZLE_NONE``: recipe swizzle 0) into dense rows of its stage (tcgen05 dots only:
@@ -136,7 +139,7 @@ def test_16_byte_rows_by_tma_boxes_without_swizzle(name, boxes):
     text = str(compile_file(_export(name), "sm_100a", stop_after="convert-tileas-to-llvm").module)
     recipes = json.loads(re.search(r'tilecore.tensor_maps = "(.*?)"', text).group(1).replace("\\22", '"'))
     # (a third recipe: the epilogue's TMA store of C)
-    assert [(r["box_dim"], r["swizzle"]) for r in recipes[:2]] == [(b, {0: 0, 32: 1}[sw]) for b, sw in boxes]
+    assert [(r["box_dim"], r["swizzle"]) for r in recipes[:2]] == [(b, {0: 0, 32: 1, 64: 2}[sw]) for b, sw in boxes]
     assert text.count('"cute_nvgpu.tma_load"') >= 2
 
 
@@ -225,7 +228,8 @@ def test_small_block_scaled_tiles_stage4_ops(name):
 
 @bs.NUMERIC_SKIP
 @pytest.mark.parametrize("name, mnk", [("bs_m32_loop", (70, 90, 200)), ("bs_m16_single", (40, 50, 60)),
-                                       ("f4_nvfp4_m16", (37, 40, 150)), ("f4_mxfp4_m32_bt", (50, 70, 300))])
+                                       ("f4_nvfp4_m16", (37, 40, 150)), ("f4_mxfp4_m32_bt", (50, 70, 300)),
+                                       ("bs_n16_loop", (130, 40, 200)), ("bs_n16_loop", (150, 48, 256))])
 def test_small_block_scaled_tiles_numbers(name, mnk):
     """(A * scale_A) @ (B * scale_B) with 16- / 32-row tiles, sizes not tile multiples, against numpy."""
     run = bs._f4_run if name.startswith("f4") else bs._run

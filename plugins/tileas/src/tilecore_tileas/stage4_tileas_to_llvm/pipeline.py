@@ -372,8 +372,8 @@ def _staged_as_atom_reads(cg, d, a, i: int, piped: PipedLoad, lay) -> PipedLoad 
         return None  # a K x N B packed along N: a swizzled stage of its bytes, which the atom repacks along K
     if piped.transposed:
         lay = a.lower(cg, "layouts", mma_request(d, cg.threads, cg.target), 0, "k")[1]
-    if d.name == SCALED_DOT and piped.swizzled is None and lay is None:  # its atoms read swizzled layouts
-        return None
+    if d.name == SCALED_DOT and piped.swizzled is None and lay is None and not _dense_16(piped):
+        return None  # its atoms read swizzled layouts (a tile of 16-byte rows: a dense stage, copied per dot)
     if lay is not None:
         if lay.transposed != piped.transposed:  # 16-byte copies cannot transpose a tile
             return None
@@ -965,7 +965,7 @@ def _dot_stages(cg, d) -> DotStages | None:
         if piped.transposed:
             lay = a.lower(cg, "layouts", block_scaled_request(d, cg.threads, cg.target), 0, "k")[1]
         piped = _staged_as_atom_reads(cg, d, a, i, piped, lay)
-        if piped is not None and _tma_box_ok(cg, piped):
+        if piped is not None and piped.swizzled is not None and _tma_box_ok(cg, piped):
             loads.append(piped)
     if not loads:
         return None
