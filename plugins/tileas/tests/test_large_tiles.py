@@ -231,3 +231,83 @@ def test_column_cumsum_of_a_256_kib_tile_is_a_located_error():
     msg = str(e.value)
     assert f"{__file__}:{_line_of('def column_cumsum')}" in msg
     assert "kernel 'column_cumsum' needs 262144 bytes of shared memory; a CTA on sm_90a has at most 232448" in msg
+
+
+# ------------------------------------------------------------------------------ a 256 x 256 MMA accumulator stored as it is
+
+
+@ct.kernel
+def mma_loop_store(A, B, C, M: ConstInt, N: ConstInt, K: ConstInt):
+    acc = ct.full((M, N), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, 1, (M, K))):
+        acc = ct.mma(ct.load(A, (0, k), (M, K), padding_mode=Z), ct.load(B, (k, 0), (K, N), padding_mode=Z), acc)
+    ct.store(C, (0, 0), acc)
+
+
+@ct.kernel
+def mma_loop_store_f16(A, B, C, M: ConstInt, N: ConstInt, K: ConstInt):
+    acc = ct.full((M, N), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, 1, (M, K))):
+        acc = ct.mma(ct.load(A, (0, k), (M, K), padding_mode=Z), ct.load(B, (k, 0), (K, N), padding_mode=Z), acc)
+    ct.store(C, (0, 0), acc.astype(ct.float16))
+
+
+def _mma_operands(seed):
+    a = _ints((250, 59), seed, np.float16) / 8  # K: two tiles of 32, the second partial
+    b = _ints((59, 200), seed + 1, np.float16) / 8
+    return a, b, a.astype(np.float64) @ b.astype(np.float64)
+
+
+def test_mma_accumulator_256x256_stored_by_tma_in_two_boxes():
+    """wgmma's 256 x 256 f32 accumulator stored as it is on sm_90a: TMA boxes of 128 rows (256 KiB does not fit), the
+    registers outside a box's rows stored past it through selects. Its 32 KiB boxes were 8 passes of a branch per
+    register (4096 scf.if), and convert-scf-to-cf ran out of memory (std::bad_alloc under 6 GB)."""
+    a, b, want = _mma_operands(11)
+    c = np.zeros((250, 200), np.float32)
+    tc.launch(None, (1,), mma_loop_store, (a, b, c, 256, 256, 32), gpu_name="sm_90a")
+    np.testing.assert_array_equal(c, want.astype(np.float32))
+    text = _stage4(mma_loop_store, (a, b, c, 256, 256, 32), "sm_90a")
+    assert text.count('"cute_nvgpu.tma_store"') == 2  # two boxes
+    assert text.count("scf.if") == 0 and text.count("cf.cond_br") < 64  # (branches: the loop, the TMA leader)
+    assert _scratch_bytes(text) == 128 * 1024 + 16  # half the tile a box, a spare element past it
+
+
+@pytest.mark.parametrize("sm, kernel, out", [("sm_100a", mma_loop_store, np.float32),
+                                             ("sm_80", mma_loop_store_f16, np.float16),
+                                             ("sm_90a", mma_loop_store_f16, np.float16),
+                                             ("sm_100a", mma_loop_store_f16, np.float16)])
+def test_mma_accumulator_256x256_store_compiles(sm, kernel, out):
+    """The f32 accumulator through tcgen05 (sm_100a: TMA boxes of 128 rows as on sm_90a), and stored as f16 (128 KiB,
+    fits: one box, or one pass to the blocked layout on sm_80 rather than 4 bands of 512 masked stores and loads)
+    compile through ptxas."""
+    a, b, _ = _mma_operands(13)
+    k = tc.compile(kernel, (a, b, np.zeros((250, 200), out), 256, 256, 32), gpu_name=sm)
+    assert k.cubin[:4] == b"\x7fELF"
+    half = out == np.float32  # 256 KiB: two boxes / bands of 128 rows and a spare element; 128 KiB: one
+    assert k.contract.shared_bytes == (128 * 1024 + 16 if half else 128 * 1024)
+    boxes = [m.box_dim for m in k.contract.tensor_maps if m.tensor == 10]  # C's map (C: parameter 10)
+    assert boxes == ([] if sm == "sm_80" else [(256, 128 if half else 256)])
+
+
+def test_branches_convert_scf_to_cf_has_no_memory_for_are_a_located_error():
+    """A kernel whose branches would make convert-scf-to-cf need more memory than the process may have (here: an
+    address-space limit 1 GiB past what it maps; a 128 x 256 f32 accumulator's 4 bands of masked stores and loads on
+    sm_80, ~2300 scf.if among ~37000 ops, take 1.7 GB) is refused before the pass, at the kernel: out of memory the
+    pass throws std::bad_alloc or LLVM aborts ('Allocation failed', exit 134)."""
+    import resource
+
+    a, b, _ = _mma_operands(15)
+    args = (a[:, :32].copy(), b[:32].copy(), np.zeros((250, 200), np.float32), 128, 256, 32)
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/statm") as fh:
+        mapped = int(fh.read().split()[0]) * resource.getpagesize()
+    resource.setrlimit(resource.RLIMIT_AS, (mapped + 2**30, hard))
+    try:
+        with pytest.raises(TilecoreError) as e:
+            _stage4(mma_loop_store, args, "sm_80")
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    msg = str(e.value)
+    assert f"{__file__}:{_line_of('def mma_loop_store(')}" in msg
+    assert re.search(r"kernel 'mma_loop_store' lowers to \d{4} branches \(scf\.if\) among \d{5} ops: convert-scf-to-cf "
+                     r"would need about 1\.\d\d GiB, this process may use 0\.\d\d GiB more", msg), msg

@@ -100,6 +100,35 @@ def store_fragment_rows(cg, tile: TileV, r0: int, band: int, spare: bool = False
 
 
 EXCHANGE_BYTES = 32 * 1024  # shared memory one conversion of a fragment tile to blocked registers may take
+# Masked stores a thread may make of its fragment registers over the bands of one conversion / TMA store (bands x
+# registers: a 128 x 256 f32 accumulator on 128 threads takes 4 bands of 256). Each is a branch (scf.if), and
+# convert-scf-to-cf's memory grows faster than their number: 2 x 1024 of them (that accumulator's conversion and its
+# TMA store) take 2.4 GB, 4 x 1024 more than 6 GB (std::bad_alloc).
+MASKED_STORES = 1024
+SPARE_BYTES = 16  # the element past a band that the stores of registers outside it go to (16-byte aligned)
+
+
+def few_bands(cg, rows: int, row_bytes: int, regs: int, band: int, most: int = 0) -> int | None:
+    """Rows per band of a fragment tile (``rows`` rows of ``row_bytes``, ``regs`` registers a thread) that goes
+    through shared memory in as few bands as fit :func:`.exchange.budget` (as even as they can be, with
+    :data:`SPARE_BYTES` past the band when it is not the whole tile; ``most``: at most that many rows, and a divisor
+    of ``rows``), or None when its bands of ``band`` rows (the :data:`EXCHANGE_BYTES` ones) stand: the tile fits the
+    budget and they take at most :data:`MASKED_STORES` masked stores. None too when no band fits."""
+    room = budget(cg)
+    fits = rows * row_bytes <= room
+    if fits and -(-rows // band) * regs <= MASKED_STORES:
+        return None
+    if fits and (not most or rows <= most):
+        return rows
+    fit = (room - SPARE_BYTES) // row_bytes
+    if most:
+        fit = min(fit, most)
+    if fit < 1:
+        return None
+    n = -(-rows // fit)
+    while most and rows % n:
+        n += 1
+    return -(-rows // n)
 
 
 def to_blocked(cg, tile: TileV) -> TileV:
@@ -119,24 +148,21 @@ def to_blocked(cg, tile: TileV) -> TileV:
     rows, cols = tile.shape
     row_bytes = cols * elem_bytes(cg.storage_type(el))
     if rows * row_bytes <= EXCHANGE_BYTES:
-        store_fragment(cg, tile, 0, cols)
-        cg.reserve(rows * row_bytes)
-        cg.barrier()
-        regs = [cg.smem_load(0, cg.flat_in_tile(lay, k), el) for k in range(lay.regs)]
-        cg.barrier()
-        return TileV(lay, regs)
+        return _through_smem(cg, tile, lay)
     # A tile larger than the exchange budget (a 128 x 128 f32 accumulator: 64 KiB) goes through in bands of
     # rows: each thread writes the registers of the band and reads back the blocked registers in it. One larger
-    # than the shared memory an exchange may take at once (a 256 x 256 f32 accumulator: 256 KiB) in as few bands
-    # as fit that (even ones; selects rather than branches: thousands of scf.if in one block make convert-scf-to-cf
-    # run out of memory): 32 KiB bands would make it 8 passes of masked stores and loads.
+    # than the shared memory an exchange may take at once (a 256 x 256 f32 accumulator: 256 KiB), or whose bands
+    # would take too many masked stores (a 256 x 256 f16 one: 4 bands of 512 registers), in as few bands as fit
+    # that (:func:`few_bands`: one pass for the f16 one; two even ones for the f32 one, selects rather than
+    # branches: thousands of scf.if in one block make convert-scf-to-cf run out of memory).
     band = max(1, EXCHANGE_BYTES // row_bytes)
-    room = budget(cg)
-    big = rows * row_bytes > room >= row_bytes + 16
-    if big:  # (and a spare element past the band for the stores outside it)
-        band = -(-rows // -(-rows // ((room - 16) // row_bytes)))
+    wide = few_bands(cg, rows, row_bytes, len(tile.regs), band)
+    if wide == rows:
+        return _through_smem(cg, tile, lay)
+    big = wide is not None
+    band = wide or band
     regs = [None] * lay.regs
-    cg.reserve(band * row_bytes + (16 if big else 0))
+    cg.reserve(band * row_bytes + (SPARE_BYTES if big else 0))
     for r0 in range(0, rows, band):
         store_fragment_rows(cg, tile, r0, band, spare=big)
         cg.barrier()
@@ -150,6 +176,19 @@ def to_blocked(cg, tile: TileV) -> TileV:
             regs[k] = cg.masked(cg.cmpi(6, local, cg.c32(band * cols)), lambda local=local: cg.smem_load(0, local, el),
                                 old, el)
         cg.barrier()
+    return TileV(lay, regs)
+
+
+def _through_smem(cg, tile: TileV, lay) -> TileV:
+    """``tile`` (a fragment) in blocked layout ``lay`` through shared memory in one pass: every thread stores its
+    registers, barrier, loads its blocked ones, barrier."""
+    el = tile.regs[0].type
+    rows, cols = tile.shape
+    store_fragment(cg, tile, 0, cols)
+    cg.reserve(rows * cols * elem_bytes(cg.storage_type(el)))
+    cg.barrier()
+    regs = [cg.smem_load(0, cg.flat_in_tile(lay, k), el) for k in range(lay.regs)]
+    cg.barrier()
     return TileV(lay, regs)
 
 

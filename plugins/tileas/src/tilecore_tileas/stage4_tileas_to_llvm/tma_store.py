@@ -18,7 +18,12 @@ its bounds mask); the TMA store keeps the first half and replaces the rest by on
 
 The hardware clips the box to the tensor (PTX ISA §9.7.9.25, "cp.async.bulk.tensor": elements out of
 bounds are not written), so partial tiles need no masks. A tile over 32 KiB (the exchange budget,
-:data:`.fragments.EXCHANGE_BYTES`) goes in bands of rows, one box each. Tiles in the blocked layout keep
+:data:`.fragments.EXCHANGE_BYTES`) goes in bands of rows, one box each; one larger than the shared memory a CTA
+may give it (a 256 x 256 f32 accumulator: 256 KiB), or whose 32 KiB bands would take more than
+:data:`.fragments.MASKED_STORES` masked stores a thread (a 256 x 256 f16 one), in as few boxes as fit
+(:func:`.fragments.few_bands`: two of 128 rows for the f32 one, the registers outside a box's rows stored past it
+through a select rather than a branch each; one box for the f16 one): thousands of ``scf.if`` in one block make
+``convert-scf-to-cf`` run out of memory. Tiles in the blocked layout keep
 the plain store: for them a TMA store would add a shared-memory round trip and two barriers to save the
 ``st.global`` masks. The map (a kernel parameter, :mod:`.tensor_maps`) is over the tensor as it is (box =
 band x tile columns, no swizzle); TMA needs 16-byte aligned bases and strides, checked at run time when
@@ -36,7 +41,16 @@ from tilecore.mma import TMA_INTERFACE
 from ..atoms import default_atom
 from ..stage1_cuda_tile_to_tileaa.common import resize_int
 from .codegen import elem_bytes
-from .fragments import EXCHANGE_BYTES, blocked_operands, is_fragment, store_fragment, store_fragment_rows, to_blocked
+from .fragments import (
+    EXCHANGE_BYTES,
+    SPARE_BYTES,
+    blocked_operands,
+    few_bands,
+    is_fragment,
+    store_fragment,
+    store_fragment_rows,
+    to_blocked,
+)
 from .memory import TiledAccess, _with_op_view, memory_order
 from .memory import tiled_store as plain_tiled_store
 from .narrow_float import PACKED
@@ -83,7 +97,7 @@ def tiled_store(op, rb):
     box = _box(cg, rb, op, tile)
     if box is None:
         return _plain(op, rb)
-    view, index, band, atom, eb = box
+    view, index, band, spare, atom, eb = box
     maps = rb.data["tensor_maps"]
     check = aligned_16(cg, view.memref, eb)
     lead = len(view.tile_shape) - 2
@@ -94,7 +108,7 @@ def tiled_store(op, rb):
     tmap = maps.parameter(recipe)
 
     def tma():
-        _store(cg, op, tile, view, index, band, atom, tmap)
+        _store(cg, op, tile, view, index, band, spare, atom, tmap)
         return []
 
     if check is None:
@@ -105,7 +119,9 @@ def tiled_store(op, rb):
 
 
 def _box(cg, rb, op, tile):
-    """(view, index, rows per box, atom, element bytes) when ``op`` stores ``tile`` by TMA, else None."""
+    """(view, index, rows per box, spare, atom, element bytes) when ``op`` stores ``tile`` by TMA, else None
+    (``spare``: the boxes are :func:`.fragments.few_bands`' and the registers outside a box's rows are stored past
+    it)."""
     if _option_off(cg, TMA_OPTION) or _option_off(cg, TMA_STORE_OPTION) or not is_fragment(tile):
         return None
     atom = default_atom(cg.atoms, "copy", cg.target, None, interface=TMA_INTERFACE)
@@ -125,24 +141,26 @@ def _box(cg, rb, op, tile):
     band = rows
     while band % 2 == 0 and (band > MAX_BOX or band * cols * eb > EXCHANGE_BYTES):
         band //= 2
-    if band > MAX_BOX or band * cols * eb > EXCHANGE_BYTES:
+    wide = few_bands(cg, rows, cols * eb, len(tile.regs), band, MAX_BOX)
+    if wide is None and (band > MAX_BOX or band * cols * eb > EXCHANGE_BYTES):
         return None
-    return view, [x for x in ins[2:] if x is not TOKEN], band, atom, eb
+    return view, [x for x in ins[2:] if x is not TOKEN], wide or band, wide is not None and wide < rows, atom, eb
 
 
-def _store(cg, op, tile, view, index, band, atom, tmap) -> None:
-    """The TMA store of ``tile`` (module docstring), one box of ``band`` rows at a time."""
+def _store(cg, op, tile, view, index, band, spare, atom, tmap) -> None:
+    """The TMA store of ``tile`` (module docstring), one box of ``band`` rows at a time (``spare``: registers
+    outside the box's rows stored to the element past it, a select each rather than a branch)."""
     rows, cols = tile.shape
     acc = TiledAccess(cg, view, index, None, op)
     *outer, row0, col0 = (resize_int(o, cg.i32) for o in acc.origin)
-    cg.reserve(band * cols * elem_bytes(view.memref.element))
+    cg.reserve(band * cols * elem_bytes(view.memref.element) + (SPARE_BYTES if spare else 0))
     cg.smem_align = max(cg.smem_align, TMA_ALIGN)
     leader = cg.cmpi(0, cg.tid, cg.c32(0))
     for r0 in range(0, rows, band):
         if band == rows:
             store_fragment(cg, tile, 0, cols)
         else:
-            store_fragment_rows(cg, tile, r0, band)
+            store_fragment_rows(cg, tile, r0, band, spare)
         atom.lower(cg, "fence_proxy")
         cg.barrier()
         row = cg.op("arith.addi", row0, cg.c32(r0)) if r0 else row0
