@@ -311,3 +311,27 @@ def test_branches_convert_scf_to_cf_has_no_memory_for_are_a_located_error():
     assert f"{__file__}:{_line_of('def mma_loop_store(')}" in msg
     assert re.search(r"kernel 'mma_loop_store' lowers to \d{4} branches \(scf\.if\) among \d{5} ops: convert-scf-to-cf "
                      r"would need about 1\.\d\d GiB, this process may use 0\.\d\d GiB more", msg), msg
+
+
+@ct.kernel
+def mma_loop_epilogue(A, B, C, bias, alpha: float, M: ConstInt, N: ConstInt, K: ConstInt):
+    acc = ct.full((M, N), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, 1, (M, K))):
+        acc = ct.mma(ct.load(A, (0, k), (M, K), padding_mode=Z), ct.load(B, (k, 0), (K, N), padding_mode=Z), acc)
+    bb = ct.reshape(ct.load(bias, (0,), (N,), padding_mode=Z), (1, N))
+    ct.store(C, (0, 0), (acc * alpha + bb).astype(ct.float16))
+
+
+def test_mma_accumulator_256x256_epilogue_with_a_bias_row():
+    """acc * alpha + bias, then f16: the bias row broadcast to 256 x 256 f32 (256 KiB, blocked) goes to the
+    accumulator's fragment layout in two passes (it needed 262144 bytes of shared memory at once: refused), the
+    f16 result (128 KiB) to a TMA box in one."""
+    a, b, want = _mma_operands(17)
+    bias = _ints(200, 19)
+    c = np.zeros((250, 200), np.float16)
+    tc.launch(None, (1,), mma_loop_epilogue, (a, b, c, bias, 1.5, 256, 256, 32), gpu_name="sm_90a")
+    np.testing.assert_array_equal(c, (want.astype(np.float32) * np.float32(1.5) + bias).astype(np.float16))
+    text = _stage4(mma_loop_epilogue, (a, b, c, bias, 1.5, 256, 256, 32), "sm_90a")
+    assert _scratch_bytes(text) == 128 * 1024
+    assert text.count('"cute_nvgpu.tma_store"') == 1
+    assert text.count("scf.if") == 0 and text.count("cf.cond_br") < 64

@@ -23,7 +23,7 @@ from ..layout import Blocked
 from ..layout.fragment import Fragment, TmemFragment, WgFragment, fragment, tmem_fragment, wg_fragment
 from ..layout.row_slice import RowSlice
 from .codegen import elem_bytes
-from .exchange import budget, write
+from .exchange import _windowed_load, budget, passes, write
 from .recompute import in_layout
 from .values import TileV
 
@@ -205,6 +205,9 @@ def to_fragment(cg, tile, frag: Fragment) -> TileV:
         return in_layout(cg, tile.recipe, tile.shape, frag)
     if is_fragment(tile) or isinstance(tile.layout, RowSlice):
         tile = to_blocked(cg, tile)
+    windows = passes(cg, [tile])
+    if windows is not None:  # larger than the exchange budget (a 256 x 256 f32 bias): in passes, selects
+        return _to_fragment_in_passes(cg, tile, frag, windows)
     offs = write(cg, [tile])
     el = tile.regs[0].type
     n = frag.shape[1]
@@ -213,6 +216,24 @@ def to_fragment(cg, tile, frag: Fragment) -> TileV:
         row, col = fragment_coords(cg, frag, k)
         regs.append(cg.smem_load(offs[0], cg.op("arith.addi", cg.op("arith.muli", row, cg.c32(n)), col), el))
     cg.barrier()
+    return TileV(frag, regs)
+
+
+def _to_fragment_in_passes(cg, tile: TileV, frag: Fragment, windows) -> TileV:
+    """:func:`to_fragment` of a blocked ``tile`` over the exchange budget: each pass writes a window of its register
+    repetitions (:func:`.exchange.passes`), and each fragment register whose element lies in it reads it (a select
+    each, :func:`.exchange._windowed_load`)."""
+    n = frag.shape[1]
+    index = []
+    for k in range(frag.regs):
+        row, col = fragment_coords(cg, frag, k)
+        index.append(cg.op("arith.addi", cg.op("arith.muli", row, cg.c32(n)), col))
+    held = [[] for _ in range(frag.regs)]
+    regs = []
+    for window in windows:
+        at = {0: write(cg, [tile], reps=[window[0]])[0]}
+        regs = [_windowed_load(cg, [tile], window, at, held[k])(0, index[k]) for k in range(frag.regs)]
+        cg.barrier()
     return TileV(frag, regs)
 
 
