@@ -310,7 +310,7 @@ def test_branches_convert_scf_to_cf_has_no_memory_for_are_a_located_error():
     msg = str(e.value)
     assert f"{__file__}:{_line_of('def mma_loop_store(')}" in msg
     assert re.search(r"kernel 'mma_loop_store' lowers to \d{4} branches \(scf\.if\) among \d{5} ops: convert-scf-to-cf "
-                     r"would need about 1\.\d\d GiB, this process may use 0\.\d\d GiB more", msg), msg
+                     r"would need about 1\.\d\d GiB, this process may use [01]\.\d\d GiB more", msg), msg
 
 
 @ct.kernel
