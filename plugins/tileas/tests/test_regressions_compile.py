@@ -254,10 +254,13 @@ def tf32_rn(x: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("sm", SMS)
-def test_tf32_mma_compiles_to_mma_sync_m16n8k8(sm):
+def test_tf32_mma_compiles_to_mma_sync_m16n8k8(sm):  # tcgen05 on sm_100a
     ptx = _compiles_without(_export(mma_tf32, ["f32[2]", "f32[2]", "f32[2]", 32, 16, 16], "mma_tf32"), sm, OLD_TF32)
     assert "cvt.rna.tf32.f32" not in ptx  # nearest even (the default) is computed on the bits
-    assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in ptx
+    if sm == "sm_100a":  # 32-row tiles take tcgen05 since 2026-11-24 (an M = 64 MMA over repeated rows)
+        assert "tcgen05.mma.cta_group::1.kind::tf32" in ptx and "mma.sync" not in ptx
+    else:
+        assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in ptx
 
 
 @pytest.mark.parametrize("tiles", [(32, 16, 16), (16, 8, 8), (8, 8, 8)])
@@ -354,7 +357,10 @@ def test_batched_mma_compiles(name, sm):
     dt, acc, tb, tm, tn_, tk = BMM[name]
     ptx = _compiles_without(_export(bmm, [f"{dt}[3]", f"{dt}[3]", f"{acc}[3]", tb, tm, tn_, tk], name), sm,
                             OLD_BATCHED)
-    assert "mma.sync.aligned" in ptx
+    if sm == "sm_100a" and dt == "f16":  # 16- / 32-row f16 tiles take tcgen05 since 2026-11-24
+        assert "tcgen05.mma.cta_group::1.kind::f16" in ptx and "mma.sync" not in ptx
+    else:
+        assert "mma.sync.aligned" in ptx
 
 
 @pytest.mark.parametrize("index", ["", "i64"])

@@ -248,12 +248,13 @@ def test_attention_numbers(sm, options):
 
 
 def test_kernel_over_the_targets_shared_memory_is_a_located_error(tmp_path):
-    """A 256 x 256 f32 transpose needs 256 KiB of shared memory for its exchange: more than a CTA may have on
-    sm_86 (99 KiB). ``tilecore compile`` says so at the kernel's location, exits 1 and writes no output."""
+    """256 x 256 f32 scans need 256 KiB of shared memory (a scan exchanges the whole tile in one pass; a transpose
+    goes in passes since 2026-11-24): more than a CTA may have on sm_86 (99 KiB). ``tilecore compile`` says so at
+    the kernel's location, exits 1 and writes no output."""
     from support import run_cli
 
     src = str(tmp_path / "big.tileirbc")
-    ck.export_spec(ck.transpose_f32, ["f32[2]", "f32[2]", 256, 256], "big", src)
+    ck.export_spec(ck.cumsum_scan_f32, ["f32[2]", "f32[2]", 256, 256], "big", src)
     out = tmp_path / "big.cubin"
     r = run_cli("compile", src, "--gpu-name", "sm_86", "--no-cache", "-o", str(out))
     assert r.returncode == 1 and "Traceback" not in r.stderr and not out.exists()
