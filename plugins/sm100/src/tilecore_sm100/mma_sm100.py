@@ -577,22 +577,13 @@ def zero_pad(cg, x: SwizzledOperand, k: int, k_major: bool) -> None:
     total = rows * w
     zero = dialects.llvm.mlir_zero(ir.VectorType.get([4], cg.i32))
 
-    def body(j, _):
-        i = op("arith.addi", op("arith.muli", j, c(cg.threads)), cg.tid)
+    def one(i):
+        r = op("arith.divui", i, c(w))
+        r = op("arith.addi", r, c(row0)) if row0 else r
+        col = op("arith.muli", op("arith.addi", op("arith.remui", i, c(w)), c(u0)), c(per))
+        dialects.llvm.store(zero, x.address(cg, col, r) if x.transposed else x.address(cg, r, col), alignment=16)
 
-        def one():
-            r = op("arith.divui", i, c(w))
-            r = op("arith.addi", r, c(row0)) if row0 else r
-            col = op("arith.muli", op("arith.addi", op("arith.remui", i, c(w)), c(u0)), c(per))
-            dialects.llvm.store(zero, x.address(cg, col, r) if x.transposed else x.address(cg, r, col), alignment=16)
-
-        if total % cg.threads:
-            cg.if_(cg.cmpi(6, i, c(total)), lambda: (one(), [])[1])
-        else:
-            one()
-        return []
-
-    cg.for_(c(0), c((total + cg.threads - 1) // cg.threads), [], body)
+    cg.each_share(total, one)
 
 
 class Tf32Umma(Umma):
@@ -1012,20 +1003,11 @@ class BlockScaledF4Umma(BlockScaledUmma):
             rows = sf.rows
             total = rows * pad
 
-            def body(j, _, sf=sf, total=total):
-                i = op("arith.addi", op("arith.muli", j, c(cg.threads)), cg.tid)
+            def one(i, sf=sf):
+                r, kb = op("arith.divui", i, c(pad)), op("arith.addi", op("arith.remui", i, c(pad)), c(first))
+                dialects.llvm.store(zero, sf.address(cg, kb, r) if sf.transposed else sf.address(cg, r, kb))
 
-                def one():
-                    r, kb = op("arith.divui", i, c(pad)), op("arith.addi", op("arith.remui", i, c(pad)), c(first))
-                    dialects.llvm.store(zero, sf.address(cg, kb, r) if sf.transposed else sf.address(cg, r, kb))
-
-                if total % cg.threads:
-                    cg.if_(cg.cmpi(6, i, c(total)), lambda: (one(), [])[1])
-                else:
-                    one()
-                return []
-
-            cg.for_(c(0), c((total + cg.threads - 1) // cg.threads), [], body)
+            cg.each_share(total, one)
 
     @staticmethod
     def _code(cg, st, k, n):

@@ -247,6 +247,22 @@ class CodeGen:
             create("scf.yield", [], list(body_fn(blk.arguments[0], list(blk.arguments)[1:])))
         return list(node.results)
 
+    def each_share(self, total: int, fn) -> None:
+        """``fn(i)`` for every ``i`` in ``[0, total)``, the CTA's threads taking turns: thread ``tid`` runs
+        ``i = j * threads + tid`` in an ``scf.for`` over ``j`` (the last round guarded when ``total`` is not a
+        multiple of the thread count)."""
+        op, c = self.op, self.c32
+
+        def body(j, _):
+            i = op("arith.addi", op("arith.muli", j, c(self.threads)), self.tid)
+            if total % self.threads:
+                self.if_(self.cmpi(6, i, c(total)), lambda: (fn(i), [])[1])
+            else:
+                fn(i)
+            return []
+
+        self.for_(c(0), c(-(-total // self.threads)), [], body)
+
     def masked(self, cond, fn, default=None, ty=None):
         """``fn()`` when ``cond`` (None = always); the result or ``default`` otherwise."""
         if cond is None:

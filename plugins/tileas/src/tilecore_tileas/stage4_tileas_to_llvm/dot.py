@@ -246,23 +246,13 @@ def _copy_stage(cg, stage: SwizzledOperand, layout, shape: tuple | None = None) 
     vec = ir.VectorType.get([4], cg.i32)
     addresses = getattr(layout, "addresses", lambda cg, row, col: [layout.address(cg, row, col)])
 
-    def body(j, _):
-        i = op("arith.addi", op("arith.muli", j, c(cg.threads)), cg.tid)
+    def one(i):
+        row, col = op("arith.divui", i, c(units)), op("arith.muli", op("arith.remui", i, c(units)), c(per))
+        w = dialects.llvm.load(vec, stage.address(cg, row, col), alignment=16)
+        for p in addresses(cg, row, col):
+            dialects.llvm.store(w, p, alignment=16)
 
-        def one():
-            row, col = op("arith.divui", i, c(units)), op("arith.muli", op("arith.remui", i, c(units)), c(per))
-            w = dialects.llvm.load(vec, stage.address(cg, row, col), alignment=16)
-            for p in addresses(cg, row, col):
-                dialects.llvm.store(w, p, alignment=16)
-            return []
-
-        if total % cg.threads:
-            cg.if_(cg.cmpi(6, i, c(total)), one)
-        else:
-            one()
-        return []
-
-    cg.for_(c(0), c(-(-total // cg.threads)), [], body)
+    cg.each_share(total, one)
 
 
 def _copy_elements(cg, src, dst, rows: int, cols: int) -> None:
@@ -273,23 +263,13 @@ def _copy_elements(cg, src, dst, rows: int, cols: int) -> None:
     el = ir.IntegerType.get_signless(8 * dst.elem_bytes)
     places = getattr(dst, "addresses", lambda cg, r, col: [dst.address(cg, r, col)])
 
-    def body(j, _):
-        i = op("arith.addi", op("arith.muli", j, c(cg.threads)), cg.tid)
+    def one(i):
+        r, col = op("arith.divui", i, c(cols)), op("arith.remui", i, c(cols))
+        v = dialects.llvm.load(el, src.address(cg, r, col))
+        for p in places(cg, r, col):
+            dialects.llvm.store(v, p)
 
-        def one():
-            r, col = op("arith.divui", i, c(cols)), op("arith.remui", i, c(cols))
-            v = dialects.llvm.load(el, src.address(cg, r, col))
-            for p in places(cg, r, col):
-                dialects.llvm.store(v, p)
-            return []
-
-        if total % cg.threads:
-            cg.if_(cg.cmpi(6, i, c(total)), one)
-        else:
-            one()
-        return []
-
-    cg.for_(c(0), c(-(-total // cg.threads)), [], body)
+    cg.each_share(total, one)
 
 
 class _Scales:
