@@ -13,7 +13,6 @@ import sys
 
 import numpy as np
 import pytest
-from tilecore_tileas.stage4_tileas_to_llvm.pairs import NOT_ASKED
 
 from tilecore.assembler import find_nvidia_tool
 from tilecore.compiler import compile_file
@@ -28,6 +27,7 @@ if _TILEAS_TESTS not in sys.path:
 import cutile_kernels as ck  # noqa: E402
 from emulated_kernels import KernelSet  # noqa: E402
 from tilecore_sm100.mma_sm100 import instr_desc  # noqa: E402
+from tilecore_tileas.stage4_tileas_to_llvm.pairs import NOT_ASKED  # noqa: E402
 
 ZERO = ct.PaddingMode.ZERO
 ConstInt = ct.Constant[int]
