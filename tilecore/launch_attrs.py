@@ -47,7 +47,18 @@ def dynamic_shared_bytes(func) -> int:
     return ir.IntegerAttr(func.attributes[DYNAMIC_SHARED_ATTR]).value
 
 
-def block_ctas(func) -> tuple[int, int, int]:
+def cluster_shape(func) -> tuple[int, ...]:
+    """The CTAs per cluster (x, y, z) of kernel ``func`` (an ``llvm.func`` op): its ``nvvm.cluster_dim`` (PTX
+    ``.reqnctapercluster``) padded with 1s, (1, 1, 1) without one."""
+    from .mlir import ir
+
+    if "nvvm.cluster_dim" not in func.attributes:
+        return (1, 1, 1)
+    dims = tuple(int(v) for v in ir.DenseI32ArrayAttr(func.attributes["nvvm.cluster_dim"]))
+    return dims + (1,) * (3 - len(dims))
+
+
+def block_ctas(func) -> tuple[int, ...]:
     """The CTAs of one tile block of kernel ``func`` (an ``llvm.func`` op): its cluster shape when a tile block is
     a cluster (``tilecore.tile_block = "cluster"``), else (1, 1, 1)."""
     from .mlir import ir
@@ -55,8 +66,7 @@ def block_ctas(func) -> tuple[int, int, int]:
     attrs = func.attributes
     if TILE_BLOCK_ATTR not in attrs or ir.StringAttr(attrs[TILE_BLOCK_ATTR]).value != "cluster":
         return (1, 1, 1)
-    dims = tuple(int(v) for v in ir.DenseI32ArrayAttr(attrs["nvvm.cluster_dim"]))
-    return dims + (1,) * (3 - len(dims))
+    return cluster_shape(func)
 
 
 def cta_grid(module, symbol: str, grid) -> tuple[int, ...]:

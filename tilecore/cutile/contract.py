@@ -94,7 +94,7 @@ def build_contract(module, symbol: str, specs, names) -> LaunchContract:
     holder = find_kernel_module(module, symbol)
     func = next(op for op in holder.regions[0].blocks[0].operations
                 if op.operation.name == "llvm.func" and op.attributes["sym_name"].value == symbol)
-    from ..launch_attrs import block_ctas, dynamic_shared_bytes
+    from ..launch_attrs import block_ctas, cluster_shape, dynamic_shared_bytes
     from ..tensormaps import recipes_of
 
     maps = tuple(recipes_of(func.operation))
@@ -102,8 +102,7 @@ def build_contract(module, symbol: str, specs, names) -> LaunchContract:
     types = [str(a.type) for a in args[:len(args) - len(maps)]]  # the cuTile parameters
     attrs = func.attributes
     threads = _dense(attrs["nvvm.reqntid"]) if "nvvm.reqntid" in attrs else (1, 1, 1)
-    cluster = _dense(attrs["nvvm.cluster_dim"]) if "nvvm.cluster_dim" in attrs else (1, 1, 1)
-    cluster = tuple(cluster) + (1,) * (3 - len(cluster))
+    cluster = cluster_shape(func.operation)
     entries = []
 
     def add(i, spec, name, path=()):

@@ -14,7 +14,12 @@ sm100.cta_pairs=on``): there a tile block is one CTA and a cluster two consecuti
 
 from __future__ import annotations
 
-from tilecore.launch_attrs import TILE_BLOCK_ATTR  # noqa: F401 - re-exported: the kernel's reading of a tile block
+import math
+
+from tilecore.launch_attrs import (
+    TILE_BLOCK_ATTR,  # noqa: F401 - re-exported: the kernel's reading of a tile block
+    cluster_shape,
+)
 from tilecore.mlir import dialects, ir
 
 from .codegen import create
@@ -25,10 +30,7 @@ CLUSTER_QUERIES = {"gpu.block_id": "gpu.cluster_id", "gpu.grid_dim": "gpu.cluste
 
 def has_cluster(fn) -> bool:
     """Whether the kernel ``fn`` has a cluster shape of more than one CTA."""
-    if "nvvm.cluster_dim" not in fn.attributes:
-        return False
-    dims = [int(v) for v in ir.DenseI32ArrayAttr(fn.attributes["nvvm.cluster_dim"])]
-    return dims[0] * dims[1] * dims[2] > 1
+    return math.prod(cluster_shape(fn)) > 1
 
 
 def tile_blocks_are_clusters(block) -> None:

@@ -30,6 +30,7 @@ Without the option (or when the proof fails) the kernel keeps the one-CTA form a
 
 from __future__ import annotations
 
+from tilecore.launch_attrs import cluster_shape
 from tilecore.mlir import ir
 
 PAIR_OPTION = "sm100.cta_pairs"
@@ -40,14 +41,6 @@ PAIRS_ATTR = "tilecore.cta_pairs"  # on a kernel of 2-CTA clusters: "cta_group::
 PURE_PREFIXES = ("arith.", "math.")
 PURE_OPS = ("builtin.unrealized_conversion_cast", "nv_tileas.assume", "nv_tileas.make_memref", "nv_tileas.view",
             "gpu.grid_dim", "gpu.block_dim", "gpu.cluster_dim", "nv_tileas.make_token")
-
-
-def cluster_shape(fn) -> tuple[int, int, int]:
-    """The kernel's ``nvvm.cluster_dim`` ((1, 1, 1) without one)."""
-    if "nvvm.cluster_dim" not in fn.attributes:
-        return (1, 1, 1)
-    dims = tuple(int(v) for v in ir.DenseI32ArrayAttr(fn.attributes["nvvm.cluster_dim"]))
-    return dims + (1,) * (3 - len(dims))
 
 
 class Uniform:
