@@ -278,11 +278,7 @@ class EmulatedKernel:
                     ctx.i[C.CTA_BEGIN], ctx.i[C.CTA_END] = 0, nclusters[0] * nclusters[1] * nclusters[2]
                     ctx.i[C.T_BEGIN], ctx.i[C.T_END] = t, t + 1
                     ctxs.append(ctx)
-            threads = [threading.Thread(target=self._call, args=(ctx, storage), daemon=True) for ctx in ctxs]
-            for th in threads:
-                th.start()
-            for th in threads:
-                th.join()
+            self._run_threads(ctxs, storage)
             self._rt = None
         del keep
         if rt.error is not None:
@@ -303,6 +299,10 @@ class EmulatedKernel:
             ctx = C.new_ctx(grid, block, shared_ptr, dyn, dyn, True, *checks)
             ctx.i[C.CTA_BEGIN], ctx.i[C.CTA_END], ctx.i[C.T_BEGIN], ctx.i[C.T_END] = 0, ncta, t, t + 1
             ctxs.append(ctx)
+        self._run_threads(ctxs, storage)
+
+    def _run_threads(self, ctxs, storage) -> None:
+        """Run the kernel once per context, each on a host thread of its own, all at the same time."""
         threads = [threading.Thread(target=self._call, args=(ctx, storage), daemon=True) for ctx in ctxs]
         for th in threads:
             th.start()
