@@ -20,6 +20,8 @@ class InputFormat:
 
     ``magic``: leading bytes that identify the format (checked first);
     ``suffixes``: file name endings used when no magic matches.
+    ``sniff``: ``sniff(data) -> bool`` for a text format that shares a suffix with another (checked after
+    the magic bytes, before the suffixes): the tileas plugin's cuda_tile custom syntax in a ``.mlir`` file.
     ``read`` raises :class:`~tilecore.errors.TilecoreError` with a location for bad input.
     """
 
@@ -29,12 +31,16 @@ class InputFormat:
     suffixes: tuple[str, ...] = ()
     plugin: str = ""
     disasm: Callable | None = None  # disasm(module) -> text for `tilecore disasm`; default str(module)
+    sniff: Callable | None = None
 
 
 def choose_format(path: str, data: bytes, formats: list[InputFormat]) -> InputFormat:
     """The format that reads ``data`` (magic first, then suffix)."""
     for f in formats:
         if f.magic and data.startswith(f.magic):
+            return f
+    for f in formats:
+        if f.sniff is not None and f.sniff(data):
             return f
     for f in formats:
         if any(path.endswith(s) for s in f.suffixes):

@@ -40,6 +40,6 @@ def tilecore_register_dialects():
 
 @hookimpl
 def tilecore_register_input_formats():
-    from .bytecode.reader import TILEIR_FORMAT
+    from .bytecode.reader import CUDA_TILE_TEXT_FORMAT, TILEIR_FORMAT
 
-    return [TILEIR_FORMAT]
+    return [TILEIR_FORMAT, CUDA_TILE_TEXT_FORMAT]

@@ -49,3 +49,20 @@ def disasm(module) -> str:
 
 TILEIR_FORMAT = InputFormat("tileir-bytecode", read_tileir, magic=MAGIC, suffixes=(".tileirbc",),
                             plugin="tileas", disasm=disasm)
+
+
+def _read_cuda_tile_text(data: bytes, path: str, ctx):
+    from ..cuda_tile.asm import read_cuda_tile_text
+
+    return read_cuda_tile_text(data, path, ctx)
+
+
+def _sniff_cuda_tile_text(data: bytes) -> bool:
+    from ..cuda_tile.asm import looks_like_cuda_tile_text
+
+    return looks_like_cuda_tile_text(data)
+
+
+# NVIDIA's textual cuda_tile (tileirdisasm's output, the corpus' *.cuda_tile.mlir), recognised by content
+CUDA_TILE_TEXT_FORMAT = InputFormat("cuda-tile-text", _read_cuda_tile_text, suffixes=(".cuda_tile",),
+                                    plugin="tileas", disasm=disasm, sniff=_sniff_cuda_tile_text)
