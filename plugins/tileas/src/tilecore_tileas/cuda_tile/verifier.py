@@ -393,8 +393,29 @@ def _assume(name, op) -> None:
             raise VerifyError(f"predicate {text}: the divisor must be positive")
 
 
+def _combiner(name, op) -> None:
+    """A reduce / scan body takes (lhs_i, rhs_i) pairs, one per operand, each a 0-d tile of that operand's
+    element type (``lhs0, rhs0, lhs1, rhs1, ...``), and yields one such 0-d tile per operand."""
+    elems = [short(_tile(T.parse_type(str(v.type)), "operand").element) for v in op.operands]
+    want = [f"tile<{e}>" for e in elems for _ in (0, 1)]
+    block = op.regions[0].blocks[0]
+    got = [short(T.parse_type(str(a.type))) for a in block.arguments]
+    if got != want:
+        raise VerifyError(f"body takes ({', '.join(got)}); with operands of element types {', '.join(elems)} it "
+                          f"must take ({', '.join(want)}): a (lhs, rhs) pair per operand, in operand order")
+    ops = list(block.operations)
+    last = ops[-1].operation if ops else None
+    if last is None or last.name != "cuda_tile_term.yield":
+        raise VerifyError("body must end in 'yield'")
+    yielded = [short(t) for t in _types(last.operands)]
+    if yielded != want[::2]:
+        raise VerifyError(f"body yields ({', '.join(yielded) or 'nothing'}); it must yield "
+                          f"({', '.join(want[::2])}): one 0-d tile per operand")
+
+
 TERMINATOR_RULES = {"continue": _continue, "break": _break, "yield": _yield}
-RULES.update({"for": _loop_body, "loop": _loop_body, "assume": _assume, "constant": _constant})
+RULES.update({"for": _loop_body, "loop": _loop_body, "assume": _assume, "constant": _constant,
+              "reduce": _combiner, "scan": _combiner})
 
 
 def check_op(op) -> None:
