@@ -25,6 +25,7 @@ instructions), ``commit_group`` / ``wait_group 0`` end it. The accumulator layou
 | ``mma.sm90a.m64nNk8.tf32.f32`` | tf32 x tf32 -> f32 | wgmma.mma_async.sync.aligned.m64nNk8.f32.tf32.tf32 | sm_90a |
 | ``mma.sm90a.m64nNk32.i8.i32`` | s8 / u8 x s8 / u8 -> s32 (wrapping) | wgmma.mma_async.sync.aligned.m64nNk32.s32.{s8,u8}.{s8,u8} | sm_90a |
 | ``mma.sm90a.m64nNk32.f8.f32`` | e4m3 / e5m2 x e4m3 / e5m2 -> f32 | wgmma.mma_async.sync.aligned.m64nNk32.f32.{e4m3,e5m2}.{e4m3,e5m2} | sm_90a |
+| ``mma.sm90a.m64nNk32.f8.f16`` | e4m3 / e5m2 x e4m3 / e5m2 -> f16 | wgmma.mma_async.sync.aligned.m64nNk32.f16.{e4m3,e5m2}.{e4m3,e5m2} | sm_90a |
 
 **A from registers** (16-bit atoms, ``data["a_registers"]``; action ``wg_mma_rs``, op ``cute_nvgpu.wgmma_rs``, inline
 PTX: MLIR 22's ``nvvm.wgmma.mma_async`` takes A by descriptor only): ``wgmma.mma_async.sync.aligned.m64nNk16.<d>.f16.f16
@@ -54,6 +55,7 @@ ATOMS = {
     "mma.sm90a.m64nNk8.tf32.f32": (("tf32",), "f32", 8, False),
     "mma.sm90a.m64nNk32.i8.i32": (("i8",), "i32", 32, False),
     "mma.sm90a.m64nNk32.f8.f32": (("f8E4M3FN", "f8E5M2"), "f32", 32, False),
+    "mma.sm90a.m64nNk32.f8.f16": (("f8E4M3FN", "f8E5M2"), "f16", 32, False),
 }
 PRIORITY = 20  # above the mma.sync atoms on sm_90a
 SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
