@@ -1,0 +1,655 @@
+"""Round 4b of kernels written the way an outside cuTile author writes them: the matmul / attention family in
+the style of NVIDIA's TileGym kernels (LLM workloads): 2-D swizzled block ids, static persistent loops over
+``ct.num_blocks``, batched / grouped GEMMs (lists of arrays walked by ``ct.static_iter``), split-K with a
+reduce kernel, fused epilogues (bias, activation, scales, casts to f16 / bf16 / f8), flash attention with
+``exp2`` and ``qk_scale * log2(e)``, masking of the last partial K tile, GQA heads, split-KV decode with a
+combine kernel, MLA-style decode (two products into one score tile), backward attention, chunked linear
+attention, block-scaled FP8 through gathers, ``ct.mma`` into several accumulator types, ``@``, operands
+transposed in registers (``ct.transpose`` / ``ct.permute`` of loaded tiles), kernel hints (``occupancy``,
+``num_ctas``, ``ct.ByTarget``) and ``latency`` / ``allow_tma`` on loads and stores.
+
+Each kernel is this file's own code. Each runs on sm_80 / sm_90a / sm_100a in the CPU emulator
+(``tilecore.cutile.launch`` on numpy arrays) against a float64 numpy reference, on sizes that are not tile
+multiples; where the dtypes allow, the test also asserts the tensor-core path of each target in the PTX
+(``mma.sync`` on sm_80, ``wgmma.mma_async`` on sm_90a, ``tcgen05.mma`` on sm_100a). A kernel that found a
+bug says so in its test.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+ct = pytest.importorskip("cuda.tile")
+pytest.importorskip("tilecore_tileas")
+
+import tilecore.cutile as tc  # noqa: E402
+from tilecore.narrow_floats import decode, encode  # noqa: E402
+
+SMS = ["sm_80", "sm_90a", "sm_100a"]
+Z = ct.PaddingMode.ZERO
+ConstInt = ct.Constant[int]
+ConstBool = ct.Constant[bool]
+LOG2E = 1.0 / math.log(2.0)
+MMA_OP = {"sm_80": "mma.sync", "sm_90a": "wgmma.mma_async", "sm_100a": "tcgen05.mma"}
+
+
+def _rng(seed):
+    return np.random.default_rng(seed)
+
+
+def _run(sm, grid, kernel, args, rows=64):
+    """Launch ``kernel`` in the emulator for ``sm``; unless ``rows`` is None, assert the target's tensor-core op
+    in its PTX (``rows``: the M of its products; a wgmma is 64 rows, sm_90a keeps narrower tiles on mma.sync)."""
+    tc.launch(None, grid, kernel, args, gpu_name=sm)
+    if rows is not None:
+        op = "mma.sync" if sm == "sm_90a" and rows < 64 else MMA_OP[sm]
+        ptx = tc.compile(kernel, args, gpu_name=sm).ptx
+        assert op in ptx, f"{sm}: no {op} in the PTX of {kernel}"
+
+
+def _close(got, want, dtype):
+    """assert_allclose with tolerances by the operand / output dtype."""
+    tol = {"f32": (1e-4, 1e-4), "tf32": (2e-2, 3e-2), "f16": (5e-3, 5e-3), "bf16": (2e-2, 3e-2),
+           "f8": (6e-2, 1e-1), "f64": (1e-10, 1e-10)}[dtype]
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=tol[0], atol=tol[1])
+
+
+def _bf16_bits(x):
+    """float ``x`` rounded to nearest-even bf16, as uint16 codes."""
+    b = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def _bf16_value(bits):
+    return (np.asarray(bits, np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+
+
+def _f8_codes(x, fmt="f8E4M3FN"):
+    return np.vectorize(lambda v: encode(float(v), fmt), otypes=[np.uint8])(x)
+
+
+def _f8_value(codes, fmt="f8E4M3FN"):
+    return np.vectorize(lambda c: decode(int(c), fmt), otypes=[np.float64])(codes)
+
+
+def _f16(rng, *shape, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(np.float16)
+
+
+def _swizzled(tile_id, M, N, TM: int, TN: int, GROUP: int):
+    """Tile ``tile_id`` of an M x N output in grouped (L2-friendly) order: GROUP row-tiles per column sweep."""
+    rows = ct.cdiv(M, TM)
+    per_group = GROUP * ct.cdiv(N, TN)
+    first = (tile_id // per_group) * GROUP
+    height = ct.minimum(rows - first, GROUP)
+    return first + tile_id % height, (tile_id % per_group) // height
+
+
+def _swizzled_ref(tile_id, M, N, TM, TN, GROUP):
+    rows = -(-M // TM)
+    per_group = GROUP * -(-N // TN)
+    first = (tile_id // per_group) * GROUP
+    height = min(rows - first, GROUP)
+    return first + tile_id % height, (tile_id % per_group) // height
+
+
+# ------------------------------------------------------------------------------ swizzled matmul, load latencies, f16 out
+@ct.kernel(occupancy=2)
+def mm_swizzled(A, B, C, TM: ConstInt, TN: ConstInt, TK: ConstInt, GROUP: ConstInt):
+    bm, bn = _swizzled(ct.bid(0), A.shape[0], B.shape[1], TM, TN, GROUP)
+    acc = ct.full((TM, TN), 0.0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
+        a = ct.load(A, index=(bm, k), shape=(TM, TK), padding_mode=Z, latency=3)
+        b = ct.load(B, index=(k, bn), shape=(TK, TN), padding_mode=Z, latency=5)
+        acc = ct.mma(a, b, acc=acc)
+    ct.store(C, index=(bm, bn), tile=ct.astype(acc, C.dtype), latency=2)
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_swizzled_matmul_with_latency_hints(sm):
+    rng = _rng(1)
+    m, n, k = 136, 40, 100
+    a, b = _f16(rng, m, k), _f16(rng, k, n)
+    c = np.zeros((m, n), np.float16)
+    tiles = -(-m // 64) * -(-n // 32)
+    assert sorted(_swizzled_ref(t, m, n, 64, 32, 2) for t in range(tiles)) == [(i, j) for i in range(3) for j in range(2)]
+    _run(sm, (tiles,), mm_swizzled, (a, b, c, 64, 32, 32, 2))
+    _close(c, a.astype(np.float64) @ b, "f16")
+
+
+# ------------------------------------------------------------------------------ static persistent, operands transposed
+@ct.kernel(num_ctas=ct.ByTarget(sm_100=2, default=1))
+def mm_persistent_t(A, B, C, M: int, N: int, K: int, TM: ConstInt, TN: ConstInt, TK: ConstInt,
+                    TRANS_A: ConstBool, TRANS_B: ConstBool):
+    tiles = ct.cdiv(M, TM) * ct.cdiv(N, TN)
+    for t in range(ct.bid(0), tiles, ct.num_blocks(0)):
+        bm, bn = _swizzled(t, M, N, TM, TN, 2)
+        acc = ct.zeros((TM, TN), dtype=ct.float32)
+        for k in range(ct.cdiv(K, TK)):
+            if TRANS_A:  # A stored K x M
+                a = ct.transpose(ct.load(A, index=(k, bm), shape=(TK, TM), padding_mode=Z, latency=4))
+            else:
+                a = ct.load(A, index=(bm, k), shape=(TM, TK), padding_mode=Z)
+            if TRANS_B:  # B stored N x K (a weight matrix)
+                b = ct.transpose(ct.load(B, index=(bn, k), shape=(TN, TK), padding_mode=Z, latency=4))
+            else:
+                b = ct.load(B, index=(k, bn), shape=(TK, TN), padding_mode=Z)
+            acc = ct.mma(a, b, acc)
+        ct.store(C, index=(bm, bn), tile=acc.astype(C.dtype))
+
+
+@pytest.mark.parametrize("sm", SMS)
+@pytest.mark.parametrize("ta,tb", [(False, True), (True, False), (True, True)])
+def test_persistent_matmul_with_operands_transposed_in_registers(sm, ta, tb):
+    rng = _rng(2)
+    m, n, k = 72, 40, 100
+    a, b = _f16(rng, m, k), _f16(rng, k, n)
+    c = np.zeros((m, n), np.float32)
+    aa = np.ascontiguousarray(a.T) if ta else a
+    bb = np.ascontiguousarray(b.T) if tb else b
+    _run(sm, (3,), mm_persistent_t, (aa, bb, c, m, n, k, 64, 32, 32, ta, tb))
+    _close(c, a.astype(np.float64) @ b, "f16")
+
+
+# ------------------------------------------------------------------------------ batched matmul: 3-D tiles, permute of B
+@ct.kernel
+def bmm_persistent(A, B, C, BATCH: int, TM: ConstInt, TN: ConstInt, TK: ConstInt, TRANS_B: ConstBool):
+    M, N, K = A.shape[1], C.shape[2], A.shape[2]
+    per_batch = ct.cdiv(M, TM) * ct.cdiv(N, TN)
+    for t in range(ct.bid(0), BATCH * per_batch, ct.num_blocks(0)):
+        q = t // per_batch
+        bm, bn = _swizzled(t % per_batch, M, N, TM, TN, 4)
+        acc = ct.full((TM, TN), 0.0, dtype=ct.float32)
+        for k in range(ct.cdiv(K, TK)):
+            a3 = ct.load(A, index=(q, bm, k), shape=(1, TM, TK), order=(0, 1, 2), padding_mode=Z, latency=3)
+            if TRANS_B:
+                b3 = ct.permute(ct.load(B, index=(q, bn, k), shape=(1, TN, TK), padding_mode=Z, latency=3), (0, 2, 1))
+            else:
+                b3 = ct.load(B, index=(q, k, bn), shape=(1, TK, TN), padding_mode=Z, latency=3)
+            acc = ct.mma(ct.reshape(a3, (TM, TK)), ct.reshape(b3, (TK, TN)), acc=acc)
+        out = ct.reshape(ct.astype(acc, C.dtype), (1, TM, TN))
+        ct.store(C, index=(q, bm, bn), tile=out, order=(0, 1, 2), latency=3)
+
+
+@pytest.mark.parametrize("sm", SMS)
+@pytest.mark.parametrize("tb", [False, True])
+def test_persistent_bmm_with_3d_tiles(sm, tb):
+    rng = _rng(3)
+    q, m, n, k = 3, 40, 24, 72
+    a = rng.standard_normal((q, m, k)).astype(np.float16)
+    b = rng.standard_normal((q, k, n)).astype(np.float16)
+    c = np.zeros((q, m, n), np.float16)
+    bb = np.ascontiguousarray(np.swapaxes(b, 1, 2)) if tb else b
+    _run(sm, (4,), bmm_persistent, (a, bb, c, q, 32, 16, 32, tb), rows=32)
+    _close(c, a.astype(np.float64) @ b, "f16")
+
+
+# ------------------------------------------------------------------------------ grouped GEMM over lists of arrays
+@ct.kernel
+def group_gemm(As, Bs, Cs, G: ConstInt, TM: ConstInt, TN: ConstInt, TK: ConstInt, PROGRAMS: ConstInt, TRANS_B: ConstBool):
+    tile = ct.bid(0)
+    done = 0
+    for g in ct.static_iter(range(G)):  # cuTile 1.x: no len() of a list argument
+        a_g, b_g, c_g = As[g], Bs[g], Cs[g]
+        rows = ct.num_tiles(a_g, 0, (TM, TK))
+        ks = ct.num_tiles(a_g, 1, (TM, TK))
+        if TRANS_B:
+            cols = ct.num_tiles(b_g, 0, (TN, TK))
+        else:
+            cols = ct.num_tiles(b_g, 1, (TK, TN))
+        count = rows * cols
+        while tile >= done and tile < done + count:
+            local = tile - done
+            i, j = local // cols, local % cols
+            acc = ct.zeros((TM, TN), dtype=ct.float32)
+            for kk in range(ks):
+                ta = ct.load(a_g, (i, kk), shape=(TM, TK), padding_mode=Z)
+                if TRANS_B:
+                    tb = ct.transpose(ct.load(b_g, (j, kk), shape=(TN, TK), padding_mode=Z))
+                else:
+                    tb = ct.load(b_g, (kk, j), shape=(TK, TN), padding_mode=Z)
+                acc = ct.mma(ta, tb, acc)
+            ct.store(c_g, (i, j), tile=ct.astype(acc, c_g.dtype))
+            tile += PROGRAMS
+        done = done + count
+
+
+@pytest.mark.parametrize("sm", SMS)
+@pytest.mark.parametrize("tb", [False, True])
+def test_grouped_gemm_over_lists_of_arrays(sm, tb):
+    rng = _rng(4)
+    shapes = [(40, 24, 50), (20, 40, 36), (33, 17, 70)]  # (M, N, K) per group, none a tile multiple
+    As = [_f16(rng, m, k) for m, n, k in shapes]
+    Bs = [_f16(rng, k, n) for m, n, k in shapes]
+    Cs = [np.zeros((m, n), np.float32) for m, n, k in shapes]
+    Bk = [np.ascontiguousarray(b.T) for b in Bs] if tb else Bs
+    programs = 3
+    _run(sm, (programs,), group_gemm, (As, Bk, Cs, len(As), 32, 16, 32, programs, tb), rows=32)
+    for a, b, c in zip(As, Bs, Cs):
+        _close(c, a.astype(np.float64) @ b, "f16")
+
+
+# ------------------------------------------------------------------------------ split-K into a workspace + reduce kernel
+@ct.kernel
+def mm_split_k_partial(A, B, W, TM: ConstInt, TN: ConstInt, TK: ConstInt, K_PER_SPLIT: ConstInt):
+    bm, bn, s = ct.bid(0), ct.bid(1), ct.bid(2)
+    acc = ct.zeros((TM, TN), dtype=ct.float32)
+    first = s * (K_PER_SPLIT // TK)
+    last = ct.minimum(first + K_PER_SPLIT // TK, ct.cdiv(A.shape[1], TK))
+    for k in range(first, last):
+        acc = ct.mma(ct.load(A, (bm, k), (TM, TK), padding_mode=Z), ct.load(B, (k, bn), (TK, TN), padding_mode=Z),
+                     acc)
+    ct.store(W, (s, bm, bn), acc.reshape((1, TM, TN)))
+
+
+@ct.kernel
+def split_k_reduce_epilogue(W, Bias, C, SPLITS: ConstInt, TM: ConstInt, TN: ConstInt):
+    bm, bn = ct.bid(0), ct.bid(1)
+    parts = ct.load(W, (0, bm, bn), (SPLITS, TM, TN), padding_mode=Z)
+    acc = ct.sum(parts, axis=0)
+    bias = ct.load(Bias, (bn,), (TN,), padding_mode=Z)
+    y = ct.maximum(acc + bias[None, :], 0.0)
+    ct.store(C, (bm, bn), ct.astype(y, ct.float16))
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_split_k_workspace_and_reduce_kernel(sm):
+    rng = _rng(5)
+    m, n, k = 72, 40, 100
+    a, b = _f16(rng, m, k), _f16(rng, k, n)
+    bias = rng.standard_normal(n).astype(np.float32)
+    splits, per = 2, 64
+    w = np.full((splits, m, n), np.nan, np.float32)
+    c = np.zeros((m, n), np.float16)
+    _run(sm, (2, 2, splits), mm_split_k_partial, (a, b, w, 64, 32, 32, per))
+    want_parts = [a[:, s * per:(s + 1) * per].astype(np.float64) @ b[s * per:(s + 1) * per] for s in range(splits)]
+    _close(w, np.stack(want_parts), "f16")
+    _run(sm, (2, 2), split_k_reduce_epilogue, (w, bias, c, splits, 64, 32), rows=None)
+    _close(c, np.maximum(a.astype(np.float64) @ b + bias, 0), "f16")
+
+
+# ------------------------------------------------------------------------------ attention references
+def _softmax_rows(s):
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return p / p.sum(-1, keepdims=True)
+
+
+def _attention_ref(q, k, v, scale, causal, offset=0):
+    """softmax(q k^T * scale) v in float64 over the last two axes; causal: query i (at position i + offset) sees
+    keys 0 .. i + offset."""
+    s = q.astype(np.float64) @ np.swapaxes(k.astype(np.float64), -1, -2) * scale
+    if causal:
+        i = np.arange(s.shape[-2])[:, None] + offset
+        s = np.where(np.arange(s.shape[-1])[None, :] <= i, s, -np.inf)
+    return _softmax_rows(s) @ v.astype(np.float64), s
+
+
+# ------------------------------------------------------------------------------ flash attention forward (exp2, GQA, LSE)
+@ct.kernel(occupancy=2)
+def fmha_fwd(Q, K, V, Out, Lse, qk_scale: float, input_pos: int, D: ConstInt, H: ConstInt, TM: ConstInt,
+             TN: ConstInt, GROUP: ConstInt, CAUSAL: ConstBool, EVEN_K: ConstBool):
+    bx, bhz = ct.bid(0), ct.bid(1)
+    batch, head = bhz // H, bhz % H
+    kv_head = head // GROUP
+    scale2 = qk_scale * LOG2E
+    rows = (bx * TM + ct.arange(TM, dtype=ct.int32) + input_pos)[:, None]
+    cols0 = ct.arange(TN, dtype=ct.int32)[None, :]
+    m_i = ct.full((TM, 1), -math.inf, dtype=ct.float32)
+    l_i = ct.full((TM, 1), 0.0, dtype=ct.float32)
+    acc = ct.full((TM, D), 0.0, dtype=ct.float32)
+    q = ct.load(Q, index=(batch, head, bx, 0), shape=(1, 1, TM, D), padding_mode=Z).reshape((TM, D))
+    n_keys = K.shape[2]
+    if CAUSAL:
+        last = ct.minimum(input_pos + (bx + 1) * TM, n_keys)
+        first_masked = ct.minimum((input_pos + bx * TM) // TN, n_keys // TN)
+    else:
+        last = n_keys
+        first_masked = n_keys // TN
+    for j in range(0, ct.cdiv(last, TN)):
+        kt = ct.load(K, index=(batch, kv_head, 0, j), shape=(1, 1, D, TN), order=(0, 1, 3, 2), padding_mode=Z,
+                     latency=2).reshape((D, TN))
+        s = ct.mma(q, kt, ct.full((TM, TN), 0.0, dtype=ct.float32))
+        if (CAUSAL or not EVEN_K) and j >= first_masked:
+            cols = j * TN + cols0
+            keep = ct.full((TM, TN), True, dtype=ct.bool_)
+            if not EVEN_K:
+                keep = keep & (cols < n_keys)
+            if CAUSAL:
+                keep = keep & (rows >= cols)
+            s = s + ct.where(keep, 0.0, -math.inf)
+        m_new = ct.maximum(m_i, ct.max(s, axis=-1, keepdims=True) * scale2)
+        p = ct.exp2(s * scale2 - m_new, flush_to_zero=True)
+        alpha = ct.exp2(m_i - m_new, flush_to_zero=True)
+        l_i = l_i * alpha + ct.sum(p, axis=-1, keepdims=True)
+        v = ct.load(V, index=(batch, kv_head, j, 0), shape=(1, 1, TN, D), padding_mode=Z, latency=4).reshape((TN, D))
+        acc = ct.mma(p.astype(Q.dtype), v, acc * alpha)
+        m_i = m_new
+    out = ct.truediv(acc, l_i, flush_to_zero=True, rounding_mode=ct.RoundingMode.APPROX)
+    ct.store(Out, index=(batch, head, bx, 0), tile=out.reshape((1, 1, TM, D)).astype(Out.dtype))
+    lse = (m_i + ct.log2(l_i)).reshape((TM,))
+    at = (batch * H + head) * Q.shape[2] + bx * TM + ct.arange(TM, dtype=ct.int32)
+    ct.scatter(Lse, at, lse, mask=(bx * TM + ct.arange(TM, dtype=ct.int32)) < Q.shape[2])
+
+
+@pytest.mark.parametrize("sm", SMS)
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_attention_forward_exp2_gqa(sm, causal):
+    rng = _rng(10)
+    b, h, hkv, s, d = 1, 4, 2, 72, 32
+    q = _f16(rng, b, h, s, d)
+    k = _f16(rng, b, hkv, s, d)
+    v = _f16(rng, b, hkv, s, d)
+    out = np.zeros((b, h, s, d), np.float16)
+    lse = np.full(b * h * s, 7.0, np.float32)
+    scale = 1 / math.sqrt(d)
+    _run(sm, (-(-s // 64), b * h), fmha_fwd, (q, k, v, out, lse, scale, 0, d, h, 64, 32, h // hkv, causal, s % 32 == 0))
+    kk, vv = np.repeat(k, h // hkv, 1), np.repeat(v, h // hkv, 1)
+    want, logits = _attention_ref(q, kk, vv, scale, causal)
+    _close(out, want, "f16")
+    want_lse = np.log2(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1)) + logits.max(-1) * LOG2E
+    np.testing.assert_allclose(lse, want_lse.reshape(-1), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_flash_attention_prefill_with_cached_prefix(sm):
+    """Queries at positions input_pos .. input_pos + S - 1 over input_pos + S keys (a KV cache prefix)."""
+    rng = _rng(11)
+    b, h, s, pos, d = 2, 1, 40, 30, 16
+    q = _f16(rng, b, h, s, d)
+    k = _f16(rng, b, h, s + pos, d)
+    v = _f16(rng, b, h, s + pos, d)
+    out = np.zeros((b, h, s, d), np.float32)
+    lse = np.zeros(b * h * s, np.float32)
+    _run(sm, (1, b * h), fmha_fwd, (q, k, v, out, lse, 0.3, pos, d, h, 64, 32, 1, True, False))
+    want, _ = _attention_ref(q, k, v, 0.3, True, offset=pos)
+    _close(out, want, "f16")
+
+
+# ------------------------------------------------------------------------------ split-KV decode + LSE combine kernel
+@ct.kernel
+def decode_split_kv(Q, K, V, Mid, MidLse, sm_scale: float, S_KV: int, D: ConstInt, TN: ConstInt,
+                    PER_SPLIT: ConstInt, QPK: ConstInt, G: ConstInt):
+    b, kvh, split = ct.bid(0), ct.bid(1), ct.bid(2)
+    scale2 = sm_scale * LOG2E
+    # the QPK query heads of this KV head, padded to G rows; the product is kept transposed: (D, G)
+    q = ct.transpose(ct.load(Q, index=(b, kvh, 0, 0), shape=(1, 1, G, D), padding_mode=Z).reshape((G, D)))
+    start = split * PER_SPLIT
+    stop = ct.minimum(start + PER_SPLIT, S_KV)
+    m_i = ct.full((G,), -math.inf, dtype=ct.float32)
+    l_i = ct.full((TN, G), 0.0, dtype=ct.float32)
+    acc = ct.zeros((D, G), dtype=ct.float32)
+    offs = ct.arange(TN, dtype=ct.int32)
+    if stop > start:
+        for t in range(ct.cdiv(PER_SPLIT, TN)):
+            tile = start // TN + t
+            kt = ct.load(K, index=(b, kvh, tile, 0), shape=(1, 1, TN, D), padding_mode=Z, allow_tma=True)
+            s = ct.matmul(kt.reshape((TN, D)), q)  # (TN, G)
+            if tile * TN + TN > stop:
+                s = ct.where((tile * TN + offs[:, None]) < stop, s, -1.0e6)
+            s = s * scale2
+            m_new = ct.maximum(m_i, ct.max(s, 0))
+            p = ct.exp2(s - m_new[None, :])
+            alpha = ct.exp2(m_i - m_new)
+            l_i = l_i * alpha[None, :] + p
+            vt = ct.transpose(ct.load(V, index=(b, kvh, tile, 0), shape=(1, 1, TN, D), padding_mode=Z).reshape((TN, D)))
+            acc = ct.mma(vt, p.astype(q.dtype), acc=acc * alpha[None, :])
+            m_i = m_new
+    l_sum = ct.sum(l_i, 0)
+    out = ct.transpose(ct.truediv(acc, l_sum[None, :], flush_to_zero=True, rounding_mode=ct.RoundingMode.APPROX))
+    heads = ct.arange(G, dtype=ct.int32)[:, None]
+    dims = ct.arange(D, dtype=ct.int32)[None, :]
+    ct.scatter(Mid, (b, kvh * QPK + heads, split, dims), out.astype(Mid.dtype), mask=heads < QPK, latency=1)
+    g1 = ct.arange(G, dtype=ct.int32)
+    ct.scatter(MidLse, (b, kvh * QPK + g1, split), m_i + ct.log2(l_sum), mask=g1 < QPK, latency=1)
+
+
+@ct.kernel(occupancy=ct.ByTarget(sm_80=2, default=4))
+def decode_combine(Mid, MidLse, Out, SPLITS_P2: ConstInt, TD: ConstInt, USE_MMA: ConstBool):
+    b, h, dt = ct.bid(0), ct.bid(1), ct.bid(2)
+    parts = ct.load(Mid, (b, h, 0, dt), shape=(1, 1, SPLITS_P2, TD), padding_mode=Z, latency=2, allow_tma=True)
+    parts = parts.reshape((SPLITS_P2, TD)).astype(ct.float32)
+    lse = ct.gather(MidLse, (b, h, ct.arange(SPLITS_P2, dtype=ct.int32)), padding_value=-math.inf)
+    w = ct.exp2(lse - ct.max(lse))
+    if USE_MMA:  # a one-row product: (1, SPLITS) x (SPLITS, TD)
+        num = ct.extract(ct.mma(w[None, :], parts, ct.zeros((1, TD), dtype=ct.float32)), (0, 0), shape=(1, TD))
+        num = num.reshape((TD,))
+    else:
+        num = ct.sum(parts * w.reshape((SPLITS_P2, 1)), axis=0)
+    ct.store(Out, index=(b, h, dt), tile=(num / ct.sum(w)).astype(Out.dtype).reshape((1, 1, TD)), latency=2)
+
+
+@pytest.mark.parametrize("sm", SMS)
+@pytest.mark.parametrize("use_mma", [False, True])
+def test_split_kv_decode_and_combine(sm, use_mma):
+    rng = _rng(12)
+    b, hq, hkv, s, d = 2, 6, 2, 100, 32
+    qpk, g, tn, per = hq // hkv, 8, 16, 32
+    splits = -(-s // per)
+    q = _f16(rng, b, hq, d)
+    k = _f16(rng, b, hkv, s, d)
+    v = _f16(rng, b, hkv, s, d)
+    mid = np.zeros((b, hq, splits, d), np.float32)
+    mid_lse = np.zeros((b, hq, splits), np.float32)
+    scale = 1 / math.sqrt(d)
+    _run(sm, (b, hkv, splits), decode_split_kv,
+         (q.reshape(b, hkv, qpk, d), k, v, mid, mid_lse, scale, s, d, tn, per, qpk, g), rows=None)
+    kk, vv = np.repeat(k, qpk, 1), np.repeat(v, qpk, 1)
+    for sp in range(splits):
+        part, logits = _attention_ref(q[:, :, None], kk[:, :, sp * per:(sp + 1) * per], vv[:, :, sp * per:(sp + 1) * per],
+                                      scale, False)
+        _close(mid[:, :, sp], part[:, :, 0], "f16")
+        lse = np.log(np.exp(logits).sum(-1))[:, :, 0] * LOG2E
+        np.testing.assert_allclose(mid_lse[:, :, sp], lse, rtol=1e-3, atol=1e-3)
+    out = np.zeros((b, hq, d), np.float16)
+    _run(sm, (b, hq, 1), decode_combine, (mid, mid_lse, out, 4, d, use_mma), rows=None)
+    want, _ = _attention_ref(q[:, :, None], kk, vv, scale, False)
+    _close(out, want[:, :, 0], "f16")
+
+
+# ------------------------------------------------------------------------------ MLA decode: two products into one score
+@ct.kernel(occupancy=2)
+def mla_decode(Q, QPE, KV, KPE, Out, sm_scale: float, S_KV: int, TD: ConstInt, TH: ConstInt, TN: ConstInt,
+               TPE: ConstInt, EVEN_N: ConstBool):
+    hx, b = ct.bid(0), ct.bid(1)
+    scale2 = sm_scale * LOG2E
+    q = ct.load(Q, index=(b, 0, hx), shape=(1, TD, TH), order=(0, 2, 1), padding_mode=Z, latency=2).reshape((TD, TH))
+    qpe = ct.load(QPE, index=(b, 0, hx), shape=(1, TPE, TH), order=(0, 2, 1), padding_mode=Z).reshape((TPE, TH))
+    m_i = ct.full((TH,), -math.inf, dtype=ct.float32)
+    l_i = ct.full((TN, TH), 0.0, dtype=ct.float32)
+    acc = ct.zeros((TD, TH), dtype=ct.float32)
+    offs = ct.arange(TN, dtype=ct.int32)
+    full_end = S_KV // TN * TN
+    tile = 0
+    for n0 in range(0, S_KV, TN):
+        kv = ct.load(KV, index=(b, tile, 0), shape=(1, TN, TD), padding_mode=Z, latency=2).reshape((TN, TD))
+        s = ct.mma(kv, q, ct.full((TN, TH), 0.0, dtype=ct.float32))
+        kpe = ct.load(KPE, index=(b, tile, 0), shape=(1, TN, TPE), padding_mode=Z).reshape((TN, TPE))
+        s = ct.mma(kpe, qpe, s)
+        if not EVEN_N and n0 >= full_end:
+            s = ct.where((n0 + offs[:, None]) < S_KV, s, -1.0e6)
+        m_new = ct.maximum(m_i, ct.max(s, 0) * scale2)
+        p = ct.exp2(s * scale2 - m_new[None, :])
+        alpha = ct.exp2(m_i - m_new)
+        l_i = l_i * alpha[None, :] + p
+        # the values are the same latent rows, read as (TN, 1, TD) through a (S, B, D) order
+        v = ct.load(KV, index=(tile, b, 0), shape=(TN, 1, TD), order=(1, 0, 2), padding_mode=Z).reshape((TN, TD))
+        acc = ct.mma(ct.transpose(v, axis0=1, axis1=0), p.astype(Q.dtype), acc * alpha[None, :])
+        m_i = m_new
+        tile += 1
+    out = ct.transpose(acc / ct.sum(l_i, 0)[None, :])
+    ct.store(Out, index=(b, hx, 0), tile=out.astype(Out.dtype).reshape((1, TH, TD)))
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_mla_decode_two_products_one_score(sm):
+    rng = _rng(13)
+    b, heads, s, d, pe = 2, 12, 50, 32, 16
+    q, qpe = _f16(rng, b, heads, d), _f16(rng, b, heads, pe)
+    kv, kpe = _f16(rng, b, s, d), _f16(rng, b, s, pe)
+    out = np.zeros((b, heads, d), np.float32)
+    scale = 1 / math.sqrt(d + pe)
+    _run(sm, (-(-heads // 16), b), mla_decode, (q, qpe, kv, kpe, out, scale, s, d, 16, 32, pe, s % 32 == 0),
+         rows=32)
+    logits = (q.astype(np.float64) @ np.swapaxes(kv, 1, 2) + qpe.astype(np.float64) @ np.swapaxes(kpe, 1, 2)) * scale
+    _close(out, _softmax_rows(logits) @ kv.astype(np.float64), "f16")
+
+
+# ------------------------------------------------------------------------------ attention backward: dK / dV (GQA group loop)
+@ct.kernel(occupancy=2)
+def fmha_bwd_dkdv(Q, K, V, dO, dK, dV, Lse, Delta, qk_scale: float, D: ConstInt, HQ: ConstInt, S: ConstInt,
+                  TM: ConstInt, TN: ConstInt, GROUP: ConstInt, CAUSAL: ConstBool):
+    bn, kvh = ct.bid(0), ct.bid(1)
+    scale2 = qk_scale * LOG2E
+    dk = ct.full((TN, D), 0.0, dtype=ct.float32)
+    dv = ct.full((TN, D), 0.0, dtype=ct.float32)
+    k = ct.load(K, index=(0, kvh, bn, 0), shape=(1, 1, TN, D), padding_mode=Z, latency=2).reshape((TN, D))
+    v = ct.load(V, index=(0, kvh, bn, 0), shape=(1, 1, TN, D), padding_mode=Z, latency=2).reshape((TN, D))
+    key_pos = (bn * TN + ct.arange(TN, dtype=ct.int32))[:, None]
+    start = bn * TN // TM if CAUSAL else 0
+    for g in range(GROUP):
+        qh = kvh * GROUP + g
+        for mi in range(start, ct.cdiv(S, TM)):
+            q = ct.load(Q, index=(0, qh, mi, 0), shape=(1, 1, TM, D), padding_mode=Z).reshape((TM, D))
+            do = ct.load(dO, index=(0, qh, mi, 0), shape=(1, 1, TM, D), padding_mode=Z, latency=3).reshape((TM, D))
+            at = qh * S + mi * TM + ct.arange(TM, dtype=ct.int32)
+            inside = (mi * TM + ct.arange(TM, dtype=ct.int32)) < S
+            lse = ct.gather(Lse, at, mask=inside, padding_value=math.inf)
+            delta = ct.gather(Delta, at, mask=inside)
+            st = ct.mma(k, q.permute((1, 0)), ct.full((TN, TM), 0.0, dtype=ct.float32))  # S^T
+            pt = ct.exp2(st * scale2 - lse[None, :], flush_to_zero=True)
+            if CAUSAL:
+                q_pos = (mi * TM + ct.arange(TM, dtype=ct.int32))[None, :]
+                pt = ct.where(key_pos <= q_pos, pt, 0.0)
+            dv = ct.mma(pt.astype(Q.dtype), do, dv)
+            dpt = ct.mma(v, do.permute((1, 0)), ct.full((TN, TM), 0.0, dtype=ct.float32))
+            dst = pt * (dpt - delta[None, :])
+            dk = ct.mma(dst.astype(Q.dtype), q, dk)
+    ct.store(dK, index=(0, kvh, bn, 0), tile=(dk * qk_scale).reshape((1, 1, TN, D)).astype(dK.dtype))
+    ct.store(dV, index=(0, kvh, bn, 0), tile=dv.reshape((1, 1, TN, D)).astype(dV.dtype))
+
+
+@pytest.mark.parametrize("sm", SMS)
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_backward_dk_dv(sm, causal):
+    rng = _rng(14)
+    h, hkv, s, d = 2, 1, 40, 16
+    q, k, v, do = _f16(rng, 1, h, s, d), _f16(rng, 1, hkv, s, d), _f16(rng, 1, hkv, s, d), _f16(rng, 1, h, s, d)
+    scale = 1 / math.sqrt(d)
+    kk, vv = np.repeat(k, h, 1).astype(np.float64), np.repeat(v, h, 1).astype(np.float64)
+    o, logits = _attention_ref(q, kk, vv, scale, causal)
+    lse = (np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1)) + logits.max(-1)) * LOG2E
+    delta = (o * do).sum(-1)
+    dk, dv = np.zeros((1, hkv, s, d), np.float32), np.zeros((1, hkv, s, d), np.float32)
+    _run(sm, (-(-s // 32), hkv), fmha_bwd_dkdv,
+         (q, k, v, do, dk, dv, lse.reshape(-1).astype(np.float32), delta.reshape(-1).astype(np.float32), scale, d, h,
+          s, 32, 32, h // hkv, causal), rows=32)
+    p = _softmax_rows(logits)
+    dp = do.astype(np.float64) @ np.swapaxes(vv, -1, -2)
+    ds = p * (dp - delta[..., None])
+    want_dv = (np.swapaxes(p, -1, -2) @ do.astype(np.float64)).sum(1, keepdims=True)
+    want_dk = (np.swapaxes(ds, -1, -2) @ q.astype(np.float64)).sum(1, keepdims=True) * scale
+    np.testing.assert_allclose(dv, want_dv, rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(dk, want_dk, rtol=2e-2, atol=2e-2)
+
+
+# ------------------------------------------------------------------------------ ct.mma into every accumulator type
+@ct.kernel
+def mma_acc_types(A, B, C, TM: ConstInt, TN: ConstInt, TK: ConstInt, OPERAND: ConstInt):
+    bm, bn = ct.bid(0), ct.bid(1)
+    acc = ct.zeros((TM, TN), dtype=C.dtype)
+    for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
+        a = ct.load(A, (bm, k), (TM, TK), padding_mode=Z)
+        b = ct.load(B, (k, bn), (TK, TN), padding_mode=Z)
+        if OPERAND == 1:  # f32 arrays into tf32 operands
+            a, b = a.astype(ct.tfloat32), b.astype(ct.tfloat32)
+        elif OPERAND == 2:  # uint8 codes read as e4m3
+            a, b = ct.bitcast(a, ct.float8_e4m3fn), ct.bitcast(b, ct.float8_e4m3fn)
+        elif OPERAND == 3:  # uint8 codes read as e5m2
+            a, b = ct.bitcast(a, ct.float8_e5m2), ct.bitcast(b, ct.float8_e5m2)
+        acc = ct.mma(a, b, acc)
+    ct.store(C, (bm, bn), acc)
+
+
+def _f8_operand(rng, shape, fmt="f8E4M3FN"):
+    vals = np.round(rng.uniform(-4, 4, shape) * 2) / 2  # exact in e4m3 and e5m2
+    return _f8_codes(vals, fmt), vals
+
+
+@pytest.mark.parametrize("sm", SMS)
+@pytest.mark.parametrize("case", ["f16-f16", "f16-f32", "tf32-f32", "i8-i32", "u8-i32", "f64-f64", "e4m3-f32",
+                                  "e4m3-f16", "e5m2-f16"])
+def test_mma_into_each_accumulator_type(sm, case):
+    """e4m3 / e5m2 x e4m3 / e5m2 into an f16 accumulator (``e4m3-f16``, ``e5m2-f16``) found that sm_90a had no
+    wgmma atom for it (``wgmma.mma_async ... m64nNk32.f16.e4m3.e4m3`` exists in the PTX ISA) and fell back to
+    CUDA-core FMAs: the right numbers without the tensor cores. Now ``mma.sm90a.m64nNk32.f8.f16``."""
+    rng = _rng(15)
+    m, n, k = 72, 40, 100
+    operand, accum = case.split("-")
+    code = {"tf32": 1, "e4m3": 2, "e5m2": 3}.get(operand, 0)
+    if operand in ("f16", "f64", "tf32"):
+        dt = {"f16": np.float16, "f64": np.float64, "tf32": np.float32}[operand]
+        a, b = rng.standard_normal((m, k)).astype(dt), rng.standard_normal((k, n)).astype(dt)
+        av, bv = a.astype(np.float64), b.astype(np.float64)
+    elif operand in ("e4m3", "e5m2"):
+        if sm == "sm_80":
+            pytest.skip("8-bit float MMA needs sm_89+")
+        fmt = "f8E4M3FN" if operand == "e4m3" else "f8E5M2"
+        (a, av), (b, bv) = _f8_operand(rng, (m, k), fmt), _f8_operand(rng, (k, n), fmt)
+    else:
+        dt = np.int8 if operand == "i8" else np.uint8
+        lo, hi = (-128, 128) if operand == "i8" else (0, 256)
+        a, b = rng.integers(lo, hi, (m, k)).astype(dt), rng.integers(-128, 128, (k, n)).astype(np.int8)
+        if operand == "u8":
+            b = rng.integers(0, 256, (k, n)).astype(np.uint8)
+        av, bv = a.astype(np.int64), b.astype(np.int64)
+    c = np.zeros((m, n), {"f16": np.float16, "f32": np.float32, "i32": np.int32, "f64": np.float64}[accum])
+    rows = None if operand == "f64" else 64
+    _run(sm, (2, 2), mma_acc_types, (a, b, c, 64, 32, 32, code), rows=rows)
+    want = av @ bv
+    if accum == "i32":
+        np.testing.assert_array_equal(c, want)
+    elif accum == "f16":
+        np.testing.assert_allclose(c.astype(np.float64), want, rtol=2e-2, atol=0.25)
+    else:
+        _close(c, want, {"f16": "f16", "tf32": "tf32", "f64": "f64", "e4m3": "f32"}[operand])
+
+
+# ------------------------------------------------------------------------------ the @ operator on tf32, result cast back
+def _mm_tf32(a, b):
+    """a @ b on the tensor cores for f32 tiles (tf32 operands), as f32."""
+    if a.dtype == ct.float32:
+        a = ct.astype(a, ct.tfloat32)
+    if b.dtype == ct.float32:
+        b = ct.astype(b, ct.tfloat32)
+    return ct.astype(a @ b, ct.float32)
+
+
+@ct.kernel
+def tril_inverse(A, Out, N: ConstInt, STEPS: ConstInt):
+    """(I - L)^-1 of a strictly lower-triangular L (nilpotent) by Neumann products: prod (I + L^(2^j))."""
+    b = ct.bid(0)
+    low = ct.load(A, (b, 0, 0), (1, N, N), padding_mode=Z).reshape((N, N))
+    i = ct.arange(N, dtype=ct.int32)
+    eye = ct.where(ct.expand_dims(i, axis=1) == ct.expand_dims(i, axis=0), 1.0, 0.0)
+    low = ct.where(ct.expand_dims(i, axis=1) > ct.expand_dims(i, axis=0), low, 0.0)
+    prod = eye + low
+    power = low
+    for _ in range(1, STEPS):
+        power = _mm_tf32(power, power)
+        prod = _mm_tf32(prod, eye + power)
+    ct.store(Out, (b, 0, 0), prod.reshape((1, N, N)))
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_tril_inverse_by_repeated_tf32_matmuls(sm):
+    rng = _rng(16)
+    n = 32
+    a = (rng.standard_normal((2, n, n)) * 0.1).astype(np.float32)
+    out = np.zeros_like(a)
+    _run(sm, (2,), tril_inverse, (a, out, n, 5), rows=32)
+    for x, got in zip(a, out):
+        low = np.tril(x.astype(np.float64), -1)
+        np.testing.assert_allclose(got, np.linalg.inv(np.eye(n) - low), rtol=1e-2, atol=1e-2)
