@@ -134,7 +134,7 @@ def test_reverse_scan_f64_and_loop_with_break():
 
 @pytest.mark.parametrize("gpu", ["sm_90a", "sm_100a"])
 def test_hand_written_kernels_compile_for_newer_targets(tmp_path, gpu):
-    for name in ("ints", "views"):
+    for name in ("ints", "views", "consts"):
         out = tmp_path / f"{name}.ptx"
         proc = run_cli("compile", os.path.join(DATA, f"{name}.cuda_tile.mlir"), "--gpu-name", gpu, "--emit", "ptx",
                        "-o", str(out), env={"TILECORE_NO_CACHE": "1"})
@@ -194,3 +194,17 @@ def test_unterminated_region_and_truncated_bytecode(tmp_path):
         proc = run_cli("compile", str(cut), "--gpu-name", "sm_80", "-o", str(tmp_path / "c.cubin"))
         assert proc.returncode == 1 and "Traceback" not in proc.stderr and not (tmp_path / "c.cubin").exists()
         assert re.match(rf"error: {re.escape(str(cut))}:\d+: ", proc.stderr)
+
+
+def test_two_dimensional_constants_and_global():
+    """Non-uniform 2-D i32 / i1 constants and a 2-D global (their read-only tables were llvm.mlir.global
+    arrays initialised with the 2-D dense value: LLVM's translation aborted, 'did not consume all
+    elemental constants' / 'Wrong type in array element initializer')."""
+    m = 5
+    x = np.arange(m * 4, dtype=np.int32).reshape(m, 4) * 3 - 7
+    y, g = np.zeros_like(x), np.zeros((2, 4), np.float32)
+    _run("consts", "consts", (3, 1, 1), [x, y, g, np.int32(m)])
+    c = np.tile([[1, 2, 3, 4], [5, 6, 7, 8]], (3, 1))[:m]
+    k = np.tile(np.array([[1, 0, 0, 1], [0, 1, 1, 0]], bool), (3, 1))[:m]
+    np.testing.assert_array_equal(y, np.where(k, x + c, -x))
+    np.testing.assert_array_equal(g, np.arange(8, dtype=np.float32).reshape(2, 4) + 0.5)

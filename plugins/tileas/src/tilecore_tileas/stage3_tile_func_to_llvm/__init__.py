@@ -22,6 +22,7 @@ from tilecore.errors import LoweringError
 from tilecore.mlir import ir
 from tilecore.stages import Stage
 
+from ..llvm_globals import array_initializer
 from ..nv_tileaa.abi import nv_tileaa_rule
 from ..rebuild import run_stage
 from ..stage2_tileaa_to_tileas.kernel_spec import KernelSpec, kernel_spec_of
@@ -129,12 +130,7 @@ def convert_func(func, gpu_module, target, converter=None) -> None:
 
 def convert_global(g, gpu_module) -> None:
     """A module-level nv_tileas.global -> llvm.mlir.global in global memory (address space 1)."""
-    value = ir.DenseElementsAttr(g.attributes["value"])
-    ty = ir.RankedTensorType(value.type)
-    n = 1
-    for d in ty.shape:
-        n *= d
-    arr = ir.Type.parse(f"!llvm.array<{n} x {ty.element_type}>")
+    arr, value = array_initializer(ir.DenseElementsAttr(g.attributes["value"]))
     attrs = {"sym_name": g.attributes["sym_name"], "global_type": ir.TypeAttr.get(arr),
              "linkage": ir.Attribute.parse("#llvm.linkage<internal>"), "value": value,
              "addr_space": ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1)}

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from tilecore.mlir import dialects, ir
 
 from ..layout import Blocked, blocked, row_major_strides
+from ..llvm_globals import array_initializer
 
 SMEM_SYMBOL = "__tileas_smem"  # + "_<kernel>" when a gpu.module holds several kernels
 
@@ -274,12 +275,9 @@ class CodeGen:
 
     def constant_table(self, dense, tensor_type):
         """Address of a read-only global holding ``dense`` (row-major) in the kernel's gpu.module."""
-        n = 1
-        for d in tensor_type.shape:
-            n *= d
         name = f"{self.smem_symbol.replace('smem', 'cst')}{self._tables}"
         self._tables += 1
-        arr = ir.Type.parse(f"!llvm.array<{n} x {tensor_type.element_type}>")
+        arr, dense = array_initializer(dense)
         with ir.InsertionPoint.at_block_begin(self.gpu_module.regions[0].blocks[0]), ir.Location.unknown():
             create("llvm.mlir.global", [], [], {
                 "sym_name": ir.StringAttr.get(name), "global_type": ir.TypeAttr.get(arr),
