@@ -134,7 +134,7 @@ def test_reverse_scan_f64_and_loop_with_break():
 
 @pytest.mark.parametrize("gpu", ["sm_90a", "sm_100a"])
 def test_hand_written_kernels_compile_for_newer_targets(tmp_path, gpu):
-    for name in ("ints", "views", "consts"):
+    for name in ("ints", "views", "consts", "loops"):
         out = tmp_path / f"{name}.ptx"
         proc = run_cli("compile", os.path.join(DATA, f"{name}.cuda_tile.mlir"), "--gpu-name", gpu, "--emit", "ptx",
                        "-o", str(out), env={"TILECORE_NO_CACHE": "1"})
@@ -208,3 +208,17 @@ def test_two_dimensional_constants_and_global():
     k = np.tile(np.array([[1, 0, 0, 1], [0, 1, 1, 0]], bool), (3, 1))[:m]
     np.testing.assert_array_equal(y, np.where(k, x + c, -x))
     np.testing.assert_array_equal(g, np.arange(8, dtype=np.float32).reshape(2, 4) + 0.5)
+
+
+def test_loop_results_differ_from_iteration_values():
+    """``loop iter_values(f32, i32) -> (f32, i32)`` breaking with other values than it continues with,
+    ``-> f32`` (one result, one iteration value, break computes it) and ``-> i32`` (two iteration values, one
+    result): stage 1 refused every loop whose results differed in type from its iteration values."""
+    rng = np.random.default_rng(3)
+    n = 45
+    x = (rng.random(n) * np.repeat([3.0, 300.0, 40000.0], 16)[:n]).astype(np.float32)
+    out, its = np.zeros(3, np.float32), np.zeros(3, np.int32)
+    _run("loops", "firstpow", (3, 1, 1), [x, np.int32(n), out, its])
+    k = np.array([int(np.floor(np.log2(x[i:i + 16].max()))) + 1 for i in range(0, n, 16)])
+    np.testing.assert_array_equal(out, 3.0 * 2.0 ** k)
+    np.testing.assert_array_equal(its, k * k)

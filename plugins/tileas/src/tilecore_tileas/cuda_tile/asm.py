@@ -44,6 +44,7 @@ _CONVERT = {"bitcast", "broadcast", "reshape", "pack", "unpack", "exti", "trunci
             "int_to_ptr", "ptr_to_int", "ptr_to_ptr"}
 # Rounding modes an op takes when its text names none.
 _ROUNDING_DEFAULT = {"exp": "full", "tanh": "full", "ftoi": "nearest_int_to_zero", "divi": "zero"}
+_ALIASES = {"pow": "fpowf"}  # the dialect's ODS mnemonic; tileirdisasm prints fpowf
 _MULTIMEM = {"multimem_load_reduce_view_tko", "multimem_reduce_view_tko", "multimem_store_view_tko"}
 
 
@@ -429,26 +430,30 @@ class Parser:
         with ctx, ir.Location.unknown(ctx):
             m = ir.Module.create()
             m.operation.attributes["cuda_tile.bytecode_version"] = ir.StringAttr.get("13.4")
-            self.skip_loc_aliases()
-            wrapped = self.accept("cuda_tile.module")
-            if wrapped:
-                self.ws()
-                if self.text.startswith("@", self.pos):
-                    self.symbol()
-                self.expect("{")
             self.scopes.append({})
             with ir.InsertionPoint(m.body):
+                depth = 0  # inside a cuda_tile.module { ... } (a file may hold several, one after the other)
                 while True:
                     self.skip_loc_aliases()
                     self.ws()
-                    if wrapped and self.accept("}"):
-                        break
+                    if depth and self.accept("}"):
+                        depth = 0
+                        self.attr_dict({})
+                        continue
                     if self.pos >= len(self.text):
-                        if wrapped:
+                        if depth:
                             self.fail("expected '}' to close cuda_tile.module, found end of file")
                         break
                     at = self.pos
                     word = self.ident("'entry' or 'global'")
+                    if word == "cuda_tile.module" and not depth:
+                        self.ws()
+                        if self.text.startswith("@", self.pos):
+                            self.symbol()
+                        self.attr_dict({})
+                        self.expect("{")
+                        depth = 1
+                        continue
                     word = word[len("cuda_tile."):] if word.startswith("cuda_tile.") else word
                     if word == "entry":
                         self.entry(at)
@@ -626,6 +631,7 @@ class Parser:
             self.fail("generic-form ops cannot be mixed into custom-form cuda_tile text", op_at)
         name = self.ident("an operation name")
         name = name[len("cuda_tile."):] if name.startswith("cuda_tile.") else name
+        name = _ALIASES.get(name, name)
         if name in _MULTIMEM:
             self.fail(f"'{name}' is not supported: multimem ops need multicast memory shared by several GPUs "
                       "(a multicast object), which tilecore does not target", op_at)
@@ -1244,10 +1250,9 @@ class Parser:
             self.expect("(")
             rtypes = self.comma_list(self.type_, ")")
         op = self.make(name, loc, {"condition": cond}, {"results": rtypes}, {}, regions=2)
-        implicit = None if rtypes else "yield"
-        self.region(op.regions[0], [], [], implicit, loc)
+        self.region(op.regions[0], [], [], "yield", loc)
         if self.accept("else"):
-            self.region(op.regions[1], [], [], implicit, loc)
+            self.region(op.regions[1], [], [], "yield", loc)
         else:
             if rtypes:
                 self.fail("an 'if' with results needs an 'else' region")
@@ -1301,7 +1306,7 @@ class Parser:
         op = self.make(name, loc, {"lower_bound": lbv, "upper_bound": ubv, "step": stv,
                                    "init_values": self.resolve(inits, types) if inits else []},
                        {"results": types}, attrs, regions=1)
-        self.region(op.regions[0], [iv] + names, [it] + types, None if types else "continue", loc)
+        self.region(op.regions[0], [iv] + names, [it] + types, "continue", loc)
         self.attr_dict({})
         return op
 
@@ -1319,7 +1324,7 @@ class Parser:
             rtypes = self.type_list()
         op = self.make(name, loc, {"init_values": self.resolve(inits, itypes) if inits else []},
                        {"results": rtypes}, {}, regions=1)
-        self.region(op.regions[0], names, itypes, None if itypes or rtypes else "continue", loc)
+        self.region(op.regions[0], names, itypes, "continue", loc)
         self.attr_dict({})
         return op
 

@@ -362,7 +362,7 @@ def _bool(value: int):
     return create("arith.constant", [i1], [], {"value": ir.IntegerAttr.get(i1, value)}).results[0]
 
 
-def _iteration(ops, rb, types, flagged=True, carried=None):
+def _iteration(ops, rb, types, flagged=True, carried=None, exits=None):
     """Lower one loop iteration's op sequence; returns (continue?, values) as SSA values.
 
     An ``if`` that breaks or continues in a branch (at any depth of nested ifs) becomes an ``scf.if``
@@ -372,6 +372,8 @@ def _iteration(ops, rb, types, flagged=True, carried=None):
     flag is None and only the values are yielded. With ``carried`` (the iteration's values: a ``loop`` that
     may return from the kernel) the last value is an i1 more, true where the iteration returned: a return
     breaks with ``carried`` (never used after the loop: the kernel ends), as does a nested loop that returned.
+    ``exits(name, values)``: the values an exit (``continue`` / ``break``) yields, when they are not its
+    operands (a ``loop`` whose results differ from its iteration values, see :func:`loop`).
     """
     i1 = ir.IntegerType.get_signless(1)
     returning = carried is not None
@@ -381,7 +383,9 @@ def _iteration(ops, rb, types, flagged=True, carried=None):
             if not flagged and o.name == "cuda_tile_term.break":
                 raise LoweringError("'cuda_tile.break' outside a 'loop' body", o)
             flag = _bool(int(o.name.endswith("continue"))) if flagged else None
-            return flag, rb.gets(o.operands) + ([_bool(0)] if returning else [])
+            vals = rb.gets(o.operands)
+            vals = exits(o.name, vals) if exits else vals
+            return flag, vals + ([_bool(0)] if returning else [])
         if o.name == RETURN:
             if not returning:
                 raise LoweringError("a 'return' inside a 'for' body is not supported", o)
@@ -398,7 +402,7 @@ def _iteration(ops, rb, types, flagged=True, carried=None):
                     blk = new.blocks.append()
                     body = list(region.blocks[0].operations) if len(region.blocks) else []
                     with ir.InsertionPoint(blk):
-                        flag, vals = _iteration(body + rest, rb, types, flagged, carried)
+                        flag, vals = _iteration(body + rest, rb, types, flagged, carried, exits)
                         create("scf.yield", [], [flag, *vals] if flagged else vals)
             res = list(node.results)
             return (res[0], res[1:]) if flagged else (None, res)
@@ -413,7 +417,7 @@ def _iteration(ops, rb, types, flagged=True, carried=None):
                 with ir.InsertionPoint(node.regions[0].blocks.append()):
                     create("scf.yield", [], [_bool(0), *carried[:-1], _bool(1)])
                 with ir.InsertionPoint(node.regions[1].blocks.append()):
-                    flag, vals = _iteration(rest, rb, types, flagged, carried)
+                    flag, vals = _iteration(rest, rb, types, flagged, carried, exits)
                     create("scf.yield", [], [flag, *vals])
             res = list(node.results)
             return res[0], res[1:]
@@ -426,23 +430,36 @@ def loop(op, rb):
     one iteration and continues while it ended in ``continue``; the after region forwards the values.
     A loop that may return from the kernel carries an i1 more (false at first, true once an iteration
     returned): the caller finds it with :func:`returned_flag` and runs the ops after the loop only where it
-    is false."""
+    is false. A loop whose results (the values of ``break``) differ from its iteration values (those of
+    ``continue``) carries both: a ``continue`` keeps the result part as it was (zeros at first), a ``break``
+    the iteration part; the loop's results are the result part."""
     inits = rb.gets(op.operands)
     types = [v.type for v in inits]
-    if [str(t) for t in types] != [str(t) for t in result_types(op, rb)]:
-        raise LoweringError("a loop whose results differ in type from its iteration values is not supported", op)
+    rtypes = result_types(op, rb)
+    exits = None
+    split = [str(t) for t in types] != [str(t) for t in rtypes]
+    if split:
+        n_iter = len(inits)
+        inits = inits + [_zero(t, op) for t in rtypes]
+        types = types + list(rtypes)
+
+        def exits(name, vals):
+            if name.endswith("continue"):
+                return vals + carried[n_iter:n_iter + len(rtypes)]
+            return carried[:n_iter] + vals
     returning = may_return(op)
     if returning:
         inits = inits + [_bool(0)]
         types = types + [ir.IntegerType.get_signless(1)]
     node = create("scf.while", types, inits, {}, regions=2)
     body = op.regions[0].blocks[0]
-    locs = [a.location for a in body.arguments]
+    locs = [a.location for a in body.arguments] + [op.location] * (len(types) - len(body.arguments) - returning)
     before = node.regions[0].blocks.append(*types, arg_locs=locs + locs[:1] if returning else locs)
     carried = list(before.arguments)
     rb.bind(body.arguments, carried[:len(body.arguments)])
     with ir.InsertionPoint(before):
-        flag, vals = _iteration(list(body.operations), rb, types, carried=carried if returning else None)
+        flag, vals = _iteration(list(body.operations), rb, types, carried=carried if returning else None,
+                                exits=exits)
         create("scf.condition", [], [flag, *vals])
     after = node.regions[1].blocks.append(*types)
     with ir.InsertionPoint(after):
@@ -450,7 +467,19 @@ def loop(op, rb):
     results = list(node.results)
     if returning:
         rb.data.setdefault("returned", {})[op] = results.pop()
-    return results
+    return results[n_iter:] if split else results
+
+
+def _zero(ty, op):
+    """A zero of a loop result type (the first value of a result carried through the iterations)."""
+    tensor = isinstance(ty, ir.RankedTensorType)
+    elem = ty.element_type if tensor else ty
+    if isinstance(elem, (ir.IntegerType, ir.FloatType)):
+        value = ir.IntegerAttr.get(elem, 0) if isinstance(elem, ir.IntegerType) else ir.FloatAttr.get(elem, 0.0)
+        attr = ir.DenseElementsAttr.get_splat(ty, value) if tensor else value
+        return create("arith.constant", [ty], [], {"value": attr}).results[0]
+    raise LoweringError(f"a loop result of type {ty} that is not among its iteration values is not supported "
+                        "(only integer and float tiles)", op)
 
 
 def break_op(op, rb):
