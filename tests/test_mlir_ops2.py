@@ -134,7 +134,7 @@ def test_reverse_scan_f64_and_loop_with_break():
 
 @pytest.mark.parametrize("gpu", ["sm_90a", "sm_100a"])
 def test_hand_written_kernels_compile_for_newer_targets(tmp_path, gpu):
-    for name in ("ints", "views", "consts", "loops"):
+    for name in ("ints", "views", "consts", "loops", "floats"):
         out = tmp_path / f"{name}.ptx"
         proc = run_cli("compile", os.path.join(DATA, f"{name}.cuda_tile.mlir"), "--gpu-name", gpu, "--emit", "ptx",
                        "-o", str(out), env={"TILECORE_NO_CACHE": "1"})
@@ -222,3 +222,37 @@ def test_loop_results_differ_from_iteration_values():
     k = np.array([int(np.floor(np.log2(x[i:i + 16].max()))) + 1 for i in range(0, n, 16)])
     np.testing.assert_array_equal(out, 3.0 * 2.0 ** k)
     np.testing.assert_array_equal(its, k * k)
+
+
+def _directed(exact: np.ndarray, up: bool) -> np.ndarray:
+    """``exact`` (float64, exactly representable) rounded to float32 toward +inf (``up``) or -inf."""
+    r = exact.astype(np.float32)
+    if up:
+        return np.where(r.astype(np.float64) < exact, np.nextafter(r, np.float32(np.inf)), r)
+    return np.where(r.astype(np.float64) > exact, np.nextafter(r, np.float32(-np.inf)), r)
+
+
+def test_float_forms_match_numpy():
+    """addf rounding<positive_inf>, mulf rounding<negative_inf> (exact in float64, then rounded in the
+    mode's direction), ftof rounding<zero> to f16, maxf propagate_nan / minf without, remf, cmpf ordered and
+    unordered predicates on NaN, ftoi / itof unsigned, acquire / relaxed loads with scopes, padding values
+    zero / nan / pos_inf (a NaN-padded partial tile sums to NaN)."""
+    rng = np.random.default_rng(4)
+    n = 40
+    x = (rng.standard_normal(n) * 1000).astype(np.float32)
+    y = (rng.standard_normal(n) * 3).astype(np.float32)
+    x[3], y[5], x[7] = np.nan, np.nan, y[7]
+    out = np.zeros((12, n), np.float32)
+    _run("floats", "floats", (3, 1, 1), [x, y, out, np.int32(n)])
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    with np.errstate(all="ignore"):
+        h = x.astype(np.float16)
+        h = np.where(np.abs(h.astype(np.float64)) > np.abs(x64), np.nextafter(h, np.float16(0)), h)
+        ref = [_directed(x64 + y64, True), _directed(x64 * y64, False), h.astype(np.float32), np.maximum(x, y),
+               np.fmin(x, y), np.fmod(x, y), x < y, ~(x >= y), (x != y) & ~np.isnan(x) & ~np.isnan(y), ~(x < y),
+               np.where(np.isnan(x), 0, np.abs(x)).astype(np.uint32).astype(np.float32)]
+    for i, r in enumerate(ref):
+        np.testing.assert_array_equal(out[i], np.asarray(r, np.float32), err_msg=f"row {i}")
+    sums = out[11].reshape(-1)
+    assert np.isnan(sums[:16]).all() and np.isnan(sums[32:]).all()  # x[3] is NaN; the last tile is padded
+    np.testing.assert_allclose(sums[16:32], x[16:32].sum(), rtol=1e-5)
