@@ -1107,3 +1107,69 @@ def test_layer_norm_backward_dx_with_0d_statistic_loads_and_atomic_db(sm):
     np.testing.assert_allclose(dx, want, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(dwp.sum(0), (dy * xhat).sum(0), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(db, dy.sum(0), rtol=1e-5, atol=1e-5)
+
+
+# ------------------------------------------------------------------------------ block-scaled FP4 quantisation with swizzled scales
+FP4_MAX = 6.0
+E4M3_TINY = 1.5258789e-05
+
+
+@ct.kernel(occupancy=2)
+def fp4_block_quant(X, Scales, Packed, SEnc, NNB: ConstInt, NMB: ConstInt, COLS: ConstInt, ROWS: ConstInt,
+                    COL_MASK: ConstBool, ROW_MASK: ConstBool):
+    bn, bm = ct.bid(0), ct.bid(1)
+    blk = ct.reshape(ct.astype(ct.load(X, index=(bm, bn), shape=(32, 32), padding_mode=Z), ct.float32), (32, 2, 16))
+    bmax = ct.max(ct.abs(blk), axis=2, keepdims=True)
+    s_enc = ct.reshape(ct.load(SEnc, index=(0,), shape=(1,)), (1, 1, 1))
+    pre = ct.maximum((bmax / FP4_MAX) * s_enc, E4M3_TINY)
+    if COL_MASK and bn == NNB - 1:
+        pre = ct.where(ct.reshape(ct.arange(2, dtype=ct.int32), (1, 2, 1)) < (COLS % 32) // 16, pre, 0.0)
+    if ROW_MASK and bm == NMB - 1:
+        pre = ct.where(ct.reshape(ct.arange(32, dtype=ct.int32), (32, 1, 1)) < ROWS % 32, pre, 0.0)
+    s8 = ct.astype(pre, ct.float8_e4m3fn)
+    swz = ct.reshape(ct.permute(ct.reshape(ct.bitcast(s8, np.uint8), (2, 16, 1, 2)), (2, 1, 0, 3)), (64,))
+    ct.store(Scales, index=(bm * NNB + bn,), tile=swz)
+    fp4 = ct.astype(blk * (s_enc / ct.astype(s8, ct.float32)), ct.float4_e2m1fn)
+    ct.store(Packed, index=(bm, bn), tile=ct.reshape(ct.pack_to_bytes(fp4), (32, 16)))
+
+
+def _fp4_quant_ref(x, s_enc, nmb, nnb):
+    from tilecore.narrow_floats import decode, encode
+
+    enc8 = np.vectorize(lambda v: encode(float(v), "f8E4M3FN"))
+    enc4 = np.vectorize(lambda v: encode(float(v), "f4E2M1FN"))
+    dec8 = np.vectorize(lambda c: decode(int(c), "f8E4M3FN"))
+    rows, cols = x.shape
+    xp = np.zeros((nmb * 32, nnb * 32), np.float32)
+    xp[:rows, :cols] = x
+    g = xp.reshape(nmb * 32, nnb * 2, 16)
+    pre = np.maximum((np.abs(g).max(2) / np.float32(FP4_MAX)) * np.float32(s_enc), np.float32(E4M3_TINY))
+    pre[rows:, :] = 0
+    pre[:, -(-cols // 16):] = 0
+    s8 = enc8(pre.astype(np.float32)).astype(np.uint8)
+    scales = np.zeros(nmb * nnb * 64, np.uint8)
+    for r in range(nmb * 32):
+        for c in range(nnb * 2):
+            bm, bn, rr, cc = r // 32, c // 2, r % 32, c % 2
+            scales[(bm * nnb + bn) * 64 + (rr % 16) * 4 + (rr // 16) * 2 + cc] = s8[r, c]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = enc4((g * (np.float32(s_enc) / dec8(s8).astype(np.float32))[:, :, None]).astype(np.float32))
+    q = q.reshape(nmb * 32, nnb * 32).astype(np.uint8)
+    packed = (q[:, 0::2] | (q[:, 1::2] << 4)).astype(np.uint8)
+    return scales, packed[:rows, :cols // 2]
+
+
+@pytest.mark.parametrize("sm", ["sm_100a"])
+def test_fp4_block_quantisation_with_permuted_scale_swizzle_and_byte_packing(sm):
+    rng = _rng(29)
+    rows, cols = 40, 48
+    x = (rng.standard_normal((rows, cols)) * 4).astype(np.float32)
+    nmb, nnb = -(-rows // 32), -(-cols // 32)
+    scales = np.zeros(nmb * nnb * 64, np.uint8)
+    packed = np.zeros((rows, cols // 2), np.uint8)
+    s_enc = np.array([1.0], np.float32)
+    _launch(sm, (nnb, nmb), fp4_block_quant, (x, scales, packed, s_enc, nnb, nmb, cols, rows, cols % 32 != 0,
+                                              rows % 32 != 0))
+    want_s, want_p = _fp4_quant_ref(x, 1.0, nmb, nnb)
+    np.testing.assert_array_equal(scales, want_s)
+    np.testing.assert_array_equal(packed, want_p)

@@ -308,3 +308,28 @@ def test_nvfp4_block_scaled_mma_matches_numpy():
     av = _values(a, "f4E2M1FN") * np.repeat(_values(sa, "f8E4M3FN"), 16, axis=1)
     bv = _values(b, "f4E2M1FN") * np.repeat(_values(sb, "f8E4M3FN"), 16, axis=0)
     _check_dot(c, av, bv)
+
+
+@ct.kernel
+def e2m1_bytes_round_trip(x, packed, back, TILE: ct.Constant[int]):
+    """f32 -> E2M1 -> ``pack_to_bytes`` (stored as bytes) and the bytes -> ``unpack_from_bytes`` -> f32."""
+    bid = ct.bid(0)
+    q = ct.astype(ct.load(x, index=(bid,), shape=(TILE,)), ct.float4_e2m1fn)
+    by = ct.pack_to_bytes(q)
+    ct.store(packed, index=(bid,), tile=by)
+    ct.store(back, index=(bid,), tile=ct.astype(ct.unpack_from_bytes(by, ct.float4_e2m1fn), ct.float32))
+
+
+def test_e2m1_pack_to_bytes_puts_two_codes_in_a_byte():
+    """``pack_to_bytes`` of an E2M1 tile is two codes a byte (element 2k in the low half of byte k), as the array
+    holds them; ``unpack_from_bytes`` takes them back out. Found by tests/test_thirdparty_kernels4.py's NVFP4
+    quantisation kernel: the shared-memory exchange read one byte per code (the i8 register each code is held in),
+    so the bytes were the codes themselves and half the tile was lost."""
+    import tilecore.cutile as tc
+
+    x = np.array([0.5, 1, 1.5, 2, 3, 4, 6, -1] * 4, np.float32)
+    packed_out, back = np.zeros(16, np.uint8), np.zeros(32, np.float32)
+    tc.launch(None, (1,), e2m1_bytes_round_trip, (x, packed_out, back, 32), gpu_name="sm_100a")
+    assert [hex(v) for v in packed_out[:4]] == ["0x21", "0x43", "0x65", "0xa7"]
+    assert unpacked(packed_out, 32) == [encode(float(v), "f4E2M1FN") for v in x]
+    np.testing.assert_array_equal(back, x)

@@ -11,7 +11,7 @@ from . import recompute
 from .exchange import exchange, scatter_gather_vector
 from .fragments import is_fragment, to_blocked
 from .memory import as_tile
-from .narrow_float import storage
+from .narrow_float import PACKED, storage
 from .row_slice import broadcast_rows, is_row_shape, is_row_slice
 from .tma_store import fragment_reaches_store
 from .values import TileV
@@ -170,9 +170,32 @@ def iota(op, rb):
 
 
 def pack(op, rb):
-    """pack / unpack: the same bytes as another element type (through shared memory)."""
+    """pack / unpack: the same bytes as another element type (through shared memory). A 4-bit float tile holds one
+    code per i8 register (:func:`.narrow_float.storage`) but two per byte in its bytes: packing it to bytes puts code
+    ``2k`` in the low nibble of byte ``k`` and code ``2k + 1`` in its high nibble; unpacking takes them back out."""
     cg = rb.data["cg"]
     src = as_tile(cg, rb.get(op.operands[0]), _shape(op.operands[0].type))
     rt = ir.RankedTensorType(op.results[0].type)
     el = storage(rt.element_type)
+    if str(ir.RankedTensorType(op.operands[0].type).element_type) in PACKED:
+        return [exchange(cg, [src], tuple(rt.shape), lambda c, load: _nibbles_to_byte(cg, c[0], load))]
+    if str(rt.element_type) in PACKED:
+        return [exchange(cg, [src], tuple(rt.shape), lambda c, load: _byte_to_nibble(cg, c[0], load))]
     return [exchange(cg, [src], tuple(rt.shape), lambda c, load: load(0, cg.linear(rt.shape, c), el))]
+
+
+def _nibbles_to_byte(cg, k, load):
+    """Byte ``k`` of a packed 4-bit tile: codes ``2k`` (low nibble) and ``2k + 1`` (high nibble)."""
+    first = cg.op("arith.muli", k, cg.c32(2))
+    lo = cg.op("arith.andi", load(0, first), cg.const(cg.i8, 0xF))
+    hi = cg.op("arith.shli", load(0, cg.op("arith.addi", first, cg.c32(1))), cg.const(cg.i8, 4))
+    return cg.op("arith.ori", lo, hi)
+
+
+def _byte_to_nibble(cg, j, load):
+    """Code ``j`` of a 4-bit tile unpacked from bytes: the low nibble of byte ``j // 2`` for even ``j``, the high one
+    for odd ``j``."""
+    byte = load(0, cg.op("arith.shrui", j, cg.c32(1)), cg.i8)
+    odd = cg.op("arith.trunci", cg.op("arith.andi", j, cg.c32(1)), ty=cg.i8)
+    return cg.op("arith.andi", cg.op("arith.shrui", byte, cg.op("arith.shli", odd, cg.const(cg.i8, 2))),
+                 cg.const(cg.i8, 0xF))
