@@ -134,7 +134,7 @@ def test_reverse_scan_f64_and_loop_with_break():
 
 @pytest.mark.parametrize("gpu", ["sm_90a", "sm_100a"])
 def test_hand_written_kernels_compile_for_newer_targets(tmp_path, gpu):
-    for name in ("ints", "views", "consts", "loops", "floats"):
+    for name in ("ints", "views", "consts", "loops", "floats", "memory"):
         out = tmp_path / f"{name}.ptx"
         proc = run_cli("compile", os.path.join(DATA, f"{name}.cuda_tile.mlir"), "--gpu-name", gpu, "--emit", "ptx",
                        "-o", str(out), env={"TILECORE_NO_CACHE": "1"})
@@ -256,3 +256,24 @@ def test_float_forms_match_numpy():
     sums = out[11].reshape(-1)
     assert np.isnan(sums[:16]).all() and np.isnan(sums[32:]).all()  # x[3] is NaN; the last tile is padded
     np.testing.assert_allclose(sums[16:32], x[16:32].sum(), rtol=1e-5)
+
+
+def test_memory_forms_match_numpy():
+    """A masked load_ptr_tko with a padding tile through ptr_to_int / int_to_ptr addresses; atomic_rmw_tko
+    add / max / umin / or / xor with masks, every ordering and scope; atomic_cas_tko on a 0-d pointer;
+    join_tokens, memory_fence_alias_tko, atomic_red_view_tko; a masked i1 store; i64 shifts stored through
+    a view with an i64 extent; get_tensor_shape."""
+    rng = np.random.default_rng(5)
+    n = 37
+    x = rng.integers(-1000, 1000, n).astype(np.int32)
+    acc = np.zeros(8, np.int32)
+    acc[2] = -1  # the unsigned maximum, for umin
+    flags, wide, shape = np.zeros(n, bool), np.zeros(n, np.int64), np.zeros(3, np.int32)
+    _run("memory", "memory", (3, 1, 1), [x, np.int32(n), acc, flags, wide, shape])
+    u = x.view(np.uint32)
+    want = [x.sum(), max(0, x.max()), np.uint32(u.min()).view(np.int32), np.bitwise_or.reduce(x),
+            np.bitwise_xor.reduce(x), 1, x.sum(), 0]
+    np.testing.assert_array_equal(acc, want)
+    np.testing.assert_array_equal(flags, x > 0)
+    np.testing.assert_array_equal(wide, x.astype(np.int64) << 33)
+    np.testing.assert_array_equal(shape, [n] * 3)
