@@ -1267,3 +1267,52 @@ def test_hyper_connection_kernels_on_narrowed_views_with_runtime_scalars(sm):
     sg = _sigmoid(lin)
     np.testing.assert_allclose(ro, rms, rtol=1e-6)
     np.testing.assert_allclose(yo, np.where(col < n, sg, np.where(col < 2 * n, 2 * sg, lin)), rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------------------------------ SSD-style chunk scan: decay cumsum, causal exp2 mask
+def _chunk_tile(bt, hd, ck, X, DT, A, Y, Last, CH: ConstInt, BH: ConstInt):
+    """One (batch, head, chunk) tile of an SSD-like scan without a state: y_i = sum_{j <= i} 2^(d_i - d_j) dt_j x_j
+    with d the in-chunk cumsum of dt * a (a plain helper of the kernel below)."""
+    dt = ct.load(DT, index=(bt, hd, ck), shape=(1, 1, CH), padding_mode=Z).reshape((CH,)).astype(ct.float32)
+    a = ct.load(A, index=(hd,), shape=(1,))
+    d = ct.cumsum(dt * a, axis=0)
+    idx = ct.arange(CH, dtype=ct.int32)
+    w = ct.exp2(ct.where(idx[:, None] >= idx[None, :], d[:, None] - d[None, :], -1.0e30))
+    x = ct.load(X, index=(bt, ck, hd, 0), shape=(1, CH, 1, BH), padding_mode=Z).reshape((CH, BH)).astype(ct.float32)
+    y = ct.sum(ct.reshape(w, (CH, CH, 1)) * ct.reshape(dt[:, None] * x, (1, CH, BH)), axis=1)
+    ct.store(Y, index=(bt, ck, hd, 0), tile=y.reshape((1, CH, 1, BH)).astype(Y.dtype), latency=2)
+    ct.store(Last, index=(bt, hd, ck), tile=ct.extract(d, index=(CH - 1,), shape=(1,)).reshape((1, 1, 1)))
+
+
+@ct.kernel
+def ssd_chunk_scan(X, DT, A, Y, Last, CH: ConstInt, BH: ConstInt):
+    chunks = X.shape[1] // CH
+    heads = X.shape[2]
+    total = chunks * heads * X.shape[0]
+    for t in range(ct.bid(0), total, ct.num_blocks(0)):
+        hd = t % heads
+        rest = t // heads
+        _chunk_tile(rest // chunks, hd, rest % chunks, X, DT, A, Y, Last, CH, BH)
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_ssd_style_chunk_scan_with_causal_exp2_decay_and_index_decomposition(sm):
+    rng = _rng(31)
+    b, ch, nck, h, hdim = 2, 8, 3, 3, 5
+    x = rng.standard_normal((b, ch * nck, h, hdim)).astype(np.float32)
+    dt = rng.uniform(0.05, 0.5, (b, h, ch * nck)).astype(np.float32)
+    a = -rng.uniform(0.5, 2, h).astype(np.float32)
+    y = np.zeros_like(x)
+    last = np.zeros((b, h, nck), np.float32)
+    _launch(sm, (4,), ssd_chunk_scan, (x, dt, a, y, last, ch, 8))
+    want_y, want_last = np.zeros_like(x, dtype=np.float64), np.zeros((b, h, nck))
+    for bi in range(b):
+        for hi in range(h):
+            for c in range(nck):
+                s = slice(c * ch, (c + 1) * ch)
+                d = np.cumsum(dt[bi, hi, s].astype(np.float64) * a[hi])
+                w = np.tril(np.exp2(d[:, None] - d[None, :]))
+                want_y[bi, s, hi] = w @ (dt[bi, hi, s, None] * x[bi, s, hi])
+                want_last[bi, hi, c] = d[-1]
+    np.testing.assert_allclose(y, want_y, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(last, want_last, rtol=1e-5, atol=1e-6)
