@@ -134,7 +134,7 @@ def test_reverse_scan_f64_and_loop_with_break():
 
 @pytest.mark.parametrize("gpu", ["sm_90a", "sm_100a"])
 def test_hand_written_kernels_compile_for_newer_targets(tmp_path, gpu):
-    for name in ("ints", "views", "consts", "loops", "floats", "memory"):
+    for name in ("ints", "views", "consts", "loops", "floats", "memory", "nested"):
         out = tmp_path / f"{name}.ptx"
         proc = run_cli("compile", os.path.join(DATA, f"{name}.cuda_tile.mlir"), "--gpu-name", gpu, "--emit", "ptx",
                        "-o", str(out), env={"TILECORE_NO_CACHE": "1"})
@@ -277,3 +277,17 @@ def test_memory_forms_match_numpy():
     np.testing.assert_array_equal(flags, x > 0)
     np.testing.assert_array_equal(wide, x.astype(np.int64) << 33)
     np.testing.assert_array_equal(shape, [n] * 3)
+
+
+def test_nested_regions_and_narrow_index_types():
+    rng = np.random.default_rng(6)
+    n = 20
+    x, y = rng.standard_normal(n).astype(np.float32), np.zeros(n, np.float32)
+    _run("nested", "idx", (3, 1, 1), [x, y, np.int16(n)])
+    tiles = 3.0  # get_index_space_shape: cdiv(20, 8)
+    ref = []
+    for b in range(3):
+        a = x[b * 8:b * 8 + 8] + tiles  # i = 0: else branch
+        a = np.cumsum(a) + np.maximum.accumulate(np.maximum(a, 1.0))  # i = 1: scan (identity 1.0 for the max)
+        ref.append(a + tiles)  # i = 2
+    np.testing.assert_allclose(y, np.concatenate(ref), rtol=1e-6)
