@@ -291,3 +291,16 @@ def test_nested_regions_and_narrow_index_types():
         a = np.cumsum(a) + np.maximum.accumulate(np.maximum(a, 1.0))  # i = 1: scan (identity 1.0 for the max)
         ref.append(a + tiles)  # i = 2
     np.testing.assert_allclose(y, np.concatenate(ref), rtol=1e-6)
+
+
+@pytest.mark.parametrize("gpu", ["sm_80", "sm_100a"])
+def test_mmai_mixed_signedness_and_f64_mmaf(gpu):
+    rng = np.random.default_rng(7)
+    a = rng.integers(-128, 128, (16, 32)).astype(np.int8)
+    b = rng.integers(-128, 128, (32, 16)).astype(np.int8)
+    c = np.zeros((16, 16), np.int32)
+    _run("mma", "mmai_u", (1, 1, 1), [a, b, c], gpu)
+    np.testing.assert_array_equal(c, a.view(np.uint8).astype(np.int64) @ b.astype(np.int64) + 5)
+    a2, b2, c2 = rng.standard_normal((16, 8)), rng.standard_normal((8, 16)), np.zeros((16, 16))
+    _run("mma", "mmaf_f64", (1, 1, 1), [a2, b2, c2], gpu)
+    np.testing.assert_allclose(c2, a2 @ b2 + 0.5, rtol=1e-12)
