@@ -1316,3 +1316,29 @@ def test_ssd_style_chunk_scan_with_causal_exp2_decay_and_index_decomposition(sm)
                 want_last[bi, hi, c] = d[-1]
     np.testing.assert_allclose(y, want_y, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(last, want_last, rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------------------------------ multi-tensor apply: lists of arrays
+@ct.kernel
+def foreach_axpy_sq_norm(Xs, Ys, Norms, alpha: float, TILE: ConstInt):
+    i, j = ct.bid(0), ct.bid(1)
+    x, y = Xs[i], Ys[i]
+    if j * TILE < x.shape[0]:
+        xv = ct.astype(ct.load(x, (j,), (TILE,), padding_mode=Z), ct.float32)
+        yv = ct.astype(ct.load(y, (j,), (TILE,), padding_mode=Z), ct.float32) + alpha * xv
+        ct.store(y, (j,), ct.astype(yv, y.dtype))
+        ct.atomic_add(Norms, i, ct.sum(yv * yv))
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_multi_tensor_apply_over_lists_of_arrays_of_different_lengths(sm):
+    rng = _rng(32)
+    sizes = (70, 5, 33, 130)
+    xs = [rng.standard_normal(n).astype(np.float16) for n in sizes]
+    ys = [rng.standard_normal(n).astype(np.float16) for n in sizes]
+    want = [(y.astype(np.float32) + np.float32(0.5) * x.astype(np.float32)) for x, y in zip(xs, ys)]
+    norms = np.zeros(len(sizes), np.float32)
+    _launch(sm, (len(sizes), -(-max(sizes) // 32)), foreach_axpy_sq_norm, (xs, ys, norms, 0.5, 32))
+    for y, w in zip(ys, want):
+        np.testing.assert_array_equal(y, w.astype(np.float16))
+    np.testing.assert_allclose(norms, [float((w.astype(np.float64) ** 2).sum()) for w in want], rtol=1e-5)
