@@ -164,6 +164,7 @@ _KERNEL = ("entry @k(%x: tile<ptr<f32>>, %n: tile<i32>) {\n"
      "preserved"),
     ("%e = addf %c, %zz : tile<4xf32>", 17, "use of undeclared value '%zz'"),
     ("%e = addf %c, %c : tile<4xq7>", 29, "unknown element type 'q7'"),
+    ("%e = permute %c [99999999999] : tile<4xf32> -> tile<4xf32>", 20, "integer 99999999999 does not fit 32 bits"),
     ("%e = multimem_store_view_tko weak %c : tile<4xf32>", 8,
      "'multimem_store_view_tko' is not supported: multimem ops need multicast memory shared by several GPUs "
      "(a multicast object), which tilecore does not target"),

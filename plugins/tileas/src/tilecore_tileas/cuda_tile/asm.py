@@ -69,7 +69,7 @@ class Parser:
     """Reads one file of cuda_tile custom syntax into a ``builtin.module`` (see the module docstring)."""
 
     def __init__(self, text: str, path: str):
-        self.text, self.path, self.pos = text, path, 0
+        self.text, self.path, self.pos, self.op_pos = text, path, 0, 0
         self.scopes: list[dict[str, list]] = []
         self.lines = [m.start() for m in re.finditer(r"^", text, re.M)]
 
@@ -128,13 +128,20 @@ class Parser:
         self.pos = m.end()
         return m.group(0)
 
-    def integer(self) -> int:
+    def integer(self, bits: int = 64) -> int:
+        """A signed integer that fits ``bits`` bits."""
         self.ws()
         m = _INT.match(self.text, self.pos)
         if not m:
             self.fail(f"expected an integer, found {self.found()}")
+        v = int(m.group(0), 0)
+        if not -(1 << (bits - 1)) <= v < (1 << (bits - 1)):
+            self.fail(f"integer {m.group(0)} does not fit {bits} bits")
         self.pos = m.end()
-        return int(m.group(0), 0)
+        return v
+
+    def int32(self) -> int:
+        return self.integer(32)
 
     def int_or_dyn(self) -> int:
         return DYN if self.accept("?") else self.integer()
@@ -231,6 +238,8 @@ class Parser:
                 shape.append(DYN)
             else:
                 m = re.compile(r"\d+").match(self.text, self.pos)
+                if int(m.group(0)) >= 1 << 63:
+                    self.fail(f"dimension {m.group(0)} does not fit 64 bits")
                 self.pos = m.end()
                 shape.append(int(m.group(0)))
             if self.text[self.pos:self.pos + 1] != "x":
@@ -259,7 +268,7 @@ class Parser:
         self.expect("(")
         shape = []
         while True:
-            shape.append(self.integer())
+            shape.append(self.int32())
             if self.accept(")"):
                 return shape
             self.ws()
@@ -276,7 +285,7 @@ class Parser:
             self.expect("traversal_strides")
             self.expect("=")
             self.expect("[")
-            strides = self.comma_list(self.integer, "]")
+            strides = self.comma_list(self.int32, "]")
             self.expect(",")
         padding = "none"
         if self.accept("padding_value"):
@@ -304,7 +313,7 @@ class Parser:
             self.expect("dim_map")
             self.expect("=")
             self.expect("[")
-            dim_map = self.comma_list(self.integer, "]")
+            dim_map = self.comma_list(self.int32, "]")
         self.expect(">")
         if kind == "strided_view":
             return (f'!cuda_tile.strided_view<{_i32s(tile)}, {_i32s(strides)}, {tv}, {_i32s(dim_map)}, '
@@ -361,6 +370,16 @@ class Parser:
                 self.fail(f"redefinition of SSA value '{name}'", at)
             self.scopes[-1][name] = values[i:i + n]
             i += n
+
+    def ir_type(self, text: str, at: int | None = None):
+        """The MLIR type of an IRDL spelling; one MLIR refuses (a value out of range) is an error at ``at``
+        (default: the op being read)."""
+        from tilecore.mlir import ir
+
+        try:
+            return ir.Type.parse(text)
+        except Exception as e:  # noqa: BLE001 - MLIRError
+            self.fail(f"invalid type '{_short(text)}': {_first_line(e)}", self.op_pos if at is None else at)
 
     # -- attributes --------------------------------------------------------------------------------
     def attr(self, text: str, at: int):
@@ -573,7 +592,7 @@ class Parser:
         if self.accept("optimization_hints"):
             self.expect("=")
             hints = self.hints()
-        types = [ir.Type.parse(t) for _n, _a, t in args]
+        types = [self.ir_type(t, a) for _n, a, t in args]
         attrs = {"sym_name": ir.StringAttr.get(name),
                  "function_type": ir.TypeAttr.get(ir.FunctionType.get(types, [])),
                  "kernel": ir.UnitAttr.get(),
@@ -593,7 +612,7 @@ class Parser:
         self.ws()
         open_at = self.pos
         self.expect("{")
-        block = region.blocks.append(*[ir.Type.parse(t) if isinstance(t, str) else t for t in arg_types],
+        block = region.blocks.append(*[self.ir_type(t) if isinstance(t, str) else t for t in arg_types],
                                      arg_locs=[loc] * len(arg_types))
         self.scopes.append({})
         self.define([(n, a, 1) for n, a in arg_names], list(block.arguments))
@@ -626,7 +645,7 @@ class Parser:
                     break
             self.expect("=")
         self.ws()
-        op_at = self.pos
+        op_at = self.op_pos = self.pos
         if self.text.startswith('"', self.pos):
             self.fail("generic-form ops cannot be mixed into custom-form cuda_tile text", op_at)
         name = self.ident("an operation name")
@@ -673,7 +692,7 @@ class Parser:
             built["operandSegmentSizes"] = ir.DenseI32ArrayAttr.get(segment_sizes(okinds, ocounts))
         if _non_single(rkinds) > 1:
             built["resultSegmentSizes"] = ir.DenseI32ArrayAttr.get(segment_sizes(rkinds, rcounts))
-        return ir.Operation.create(spec.full_name, results=[ir.Type.parse(t) for t in rtypes], operands=ops,
+        return ir.Operation.create(spec.full_name, results=[self.ir_type(t) for t in rtypes], operands=ops,
                                    attributes=built, regions=regions, loc=loc)
 
     def operands(self, n: int) -> list[tuple[str, int]]:
@@ -746,7 +765,7 @@ class Parser:
     def op_permute(self, name, loc):
         ref = self.value_name()
         self.expect("[")
-        perm = self.comma_list(self.integer, "]")
+        perm = self.comma_list(self.int32, "]")
         attrs = {"permutation": f"array<i32{': ' + ', '.join(map(str, perm)) if perm else ''}>"}
         self.attr_dict(attrs)
         self.expect(":")
