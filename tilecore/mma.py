@@ -66,8 +66,11 @@ from dataclasses import dataclass
 MMA_INTERFACE = "tileas-mma/1"
 G2S_INTERFACE = "tileas-g2s/1"
 TMA_INTERFACE = "tileas-tma/1"
-SMEM_BUDGET = 48 * 1024  # static shared memory of a CTA: what the operands of one dot may use
+SMEM_BUDGET = 48 * 1024  # a request's default operand budget (PTX's static shared memory); see dot_smem_budget
 STATIC_SHARED_BYTES = 48 * 1024  # PTX's limit on a kernel's static shared memory; beyond it, dynamic
+# Shared memory a dot's operands leave to the rest of the CTA: the 1024-byte alignment of swizzled operands and a
+# few small static variables (the tcgen05 mbarrier and tensor-memory address, TMA mbarriers)
+SMEM_SLACK_BYTES = 1024
 # Shared memory one CTA may opt into, by compute capability (CUDA C++ Programming Guide, "Technical
 # Specifications per Compute Capability": 163 KB on 8.0 / 8.7, 99 KB on 8.6 / 8.9 / 12.x, 227 KB on 9.0 / 10.x).
 MAX_SHARED_BYTES = {80: 163 * 1024, 86: 99 * 1024, 87: 163 * 1024, 89: 99 * 1024, 90: 227 * 1024,
@@ -78,6 +81,14 @@ MAX_SHARED_BYTES = {80: 163 * 1024, 86: 99 * 1024, 87: 163 * 1024, 89: 99 * 1024
 def max_shared_bytes(cc: int) -> int:
     """Shared memory a CTA may use on compute capability ``cc`` (48 KiB for one the table does not know)."""
     return MAX_SHARED_BYTES.get(cc, STATIC_SHARED_BYTES)
+
+
+def dot_smem_budget(cc: int) -> int:
+    """Shared memory the operands of one dot may take on compute capability ``cc``: what a CTA may opt into
+    (:func:`max_shared_bytes`; beyond PTX's 48 KiB of static shared memory the scratch buffer is dynamic) less
+    :data:`SMEM_SLACK_BYTES`. Nothing else of the kernel holds scratch while a dot reads its operands, except a
+    pipelined loop's ring of stages, which leaves its body room for the body's dots (``pipeline.plan``)."""
+    return max_shared_bytes(cc) - SMEM_SLACK_BYTES
 # Operand rows in shared memory are padded by 16 bytes: the 8 rows an ldmatrix phase reads (16 bytes each)
 # then fall in 8 different groups of 4 banks when the row length is a multiple of 128 bytes.
 ROW_PAD_BYTES = 16

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from tilecore.conversion import ConversionStats
 from tilecore.errors import at_op, ops_in
 from tilecore.mlir import ir
+from tilecore.mma import dot_smem_budget
 from tilecore.stages import Stage
 
 from ..entry_check import check_module
@@ -111,9 +112,10 @@ def mma_request(op, threads: int, target) -> MmaRequest:
     lhs, rhs, acc = op.operands[:3]
     m, k = ir.RankedTensorType(lhs.type).shape
     n = ir.RankedTensorType(rhs.type).shape[1]
+    cc = target.cc if target is not None else 80
     return MmaRequest(m, n, k, element_name(lhs.type), element_name(rhs.type), element_name(acc.type),
-                      signed(op, "signedness_lhs"), signed(op, "signedness_rhs"), threads=threads,
-                      cc=target.cc if target is not None else 80, arch=target.name if target is not None else "",
+                      signed(op, "signedness_lhs"), signed(op, "signedness_rhs"), threads=threads, cc=cc,
+                      smem_budget=dot_smem_budget(cc), arch=target.name if target is not None else "",
                       rows_whole=ROWS_WHOLE in op.attributes)
 
 

@@ -294,13 +294,31 @@ def plan(cg, loop) -> Plan | None:
     # slack and the mbarriers, and (a body that uses shared memory itself) the body's scratch region
     budget = max_shared_bytes(cg.target.cc if cg.target is not None else 0) - 1024 - MBARRIER_BYTES * MAX_STAGES
     if not pure:
-        budget -= BODY_SCRATCH_BYTES
+        budget -= _body_scratch(cg, dots)
     stages = min(MAX_STAGES, budget // at) if at > 0 else 0
     if stages < 1:
         return None
     order = {o.operation: i for i, o in enumerate(ops)}
     shift = 0 if pure else (stages * at + MBARRIER_BYTES * stages + 1023) // 1024 * 1024
     return Plan(loads, at, stages, atom, sorted(slice_ops.values(), key=lambda o: order[o]), shift)
+
+
+def _body_scratch(cg, dots) -> int:
+    """Shared memory kept past the ring for a body that uses some itself: :data:`BODY_SCRATCH_BYTES`, or what the
+    operands of its largest dot take, when more (a dot's atom may take up to ``tilecore.mma.dot_smem_budget``: its
+    operands written there, or a stage copied into the atom's layouts; the ring then gets fewer stages, or none)."""
+    from tilecore.mma import SMEM_SLACK_BYTES, operand_bytes
+
+    from ..atoms.select import mma_request
+
+    def need(d) -> int:
+        req = mma_request(d, cg.threads, cg.target)
+        atom = cg.atoms.get(str(d.attributes["atom"]).split('"')[1])
+        if atom is not None and atom.data.get("fragment") in ("wgmma", "tcgen05"):  # swizzled layouts (repeated rows)
+            return sum(lay.nbytes for lay in atom.lower(cg, "layouts", req, 0))
+        return operand_bytes(req)
+
+    return max([BODY_SCRATCH_BYTES] + [need(d) + SMEM_SLACK_BYTES for d in dots if d.name == "nv_tileas.dot"])
 
 
 def _dense_16(p: PipedLoad) -> bool:
@@ -973,7 +991,12 @@ def _dot_stages(cg, d) -> DotStages | None:
     for p in loads:
         p.offset = (at + 1023) // 1024 * 1024
         at = p.offset + p.nbytes
-    return DotStages(loads, at, (at + MBARRIER_BYTES + 1023) // 1024 * 1024)
+    shift = (at + MBARRIER_BYTES + 1023) // 1024 * 1024
+    # the atom writes what is not staged (the scale factors) past the stages: all of it within the CTA's shared memory
+    req = block_scaled_request(d, cg.threads, cg.target)
+    if shift + sum(lay.nbytes for lay in a.lower(cg, "layouts", req, 0)) > req.smem_budget:
+        return None
+    return DotStages(loads, at, shift)
 
 
 def _no_writes_between(load, dot) -> bool:
