@@ -79,7 +79,9 @@ def test_module_wrapper_prefixes_and_implicit_terminators(pm, tmp_path):
 
 # -- hand-written kernels: ops and forms cuTile does not emit, against numpy ----------------------------
 
-def _run(name: str, entry: str, grid, args, gpu: str = "sm_80") -> None:
+def _run(name: str, entry: str, grid, args, gpu: str = "sm_80") -> str:
+    """Compile ``tests/mlir_ops2/<name>.cuda_tile.mlir`` for ``gpu``, launch ``entry`` in the emulator
+    (arrays updated in place); returns what the kernel printed."""
     from tilecore import emulate
     from tilecore.compiler import compile_file
     from tilecore.launch_attrs import kernel_functions
@@ -87,7 +89,7 @@ def _run(name: str, entry: str, grid, args, gpu: str = "sm_80") -> None:
 
     res = compile_file(os.path.join(DATA, f"{name}.cuda_tile.mlir"), gpu)
     block = list(ir.DenseI32ArrayAttr(kernel_functions(res.module)[entry].attributes["nvvm.reqntid"])) + [1, 1]
-    emulate.launch(res.module, entry, grid, tuple(block[:3]), args)
+    return emulate.launch(res.module, entry, grid, tuple(block[:3]), args).printf
 
 
 def test_integer_forms_match_numpy():
@@ -134,7 +136,7 @@ def test_reverse_scan_f64_and_loop_with_break():
 
 @pytest.mark.parametrize("gpu", ["sm_90a", "sm_100a"])
 def test_hand_written_kernels_compile_for_newer_targets(tmp_path, gpu):
-    for name in ("ints", "views", "consts", "loops", "floats", "memory", "nested"):
+    for name in ("ints", "views", "consts", "loops", "floats", "memory", "nested", "print"):
         out = tmp_path / f"{name}.ptx"
         proc = run_cli("compile", os.path.join(DATA, f"{name}.cuda_tile.mlir"), "--gpu-name", gpu, "--emit", "ptx",
                        "-o", str(out), env={"TILECORE_NO_CACHE": "1"})
@@ -305,3 +307,8 @@ def test_mmai_mixed_signedness_and_f64_mmaf(gpu):
     a2, b2, c2 = rng.standard_normal((16, 8)), rng.standard_normal((8, 16)), np.zeros((16, 16))
     _run("mma", "mmaf_f64", (1, 1, 1), [a2, b2, c2], gpu)
     np.testing.assert_allclose(c2, a2 @ b2 + 0.5, rtol=1e-12)
+
+
+def test_print_formats():
+    text = _run("print", "pr", (2, 1, 1), [np.zeros(4, np.float32)])
+    assert sorted(text.splitlines()) == ["a 1 5.500000 -2.250000 %"] * 2 + ["b [[1, 2], [3, 4]] +000.125 -3"] * 2
