@@ -1342,3 +1342,108 @@ def test_multi_tensor_apply_over_lists_of_arrays_of_different_lengths(sm):
     for y, w in zip(ys, want):
         np.testing.assert_array_equal(y, w.astype(np.float16))
     np.testing.assert_allclose(norms, [float((w.astype(np.float64) ** 2).sum()) for w in want], rtol=1e-5)
+
+
+# ------------------------------------------------------------------------------ grouped MXFP8 quantisation: slices, binary search
+QBM, QBK, QGK = 16, 64, 32  # rows per tile, columns per tile, columns per E8M0 scale
+MAX_GROUPS = 8
+
+
+@ct.kernel(opt_level=3)
+def mx_prefix_tiles(Sizes, TileOffsets, k_tiles):
+    m = ct.reshape(ct.load(Sizes, (0, 0), shape=(MAX_GROUPS, 1), padding_mode=Z), (MAX_GROUPS,))
+    counts = (m + QBM - 1) // QBM * k_tiles
+    ct.store(TileOffsets, (0,), ct.full((1,), 0, dtype=ct.int32))
+    ct.scatter(TileOffsets, ct.arange(MAX_GROUPS, dtype=ct.int32) + 1, ct.cumsum(counts, axis=0), check_bounds=False)
+
+
+@ct.function
+def _e8m0_byte(x):
+    e = ct.ceil(ct.log2(ct.maximum(x, 5.877471754111438e-39))).astype(ct.int32) + 127
+    return ct.where(x == 0.0, 0, ct.minimum(ct.maximum(e, 0), 254)).astype(ct.uint8)
+
+
+@ct.kernel(opt_level=3, occupancy=4)
+def mx_grouped_quant(In: ct.IndexedWithInt64, Sizes, RowOffsets, TileOffsets, Out: ct.IndexedWithInt64, ScaleFlat):
+    groups = Sizes.shape[0]
+    total = ct.load(TileOffsets, (groups,), shape=()).item()
+    k_tiles = In.shape[1] // QBK
+    t = ct.bid(0)
+    while t < total:
+        lo = 0
+        hi = groups
+        while lo + 1 < hi:
+            mid = (lo + hi) // 2
+            if t < ct.load(TileOffsets, (mid,), shape=()).item():
+                hi = mid
+            else:
+                lo = mid
+        local = t - ct.load(TileOffsets, (lo,), shape=()).item()
+        mt = local // k_tiles
+        kt = local - mt * k_tiles
+        m = ct.load(Sizes, (lo, 0), shape=()).item()
+        r0 = ct.load(RowOffsets, (lo,), shape=()).item()
+        src = In.slice(axis=0, start=r0, stop=r0 + m)
+        dst = Out.slice(axis=0, start=r0, stop=r0 + m)
+        g = ct.reshape(ct.load(src, (mt, kt), shape=(QBM, QBK), padding_mode=Z, latency=8).astype(ct.float32),
+                       (QBM, QBK // QGK, QGK))
+        amax = ct.max(ct.abs(g), axis=2)
+        sb = _e8m0_byte(amax / 448.0)
+        inv = ct.where(amax != 0.0, ct.exp2(127.0 - sb.astype(ct.float32)), 0.0)
+        q = ct.reshape(g * ct.expand_dims(inv, 2), (QBM, QBK)).astype(ct.float8_e4m3fn)
+        ct.store(dst, (mt, kt), ct.bitcast(q, ct.uint8), latency=8)
+        rows = ct.reshape(ct.arange(QBM, dtype=ct.int32), (QBM, 1))
+        cols = ct.reshape(ct.arange(QBK // QGK, dtype=ct.int32), (1, QBK // QGK))
+        base = (r0 // QBM * k_tiles + mt * k_tiles + kt) * (QBM * QBK // QGK)
+        ct.scatter(ScaleFlat, base + (rows % 8) * 4 + (rows // 8) * 2 + cols, sb, check_bounds=False, latency=2)
+        t = t + ct.num_blocks(0)
+
+
+def _mx_quant_ref(x, sizes, row_offsets, k_tiles):
+    from tilecore.narrow_floats import encode
+
+    enc8 = np.vectorize(lambda v: encode(float(v), "f8E4M3FN"))
+    q = np.full(x.shape, 0x77, np.uint8)  # rows of no group keep what they held
+    scales = {}
+    for m, r0 in zip(sizes, row_offsets):
+        for mt in range(-(-m // QBM)):
+            for kt in range(k_tiles):
+                blk = np.zeros((QBM, QBK), np.float32)
+                rows = x[r0 + mt * QBM:r0 + min(m, (mt + 1) * QBM), kt * QBK:(kt + 1) * QBK]
+                blk[:rows.shape[0]] = rows
+                grp = blk.reshape(QBM, QBK // QGK, QGK)
+                amax = np.abs(grp).max(2)
+                e = np.clip(np.ceil(np.log2(np.maximum(amax / np.float32(448.0), 5.877471754111438e-39))) + 127,
+                            0, 254)
+                sb = np.where(amax == 0, 0, e).astype(np.uint8)
+                inv = np.where(amax != 0, np.exp2(127.0 - sb.astype(np.float32)), 0).astype(np.float32)
+                qb = enc8((grp * inv[:, :, None]).reshape(QBM, QBK)).astype(np.uint8)
+                q[r0 + mt * QBM:r0 + mt * QBM + rows.shape[0], kt * QBK:(kt + 1) * QBK] = qb[:rows.shape[0]]
+                base = (r0 // QBM * k_tiles + mt * k_tiles + kt) * (QBM * QBK // QGK)
+                for r in range(QBM):
+                    for c in range(QBK // QGK):
+                        scales[base + (r % 8) * 4 + (r // 8) * 2 + c] = sb[r, c]
+    return q, scales
+
+
+@pytest.mark.parametrize("sm", ["sm_90a", "sm_100a"])
+def test_grouped_mx_quantisation_with_array_slices_and_a_binary_search_schedule(sm):
+    rng = _rng(33)
+    sizes = np.array([20, 0, 5, 33], np.int32)
+    k = 2 * QBK
+    row_offsets = np.array([0, 32, 32, 48], np.int32)  # each group starts on a QBM boundary
+    x = (rng.standard_normal((96, k)) * 50).astype(np.float16)
+    x[3, :QGK] = 0  # a group of zeros: scale byte 0
+    sz = np.zeros((len(sizes), 3), np.int32)
+    sz[:, 0] = sizes
+    offs = np.zeros(MAX_GROUPS + 1, np.int32)
+    _launch(sm, (1,), mx_prefix_tiles, (sz, offs, k // QBK))
+    counts = -(-sizes // QBM) * (k // QBK)
+    np.testing.assert_array_equal(offs[:len(sizes) + 1], np.concatenate([[0], np.cumsum(counts)]))
+    out = np.full(x.shape, 0x77, np.uint8)
+    scale_flat = np.full(96 // QBM * (k // QBK) * QBM * (QBK // QGK), 0xEE, np.uint8)
+    _launch(sm, (3,), mx_grouped_quant, (x, sz, row_offsets, offs, out, scale_flat))
+    want_q, want_s = _mx_quant_ref(x.astype(np.float32), sizes, row_offsets, k // QBK)
+    np.testing.assert_array_equal(out, want_q)
+    for i, v in want_s.items():
+        assert scale_flat[i] == v, i
