@@ -93,7 +93,8 @@ def rms_norm_persistent(X, Y, W, TM: ConstInt, TN: ConstInt, EPS: ConstFloat):
     N = X.shape[1]
     w = ct.reshape(ct.astype(ct.load(W, index=(0,), shape=(TN,), padding_mode=Z), ct.float32), (1, TN))
     for t in range(ct.bid(0), (M + TM - 1) // TM, ct.num_blocks(0)):
-        x = ct.astype(ct.load(X, index=(t, 0), shape=(TM, TN), padding_mode=Z, latency=10), ct.float32)
+        # (TileGym hints latency=10 here: tileiras then takes ~40 s for sm_90 on this kernel, 1.4 s with 4)
+        x = ct.astype(ct.load(X, index=(t, 0), shape=(TM, TN), padding_mode=Z, latency=4), ct.float32)
         ss = ct.sum(ct.mul(x, x), axis=1, keepdims=True)
         var = ct.truediv(ss, ct.full((TM, 1), N * 1.0, dtype=ct.float32))
         r = ct.rsqrt(ct.add(var, ct.full((TM, 1), EPS, dtype=ct.float32)))
