@@ -1448,3 +1448,123 @@ def test_grouped_mx_quantisation_with_array_slices_and_a_binary_search_schedule(
     np.testing.assert_array_equal(out, want_q)
     for i, v in want_s.items():
         assert scale_flat[i] == v, i
+
+
+# ------------------------------------------------------------------------------ MoE activation backward epilogue: nested slices
+ACT_SWIGLU, ACT_GEGLU, ACT_RELU_SQ = 0, 1, 6
+
+
+def _sig_tanh(x):
+    return 0.5 * (1.0 + ct.tanh(0.5 * x, rounding_mode=APPROX))
+
+
+def _erf_as(x):
+    """Abramowitz-Stegun 7.1.26 erf with its exp(-x^2) term, as a Horner polynomial."""
+    ax = ct.abs(x)
+    t = ct.truediv(1.0, 1.0 + 0.3275911 * ax, flush_to_zero=True, rounding_mode=APPROX)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    e = ct.exp2(-ax * ax * 1.4426950408889634, flush_to_zero=True)
+    r = 1.0 - poly * e
+    return ct.where(x >= 0.0, r, -r), e
+
+
+def _glu_grad(g, u, dy, ACT: ConstInt):
+    if ACT == ACT_SWIGLU:
+        s = _sig_tanh(g)
+        f = g * s
+        return dy * u * (s * (1.0 + g * (1.0 - s))), dy * f, f * u
+    erf, e = _erf_as(g * 0.7071067811865475)
+    f = 0.5 * g * (1.0 + erf)
+    fp = 0.5 * (1.0 + erf) + g * (0.3989422804014327 * e)
+    return dy * u * fp, dy * f, f * u
+
+
+@ct.kernel
+def moe_act_bwd(DY, GatherIdx, Scores, ScoreIdx, Offsets, ZIn, DZ, Y1S, DS, NI: ConstInt, BM: ConstInt, BN: ConstInt,
+                ACT: ConstInt, IS_GLU: ConstInt, NSUB: ConstInt):
+    pm, pn, ex = ct.bid(0), ct.bid(1), ct.bid(2)
+    start = ct.load(Offsets, index=(ex,), shape=(1,)).item()
+    ntok = ct.load(Offsets, index=(ex + 1,), shape=(1,)).item() - start
+    if ntok <= 0:
+        return
+    if pm * BM >= ntok:
+        return
+    m_offs = pm * BM + ct.arange(BM, dtype=ct.int32)
+    tok = start + m_offs
+    rows = ct.gather(GatherIdx, (tok,), check_bounds=True, padding_value=0)
+    s = ct.gather(Scores, (ct.gather(ScoreIdx, (tok,), padding_value=0),), padding_value=0.0)[:, None]
+    n_offs = pn * BN + ct.arange(BN, dtype=ct.int32)
+    dy = ct.gather(DY, (rows[:, None], n_offs[None, :]), padding_value=0.0, latency=10)
+    dy = ct.where((n_offs < NI)[None, :], dy, 0.0)
+    z = ZIn.slice(axis=0, start=start, stop=start + ntok)
+    dz = DZ.slice(axis=0, start=start, stop=start + ntok)
+    y1s = Y1S.slice(axis=0, start=start, stop=start + ntok)
+    if IS_GLU:
+        zg, zu = z.slice(axis=1, start=0, stop=NI), z.slice(axis=1, start=NI, stop=2 * NI)
+        dg_v, du_v = dz.slice(axis=1, start=0, stop=NI), dz.slice(axis=1, start=NI, stop=2 * NI)
+        BS = BN // NSUB
+        ds = ct.zeros((BM,), dtype=ct.float32)
+        for j in range(NSUB):
+            cb = pn * NSUB + j
+            dyj = ct.extract(dy, index=(0, j), shape=(BM, BS))
+            g = ct.load(zg, index=(pm, cb), shape=(BM, BS), padding_mode=Z).astype(ct.float32)
+            u = ct.load(zu, index=(pm, cb), shape=(BM, BS), padding_mode=Z).astype(ct.float32)
+            dg, du, f = _glu_grad(g, u, dyj, ACT)
+            ds = ds + ct.sum(dyj * f, axis=1)
+            ct.store(dg_v, index=(pm, cb), tile=(dg * s).astype(DZ.dtype), allow_tma=False)
+            ct.store(du_v, index=(pm, cb), tile=(du * s).astype(DZ.dtype), allow_tma=False)
+            ct.store(y1s, index=(pm, cb), tile=(f * s).astype(Y1S.dtype), allow_tma=False)
+    else:
+        x = ct.load(z, index=(pm, pn), shape=(BM, BN), padding_mode=Z).astype(ct.float32)
+        r = ct.maximum(x, 0.0)
+        ds = ct.sum(dy * (r * r), axis=1)
+        ct.store(dz, index=(pm, pn), tile=(dy * 2.0 * r * s).astype(DZ.dtype), allow_tma=False)
+        ct.store(y1s, index=(pm, pn), tile=(r * r * s).astype(Y1S.dtype), allow_tma=False)
+    ct.atomic_add(DS, (tok,), ct.where(m_offs < ntok, ds, 0.0), check_bounds=True,
+                  memory_order=ct.MemoryOrder.RELAXED)
+
+
+def _moe_act_bwd_ref(dy_rows, z, s, act, i_dim):
+    from math import erf
+
+    if act == ACT_RELU_SQ:
+        r = np.maximum(z, 0)
+        return dy_rows * 2 * r * s, None, r * r * s, (dy_rows * r * r).sum(1)
+    g, u = z[:, :i_dim], z[:, i_dim:]
+    if act == ACT_SWIGLU:
+        sg = _sigmoid(g)
+        f = g * sg
+        dg, du = dy_rows * u * sg * (1 + g * (1 - sg)), dy_rows * f
+    else:
+        erf_v = np.vectorize(erf)(g / np.sqrt(2))
+        f = 0.5 * g * (1 + erf_v)
+        dg, du = dy_rows * u * (0.5 * (1 + erf_v) + g * np.exp(-g * g / 2) / np.sqrt(2 * np.pi)), dy_rows * f
+    return dg * s, du * s, f * u * s, (dy_rows * f * u).sum(1)
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_moe_activation_backward_epilogue_with_nested_slices_and_early_returns(sm):
+    rng = _rng(34)
+    i_dim, n_in, bm, bn = 40, 30, 8, 32
+    offsets = np.array([0, 11, 11, 25], np.int32)  # three experts, the middle one empty
+    total = int(offsets[-1])
+    gidx = rng.integers(0, n_in, total).astype(np.int32)
+    sidx = rng.permutation(total).astype(np.int32)
+    scores = rng.uniform(0.1, 1, total).astype(np.float32)
+    dy = rng.standard_normal((n_in, i_dim)).astype(np.float32)
+    grid = (-(-14 // bm), -(-i_dim // bn), 3)
+    for act, glu, nsub in ((ACT_SWIGLU, 1, 2), (ACT_GEGLU, 1, 1), (ACT_RELU_SQ, 0, 1)):
+        width = 2 * i_dim if glu else i_dim
+        z = rng.standard_normal((total, width)).astype(np.float32)
+        dz, y1s = np.full((total, width), 9.0, np.float32), np.full((total, i_dim), 9.0, np.float32)
+        ds = np.zeros(total, np.float32)
+        _launch(sm, grid, moe_act_bwd, (dy, gidx, scores, sidx, offsets, z, dz, y1s, ds, i_dim, bm, bn, act, glu,
+                                        nsub))
+        s = scores[sidx][:, None].astype(np.float64)
+        dg, du, y, dsw = _moe_act_bwd_ref(dy[gidx].astype(np.float64), z.astype(np.float64), s, act, i_dim)
+        tol = dict(rtol=2e-4, atol=2e-4) if act != ACT_GEGLU else dict(rtol=2e-3, atol=2e-3)  # A&S erf: 1.5e-7 abs
+        np.testing.assert_allclose(dz[:, :i_dim], dg, **tol)
+        if du is not None:
+            np.testing.assert_allclose(dz[:, i_dim:], du, **tol)
+        np.testing.assert_allclose(y1s, y, **tol)
+        np.testing.assert_allclose(ds, dsw, **tol)
