@@ -1568,3 +1568,56 @@ def test_moe_activation_backward_epilogue_with_nested_slices_and_early_returns(s
             np.testing.assert_allclose(dz[:, i_dim:], du, **tol)
         np.testing.assert_allclose(y1s, y, **tol)
         np.testing.assert_allclose(ds, dsw, **tol)
+
+
+# ------------------------------------------------------------------------------ split-K partial sums over a grouped tile order
+def _grouped_tile(tile_id, per_group, n_m, GROUP: ConstInt):
+    g = tile_id // per_group
+    first = g * GROUP
+    size = ct.minimum(n_m - first, GROUP)
+    return first + tile_id % size, (tile_id % per_group) // size
+
+
+@ct.kernel
+def split_k_row_stats(X, SumAcc, SqAcc, M: int, N: int, K: int, TM: ConstInt, TN: ConstInt, TK: ConstInt,
+                      SPLIT: ConstInt, GROUP: ConstInt):
+    n_m, n_n = ct.cdiv(M, TM), ct.cdiv(N, TN)
+    bm, bn = _grouped_tile(ct.bid(0), GROUP * n_n, n_m, GROUP)
+    sk = ct.bid(1)
+    kt = ct.cdiv(K, TK)
+    per = ct.cdiv(kt, SPLIT)
+    lo = sk * per
+    hi = ct.minimum(lo + per, kt)
+    s = ct.full((TM,), 0.0, dtype=ct.float32)
+    q = ct.full((TM, TN), 0.0, dtype=ct.float32)
+    for k in range(lo, hi):
+        a = ct.load(X, index=(bm, k), shape=(TM, TK), padding_mode=Z, allow_tma=True).astype(ct.float32)
+        s = s + ct.sum(a * a, axis=1, keepdims=False)
+        q = q + ct.sum(ct.reshape(a, (TM, TN, TK // TN)), axis=2) * (bn + 1.0)
+    ct.store(SumAcc, index=(bm + sk * n_m, bn), tile=ct.reshape(s, (TM, 1)))
+    ct.store(SqAcc, index=(bm + sk * n_m, bn), tile=q)
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_split_k_partials_over_a_grouped_tile_order_with_scalar_minimum_bounds(sm):
+    rng = _rng(35)
+    m, k, tm, tn, tk, split, group = 37, 150, 8, 4, 16, 3, 2
+    n = 3 * tn  # three column tiles (each its own scale)
+    x = rng.standard_normal((m, k)).astype(np.float16)
+    n_m, n_n = -(-m // tm), -(-n // tn)
+    sums = np.full((n_m * tm * split, n_n), 7.0, np.float32)
+    sq = np.full((n_m * tm * split, n), 7.0, np.float32)
+    _launch(sm, (n_m * n_n, split), split_k_row_stats, (x, sums, sq, m, n, k, tm, tn, tk, split, group))
+    kt = -(-k // tk)
+    per = -(-kt // split)
+    xp = np.zeros((n_m * tm, kt * tk))
+    xp[:m, :k] = x
+    for sk in range(split):
+        cols = xp[:, sk * per * tk:min((sk + 1) * per, kt) * tk]
+        rows = slice(sk * n_m * tm, (sk + 1) * n_m * tm)
+        for bn in range(n_n):
+            np.testing.assert_allclose(sums[rows, bn], (cols * cols).sum(1), rtol=1e-5, atol=1e-5)
+        part = cols.reshape(n_m * tm, -1, tk)  # per K tile
+        want_q = part.reshape(n_m * tm, part.shape[1], tn, tk // tn).sum(3).sum(1)  # (rows, TN)
+        for bn in range(n_n):
+            np.testing.assert_allclose(sq[rows, bn * tn:(bn + 1) * tn], want_q * (bn + 1), rtol=1e-5, atol=1e-5)
