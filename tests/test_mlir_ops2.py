@@ -167,6 +167,25 @@ _KERNEL = ("entry @k(%x: tile<ptr<f32>>, %n: tile<i32>) {\n"
     ("%e = addf %c, %zz : tile<4xf32>", 17, "use of undeclared value '%zz'"),
     ("%e = addf %c, %c : tile<4xq7>", 29, "unknown element type 'q7'"),
     ("%e = permute %c [99999999999] : tile<4xf32> -> tile<4xf32>", 20, "integer 99999999999 does not fit 32 bits"),
+    # type rules of the verifier (these passed the reader and failed in a later stage, or compiled)
+    ("%e = cmpi equal %c, %c, signed : tile<4xf32> -> tile<4xi1>", 8,
+     "'cuda_tile.cmpi' operands must be a tile of integers, got tile<4xf32>"),
+    ("%e = addf %d, %d : tile<4xi32>", 8, "'cuda_tile.addf' operand must be a tile of floats, got tile<4xi32>"),
+    ("%e = exti %d signed : tile<4xi32> -> tile<4xi8>", 8,
+     "'cuda_tile.exti' tile<4xi32> -> tile<4xi8> must widen the integer"),
+    ("%p = reshape %x : tile<ptr<f32>> -> tile<1xptr<f32>>\n  %q = broadcast %p : tile<1xptr<f32>> -> "
+     "tile<4xptr<f32>>\n  %t = store_ptr_tko weak %q, %d : tile<4xptr<f32>>, tile<4xi32> -> token", "6:8",
+     "'cuda_tile.store_ptr_tko' value tile<4xi32> must be tile<4xf32> (the pointers' shape and pointee type)"),
+    ("%p = reshape %x : tile<ptr<f32>> -> tile<1xptr<f32>>\n  %q = broadcast %p : tile<1xptr<f32>> -> "
+     "tile<4xptr<f32>>\n  %v, %t = load_ptr_tko release device %q : tile<4xptr<f32>> -> tile<4xf32>, token", "6:12",
+     "'cuda_tile.load_ptr_tko' memory ordering 'release' is not allowed on a load"),
+    ("%g = get_global @table : tile<ptr<f32>>", 8,
+     "'cuda_tile.get_global' there is no global named 'table' (globals: none)"),
+    ("%e = addf %c, %c rounding<approx> : tile<4xf32>", 29,
+     "'addf' takes rounding modes nearest_even, zero, negative_inf, positive_inf, got 'approx'"),
+    ("%r = reduce %c dim=0 identities=[0 : i32] : tile<4xf32> -> tile<f32>\n  (%a: tile<f32>, %b: tile<f32>) {\n"
+     "    %s = addf %a, %b : tile<f32>\n    yield %s : tile<f32>\n  }", 8,
+     "'cuda_tile.reduce' identities [0 : i32] must be one value per operand, of its element type (f32)"),
     ("%e = multimem_store_view_tko weak %c : tile<4xf32>", 8,
      "'multimem_store_view_tko' is not supported: multimem ops need multicast memory shared by several GPUs "
      "(a multicast object), which tilecore does not target"),
@@ -182,7 +201,8 @@ def test_malformed_text_is_a_located_error(tmp_path, body, col, message):
     proc = run_cli("compile", str(src), "--gpu-name", "sm_80", "--emit", "ptx", "-o", str(out),
                    env={"TILECORE_NO_CACHE": "1"})
     assert proc.returncode == 1 and "Traceback" not in proc.stderr and not out.exists(), proc.stderr
-    assert proc.stderr.splitlines()[0] == f"error: {src}:4:{col}: {message}"
+    where = f"4:{col}" if isinstance(col, int) else col  # line:col of a body of several lines
+    assert proc.stderr.splitlines()[0] == f"error: {src}:{where}: {message}"
 
 
 def test_unterminated_region_and_truncated_bytecode(tmp_path):

@@ -44,6 +44,13 @@ _CONVERT = {"bitcast", "broadcast", "reshape", "pack", "unpack", "exti", "trunci
             "int_to_ptr", "ptr_to_int", "ptr_to_ptr"}
 # Rounding modes an op takes when its text names none.
 _ROUNDING_DEFAULT = {"exp": "full", "tanh": "full", "ftoi": "nearest_int_to_zero", "divi": "zero"}
+_IEEE = ("nearest_even", "zero", "negative_inf", "positive_inf")
+# The rounding modes each op's text may name (NVIDIA's parser refuses the others); ftof / itof also take
+# nearest_away (a tf32 conversion of cuTile's).
+_ROUNDING_ALLOWED = {**{op: _IEEE for op in ("addf", "subf", "mulf", "fma")},
+                     "divf": _IEEE + ("approx", "full"), "sqrt": _IEEE + ("approx",), "exp": ("approx", "full"),
+                     "tanh": ("approx", "full"), "ftoi": ("nearest_int_to_zero",), "ftof": _IEEE + ("nearest_away",),
+                     "itof": _IEEE + ("nearest_away",), "divi": ("zero", "negative_inf", "positive_inf")}
 _ALIASES = {"pow": "fpowf"}  # the dialect's ODS mnemonic; tileirdisasm prints fpowf
 _MULTIMEM = {"multimem_load_reduce_view_tko", "multimem_reduce_view_tko", "multimem_store_view_tko"}
 
@@ -424,7 +431,12 @@ class Parser:
             at = self.pos
             if self.accept("rounding"):
                 self.expect("<")
+                self.ws()
+                mat = self.pos
                 mode = self.enum("rounding", "rounding mode")
+                allowed = _ROUNDING_ALLOWED.get(op)
+                if allowed and mode not in allowed:
+                    self.fail(f"'{op}' takes rounding modes {', '.join(allowed)}, got '{mode}'", mat)
                 self.expect(">")
                 attrs["rounding" if op == "divi" else "rounding_mode"] = f'"{mode}"'
             elif self.accept("overflow"):

@@ -80,8 +80,31 @@ def _elementwise(name, op) -> None:
     _same(ts, "operands and result")
 
 
+FLOAT_ONLY = {"absf", "addf", "subf", "mulf", "divf", "remf", "maxf", "minf", "fma", "negf", "ceil", "floor", "cos",
+              "cosh", "sin", "sinh", "tan", "tanh", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "fpowf", "atan2"}
+INT_ONLY = {"absi", "addi", "subi", "muli", "divi", "remi", "maxi", "mini", "andi", "ori", "xori", "shli", "shri",
+            "mulhii", "negi"}
+
+
+def _element(t, kind: str, what: str):
+    """``t``'s element, which must be an integer (``kind`` "int") or a float ("float")."""
+    t = _tile(t, what)
+    ok = isinstance(t.element, T.Scalar) and (t.element.is_int() if kind == "int" else t.element.is_float())
+    if not ok:
+        raise VerifyError(f"{what} must be a tile of {'integers' if kind == 'int' else 'floats'}, got {short(t)}")
+    return t.element
+
+
+def _elementwise_of(kind: str):
+    def rule(name, op) -> None:
+        _elementwise(name, op)
+        _element(_types(op.operands)[0], kind, "operand")
+    return rule
+
+
 def _divi(name, op) -> None:
     _elementwise(name, op)
+    _element(_types(op.operands)[0], "int", "operand")
     if op.attributes["signedness"].value == "unsigned" and op.attributes["rounding"].value == "negative_inf":
         raise VerifyError("rounding 'negative_inf' is not allowed with 'unsigned' operands "
                           "(unsigned division already rounds toward zero)")
@@ -89,6 +112,7 @@ def _divi(name, op) -> None:
 
 def _compare(name, op) -> None:
     lhs, rhs = _types(op.operands)
+    _element(lhs, "float" if name == "cmpf" else "int", "operands")
     res = _tile(_types(op.results)[0], "result")
     _same([lhs, rhs], "operands")
     lhs = _tile(lhs, "operand")
@@ -105,11 +129,29 @@ def _select(name, op) -> None:
         raise VerifyError(f"condition must be {short(T.Tile(a.shape, T.Scalar('i1')))}, got {short(cond)}")
 
 
+# cast -> (source class, result class, width relation of result to source)
+CAST_KINDS = {"exti": ("int", "int", ">"), "trunci": ("int", "int", "<"), "ftof": ("float", "float", None),
+              "ftoi": ("float", "int", None), "itof": ("int", "float", None)}
+
+
+def _width(e) -> int:
+    return T.INT_WIDTHS.get(e.text) or T.FLOAT_WIDTHS.get(e.text) or 64
+
+
 def _cast(name, op) -> None:
     src = _tile(_types(op.operands)[0], "operand")
     res = _tile(_types(op.results)[0], "result")
     if src.shape != res.shape:
         raise VerifyError(f"operand and result shapes differ: {short(src)} -> {short(res)}")
+    if name in CAST_KINDS:
+        skind, rkind, rel = CAST_KINDS[name]
+        a, b = _element(src, skind, "operand"), _element(res, rkind, "result")
+        if rel and not (_width(b) > _width(a) if rel == ">" else _width(b) < _width(a)):
+            raise VerifyError(f"{short(src)} -> {short(res)} must {'widen' if rel == '>' else 'narrow'} the "
+                              f"integer")
+    elif name == "bitcast" and isinstance(src.element, T.Scalar) and isinstance(res.element, T.Scalar) \
+            and _width(src.element) != _width(res.element):
+        raise VerifyError(f"{short(src)} -> {short(res)} changes the element width")
 
 
 def _broadcast(name, op) -> None:
@@ -222,6 +264,95 @@ def _view_access(name, op) -> None:
     n = len(g["index"])
     if n != view.index_rank:
         raise VerifyError(f"{short(view)} takes {view.index_rank} coordinates, got {n}")
+    tile = {"load_view_tko": lambda: _types(op.results)[0], "store_view_tko": lambda: _types(g["tile"])[0],
+            "atomic_red_view_tko": lambda: _types(g["value"])[0]}.get(name)
+    if tile is not None:
+        t = _tile(tile(), "tile")
+        if t.element != view.tensor_view.element or _numel(t.shape) != _numel(view.tile_shape):
+            raise VerifyError(f"the tile {short(t)} does not fit {short(view)} (its element type and its "
+                              f"{'x'.join(map(str, view.tile_shape))} tile)")
+        if name == "atomic_red_view_tko":
+            _atomic_mode(op, t)
+    if name in ("load_view_tko", "store_view_tko"):
+        _ordering(name, op)
+
+
+def _ordering(name, op) -> None:
+    """Loads acquire, stores release: a load cannot be release / acq_rel, a store acquire / acq_rel."""
+    order = op.attributes["memory_ordering"].value
+    banned = ("release", "acq_rel") if name.startswith("load") else ("acquire", "acq_rel")
+    if order in banned:
+        raise VerifyError(f"memory ordering '{order}' is not allowed on a {name.split('_')[0]}")
+
+
+def _pointee(ptrs, what: str):
+    t = _tile(ptrs, what)
+    if not isinstance(t.element, T.Ptr):
+        raise VerifyError(f"{what} must be a tile of pointers, got {short(t)}")
+    return t
+
+
+def _pointer_access(name, op) -> None:
+    """load_ptr / store_ptr / atomics: values of the pointers' shape and pointee type; masks of i1."""
+    g = groups(op)
+    ptr_group = {"load_ptr_tko": "source", "store_ptr_tko": "destination"}.get(name, "pointers")
+    ptrs = _pointee(_types(g[ptr_group])[0], ptr_group)
+    want = T.Tile(ptrs.shape, ptrs.element.pointee)
+    values = [(k, v) for k in ("value", "val", "cmp", "arg", "padding_value") for v in g.get(k, [])]
+    if name != "store_ptr_tko":
+        values.append(("result", op.results[0]))
+    for what, v in values:
+        t = T.parse_type(str(v.type))
+        if t != want:
+            raise VerifyError(f"{what} {short(t)} must be {short(want)} (the pointers' shape and pointee type)")
+    for m in g.get("mask", []):
+        t = T.parse_type(str(m.type))
+        if t != T.Tile(ptrs.shape, T.Scalar("i1")):
+            raise VerifyError(f"mask {short(t)} must be {short(T.Tile(ptrs.shape, T.Scalar('i1')))}")
+    if name in ("load_ptr_tko", "store_ptr_tko"):
+        _ordering(name, op)
+    _atomic_mode(op, want)
+
+
+def _atomic_mode(op, value: T.Tile) -> None:
+    """addf takes floats; add and the bitwise / unsigned modes take integers."""
+    mode = op.attributes["mode"].value if "mode" in op.attributes else None
+    elem = value.element
+    if mode == "addf" and not elem.is_float() or mode in ("add", "and", "or", "xor", "umin", "umax") \
+            and not elem.is_int():
+        raise VerifyError(f"atomic mode '{mode}' does not apply to {short(value)}")
+
+
+def _iota(name, op) -> None:
+    res = _tile(_types(op.results)[0], "result")
+    _element(res, "int", "result")
+    if len(res.shape) != 1:
+        raise VerifyError(f"result must be a 1-d tile, got {short(res)}")
+
+
+def _get_global(name, op) -> None:
+    """The named global exists in the module."""
+    from tilecore.mlir import ir
+
+    sym = op.attributes["name"].value
+    module = op
+    while module.parent is not None:
+        module = module.parent
+    names = {ir.StringAttr(g.attributes["sym_name"]).value for g in module.regions[0].blocks[0].operations
+             if g.operation.name == "cuda_tile.global"}
+    if sym not in names:
+        raise VerifyError(f"there is no global named '{sym}' (globals: {', '.join(sorted(names)) or 'none'})")
+
+
+def _offset(name, op) -> None:
+    ptr, off = _types(op.operands)
+    ptr = _pointee(ptr, "pointer operand")
+    off = _tile(off, "offset")
+    _element(off, "int", "offset")
+    res = T.parse_type(str(op.results[0].type))
+    if off.shape != ptr.shape or res != ptr:
+        raise VerifyError(f"offset {short(ptr)} by {short(off)} -> {short(res)}: shapes and pointer types must "
+                          f"agree")
 
 
 def _make_tensor_view(name, op) -> None:
@@ -274,7 +405,11 @@ def _index_space(name, op) -> None:
 
 
 RULES = {
-    **{n: _elementwise for n in UNARY | BINARY | TERNARY}, "divi": _divi,
+    **{n: _elementwise for n in UNARY | BINARY | TERNARY},
+    **{n: _elementwise_of("float") for n in FLOAT_ONLY}, **{n: _elementwise_of("int") for n in INT_ONLY},
+    "divi": _divi,
+    **{n: _pointer_access for n in ("load_ptr_tko", "store_ptr_tko", "atomic_rmw_tko", "atomic_cas_tko")},
+    "offset": _offset, "iota": _iota, "get_global": _get_global,
     "cmpf": _compare, "cmpi": _compare, "select": _select,
     **{n: _cast for n in CASTS},
     "broadcast": _broadcast, "reshape": _reshape, "permute": _permute, "extract": _extract, "insert": _insert,
@@ -396,7 +531,15 @@ def _assume(name, op) -> None:
 def _combiner(name, op) -> None:
     """A reduce / scan body takes (lhs_i, rhs_i) pairs, one per operand, each a 0-d tile of that operand's
     element type (``lhs0, rhs0, lhs1, rhs1, ...``), and yields one such 0-d tile per operand."""
-    elems = [short(_tile(T.parse_type(str(v.type)), "operand").element) for v in op.operands]
+    tiles = [_tile(T.parse_type(str(v.type)), "operand") for v in op.operands]
+    dim = op.attributes["dim"].value
+    if not 0 <= dim < len(tiles[0].shape):
+        raise VerifyError(f"dim {dim} is not a dimension of {short(tiles[0])}")
+    idents = list(op.attributes["identities"])
+    if len(idents) != len(tiles) or any(str(a.type) != t.element.text for a, t in zip(idents, tiles)):
+        raise VerifyError(f"identities [{', '.join(map(str, idents))}] must be one value per operand, of its "
+                          f"element type ({', '.join(short(t.element) for t in tiles)})")
+    elems = [short(t.element) for t in tiles]
     want = [f"tile<{e}>" for e in elems for _ in (0, 1)]
     block = op.regions[0].blocks[0]
     got = [short(T.parse_type(str(a.type))) for a in block.arguments]
