@@ -51,7 +51,11 @@ _ROUNDING_ALLOWED = {**{op: _IEEE for op in ("addf", "subf", "mulf", "fma")},
                      "divf": _IEEE + ("approx", "full"), "sqrt": _IEEE + ("approx",), "exp": ("approx", "full"),
                      "tanh": ("approx", "full"), "ftoi": ("nearest_int_to_zero",), "ftof": _IEEE + ("nearest_away",),
                      "itof": _IEEE + ("nearest_away",), "divi": ("zero", "negative_inf", "positive_inf")}
-_ALIASES = {"pow": "fpowf"}  # the dialect's ODS mnemonic; tileirdisasm prints fpowf
+_ALIASES = {"pow": "fpowf"}
+# NVIDIA's generic form: enum attributes (#cuda_tile.signedness<signed>) and attribute names that differ here
+_GENERIC_ENUMS = {"comparison_predicate", "comparison_ordering", "signedness", "rounding_mode", "overflow",
+                  "integer_overflow", "memory_ordering_semantics", "memory_scope", "atomic_rmw_mode", "padding_value"}
+_GENERIC_NAMES = {"memory_ordering_semantics": "memory_ordering"}  # the dialect's ODS mnemonic; tileirdisasm prints fpowf
 _MULTIMEM = {"multimem_load_reduce_view_tko", "multimem_reduce_view_tko", "multimem_store_view_tko"}
 
 
@@ -659,7 +663,10 @@ class Parser:
         self.ws()
         op_at = self.op_pos = self.pos
         if self.text.startswith('"', self.pos):
-            self.fail("generic-form ops cannot be mixed into custom-form cuda_tile text", op_at)
+            op = self.generic_op(op_at)
+            self.trailing_loc()
+            self.define(names, list(op.results))
+            return op
         name = self.ident("an operation name")
         name = name[len("cuda_tile."):] if name.startswith("cuda_tile.") else name
         name = _ALIASES.get(name, name)
@@ -675,6 +682,53 @@ class Parser:
         self.trailing_loc()
         self.define(names, list(op.results))
         return op
+
+    def generic_op(self, at: int):
+        """``"cuda_tile.cmpi"(%a, %b) {comparison_predicate = #cuda_tile.comparison_predicate<less_than>, ...} :
+        (T, T) -> R``: an op in MLIR's generic form among custom-form ones, as NVIDIA's parser reads it (enum
+        attributes spelled ``#cuda_tile.<enum><value>``). Ops with regions or operand segments are not read."""
+        full = self.string_literal()[1:-1]
+        name = full[len("cuda_tile."):] if full.startswith("cuda_tile.") else None
+        name = _ALIASES.get(name, name)
+        if name is None or name not in OPS_BY_NAME or name in ("entry", "global", "module") or name in _MULTIMEM:
+            self.fail(f"unknown cuda_tile operation '{full}'", at)
+        self.expect("(")
+        refs = self.comma_list(self.value_name, ")")
+        self.ws()
+        if self.text.startswith("(", self.pos) or self.text.startswith("<", self.pos):
+            self.fail(f"generic-form '{full}' with regions or properties is not supported: write it in the "
+                      "custom form", at)
+        attrs: dict = {}
+        self.ws()
+        if self.text.startswith("{", self.pos):
+            dat = self.pos
+            body = self.balanced("{", "}")
+            body = re.sub(r"#cuda_tile\.(\w+)<(\w+)>",
+                          lambda m: f'"{m.group(2)}"' if m.group(1) in _GENERIC_ENUMS else m.group(0), body)
+            for named in self.attr("{" + body + "}", dat):
+                attrs[_GENERIC_NAMES.get(named.name, named.name)] = named.attr
+        self.expect(":")
+        self.expect("(")
+        otypes = self.comma_list(self.type_, ")")
+        self.expect("->")
+        rtypes = self.paren_or_bare_types()
+        spec = OPS_BY_NAME[name]
+        if "operandSegmentSizes" in attrs or sum(k != "single" for _n, k in spec.operands()) > 1:
+            self.fail(f"generic-form '{full}' with operand segments is not supported: write it in the custom form",
+                      at)
+        for f in spec.fields:
+            if f.kind == "I" and f.names[0] in attrs:
+                attrs[f.names[0]] = f"{attrs[f.names[0]].value} : i64"
+        values = self.resolve(refs, otypes) if refs else []
+        groups, i = {}, 0
+        fixed = sum(k == "single" for _n, k in spec.operands())
+        for gname, kind in spec.operands():
+            take = 1 if kind == "single" else len(values) - fixed
+            groups[gname], i = values[i:i + take], i + take
+        results = {}
+        for gname, kind in spec.results():
+            results[gname] = rtypes[len(results):] if kind != "single" else rtypes[len(results):len(results) + 1]
+        return self.make(name, self.loc(at), groups, results, attrs)
 
     def make(self, name: str, loc, operands: dict, results: dict | list, attrs: dict, regions: int = 0):
         """Create ``cuda_tile.<name>`` with operand / result groups named as in :data:`.ops.OPS`."""
