@@ -385,3 +385,37 @@ def test_generic_form_op_among_custom_ones(pm, tmp_path):
     assert len(a.attributes) == len(b.attributes) == 2
     assert [str(a.attributes[k]) for k in keys] == [str(b.attributes[k]) for k in keys] == ['"less_than"', '"unsigned"']
     assert str(a.results[0].type) == str(b.results[0].type)
+
+
+def _toward(exact: np.ndarray, rounded: np.ndarray, mode: str) -> np.ndarray:
+    """``rounded`` (round-to-nearest of ``exact``, float16 or float32) moved one step where ``mode`` (zero,
+    negative_inf, positive_inf) rounds the other way; ``exact`` is float64 and exact."""
+    r64 = rounded.astype(np.float64)
+    if mode == "zero":
+        step = np.abs(r64) > np.abs(exact)
+        return np.where(step, np.nextafter(rounded, rounded.dtype.type(0)), rounded)
+    up = mode == "positive_inf"
+    step = r64 < exact if up else r64 > exact
+    return np.where(step, np.nextafter(rounded, rounded.dtype.type(np.inf if up else -np.inf)), rounded)
+
+
+def test_conversions_in_every_rounding_mode():
+    rng = np.random.default_rng(9)
+    n = 40
+    x = (rng.standard_normal(n) * 3000).astype(np.float32)
+    a = rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
+    out = np.zeros((13, n), np.float32)
+    _run("conv", "conv", (3, 1, 1), [x, a, out, np.int32(n)])
+    modes = ["nearest_even", "zero", "negative_inf", "positive_inf"]
+    x64, s64, u64 = x.astype(np.float64), a.astype(np.float64), a.view(np.uint32).astype(np.float64)
+    ref = []
+    for m in modes:
+        h = x.astype(np.float16)
+        ref.append((h if m == "nearest_even" else _toward(x64, h, m)).astype(np.float32))
+    for m in modes:
+        for e in (s64, u64):
+            f = e.astype(np.float32)
+            ref.append(f if m == "nearest_even" else _toward(e, f, m))
+    ref.append(np.trunc(x))
+    for i, r in enumerate(ref):
+        np.testing.assert_array_equal(out[i], r, err_msg=f"row {i}")

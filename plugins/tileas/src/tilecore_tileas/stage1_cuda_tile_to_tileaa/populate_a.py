@@ -184,10 +184,64 @@ def itof(op, rb):
     (src,) = _flat(op, rb)
     rt = result_types(op, rb)[0]
     name = _signed_op(op, BY_SIGN["itof"])
+    mode = DIRECTED.get(s(op, "rounding_mode") or "")
+    iw = ir.IntegerType(element_type(src.type)).width
+    fw = _width(rt)
+    if mode is not None and iw > {16: 11, 32: 24, 64: 53}.get(fw, 8) and not _coded(rt):
+        return [_directed_itof(src, rt, name, mode, op)]
     if not _coded(rt):
         return list(create(name, [rt], [src]).results)
     wide = create(name, [_like(rt, ir.F32Type.get())], [src]).results[0]
     return list(create("arith.truncf", [rt], [wide]).results)
+
+
+def _directed_itof(src, rt, name: str, mode: str, op):
+    """An integer -> float conversion rounded toward zero / -inf / +inf (``cvt.rz`` / ``.rm`` / ``.rp``): the
+    round-to-nearest f32 / f64 value, converted back to a 64-bit integer (exact: it is integral and, from a
+    source of at most 32 bits, below 2^33) and compared with the source; where it lies on the wrong side it
+    steps one code (codes are ordered by magnitude within a sign). An f16 / bf16 result narrows that f32
+    value in the same direction (two roundings in one direction are one)."""
+    iw = ir.IntegerType(element_type(src.type)).width
+    if iw > 32:
+        raise LoweringError(f"itof from i{iw} with rounding mode '{s(op, 'rounding_mode')}' is not supported "
+                            "(round to nearest is)", op)
+    fw = _width(rt)
+    mid_t = rt if fw in (32, 64) else _like(rt, ir.F32Type.get())
+    rn = create(name, [mid_t], [src]).results[0]
+    wide_t = _like(src.type, ir.IntegerType.get_signless(64))
+    signed = name == "arith.sitofp"
+    exact = create("arith.extsi" if signed else "arith.extui", [wide_t], [src]).results[0]
+    back = create("arith.fptosi", [wide_t], [rn]).results[0]
+    i1 = _like(src.type, ir.IntegerType.get_signless(1))
+
+    def cmpi(pred, a, b):
+        return create("arith.cmpi", [i1], [a, b], {"predicate": i64(CMPI[(pred, "signed")])}).results[0]
+
+    zero = _splat(wide_t, ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0))
+    above, below = cmpi("greater_than", back, exact), cmpi("less_than", back, exact)
+    negative = cmpi("less_than", exact, zero)
+    if mode == "rm":
+        wrong, toward_zero = above, create("arith.xori", [i1], [negative, _splat(i1, ir.BoolAttr.get(True))])
+        toward_zero = toward_zero.results[0]
+    elif mode == "rp":
+        wrong, toward_zero = below, negative
+    else:
+        wrong = create("arith.select", [i1], [negative, below, above]).results[0]
+        toward_zero = _splat(i1, ir.BoolAttr.get(True))
+    fwidth = ir.FloatType(element_type(mid_t)).width
+    it = _like(mid_t, ir.IntegerType.get_signless(fwidth))
+
+    def const(v):
+        return _splat(it, ir.IntegerAttr.get(element_type(it), v))
+
+    bits = create("arith.bitcast", [it], [rn]).results[0]
+    step = create("arith.select", [it], [toward_zero, const(-1), const(1)]).results[0]
+    step = create("arith.select", [it], [wrong, step, const(0)]).results[0]
+    out = create("arith.bitcast", [mid_t], [create("arith.addi", [it], [bits, step]).results[0]]).results[0]
+    if mid_t is rt:
+        return out
+    narrow = create("arith.truncf", [rt], [out]).results[0]
+    return directed_truncation(out, narrow, mode)
 
 
 def ftoi(op, rb):
