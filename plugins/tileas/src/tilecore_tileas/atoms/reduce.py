@@ -101,8 +101,8 @@ def lower_in_thread(cg, op, rb, sources, kind):
         if kind == "reduce":
             coords.insert(axis, 0)
             steps = range(shape[axis])
-        else:
-            steps = range(coords[axis], shape[axis]) if reverse else range(0, coords[axis] + 1)
+        else:  # in scan order (a reverse scan takes the line from its end): the combiner's left side comes first
+            steps = range(shape[axis] - 1, coords[axis] - 1, -1) if reverse else range(0, coords[axis] + 1)
         accs = None
         for kk in steps:
             c = list(coords)
@@ -152,7 +152,9 @@ def lower_smem(cg, op, rb, sources, kind):
             idx = cg.op("arith.addi", base, cg.op("arith.muli", kk, cg.c32(step)) if step != 1 else kk)
             return [cg.smem_load(o, idx, t) for o, t in zip(offs, types)]
 
-        def body(kk, accs):
+        def body(kk, accs, last=coords[axis]):
+            if kind == "scan" and reverse:  # in scan order: step kk of lo..n-1 takes element n-1-(kk-lo)
+                kk = cg.op("arith.subi", cg.op("arith.addi", last, cg.c32(n - 1)), kk)
             return combine(rb, op, accs, load_at(kk))
 
         init = identities(cg, op, types)
@@ -306,7 +308,8 @@ def lower_scan_shuffle(cg, op, rb, sources, kind):
     """A row scan within a warp: each thread scans its ``vec`` elements, the row's threads scan their
     totals with shuffles (Hillis-Steele: ``up`` for a forward scan, ``down`` for a reverse one), and
     every element combines the neighbouring thread's inclusive total (or the identity) with its own
-    partial. The combiner's left side is always the lower elements, as in the sequential scan."""
+    partial. The combiner's left side is always the elements earlier in scan order, as in the sequential scan
+    (for a reverse scan the higher ones: tileiras combines ``f(acc, x)`` scanning from the end)."""
     from ..stage4_tileas_to_llvm.values import TileV
 
     lay = sources[0].layout
@@ -316,8 +319,8 @@ def lower_scan_shuffle(cg, op, rb, sources, kind):
     ident = identities(cg, op, [s.regs[0].type for s in sources])
     lane = cg.op("arith.remui", cg.slot(lay.owners), cg.c32(g))  # the thread's place in its row
 
-    def ordered(lower, upper):  # combine with the lower elements on the left
-        return combine(rb, op, lower, upper)
+    def ordered(earlier, later):  # combine with the elements earlier in scan order on the left
+        return combine(rb, op, earlier, later)
 
     def has_neighbour(off):  # a thread ``off`` places before (forward) / after (reverse) in the row
         return cg.cmpi(6, lane, cg.c32(g - off)) if reverse else cg.cmpi(9, lane, cg.c32(off))
@@ -328,19 +331,19 @@ def lower_scan_shuffle(cg, op, rb, sources, kind):
         parts, acc = {}, None
         for j in (range(lay.vec - 1, -1, -1) if reverse else range(lay.vec)):
             vals = [s.regs[base + j] for s in sources]
-            acc = vals if acc is None else (ordered(vals, acc) if reverse else ordered(acc, vals))
+            acc = vals if acc is None else ordered(acc, vals)
             parts[j] = acc
         total, off = acc, 1
         while off < g:
             other = [shuffle(cg, t, off, mode) for t in total]
-            merged = ordered(total, other) if reverse else ordered(other, total)
+            merged = ordered(other, total)
             has = has_neighbour(off)
             total = [cg.select(has, x, t) for x, t in zip(merged, total)]
             off *= 2
         has = has_neighbour(1)
         carry = [cg.select(has, shuffle(cg, t, 1, mode), i) for t, i in zip(total, ident)]
         for j in range(lay.vec):
-            res = ordered(parts[j], carry) if reverse else ordered(carry, parts[j])
+            res = ordered(carry, parts[j])
             for i, r in enumerate(res):
                 outs[i][base + j] = r
     return [TileV(lay, o) for o in outs]
