@@ -1621,3 +1621,53 @@ def test_split_k_partials_over_a_grouped_tile_order_with_scalar_minimum_bounds(s
         want_q = part.reshape(n_m * tm, part.shape[1], tn, tk // tn).sum(3).sum(1)  # (rows, TN)
         for bn in range(n_n):
             np.testing.assert_allclose(sq[rows, bn * tn:(bn + 1) * tn], want_q * (bn + 1), rtol=1e-5, atol=1e-5)
+
+
+# ------------------------------------------------------------------------------ selective scan: a tuple scan, both directions
+def _compose(a1, b1, a2, b2):
+    return a1 * a2, a2 * b1 + b2
+
+
+@ct.kernel
+def selective_scan_fwd_bwd(DT, A, X, DY, H, G, T: ConstInt, TD: ConstInt):
+    """h_t = exp(dt_t a) h_{t-1} + dt_t x_t along time (axis 0) per channel; the adjoint g_t = dy_t +
+    exp(dt_{t+1} a) g_{t+1} runs backward (a reverse scan)."""
+    d = ct.bid(0)
+    dt = ct.load(DT, (0, d), (T, TD), padding_mode=Z)
+    a = ct.reshape(ct.load(A, (d,), (TD,), padding_mode=Z), (1, TD))
+    decay = ct.exp(dt * a)
+    _, h = ct.scan((decay, dt * ct.load(X, (0, d), (T, TD), padding_mode=Z)), axis=0, func=_compose,
+                   identity=(1.0, 0.0))
+    ct.store(H, (0, d), h)
+    rows = ct.arange(T, dtype=ct.int32)[:, None] + 1
+    cols = d * TD + ct.arange(TD, dtype=ct.int32)[None, :]
+    decay_next = ct.exp(ct.gather(DT, (rows, cols), padding_value=0.0) * a)  # exp(dt_{t+1} a); 1 past the end
+    _, g = ct.scan((decay_next, ct.load(DY, (0, d), (T, TD), padding_mode=Z)), axis=0, func=_compose,
+                   identity=(1.0, 0.0), reverse=True)
+    ct.store(G, (0, d), g)
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_selective_scan_forward_and_its_reverse_adjoint(sm):
+    """Found a bug: a reverse scan passed the lower elements as the combiner's left operand (tileiras passes the
+    accumulator, the higher ones), so the backward recurrence composed its steps in the wrong order (fixed in
+    atoms/reduce.py; regression tests in plugins/tileas/tests/test_scan_order.py)."""
+    rng = _rng(36)
+    t, ch = 21, 10
+    dt = rng.uniform(0.01, 0.3, (t, ch)).astype(np.float32)
+    a = -rng.uniform(0.5, 3, ch).astype(np.float32)
+    x, dy = rng.standard_normal((t, ch)).astype(np.float32), rng.standard_normal((t, ch)).astype(np.float32)
+    h, g = np.zeros_like(x), np.zeros_like(x)
+    _launch(sm, (2,), selective_scan_fwd_bwd, (dt, a, x, dy, h, g, 32, 8))
+    decay = np.exp(dt.astype(np.float64) * a)
+    want_h, want_g = np.zeros((t, ch)), np.zeros((t, ch))
+    acc = np.zeros(ch)
+    for i in range(t):
+        acc = decay[i] * acc + dt[i] * x[i]
+        want_h[i] = acc
+    acc = np.zeros(ch)
+    for i in reversed(range(t)):
+        acc = dy[i] + (decay[i + 1] * acc if i + 1 < t else 0)
+        want_g[i] = acc
+    np.testing.assert_allclose(h, want_h, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(g, want_g, rtol=1e-5, atol=1e-5)
