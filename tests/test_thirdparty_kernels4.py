@@ -9,8 +9,10 @@ and backward), rotary embeddings on 4-D in-place tiles, gated activations (SwiGL
 GELU written with ``ct.add`` / ``ct.mul`` / ``ct.negative``), hash-based dropout with wrap-around int32
 arithmetic, transposes and copies with non-square tiles, split-K reductions with ``exp2``, the MoE block
 alignment stages (masked gathers, match matrices, cumsums, scalar gathers driving a loop), embedding lookups,
-argmax / top-k selections and chunked cumsums, kernel hints (``occupancy``, ``ByTarget``, ``num_ctas``,
-``replace_hints``). Each runs on sm_80 / sm_90a / sm_100a in the CPU emulator (``tilecore.cutile.launch`` on
+argmax / top-k selections and chunked cumsums, hyper-connection kernels on narrowed views, an SSD-style chunk scan,
+multi-tensor apply over lists of arrays, NVFP4 / MXFP8 block quantisation (``pack_to_bytes``, ``Array.slice``, a
+binary-search schedule), a MoE activation-backward epilogue, a selective scan (tuple scans both ways), kernel hints
+(``occupancy``, ``ByTarget``, ``num_worker_warps``, ``opt_level``, ``replace_hints``). Each runs on sm_80 / sm_90a / sm_100a in the CPU emulator (``tilecore.cutile.launch`` on
 numpy arrays) against numpy on sizes that are not tile multiples; each kernel's bytecode is compiled by
 NVIDIA's tileiras for the same target too (where it is installed). A kernel that found a bug says so in its
 test.
