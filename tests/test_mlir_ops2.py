@@ -419,3 +419,15 @@ def test_conversions_in_every_rounding_mode():
     ref.append(np.trunc(x))
     for i, r in enumerate(ref):
         np.testing.assert_array_equal(out[i], r, err_msg=f"row {i}")
+
+
+def test_flush_to_zero():
+    """``flush_to_zero`` was ignored (add.rn.f32 without .ftz: subnormals kept)."""
+    x = np.array([1e-40, -1e-41, 1.0, 5e-39] * 4, np.float32)
+    out = np.zeros((5, 16), np.float32)
+    _run("ftz", "ftz", (1, 1, 1), [x, out])
+    want = np.array([0.0, -0.0, 1.0, 0.0] * 4, np.float32)
+    for row in out:
+        np.testing.assert_array_equal(row, want)
+    # -0 + 0 and the fma's -0 * 1 + 0 are +0; the product and quotient keep the sign (max(-0, +0): either)
+    assert [bool(np.signbit(out[i, 1])) for i in (0, 1, 3, 4)] == [False, True, True, False]

@@ -586,6 +586,37 @@ def print_op(op, rb):
     return list(new.results)
 
 
+F32_MIN_NORMAL = 2.0 ** -126
+
+
+def _flush(v):
+    """``v`` with its f32 subnormals flushed to a zero of their sign (PTX ``.ftz``); other types unchanged."""
+    if str(element_type(v.type)) != "f32":
+        return v
+    i1 = _like(v.type, ir.IntegerType.get_signless(1))
+    mag = create("math.absf", [v.type], [v]).results[0]
+    tiny = create("arith.cmpf", [i1], [mag, _splat(v.type, ir.FloatAttr.get(ir.F32Type.get(), F32_MIN_NORMAL))],
+                  {"predicate": i64(CMPF[("less_than", "ordered")])}).results[0]
+    zero = create("math.copysign", [v.type], [_splat(v.type, ir.FloatAttr.get(ir.F32Type.get(), 0.0)), v]).results[0]
+    return create("arith.select", [v.type], [tiny, zero, v]).results[0]
+
+
+def flushing(handler):
+    """``handler`` for an op that may carry ``flush_to_zero``: f32 subnormal operands and results become
+    zeros of their sign (the op's ``.ftz`` form; "flush_to_zero: flushes subnormal inputs and results")."""
+    def h(op, rb):
+        if not has(op, "flush_to_zero"):
+            return handler(op, rb)
+        olds = rb.gets(op.operands)
+        rb.bind(op.operands, [_flush(v) for v in olds])
+        try:
+            results = handler(op, rb)
+        finally:
+            rb.bind(op.operands, olds)
+        return [_flush(v) for v in results]
+    return h
+
+
 POPULATOR = {
     **{f"cuda_tile.{k}": same_operands(v) for k, v in SAME_OPERANDS.items()},
     **{f"cuda_tile.{k}": by_sign(v) for k, v in BY_SIGN.items()},
@@ -600,3 +631,5 @@ POPULATOR = {
     "cuda_tile.iota": shape_op("iota"), "cuda_tile.pack": shape_op("pack"), "cuda_tile.unpack": shape_op("unpack"),
     "cuda_tile.assert": assert_op, "cuda_tile.print_tko": print_op,
 }
+for _name in ("addf", "subf", "mulf", "divf", "fma", "exp2", "rsqrt", "sqrt", "maxf", "minf"):
+    POPULATOR[f"cuda_tile.{_name}"] = flushing(POPULATOR[f"cuda_tile.{_name}"])
