@@ -431,3 +431,23 @@ def test_flush_to_zero():
         np.testing.assert_array_equal(row, want)
     # -0 + 0 and the fma's -0 * 1 + 0 are +0; the product and quotient keep the sign (max(-0, +0): either)
     assert [bool(np.signbit(out[i, 1])) for i in (0, 1, 3, 4)] == [False, True, True, False]
+
+
+def test_approximate_and_directed_math():
+    from fractions import Fraction
+
+    rng = np.random.default_rng(10)
+    x = (rng.random(16) * 4).astype(np.float32)
+    out = np.zeros((7, 16), np.float32)
+    _run("approx", "ap", (1, 1, 1), [x, out])
+    np.testing.assert_allclose(out[0], x / 3, rtol=1e-6)
+    np.testing.assert_array_equal(out[1], x / np.float32(3))  # full: correctly rounded
+    np.testing.assert_allclose(out[2], np.sqrt(x), rtol=1e-6)
+    np.testing.assert_allclose(out[3], np.exp(x), rtol=1e-5)
+    np.testing.assert_allclose(out[4], np.tanh(x), rtol=1e-3, atol=1e-3)
+    up = np.float32(np.inf)
+    for r, v in zip(out[5], x):  # sqrt rounded up: r^2 >= x > (the code below r)^2
+        below = Fraction(float(np.nextafter(r, np.float32(0))))
+        assert Fraction(float(r)) ** 2 >= Fraction(float(v)) > below ** 2
+    for r, v in zip(out[6], x):  # x / 3 rounded toward zero: 3r <= x < 3 (the code above r)
+        assert Fraction(float(r)) * 3 <= Fraction(float(v)) < Fraction(float(np.nextafter(r, up))) * 3
