@@ -451,3 +451,18 @@ def test_approximate_and_directed_math():
         assert Fraction(float(r)) ** 2 >= Fraction(float(v)) > below ** 2
     for r, v in zip(out[6], x):  # x / 3 rounded toward zero: 3r <= x < 3 (the code above r)
         assert Fraction(float(r)) * 3 <= Fraction(float(v)) < Fraction(float(np.nextafter(r, up))) * 3
+
+
+def test_non_uniform_narrow_float_constants():
+    """Non-uniform 8-bit float constants were refused ('a non-uniform f8E4M3FN constant tile is not supported
+    yet'); their codes now go to the constant table. bf16 / f16 (hex spelled) tables alongside."""
+    from tilecore.narrow_floats import encode
+
+    o8, ob, oh, oe = np.zeros(4, np.uint8), np.zeros(4, np.uint16), np.zeros(4, np.float16), np.zeros(4, np.uint8)
+    _run("narrow_consts", "c", (1, 1, 1), [o8, ob, oh, oe], "sm_90a")
+    assert list(o8) == [encode(v, "f8E4M3FN") for v in (1.0, -2.0, 0.5, 448.0)]
+    assert list(oe) == [encode(v, "f8E5M2") for v in (1.0, -0.5, 57344.0, 2.0)]
+    bf16 = (ob.astype(np.uint32) << 16).view(np.float32)
+    np.testing.assert_array_equal(bf16[:2], [1.5, -2.25])
+    np.testing.assert_allclose(bf16[2:], [3.0e10, 0.1], rtol=2 ** -8)
+    assert list(oh.view(np.uint16)) == [0x3C00, 0xC000, 0x7BFF, 0x0001]

@@ -98,11 +98,14 @@ def constant(op, rb):
             value = tf32.constant_attr(value)
         c = create("arith.constant", [value.type], [], {"value": value}).results[0]
         return [TileV(lay, [c] * lay.regs, recompute.splat(c))]
-    if narrow_float.is_narrow(rt.element_type) or tf32.is_tf32(rt.element_type):
+    el = rt.element_type
+    if narrow_float.is_narrow(el):  # registers hold the codes: a table of i8 codes
+        dense = narrow_float.code_table(dense, str(el))
+        el = cg.i8
+    if dense is None or tf32.is_tf32(el):
         raise LoweringError(f"a non-uniform {rt.element_type} constant tile is not supported yet", op)
     # A non-splat tile: a constant table in global memory, one load per register.
     table = cg.constant_table(dense, rt)
-    el = rt.element_type
     regs = []
     for k in range(lay.regs):
         f = cg.flat_in_tile(lay, k)

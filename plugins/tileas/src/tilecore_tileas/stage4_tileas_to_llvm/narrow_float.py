@@ -237,6 +237,22 @@ def convert(cg, op, regs: list) -> list:
     return encode_regs(cg, regs, dst, op, mode)
 
 
+def code_table(dense, fmt: str):
+    """A non-uniform ``fmt`` constant as a flat ``tensor<N x i8>`` of its codes (row-major), or None when its
+    values are not spelled out (MLIR's hex form of a large constant)."""
+    text = str(dense)
+    body = text[len("dense<"):text.rindex("> : ")]
+    if body.startswith('"'):
+        return None
+    codes = []
+    for word in body.replace("[", " ").replace("]", " ").split(","):
+        word = word.strip()
+        value = float(word) if not word.startswith("0x") else float("nan")
+        code = encode(value, fmt)
+        codes.append(code - 256 if code > 127 else code)
+    return ir.Attribute.parse(f"dense<[{', '.join(map(str, codes))}]> : tensor<{len(codes)}xi8>")
+
+
 def constant_code(attr, fmt: str) -> int:
     """The code of a float attribute's value in ``fmt``."""
     return encode(ir.FloatAttr(attr).value, fmt)
