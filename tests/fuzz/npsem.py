@@ -280,18 +280,34 @@ def _step(v, key: str, up: bool):
 
 def directed(op: str, x, y, mode: str, key: str):
     """``ct.add / sub / mul / truediv(x, y, rounding_mode=RZ | RM | RP)``: the exact result (rationals) rounded
-    toward zero / -inf / +inf to element type ``key``, element by element (finite results only)."""
+    toward zero / -inf / +inf to element type ``key``, element by element. Results that are not finite
+    rationals follow IEEE 754: an infinite or NaN operand and a division by zero give the IEEE result
+    whatever the mode (exact), and a finite result beyond the type's range rounds to the largest finite
+    value of its sign, or to infinity when the mode rounds away from zero (RP above, RM below)."""
     from fractions import Fraction
     x, y = np.broadcast_arrays(np.asarray(x), np.asarray(y))
     out = np.empty(x.shape, dtype=DTYPES[key].compute)
+    ieee = {"add": np.add, "sub": np.subtract, "mul": np.multiply}
     for pos in np.ndindex(*x.shape):
-        a, b = Fraction(float(x[pos])), Fraction(float(y[pos]))
+        af, bf = float(x[pos]), float(y[pos])
+        if not (np.isfinite(af) and np.isfinite(bf)) or (op not in ieee and bf == 0.0):
+            with np.errstate(all="ignore"):
+                out[pos] = r(ieee.get(op, np.divide)(np.float64(af), np.float64(bf)), key)
+            continue
+        a, b = Fraction(af), Fraction(bf)
         q = a + b if op == "add" else a - b if op == "sub" else a * b if op == "mul" else a / b
+        top = Fraction(float(_step(np.inf, key, False)))  # the type's largest finite value
+        if abs(q) > top:
+            away = (mode == "rp" and q > 0) or (mode == "rm" and q < 0)
+            out[pos] = r((np.inf if away else float(top)) * (1 if q > 0 else -1), key)
+            continue
         v = r(float(q), key)
+        if not np.isfinite(v):  # q rounds to nearest beyond the range but is not beyond it
+            v = _step(v, key, q < 0)
         while Fraction(float(v)) > q:
             v = _step(v, key, False)
-        while Fraction(float(_step(v, key, True))) <= q:
-            v = _step(v, key, True)
+        while np.isfinite(up := _step(v, key, True)) and Fraction(float(up)) <= q:
+            v = up
         if Fraction(float(v)) != q and (mode == "rp" or (mode == "rz" and q < 0)):
             v = _step(v, key, True)
         out[pos] = v
