@@ -294,7 +294,8 @@ def plan(cg, loop) -> Plan | None:
     # slack and the mbarriers, and (a body that uses shared memory itself) the body's scratch region
     budget = max_shared_bytes(cg.target.cc if cg.target is not None else 0) - 1024 - MBARRIER_BYTES * MAX_STAGES
     if not pure:
-        budget -= _body_scratch(cg, dots)
+        copies = {d for d, a in zip(dots, dot_atoms) if copies_b and a.data.get("fragment") == "tcgen05"}
+        budget -= _body_scratch(cg, dots, lambda d, i: operand_staged(d, i) and d not in copies)
     stages = min(MAX_STAGES, budget // at) if at > 0 else 0
     if stages < 1:
         return None
@@ -303,20 +304,27 @@ def plan(cg, loop) -> Plan | None:
     return Plan(loads, at, stages, atom, sorted(slice_ops.values(), key=lambda o: order[o]), shift)
 
 
-def _body_scratch(cg, dots) -> int:
-    """Shared memory kept past the ring for a body that uses some itself: :data:`BODY_SCRATCH_BYTES`, or what the
-    operands of its largest dot take, when more (a dot's atom may take up to ``tilecore.mma.dot_smem_budget``: its
-    operands written there, or a stage copied into the atom's layouts; the ring then gets fewer stages, or none)."""
-    from tilecore.mma import SMEM_SLACK_BYTES, operand_bytes
+def _body_scratch(cg, dots, staged_as_read) -> int:
+    """Shared memory kept past the ring for a body that uses some itself: :data:`BODY_SCRATCH_BYTES`, or what its
+    largest dot writes there, when more: the operands not read in their stage (``staged_as_read(d, i)``: operand
+    ``i`` of dot ``d`` is a stage the atom reads as it is), in the atom's layouts (a dot's atom may take up to
+    ``tilecore.mma.dot_smem_budget``); the ring then gets fewer stages, or none."""
+    from tilecore.mma import SMEM_SLACK_BYTES, element_bytes
 
     from ..atoms.select import mma_request
+    from .dot import smem_end, smem_operand
 
     def need(d) -> int:
         req = mma_request(d, cg.threads, cg.target)
         atom = cg.atoms.get(str(d.attributes["atom"]).split('"')[1])
-        if atom is not None and atom.data.get("fragment") in ("wgmma", "tcgen05"):  # swizzled layouts (repeated rows)
-            return sum(lay.nbytes for lay in atom.lower(cg, "layouts", req, 0))
-        return operand_bytes(req)
+        if atom is not None and atom.data.get("fragment") in ("wgmma", "tcgen05"):  # the atom's layouts, in place
+            lays = atom.lower(cg, "layouts", req, 0)
+            return max((smem_end(lay) for i, lay in enumerate(lays) if not staged_as_read(d, i)), default=0)
+        at = 0  # warp-level atoms: the written operands one after the other (``dot._operands_to_smem``)
+        for i, (rows, cols, el) in enumerate(((req.m, req.k, req.a), (req.k, req.n, req.b))):
+            if not staged_as_read(d, i):
+                at = smem_end(smem_operand(rows, cols, None, element_bytes(el), at))
+        return at
 
     return max([BODY_SCRATCH_BYTES] + [need(d) + SMEM_SLACK_BYTES for d in dots if d.name == "nv_tileas.dot"])
 
