@@ -5,7 +5,7 @@ from __future__ import annotations
 from tilecore.mlir import ir
 
 from ..cuda_tile import types as T
-from ..cuda_tile.ops import HETERO_SLOTS, segment_sizes
+from ..cuda_tile.ops import non_single, segment_sizes
 from .decode import BlockRec, Decoded, OpRec
 
 
@@ -114,11 +114,11 @@ class Builder:
         operands = [values[i] for _name, _kind, ids in rec.operands for i in ids]
         attrs = {k: self.attr(v) for k, v in rec.attrs.items()}
         okinds = [k for _n, k in spec.operands()]
-        if _non_single(okinds) > 1:
+        if non_single(okinds) > 1:
             attrs["operandSegmentSizes"] = ir.DenseI32ArrayAttr.get(
                 segment_sizes(okinds, [len(ids) for _n, _k, ids in rec.operands]))
         rkinds = [k for _n, k in spec.results()]
-        if _non_single(rkinds) > 1:
+        if non_single(rkinds) > 1:
             attrs["resultSegmentSizes"] = ir.DenseI32ArrayAttr.get(segment_sizes(rkinds, rec.result_groups))
         op = ir.Operation.create(spec.full_name, results=[self.type(t) for t in rec.results],
                                  operands=operands, attributes=attrs, regions=len(rec.regions),
@@ -174,10 +174,6 @@ def _bool_literal(raw: bytes, shape) -> str:
         return "true" if raw[0] else "false"
     step = len(raw) // shape[0]
     return "[" + ", ".join(_bool_literal(raw[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])) + "]"
-
-
-def _non_single(kinds) -> int:
-    return sum(HETERO_SLOTS if k == "hetero" else k != "single" for k in kinds)
 
 
 def _opt(v) -> str:

@@ -24,7 +24,7 @@ import re
 
 from tilecore.errors import TilecoreError
 
-from .ops import ENUMS, OPS_BY_NAME, segment_sizes
+from .ops import ENUMS, OPS_BY_NAME, non_single, segment_sizes
 
 DYN = -9223372036854775808
 _IDENT = re.compile(r"[A-Za-z_][\w$]*(\.[A-Za-z_][\w$]*)*")
@@ -51,11 +51,11 @@ _ROUNDING_ALLOWED = {**{op: _IEEE for op in ("addf", "subf", "mulf", "fma")},
                      "divf": _IEEE + ("approx", "full"), "sqrt": _IEEE + ("approx",), "exp": ("approx", "full"),
                      "tanh": ("approx", "full"), "ftoi": ("nearest_int_to_zero",), "ftof": _IEEE + ("nearest_away",),
                      "itof": _IEEE + ("nearest_away",), "divi": ("zero", "negative_inf", "positive_inf")}
-_ALIASES = {"pow": "fpowf"}
+_ALIASES = {"pow": "fpowf"}  # the dialect's ODS mnemonic; tileirdisasm prints fpowf
 # NVIDIA's generic form: enum attributes (#cuda_tile.signedness<signed>) and attribute names that differ here
 _GENERIC_ENUMS = {"comparison_predicate", "comparison_ordering", "signedness", "rounding_mode", "overflow",
                   "integer_overflow", "memory_ordering_semantics", "memory_scope", "atomic_rmw_mode", "padding_value"}
-_GENERIC_NAMES = {"memory_ordering_semantics": "memory_ordering"}  # the dialect's ODS mnemonic; tileirdisasm prints fpowf
+_GENERIC_NAMES = {"memory_ordering_semantics": "memory_ordering"}
 _MULTIMEM = {"multimem_load_reduce_view_tko", "multimem_reduce_view_tko", "multimem_store_view_tko"}
 
 
@@ -422,10 +422,7 @@ class Parser:
 
     def hints(self) -> str:
         """``<sm_90 = {...}>`` -> ``#cuda_tile.optimization_hints<{sm_90 = {...}}>``."""
-        self.ws()
-        at = self.pos
-        body = self.balanced("<", ">")
-        return _hints_text(body, at, self)
+        return _hints_text(self.balanced("<", ">"))
 
     def modifiers(self, op: str, attrs: dict, sign_names=("signedness",)) -> None:
         """Keywords between the operands and the ``:``: rounding<...>, flush_to_zero, overflow<...>, signedness."""
@@ -620,7 +617,7 @@ class Parser:
         for k, v in extra.items():
             op.attributes[k] = v
 
-    def region(self, region, arg_names, arg_types, implicit: str | None, loc, term_pos: int | None = None):
+    def region(self, region, arg_names, arg_types, implicit: str | None, loc):
         """``{ ops }`` into a new block of ``region`` with the given arguments; ``implicit``: the terminator
         (without operands) appended when the block does not end in one."""
         from tilecore.mlir import ir
@@ -754,9 +751,9 @@ class Parser:
         built = {}
         for k, v in attrs.items():
             built[k] = v if not isinstance(v, str) else (ir.UnitAttr.get() if v == "unit" else self.attr(v, 0))
-        if _non_single(okinds) > 1:
+        if non_single(okinds) > 1:
             built["operandSegmentSizes"] = ir.DenseI32ArrayAttr.get(segment_sizes(okinds, ocounts))
-        if _non_single(rkinds) > 1:
+        if non_single(rkinds) > 1:
             built["resultSegmentSizes"] = ir.DenseI32ArrayAttr.get(segment_sizes(rkinds, rcounts))
         return ir.Operation.create(spec.full_name, results=[self.ir_type(t) for t in rtypes], operands=ops,
                                    attributes=built, regions=regions, loc=loc)
@@ -1538,17 +1535,11 @@ def _predicate(kind: str, body: str, at: int, p: Parser) -> str:
     p.fail(f"unknown assume predicate attribute: {kind} (expected 'div_by', 'same_elements', or 'bounded')", at)
 
 
-def _hints_text(body: str, at: int, p: Parser) -> str:
+def _hints_text(body: str) -> str:
     """``sm_90 = {occupancy = 4}`` -> ``#cuda_tile.optimization_hints<{sm_90 = {occupancy = 4 : i32}}>``
     (bare integers are i32, as the bytecode stores them)."""
     body = re.sub(r"(=\s*-?\d+)(?=\s*[,}])", r"\1 : i32", body)
     return f"#cuda_tile.optimization_hints<{{{body}}}>"
-
-
-def _non_single(kinds) -> int:
-    from .ops import HETERO_SLOTS
-
-    return sum(HETERO_SLOTS if k == "hetero" else k != "single" for k in kinds)
 
 
 def read_cuda_tile_text(data: bytes, path: str, ctx):

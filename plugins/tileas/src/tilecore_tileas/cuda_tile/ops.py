@@ -280,6 +280,12 @@ def segment_sizes(kinds: list[str], counts: list[int]) -> list[int]:
     return out
 
 
+def non_single(kinds) -> int:
+    """How many segments groups of ``kinds`` take (a hetero group: its slots); more than one needs a segment
+    attribute."""
+    return sum(HETERO_SLOTS if k == "hetero" else k != "single" for k in kinds)
+
+
 def groups(op, results: bool = False) -> dict:
     """Operands (or results) of a cuda_tile op by group name: ``{"index": [v0, v1], "token": [t]}``.
 
