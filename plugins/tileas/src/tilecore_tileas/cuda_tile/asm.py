@@ -61,7 +61,7 @@ _MULTIMEM = {"multimem_load_reduce_view_tko", "multimem_reduce_view_tko", "multi
 
 def looks_like_cuda_tile_text(data: bytes) -> bool:
     """True when ``data`` starts (after comments and ``#loc`` aliases) with a cuda_tile op in custom form."""
-    text = data[:4096].decode("utf-8", errors="replace")
+    text = data[:65536].decode("utf-8", errors="replace")
     for line in text.splitlines():
         s = line.strip()
         if not s or s.startswith("//") or s.startswith("#"):
