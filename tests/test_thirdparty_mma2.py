@@ -653,3 +653,559 @@ def test_tril_inverse_by_repeated_tf32_matmuls(sm):
     for x, got in zip(a, out):
         low = np.tril(x.astype(np.float64), -1)
         np.testing.assert_allclose(got, np.linalg.inv(np.eye(n) - low), rtol=1e-2, atol=1e-2)
+
+
+# ------------------------------------------------------------------------------ chunked linear attention (state recurrence)
+@ct.kernel
+def chunked_linear_attention(Q, K, V, G, Out, State, CHUNKS: int, H: ConstInt, C: ConstInt, DK: ConstInt,
+                             DV: ConstInt):
+    """Gated linear attention per (batch * head, V block): o_t = sum_{s<=t} exp(g_t - g_s) (q_t . k_s) v_s, with
+    the inter-chunk part through the running state S (DK x DV): o += exp(g) q S; S = exp(g_last) S + k^T v."""
+    bh, vb = ct.bid(0), ct.bid(1)
+    b, h = bh // H, bh % H
+    state = ct.zeros((DK, DV), dtype=ct.float32)
+    i = ct.arange(C, dtype=ct.int32)
+    causal = ct.expand_dims(i, axis=1) >= ct.expand_dims(i, axis=0)
+    for c in range(CHUNKS):
+        q = ct.load(Q, index=(b, c, h, 0), shape=(1, C, 1, DK), padding_mode=Z).reshape((C, DK)).astype(ct.float32)
+        k = ct.load(K, index=(b, c, h, 0), shape=(1, C, 1, DK), padding_mode=Z).reshape((C, DK)).astype(ct.float32)
+        v = ct.load(V, index=(b, c, h, vb), shape=(1, C, 1, DV), padding_mode=Z).reshape((C, DV)).astype(ct.float32)
+        g = ct.cumsum(ct.load(G, index=(b, c, h), shape=(1, C, 1), padding_mode=Z).reshape((C,)), axis=0)
+        g_last = ct.load(G, index=(b, c, h), shape=(1, C, 1), padding_mode=Z).reshape((C,))
+        g_last = ct.sum(g_last)
+        inter = _mm_tf32(q * ct.expand_dims(ct.exp(g), axis=1), state)
+        decay = ct.where(causal, ct.exp(ct.expand_dims(g, axis=1) - ct.expand_dims(g, axis=0)), 0.0)
+        scores = _mm_tf32(q, ct.transpose(k)) * decay
+        out = inter + _mm_tf32(scores, v)
+        ct.store(Out, index=(b, h, c, 0, vb), tile=out.reshape((1, 1, 1, C, DV)))
+        k_w = k * ct.expand_dims(ct.exp(g_last - g), axis=1)
+        state = state * ct.exp(g_last) + _mm_tf32(ct.transpose(k_w), v)
+    ct.store(State, index=(b, h, 0, vb), tile=state.reshape((1, 1, DK, DV)))
+
+
+def _linear_attention_ref(q, k, v, g):
+    b, t, h, dk = q.shape
+    dv = v.shape[-1]
+    out = np.zeros((b, h, t, dv))
+    state = np.zeros((b, h, dk, dv))
+    for s in range(t):
+        decay = np.exp(g[:, s, :])[:, :, None, None]
+        state = state * decay + k[:, s, :, :, None].astype(np.float64) * v[:, s, :, None, :]
+        out[:, :, s] = np.einsum("bhk,bhkv->bhv", q[:, s].astype(np.float64), state)
+    return out, state
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_chunked_linear_attention_state_recurrence(sm):
+    rng = _rng(17)
+    b, t, h, dk, dv, c = 1, 40, 2, 16, 32, 16
+    chunks = -(-t // c)
+    q, k = _f16(rng, b, t, h, dk, scale=0.5), _f16(rng, b, t, h, dk, scale=0.5)
+    v = _f16(rng, b, t, h, 2 * dv)
+    g = -rng.uniform(0.01, 0.2, (b, t, h)).astype(np.float32)
+    out = np.zeros((b, h, chunks, c, 2 * dv), np.float32)
+    state = np.zeros((b, h, dk, 2 * dv), np.float32)
+    _run(sm, (b * h, 2), chunked_linear_attention, (q, k, v, g, out, state, chunks, h, c, dk, dv), rows=16)
+    want, want_state = _linear_attention_ref(q, k, v, g)
+    got = out.reshape(b, h, chunks * c, 2 * dv)[:, :, :t]
+    np.testing.assert_allclose(got, want, rtol=2e-2, atol=3e-2)
+    np.testing.assert_allclose(state, want_state, rtol=2e-2, atol=3e-2)
+
+
+# ------------------------------------------------------------------------------ W8A8 block-scaled FP8 through gathers
+@ct.kernel
+def w8a8_block_fp8(A, B, C, As, Bs, M: ConstInt, N: ConstInt, K: ConstInt, TM: ConstInt, TN: ConstInt,
+                   TK: ConstInt, OUT: ConstInt, SWAP_AB: ConstBool):
+    """C = (A * As) @ (B * Bs)^T with A (M, K) e4m3 scaled per row and K block, B (N, K) e4m3 scaled per
+    (N block, K block): one scale per tile, so TN / TK are the quantisation blocks."""
+    pm, pn = _swizzled(ct.bid(0), M, N, TM, TN, 2)
+    rows = pm * TM + ct.arange(TM, dtype=ct.int32)
+    cols = pn * TN + ct.arange(TN, dtype=ct.int32)
+    acc = ct.zeros((TM, TN), dtype=ct.float32)
+    for kt in range(ct.cdiv(K, TK)):
+        ks = kt * TK + ct.arange(TK, dtype=ct.int32)
+        a = ct.bitcast(ct.gather(A, (rows[:, None], ks[None, :])), ct.float8_e4m3fn)  # uint8 codes: numpy has no e4m3
+        b = ct.bitcast(ct.gather(B, (cols[:, None], ks[None, :])), ct.float8_e4m3fn)
+        a_s = ct.gather(As, (rows, kt), padding_value=0.0, latency=4)
+        b_s = ct.gather(Bs, (pn, kt), padding_value=0.0)
+        if SWAP_AB:
+            part = ct.permute(ct.mma(b, ct.permute(a, (1, 0)), acc=ct.zeros((TN, TM), dtype=ct.float32)), (1, 0))
+        else:
+            part = ct.mma(a, ct.permute(b, (1, 0)), acc=ct.zeros((TM, TN), dtype=ct.float32))
+        acc = acc + part * (a_s[:, None] * b_s)
+    if OUT == 1:
+        out = ct.astype(acc, ct.float16)
+    elif OUT == 2:
+        out = ct.bitcast(ct.astype(acc, ct.bfloat16), ct.uint16)
+    else:
+        out = acc
+    ct.scatter(C, (rows[:, None], cols[None, :]), out)
+
+
+@pytest.mark.parametrize("sm", ["sm_90a", "sm_100a"])
+@pytest.mark.parametrize("swap,out", [(False, 0), (True, 1), (False, 2), (True, 2)])
+def test_w8a8_block_fp8_gathers(sm, swap, out):
+    rng = _rng(18)
+    m, n, k, tm, tn, tk = 72, 40, 100, 64, 32, 32
+    (a, av), (b, bv) = _f8_operand(rng, (m, k)), _f8_operand(rng, (n, k))
+    a_s = rng.uniform(0.5, 2, (m, -(-k // tk))).astype(np.float32)
+    b_s = rng.uniform(0.5, 2, (-(-n // tn), -(-k // tk))).astype(np.float32)
+    c = np.zeros((m, n), [np.float32, np.float16, np.uint16][out])
+    tiles = -(-m // tm) * -(-n // tn)
+    _run(sm, (tiles,), w8a8_block_fp8, (a, b, c, a_s, b_s, m, n, k, tm, tn, tk, out, swap), rows=tn if swap else tm)
+    blocks = np.arange(k) // tk
+    want = (av * a_s[:, blocks]) @ (bv * b_s[np.arange(n) // tn][:, blocks]).T
+    got = _bf16_value(c) if out == 2 else c
+    _close(got, want, {0: "f32", 1: "f16", 2: "bf16"}[out])
+
+
+# ------------------------------------------------------------------------------ bf16 attention: 128-row tiles, MQA
+@ct.kernel
+def attention_bf16(Q, K, V, Out, qk_scale: float, S: int, TM: ConstInt, TN: ConstInt, D: ConstInt, CAUSAL: ConstBool):
+    """Q, K, V, Out hold bf16 codes (uint16); every query head reads the one KV head (MQA)."""
+    bx, h = ct.bid(0), ct.bid(1)
+    q = ct.bitcast(ct.load(Q, (h, bx, 0), (1, TM, D), padding_mode=Z).reshape((TM, D)), ct.bfloat16)
+    m_i = ct.full((TM, 1), -math.inf, dtype=ct.float32)
+    l_i = ct.zeros((TM, 1), dtype=ct.float32)
+    acc = ct.zeros((TM, D), dtype=ct.float32)
+    rows = bx * TM + ct.arange(TM, dtype=ct.int32)[:, None]
+    end = ct.minimum((bx + 1) * TM, S) if CAUSAL else S
+    for j in range(ct.cdiv(end, TN)):
+        kt = ct.bitcast(ct.load(K, (j, 0), (TN, D), padding_mode=Z), ct.bfloat16)
+        s = (q @ ct.transpose(kt)).astype(ct.float32) * (qk_scale * LOG2E)
+        cols = j * TN + ct.arange(TN, dtype=ct.int32)[None, :]
+        keep = cols < S
+        if CAUSAL:
+            keep = keep & (cols <= rows)
+        s = ct.where(keep, s, -math.inf)
+        m_new = ct.maximum(m_i, ct.max(s, axis=1, keepdims=True))
+        p = ct.exp2(s - m_new)
+        alpha = ct.exp2(m_i - m_new)
+        l_i = l_i * alpha + ct.sum(p, axis=1, keepdims=True)
+        v = ct.bitcast(ct.load(V, (j, 0), (TN, D), padding_mode=Z, latency=3), ct.bfloat16)
+        acc = ct.mma(p.astype(ct.bfloat16), v, acc * alpha)
+        m_i = m_new
+    ct.store(Out, (h, bx, 0), ct.bitcast((acc / l_i).astype(ct.bfloat16), ct.uint16).reshape((1, TM, D)))
+
+
+@pytest.mark.parametrize("sm", SMS)
+@pytest.mark.parametrize("causal", [False, True])
+def test_bf16_mqa_attention_128_row_tiles(sm, causal):
+    rng = _rng(19)
+    h, s, d = 2, 100, 64
+    qf, kf, vf = rng.standard_normal((h, s, d)), rng.standard_normal((s, d)), rng.standard_normal((s, d))
+    q, k, v = _bf16_bits(qf), _bf16_bits(kf), _bf16_bits(vf)
+    out = np.zeros((h, s, d), np.uint16)
+    _run(sm, (1, h), attention_bf16, (q, k, v, out, 1 / math.sqrt(d), s, 128, 64, d, causal), rows=128)
+    want, _ = _attention_ref(_bf16_value(q), _bf16_value(k)[None], _bf16_value(v)[None], 1 / math.sqrt(d), causal)
+    _close(_bf16_value(out), want, "bf16")
+
+
+# ------------------------------------------------------------------------------ a product of products (f16 accumulators)
+@ct.kernel
+def chained_matmul(A, B, W, C, TM: ConstInt, TH: ConstInt, TK: ConstInt, TN: ConstInt):
+    """C = relu(A @ B) @ W with the hidden tile kept in registers: the f16 accumulator of the first product is
+    the A operand of the second."""
+    bm = ct.bid(0)
+    out = ct.zeros((TM, TN), dtype=ct.float32)
+    for hb in range(ct.num_tiles(B, axis=1, shape=(TK, TH))):
+        hid = ct.zeros((TM, TH), dtype=ct.float16)
+        for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
+            hid = ct.mma(ct.load(A, (bm, k), (TM, TK), padding_mode=Z), ct.load(B, (k, hb), (TK, TH), padding_mode=Z),
+                         hid)
+        hid = ct.maximum(hid, ct.float16(0.0))
+        out = ct.mma(hid, ct.load(W, (hb, 0), (TH, TN), padding_mode=Z), out)
+    ct.store(C, (bm, 0), out)
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_chained_matmul_f16_accumulator_as_operand(sm):
+    rng = _rng(20)
+    m, k, hdim, n = 72, 40, 70, 32
+    a, b, w = _f16(rng, m, k, scale=0.5), _f16(rng, k, hdim, scale=0.5), _f16(rng, hdim, n, scale=0.5)
+    c = np.zeros((m, n), np.float32)
+    _run(sm, (2,), chained_matmul, (a, b, w, c, 64, 32, 32, n))
+    hid = np.maximum(a.astype(np.float64) @ b, 0).astype(np.float16).astype(np.float64)
+    np.testing.assert_allclose(c, hid @ w, rtol=2e-2, atol=5e-2)
+
+
+# ------------------------------------------------------------------------------ transposed output, K halves by extract
+@ct.kernel
+def mm_extract_halves_store_t(A, B, CT, TM: ConstInt, TN: ConstInt, TK: ConstInt):
+    """C^T = (A @ B)^T: each (TM, 2 TK) A tile is split in two K halves with ct.extract, B's in two row halves;
+    the result is stored transposed into a (N, M) array."""
+    bm, bn = ct.bid(0), ct.bid(1)
+    acc = ct.zeros((TM, TN), dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(TM, 2 * TK))):
+        a2 = ct.load(A, (bm, k), (TM, 2 * TK), padding_mode=Z)
+        b2 = ct.load(B, (k, bn), (2 * TK, TN), padding_mode=Z)
+        for half in ct.static_iter(range(2)):
+            acc = ct.mma(ct.extract(a2, (0, half), shape=(TM, TK)), ct.extract(b2, (half, 0), shape=(TK, TN)), acc)
+    ct.store(CT, (bn, bm), ct.transpose(acc).astype(CT.dtype))
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_matmul_k_halves_by_extract_and_transposed_store(sm):
+    rng = _rng(21)
+    m, n, k = 72, 40, 100
+    a, b = _f16(rng, m, k), _f16(rng, k, n)
+    ct_ = np.zeros((n, m), np.float16)
+    _run(sm, (2, 2), mm_extract_halves_store_t, (a, b, ct_, 64, 32, 16))
+    _close(ct_, (a.astype(np.float64) @ b).T, "f16")
+
+
+# ------------------------------------------------------------------------------ embedding lookup as a one-hot product
+@ct.kernel
+def onehot_lookup(Ids, Table, Out, TM: ConstInt, V: ConstInt, D: ConstInt):
+    bm = ct.bid(0)
+    ids = ct.load(Ids, (bm,), (TM,), padding_mode=Z)
+    onehot = ct.where(ids[:, None] == ct.arange(V, dtype=ct.int32)[None, :], 1.0, 0.0).astype(ct.float16)
+    table = ct.load(Table, (0, 0), (V, D), padding_mode=Z)
+    ct.store(Out, (bm, 0), ct.mma(onehot, table, ct.zeros((TM, D), dtype=ct.float32)))
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_embedding_lookup_as_a_onehot_matmul(sm):
+    rng = _rng(22)
+    n, vocab, d = 100, 50, 32
+    ids = rng.integers(0, vocab, n).astype(np.int32)
+    table = _f16(rng, vocab, d)
+    out = np.zeros((n, d), np.float32)
+    _run(sm, (2,), onehot_lookup, (ids, table, out, 64, 64, d))
+    np.testing.assert_array_equal(out, table[ids].astype(np.float32))
+
+
+# ------------------------------------------------------------------------------ split-K by atomic adds of accumulators
+@ct.kernel
+def mm_atomic_split_k(A, B, C, TM: ConstInt, TN: ConstInt, TK: ConstInt, SPLITS: ConstInt):
+    bm, bn, s = ct.bid(0), ct.bid(1), ct.bid(2)
+    acc = ct.zeros((TM, TN), dtype=ct.float32)
+    for k in range(s, ct.num_tiles(A, axis=1, shape=(TM, TK)), SPLITS):
+        acc = ct.mma(ct.load(A, (bm, k), (TM, TK), padding_mode=Z), ct.load(B, (k, bn), (TK, TN), padding_mode=Z),
+                     acc)
+    r = bm * TM + ct.arange(TM, dtype=ct.int32)[:, None]
+    c = bn * TN + ct.arange(TN, dtype=ct.int32)[None, :]
+    ct.atomic_add(C, (r, c), acc)
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_split_k_by_atomic_add_of_accumulators(sm):
+    rng = _rng(23)
+    m, n, k = 72, 40, 100
+    a, b = _f16(rng, m, k), _f16(rng, k, n)
+    c = np.full((m, n), 1.5, np.float32)
+    _run(sm, (2, 2, 3), mm_atomic_split_k, (a, b, c, 64, 32, 16, 3))
+    _close(c, a.astype(np.float64) @ b + 1.5, "f16")
+
+
+# ------------------------------------------------------------------------------ attention on (B, S, H, D) arrays
+@ct.kernel
+def attention_bshd(Q, K, V, Out, qk_scale: float, TM: ConstInt, TN: ConstInt, D: ConstInt, GROUP: ConstInt):
+    """Q / Out (B, S, H, D), K / V (B, S, HKV, D) as they come out of a projection: the head is a middle axis.
+    K^T is read as a (D, TN) tile through order=(0, 3, 2, 1)."""
+    bx, bh = ct.bid(0), ct.bid(1)
+    h = bh % Q.shape[2]
+    b = bh // Q.shape[2]
+    q = ct.load(Q, (b, bx, h, 0), (1, TM, 1, D), padding_mode=Z, allow_tma=True).reshape((TM, D))
+    m_i = ct.full((TM, 1), -math.inf, dtype=ct.float32)
+    l_i = ct.zeros((TM, 1), dtype=ct.float32)
+    acc = ct.zeros((TM, D), dtype=ct.float32)
+    n_keys = K.shape[1]
+    for j in range(ct.cdiv(n_keys, TN)):
+        kt = ct.load(K, (b, 0, h // GROUP, j), (1, D, 1, TN), order=(0, 3, 2, 1), padding_mode=Z).reshape((D, TN))
+        s = ct.mma(q, kt, ct.zeros((TM, TN), dtype=ct.float32)) * (qk_scale * LOG2E)
+        s = ct.where(j * TN + ct.arange(TN, dtype=ct.int32)[None, :] < n_keys, s, -math.inf)
+        m_new = ct.maximum(m_i, ct.max(s, axis=1, keepdims=True))
+        p = ct.exp2(s - m_new)
+        alpha = ct.exp2(m_i - m_new)
+        l_i = l_i * alpha + ct.sum(p, axis=1, keepdims=True)
+        v = ct.load(V, (b, j, h // GROUP, 0), (1, TN, 1, D), padding_mode=Z).reshape((TN, D))
+        acc = ct.mma(p.astype(V.dtype), v, acc * alpha)
+        m_i = m_new
+    ct.store(Out, (b, bx, h, 0), (acc / l_i).astype(Out.dtype).reshape((1, TM, 1, D)), allow_tma=True)
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_attention_on_bshd_arrays(sm):
+    rng = _rng(24)
+    b, s, h, hkv, d = 2, 72, 2, 1, 32
+    q, k, v = _f16(rng, b, s, h, d), _f16(rng, b, s, hkv, d), _f16(rng, b, s, hkv, d)
+    out = np.zeros((b, s, h, d), np.float16)
+    _run(sm, (-(-s // 64), b * h), attention_bshd, (q, k, v, out, 1 / math.sqrt(d), 64, 32, d, h // hkv))
+    tr = lambda x: np.repeat(np.swapaxes(x, 1, 2), h // x.shape[2], 1)  # noqa: E731
+    want, _ = _attention_ref(tr(q), tr(k), tr(v), 1 / math.sqrt(d), False)
+    _close(out, np.swapaxes(want, 1, 2), "f16")
+
+
+# ------------------------------------------------------------------------------ MoE grouped GEMM: expert row ranges
+@ct.kernel
+def moe_grouped_gemm(A, W, C, Offsets, E: ConstInt, TM: ConstInt, TN: ConstInt, TK: ConstInt):
+    """Rows of A sorted by expert (expert e owns rows Offsets[e] .. Offsets[e + 1]); C = A @ W[e] per range.
+    Persistent over (expert, row tile, column tile) as one flat list of tiles."""
+    n_col = ct.cdiv(C.shape[1], TN)
+    first = 0
+    for e in range(E):
+        lo = ct.gather(Offsets, e)
+        hi = ct.gather(Offsets, e + 1)
+        count = ct.cdiv(hi - lo, TM) * n_col
+        a_e, c_e = A.slice(0, lo, hi), C.slice(0, lo, hi)
+        for t in range(first, first + count):
+            if t % ct.num_blocks(0) == ct.bid(0):
+                i, j = (t - first) // n_col, (t - first) % n_col
+                acc = ct.zeros((TM, TN), dtype=ct.float32)
+                for k in range(ct.num_tiles(a_e, axis=1, shape=(TM, TK))):
+                    w = ct.load(W, (e, k, j), (1, TK, TN), padding_mode=Z).reshape((TK, TN))
+                    acc = ct.mma(ct.load(a_e, (i, k), (TM, TK), padding_mode=Z), w, acc)
+                ct.store(c_e, (i, j), acc.astype(C.dtype))
+        first += count
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_moe_grouped_gemm_on_expert_row_ranges(sm):
+    rng = _rng(25)
+    counts = [40, 0, 70, 9]
+    offs = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    t, k, n, e = int(offs[-1]), 48, 40, len(counts)
+    a, w = _f16(rng, t, k), _f16(rng, e, k, n)
+    c = np.full((t, n), 9.0, np.float16)
+    _run(sm, (3,), moe_grouped_gemm, (a, w, c, offs, e, 64, 32, 32))
+    for x in range(e):
+        rows = slice(offs[x], offs[x + 1])
+        _close(c[rows], a[rows].astype(np.float64) @ w[x], "f16")
+
+
+# ------------------------------------------------------------------------------ decode output as a 5-D TMA box
+@ct.kernel
+def decode_5d_store(Q, K, V, Mid, S_KV: int, D: ConstInt, TN: ConstInt, PER_SPLIT: ConstInt, G: ConstInt):
+    """One split of a GQA decode writing its (G, D) block into Mid (B, HKV, G, SPLITS, D) with a 5-D store;
+    the query rows are loaded with no padding mode (G is exactly the group here)."""
+    b, kvh, split = ct.bid(0), ct.bid(1), ct.bid(2)
+    q = ct.load(Q, (b, kvh, 0, 0), (1, 1, G, D), allow_tma=True).reshape((G, D))
+    m_i = ct.full((G, 1), -math.inf, dtype=ct.float32)
+    l_i = ct.zeros((G, 1), dtype=ct.float32)
+    acc = ct.zeros((G, D), dtype=ct.float32)
+    for t in range(PER_SPLIT // TN):
+        tile = split * (PER_SPLIT // TN) + t
+        kk = ct.load(K, (b, kvh, tile, 0), (1, 1, TN, D), padding_mode=Z).reshape((TN, D))
+        s = ct.mma(q, ct.permute(kk, (1, 0)), ct.zeros((G, TN), dtype=ct.float32))
+        s = ct.where(tile * TN + ct.arange(TN, dtype=ct.int32)[None, :] < S_KV, s, -math.inf)
+        m_new = ct.maximum(m_i, ct.max(s, axis=1, keepdims=True))
+        p = ct.exp(s - m_new)
+        alpha = ct.exp(m_i - m_new)
+        l_i = l_i * alpha + ct.sum(p, axis=1, keepdims=True)
+        vv = ct.load(V, (b, kvh, tile, 0), (1, 1, TN, D), padding_mode=Z).reshape((TN, D))
+        acc = ct.mma(p.astype(ct.float16), vv, acc * alpha)
+        m_i = m_new
+    out = (acc / l_i).astype(Mid.dtype).reshape((1, 1, G, 1, D))
+    ct.store(Mid, (b, kvh, 0, split, 0), out, order=(0, 1, 2, 3, 4), allow_tma=True, latency=2)
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_decode_split_output_as_a_5d_box(sm):
+    rng = _rng(26)
+    b, hkv, g, s, d, per = 2, 2, 16, 90, 32, 32
+    splits = -(-s // per)
+    q, k, v = _f16(rng, b, hkv, g, d), _f16(rng, b, hkv, s, d), _f16(rng, b, hkv, s, d)
+    mid = np.zeros((b, hkv, g, splits, d), np.float32)
+    _run(sm, (b, hkv, splits), decode_5d_store, (q, k, v, mid, s, d, 16, per, g), rows=16)
+    for sp in range(splits):
+        sl = slice(sp * per, (sp + 1) * per)
+        want, _ = _attention_ref(q, k[:, :, sl], v[:, :, sl], 1.0, False)
+        _close(mid[:, :, :, sp], want, "f16")
+
+
+# ------------------------------------------------------------------------------ C = alpha A @ B + beta C (acc from memory)
+@ct.kernel
+def gemm_alpha_beta(A, B, Cin, C, alpha: float, beta: float, TM: ConstInt, TN: ConstInt, TK: ConstInt):
+    bm, bn = ct.bid(0), ct.bid(1)
+    acc = ct.load(Cin, (bm, bn), (TM, TN), padding_mode=Z).astype(ct.float32) * (beta / alpha)
+    for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
+        acc = ct.mma(ct.load(A, (bm, k), (TM, TK), padding_mode=Z), ct.load(B, (k, bn), (TK, TN), padding_mode=Z),
+                     acc)
+    ct.store(C, (bm, bn), (acc * alpha).astype(C.dtype))
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_gemm_alpha_beta_accumulator_loaded_from_memory(sm):
+    rng = _rng(27)
+    m, n, k = 72, 40, 100
+    a, b, cin = _f16(rng, m, k), _f16(rng, k, n), _f16(rng, m, n)
+    c = np.zeros((m, n), np.float32)
+    _run(sm, (2, 2), gemm_alpha_beta, (a, b, cin, c, 0.5, 2.0, 64, 32, 32))
+    _close(c, 0.5 * (a.astype(np.float64) @ b) + 2.0 * cin, "f16")
+
+
+# ------------------------------------------------------------------------------ W4A16: int4 weights unpacked in registers
+@ct.kernel
+def w4a16_gemm(A, Wq, S, C, TM: ConstInt, TN: ConstInt, TK: ConstInt):
+    """Wq: per K tile, TK / 2 rows of bytes: the low nibble is row k, the high nibble row k + TK / 2 (zero point
+    8); S: one f16 scale per (K tile, column)."""
+    bm, bn = ct.bid(0), ct.bid(1)
+    acc = ct.zeros((TM, TN), dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
+        packed = ct.load(Wq, (k, bn), (TK // 2, TN), padding_mode=Z)
+        lo = (packed & ct.uint8(15)).astype(ct.int32) - 8
+        hi = (packed >> ct.uint8(4)).astype(ct.int32) - 8
+        w = ct.cat((lo, hi), axis=0).astype(ct.float16) * ct.load(S, (k, bn), (1, TN), padding_mode=Z)
+        acc = ct.mma(ct.load(A, (bm, k), (TM, TK), padding_mode=Z), w, acc)
+    ct.store(C, (bm, bn), acc)
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_w4a16_gemm_unpacks_nibbles_before_the_mma(sm):
+    rng = _rng(28)
+    m, n, k, tk = 72, 40, 108, 32
+    kp = -(-k // tk) * tk
+    q = rng.integers(0, 16, (kp, n))
+    packed = np.concatenate([q[t:t + tk // 2] | (q[t + tk // 2:t + tk] << 4) for t in range(0, kp, tk)]).astype(np.uint8)
+    scale = rng.uniform(0.5, 1.5, (kp // tk, n)).astype(np.float16)
+    a = _f16(rng, m, k)
+    c = np.zeros((m, n), np.float32)
+    _run(sm, (2, 2), w4a16_gemm, (a, packed, scale, c, 64, 32, tk))
+    w = ((q - 8) * scale[np.arange(kp) // tk].astype(np.float64)).astype(np.float16)[:k]
+    np.testing.assert_allclose(c, a.astype(np.float64) @ w, rtol=2e-3, atol=2e-2)
+
+
+# ------------------------------------------------------------------------------ products in branches of a while loop
+@ct.kernel
+def mma_in_branches(A, B, C, Signs, TM: ConstInt, TN: ConstInt, TK: ConstInt):
+    bm, bn = ct.bid(0), ct.bid(1)
+    acc = ct.zeros((TM, TN), dtype=ct.float32)
+    k = 0
+    while True:
+        if k >= ct.num_tiles(A, axis=1, shape=(TM, TK)):
+            break
+        a = ct.load(A, (bm, k), (TM, TK), padding_mode=Z)
+        b = ct.load(B, (k, bn), (TK, TN), padding_mode=Z)
+        if ct.gather(Signs, k) > 0:
+            acc = ct.mma(a, b, acc)
+        else:
+            acc = acc - ct.mma(a, b, ct.zeros((TM, TN), dtype=ct.float32))
+        k += 1
+    ct.store(C, (bm, bn), acc)
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_mma_in_branches_of_a_while_loop(sm):
+    rng = _rng(29)
+    m, n, k = 72, 40, 100
+    a, b = _f16(rng, m, k), _f16(rng, k, n)
+    signs = np.array([1, -1, 1, -1], np.int32)
+    c = np.zeros((m, n), np.float32)
+    _run(sm, (2, 2), mma_in_branches, (a, b, c, signs, 64, 32, 32))
+    _close(c, (a * np.repeat(signs, 32)[:k]).astype(np.float64) @ b, "f16")
+
+
+# ------------------------------------------------------------------------------ @ on 8-bit tiles keeps the operand type
+@ct.kernel
+def matmul_operator_int8(A, B, C, TM: ConstInt, TN: ConstInt, TK: ConstInt):
+    """``a @ b`` has the operands' (promoted) type: i8 @ i8 is the i32 product wrapped to i8 per K tile."""
+    bm, bn = ct.bid(0), ct.bid(1)
+    acc = ct.zeros((TM, TN), dtype=ct.int32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
+        acc += ct.load(A, (bm, k), (TM, TK), padding_mode=Z) @ ct.load(B, (k, bn), (TK, TN), padding_mode=Z)
+    ct.store(C, (bm, bn), acc)
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_matmul_operator_on_int8_wraps_per_tile(sm):
+    rng = _rng(30)
+    m, n, k = 72, 40, 100
+    a, b = rng.integers(-128, 128, (m, k)).astype(np.int8), rng.integers(-128, 128, (k, n)).astype(np.int8)
+    c = np.zeros((m, n), np.int32)
+    _run(sm, (2, 2), matmul_operator_int8, (a, b, c, 64, 32, 32))
+    want = sum((a[:, t:t + 32].astype(np.int64) @ b[t:t + 32]).astype(np.int8).astype(np.int64) for t in range(0, k, 32))
+    np.testing.assert_array_equal(c, want)
+
+
+# ------------------------------------------------------------------------------ sliding-window attention, soft cap, sinks
+@ct.kernel
+def swa_softcap_sink(Q, K, V, Sinks, Out, qk_scale: float, cap: float, WINDOW: ConstInt, TM: ConstInt,
+                     TN: ConstInt, D: ConstInt):
+    """Causal attention where query i sees keys i - WINDOW < j <= i, logits soft-capped (cap * tanh(s / cap)),
+    and one learned sink logit per head that joins the softmax's denominator only."""
+    bx, h = ct.bid(0), ct.bid(1)
+    q = ct.load(Q, (h, bx, 0), (1, TM, D), padding_mode=Z).reshape((TM, D))
+    offs_m = ct.arange(TM, dtype=ct.int32)
+    offs_m += bx * TM
+    rows = offs_m[:, None]
+    m_i = ct.full((TM, 1), -math.inf, dtype=ct.float32)
+    l_i = ct.zeros((TM, 1), dtype=ct.float32)
+    acc = ct.zeros((TM, D), dtype=ct.float32)
+    n_keys = K.shape[1]
+    lo = max(0, bx * TM - WINDOW + 1) // TN
+    hi = ct.cdiv(min((bx + 1) * TM, n_keys), TN)
+    for j in range(lo, hi):
+        kt = ct.load(K, (h, 0, j), (1, D, TN), order=(0, 2, 1), padding_mode=Z, latency=2).reshape((D, TN))
+        s = ct.mma(q, kt, ct.zeros((TM, TN), dtype=ct.float32)) * qk_scale
+        s = ct.tanh(s / cap) * cap
+        cols = j * TN + ct.arange(TN, dtype=ct.int32)[None, :]
+        keep = (cols <= rows) & (cols > rows - WINDOW) & (cols < n_keys)
+        s += ct.where(keep, 0.0, -math.inf)
+        m_new = max(m_i, ct.max(s, axis=-1, keepdims=True))
+        m_safe = ct.where(m_new == -math.inf, 0.0, m_new)  # a row whose keys in this tile are all outside
+        p = ct.exp(s - m_safe)
+        alpha = ct.exp(m_i - m_safe)
+        l_i = l_i * alpha + ct.sum(p, axis=-1, keepdims=True)
+        v = ct.load(V, (h, j, 0), (1, TN, D), padding_mode=Z).reshape((TN, D))
+        acc = ct.mma(p.astype(V.dtype), v, acc * alpha)
+        m_i = m_new
+    sink = ct.gather(Sinks, h)
+    l_i += ct.exp(sink - m_i)
+    ct.store(Out, (h, bx, 0), (acc / l_i).reshape((1, TM, D)))
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_sliding_window_attention_with_softcap_and_sinks(sm):
+    rng = _rng(31)
+    h, s, d, window, cap = 2, 100, 32, 40, 5.0
+    q, k, v = _f16(rng, h, s, d), _f16(rng, h, s, d), _f16(rng, h, s, d)
+    sinks = rng.standard_normal(h).astype(np.float32)
+    out = np.zeros((h, s, d), np.float32)
+    scale = 1 / math.sqrt(d)
+    _run(sm, (-(-s // 32), h), swa_softcap_sink, (q, k, v, sinks, out, scale, cap, window, 32, 32, d), rows=32)
+    logits = np.tanh(q.astype(np.float64) @ np.swapaxes(k, 1, 2) * scale / cap) * cap
+    i, j = np.arange(s)[:, None], np.arange(s)[None, :]
+    logits = np.where((j <= i) & (j > i - window), logits, -np.inf)
+    mx = logits.max(-1, keepdims=True)
+    e = np.exp(logits - mx)
+    want = e @ v.astype(np.float64) / (e.sum(-1, keepdims=True) + np.exp(sinks[:, None, None] - mx))
+    _close(out, want, "f16")
+
+
+# ------------------------------------------------------------------------------ fused linear + cross entropy
+@ct.kernel
+def linear_cross_entropy(X, W, Targets, Loss, TM: ConstInt, TV: ConstInt, D: ConstInt):
+    """loss_i = logsumexp_v (x_i . w_v) - x_i . w_{t_i} without the logits in memory: W is (V, D) (the
+    embedding layout), each vocab tile's logits come from an mma against W's tile transposed in registers."""
+    bm = ct.bid(0)
+    x = ct.load(X, (bm, 0), (TM, D), padding_mode=Z)
+    tgt = ct.load(Targets, (bm,), (TM,), padding_mode=Z)[:, None]
+    n_vocab = W.shape[0]
+    m_i = ct.full((TM, 1), -math.inf, dtype=ct.float32)
+    l_i = ct.zeros((TM, 1), dtype=ct.float32)
+    picked = ct.zeros((TM, 1), dtype=ct.float32)
+    for j in range(ct.cdiv(n_vocab, TV)):
+        w = ct.load(W, (j, 0), (TV, D), padding_mode=Z, latency=3)
+        logits = ct.mma(x, ct.transpose(w), ct.zeros((TM, TV), dtype=ct.float32))
+        cols = j * TV + ct.arange(TV, dtype=ct.int32)[None, :]
+        logits = ct.where(cols < n_vocab, logits, -math.inf)
+        picked += ct.sum(ct.where(cols == tgt, logits, 0.0), axis=1, keepdims=True)
+        m_new = ct.maximum(m_i, ct.max(logits, axis=1, keepdims=True))
+        l_i = l_i * ct.exp(m_i - m_new) + ct.sum(ct.exp(logits - m_new), axis=1, keepdims=True)
+        m_i = m_new
+    ct.store(Loss, (bm,), (m_i + ct.log(l_i) - picked).reshape((TM,)))
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_fused_linear_cross_entropy(sm):
+    rng = _rng(32)
+    n, d, vocab = 72, 32, 200
+    x, w = _f16(rng, n, d), _f16(rng, vocab, d, scale=0.5)
+    tgt = rng.integers(0, vocab, n).astype(np.int32)
+    loss = np.zeros(n, np.float32)
+    _run(sm, (2,), linear_cross_entropy, (x, w, tgt, loss, 64, 64, d))
+    logits = x.astype(np.float64) @ w.T.astype(np.float64)
+    mx = logits.max(1)
+    want = mx + np.log(np.exp(logits - mx[:, None]).sum(1)) - logits[np.arange(n), tgt]
+    np.testing.assert_allclose(loss, want, rtol=1e-3, atol=1e-3)
