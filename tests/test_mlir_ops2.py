@@ -466,3 +466,21 @@ def test_non_uniform_narrow_float_constants():
     np.testing.assert_array_equal(bf16[:2], [1.5, -2.25])
     np.testing.assert_allclose(bf16[2:], [3.0e10, 0.1], rtol=2 ** -8)
     assert list(oh.view(np.uint16)) == [0x3C00, 0xC000, 0x7BFF, 0x0001]
+
+
+@pytest.mark.skipif(not TEXTS, reason="needs the visible corpus")
+def test_tileirdisasm_debug_output_reads(pm, tmp_path):
+    """``tileirdisasm -g`` adds ``loc(#locN)`` to every op and ``#locN = loc(...)`` aliases after the entry."""
+    import subprocess
+
+    from tilecore.assembler import find_nvidia_tool
+    from tilecore.compiler import read_input
+
+    tool = find_nvidia_tool("tileirdisasm")
+    if tool is None:
+        pytest.skip("needs tileirdisasm")
+    bc = os.path.join(VISIBLE, "rownorm_loop_if_f32.tileirbc")
+    src = tmp_path / "g.mlir"
+    src.write_text(subprocess.run([tool, "-g", bc], capture_output=True, text=True, check=True).stdout)
+    assert "loc(#loc" in src.read_text()
+    assert _generic(read_input(str(src), pm)[0]) == _generic(read_input(bc, pm)[0])
