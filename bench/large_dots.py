@@ -8,7 +8,10 @@ local memory per thread, spills), shared memory (tilecore: the dynamic bytes its
 SHARED), threads per CTA (EIATTR_REQNTID).
 
     python bench/large_dots.py [--sm sm_90a,sm_100a] [--tiles 256x256x64,256x128x128,128x256x128] [--dtype f16]
-                               [--no-tileiras]
+                               [--warps 8] [--no-tileiras]
+
+``--warps N``: the kernel with cuTile's hint ``num_worker_warps=N`` (tilecore: N warps per CTA; tileiras decides its
+own CTA size).
 """
 
 from __future__ import annotations
@@ -76,6 +79,7 @@ def main(argv=None) -> int:
     ap.add_argument("--sm", default="sm_90a,sm_100a")
     ap.add_argument("--tiles", default="256x256x64,256x128x128,128x256x128")
     ap.add_argument("--dtype", default="f16", choices=sorted(SPELLING))
+    ap.add_argument("--warps", type=int, default=0, help="cuTile's num_worker_warps hint (0: none)")
     ap.add_argument("--no-tileiras", action="store_true")
     a = ap.parse_args(argv)
     import tilecore.cutile as tc
@@ -83,6 +87,7 @@ def main(argv=None) -> int:
 
     tileiras = None if a.no_tileiras else find_nvidia_tool("tileiras")
     acc = "i32" if a.dtype == "s8" else "f32"
+    kernel = matmul.replace_hints(num_worker_warps=a.warps) if a.warps else matmul
     with tempfile.TemporaryDirectory() as d:
         for tile in a.tiles.split(","):
             shape = tuple(int(x) for x in tile.split("x"))
@@ -90,7 +95,7 @@ def main(argv=None) -> int:
                 el = SPELLING[a.dtype]
                 print(f"{a.dtype} {tile} {sm}", flush=True)
                 try:
-                    kern = tc.compile(matmul, [f"{el}[2]", f"{el}[2]", f"{acc}[2]", *shape], gpu_name=sm)
+                    kern = tc.compile(kernel, [f"{el}[2]", f"{el}[2]", f"{acc}[2]", *shape], gpu_name=sm)
                     path = os.path.join(d, f"ours.{sm}.cubin")
                     with open(path, "wb") as fh:
                         fh.write(kern.cubin)

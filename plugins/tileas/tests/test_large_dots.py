@@ -198,3 +198,21 @@ def test_ring_leaves_room_for_a_body_that_writes_a_large_operand():
     a, b, c, want = _operands("f16", m, n, k, seed=3)
     tc.launch(None, (1, 1, 1), matmul_neg_b, (a, b, c, 64, 512, 128), gpu_name="sm_80")
     _check(c, -want, k)
+
+
+# ------------------------------------------------------------------------------------------- eight warps
+@pytest.mark.parametrize("sm, tile", [("sm_90a", (256, 256, 64)), ("sm_100a", (256, 256, 64)),
+                                      ("sm_90a", (256, 128, 128))], ids=lambda x: "x".join(map(str, x))
+                         if isinstance(x, tuple) else x)
+def test_num_worker_warps_8_halves_the_accumulator_per_thread(sm, tile):
+    """cuTile's ``num_worker_warps=8`` gives the CTA 256 threads (two warpgroups share the accumulator: 256
+    registers a thread for 256 x 256 f32 instead of 512; tileiras picks 256 threads for these tiles itself); the
+    dots stay on the tensor cores and the numbers match on sizes that are not tile multiples."""
+    kernel = matmul.replace_hints(num_worker_warps=8)
+    kern = tc.compile(kernel, ["f16[2]", "f16[2]", "f32[2]", *tile], gpu_name=sm)
+    assert kern.contract.threads_per_cta == 256
+    assert MMA_PTX[sm] in kern.ptx
+    m, n, k = 264, 300, 136
+    a, b, c, want = _operands("f16", m, n, k, seed=5)
+    tc.launch(None, (-(-m // tile[0]), -(-n // tile[1]), 1), kernel, (a, b, c, *tile), gpu_name=sm)
+    _check(c, want, k)

@@ -62,9 +62,16 @@ def hints_for(attr, target) -> dict:
     return out
 
 
+WORKER_WARPS = "num_worker_warps_per_cta"  # cuTile's kernel hint num_worker_warps (TileIR bytecode 13.3+)
+
+
 def spec_from_hints(hints: dict) -> KernelSpec:
+    """The kernel spec of a kernel's cuTile optimization hints (:func:`hints_for`). Its warps: ``num_warps``, else
+    cuTile's ``num_worker_warps`` ("the warps of the CUDA-core warp groups"; tilecore's kernels are not warp
+    specialized, so every warp is one: a 256 x 256 f32 accumulator is then 256 registers a thread at 8, not 512 at 4),
+    else 4."""
     ks = KernelSpec()
-    ks.num_warps = hints.get("num_warps", DEFAULT_NUM_WARPS)
+    ks.num_warps = hints.get("num_warps", hints.get(WORKER_WARPS, DEFAULT_NUM_WARPS))
     n = hints.get("num_cta_in_cga", 1)
     ks.cluster_dim = (n, 1, 1)
     ks.occupancy = hints.get("occupancy", 0)
