@@ -150,8 +150,11 @@ def test_persistent_matmul_with_operands_transposed_in_registers(sm, ta, tb):
     c = np.zeros((m, n), np.float32)
     aa = np.ascontiguousarray(a.T) if ta else a
     bb = np.ascontiguousarray(b.T) if tb else b
-    _run(sm, (3,), mm_persistent_t, (aa, bb, c, m, n, k, 64, 32, 32, ta, tb))
+    args = (aa, bb, c, m, n, k, 64, 32, 32, ta, tb)
+    _run(sm, (3,), mm_persistent_t, args)
     _close(c, a.astype(np.float64) @ b, "f16")
+    # num_ctas=ByTarget(sm_100=2): a cluster of two CTAs per tile block on sm_100a, one elsewhere
+    assert tc.compile(mm_persistent_t, args, gpu_name=sm).contract.cluster == ((2, 1, 1) if sm == "sm_100a" else (1, 1, 1))
 
 
 # ------------------------------------------------------------------------------ batched matmul: 3-D tiles, permute of B
@@ -1209,3 +1212,50 @@ def test_fused_linear_cross_entropy(sm):
     mx = logits.max(1)
     want = mx + np.log(np.exp(logits - mx[:, None]).sum(1)) - logits[np.arange(n), tgt]
     np.testing.assert_allclose(loss, want, rtol=1e-3, atol=1e-3)
+
+
+# ------------------------------------------------------------------------------ linear backward: dW = dY^T X, dB
+@ct.kernel
+def linear_backward_dw_db(X, dY, dW, dB, TT: ConstInt, TI: ConstInt, TO: ConstInt):
+    """dW (OUT, IN) = dY^T X over token tiles (dY's tile transposed in registers) and dB = column sums of dY."""
+    bo, bi = ct.bid(0), ct.bid(1)
+    acc = ct.zeros((TO, TI), dtype=ct.float32)
+    db = ct.zeros((TO,), dtype=ct.float32)
+    for t in range(ct.num_tiles(X, axis=0, shape=(TT, TI))):
+        dy = ct.load(dY, (t, bo), (TT, TO), padding_mode=Z)
+        acc = ct.mma(ct.transpose(dy), ct.load(X, (t, bi), (TT, TI), padding_mode=Z), acc)
+        db += ct.sum(dy.astype(ct.float32), axis=0)
+    ct.store(dW, (bo, bi), acc)
+    if bi == 0:
+        ct.store(dB, (bo,), db)
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_linear_backward_weight_and_bias_gradients(sm):
+    rng = _rng(33)
+    t, d_in, d_out = 100, 72, 40
+    x, dy = _f16(rng, t, d_in), _f16(rng, t, d_out)
+    dw, db = np.zeros((d_out, d_in), np.float32), np.zeros(d_out, np.float32)
+    _run(sm, (2, 2), linear_backward_dw_db, (x, dy, dw, db, 32, 64, 32), rows=32)
+    _close(dw, dy.T.astype(np.float64) @ x, "f16")
+    _close(db, dy.astype(np.float64).sum(0), "f32")
+
+
+# ------------------------------------------------------------------------------ ct.mma on 3-D (batched) tiles
+@ct.kernel
+def batched_tile_mma(A, B, C, TB: ConstInt, TM: ConstInt, TN: ConstInt, TK: ConstInt):
+    bb, bm = ct.bid(0), ct.bid(1)
+    acc = ct.zeros((TB, TM, TN), dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=2, shape=(TB, TM, TK))):
+        acc = ct.mma(ct.load(A, (bb, bm, k), (TB, TM, TK), padding_mode=Z),
+                     ct.load(B, (bb, k, 0), (TB, TK, TN), padding_mode=Z), acc)
+    ct.store(C, (bb, bm, 0), acc)
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_mma_on_batched_3d_tiles(sm):
+    rng = _rng(34)
+    a, b = _f16(rng, 3, 72, 50), _f16(rng, 3, 50, 32)
+    c = np.zeros((3, 72, 32), np.float32)
+    _run(sm, (2, 2), batched_tile_mma, (a, b, c, 2, 64, 32, 32))
+    _close(c, a.astype(np.float64) @ b, "f16")
