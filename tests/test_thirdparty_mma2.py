@@ -1259,3 +1259,39 @@ def test_mma_on_batched_3d_tiles(sm):
     c = np.zeros((3, 72, 32), np.float32)
     _run(sm, (2, 2), batched_tile_mma, (a, b, c, 2, 64, 32, 32))
     _close(c, a.astype(np.float64) @ b, "f16")
+
+
+# ------------------------------------------------------------------------------ tile shapes left on mma.sync / FMA
+_GAPS = {
+    "n8-f16": ((64, 8, 32), "f16", "N = 8 (a decode's query group of 8): wgmma m64n8k16 and tcgen05 M = 64 N = 8 "
+               "exist; tilecore's wgmma atoms need an N-major B row of >= 32 bytes (a swizzle) with no K-major "
+               "fallback for 16-bit types, its tcgen05 atoms need N % 16 (mma_sm100.py admits): mma.sync"),
+    "k8-f16": ((64, 32, 8), "f16", "TK = 8 f16: mma.sync m16n8k8 f16 exists (sm_80+); the f16 atoms need K % 16 and "
+               "do not pad K, so the dot runs on the CUDA cores"),
+    "k16-e4m3": ((64, 32, 16), "e4m3", "TK = 16 e4m3 on sm_90a: wgmma needs K % 32 and K is not padded: CUDA-core "
+                 "FMAs (tcgen05 takes it on sm_100a)"),
+}
+
+
+def _gap(sm, gap, open_=True):
+    marks = [pytest.mark.xfail(strict=True, reason=_GAPS[gap][2])] if open_ else []
+    return pytest.param(sm, gap, marks=marks, id=f"{gap}-{sm}")
+
+
+@pytest.mark.parametrize("sm,gap", [_gap("sm_90a", "n8-f16"), _gap("sm_100a", "n8-f16"), _gap("sm_80", "k8-f16"),
+                                    _gap("sm_90a", "k8-f16"), _gap("sm_100a", "k8-f16"), _gap("sm_90a", "k16-e4m3"),
+                                    _gap("sm_100a", "k16-e4m3", open_=False)])
+def test_tensor_core_paths_for_narrow_tiles(sm, gap):
+    """Tile shapes TileGym-style kernels use whose dots compile to the right numbers (the tests above) but off the
+    target's tensor-core path; compile only. Found by decode_split_kv (N = 8: its product is (TN, D) x (D, G))
+    and a shape sweep of mma_acc_types. Open ones are xfail(strict) with the reason until an atom takes them."""
+    (tm, tn, tk), operand, reason = _GAPS[gap]
+    rng = _rng(35)
+    m, n, k = tm + 9, tn + 3, 2 * tk + 3
+    if operand == "f16":
+        a, b = _f16(rng, m, k), _f16(rng, k, n)
+    else:
+        a, b = _f8_operand(rng, (m, k))[0], _f8_operand(rng, (k, n))[0]
+    ptx = tc.compile(mma_acc_types, (a, b, np.zeros((m, n), np.float32), tm, tn, tk, 2 if operand == "e4m3" else 0),
+                     gpu_name=sm).ptx
+    assert MMA_OP[sm] in ptx, reason
