@@ -484,3 +484,22 @@ def test_tileirdisasm_debug_output_reads(pm, tmp_path):
     src.write_text(subprocess.run([tool, "-g", bc], capture_output=True, text=True, check=True).stdout)
     assert "loc(#loc" in src.read_text()
     assert _generic(read_input(str(src), pm)[0]) == _generic(read_input(bc, pm)[0])
+
+
+def test_reduce_and_scan_bodies():
+    """Bitwise and / or / xor, unsigned max and i1 any / all (``false : i1`` identities) reductions, a 3-d
+    reduction over its middle dimension, a product scan, a reversed signed i64 running max."""
+    rng = np.random.default_rng(12)
+    a = rng.integers(-2**31, 2**31, (4, 16), dtype=np.int64).astype(np.int32)
+    a[2], a[3] = np.abs(a[2]), -np.abs(a[3]) - 1
+    out, w = np.zeros((7, 16), np.int32), np.zeros((4, 16), np.int64)
+    f, fo = (rng.random(16) + 0.5).astype(np.float32), np.zeros(16, np.float32)
+    _run("bodies", "bodies", (1, 1, 1), [a, out, f, fo, w])
+    rows = [np.bitwise_and.reduce(a, 1), np.bitwise_or.reduce(a, 1), a.view(np.uint32).max(1).view(np.int32),
+            (a < 0).any(1), (a < 0).all(1)]
+    for i, r in enumerate(rows):
+        np.testing.assert_array_equal(out[i, :4], r, err_msg=f"row {i}")
+    np.testing.assert_array_equal(out[5], np.bitwise_xor.reduce(a, 0))
+    np.testing.assert_array_equal(out[6], a.reshape(4, 4, 4).sum(1, dtype=np.int64).astype(np.int32).reshape(16))
+    np.testing.assert_allclose(fo, np.cumprod(f), rtol=1e-5)
+    np.testing.assert_array_equal(w, np.maximum.accumulate(a[:, ::-1].astype(np.int64), 1)[:, ::-1])

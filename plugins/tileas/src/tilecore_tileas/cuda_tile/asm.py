@@ -1431,7 +1431,8 @@ class Parser:
         self.expect("=")
         self.ws()
         at = self.pos
-        attrs["identities"] = self.attr("[" + self.balanced("[", "]") + "]", at)
+        idents = re.sub(r"\b(true|false)\s*:\s*i1\b", r"\1", self.balanced("[", "]"))  # MLIR spells i1 bare
+        attrs["identities"] = self.attr("[" + idents + "]", at)
         self.attr_dict(attrs)
         self.expect(":")
         otypes = self.type_list()
