@@ -1295,3 +1295,37 @@ def test_tensor_core_paths_for_narrow_tiles(sm, gap):
     ptx = tc.compile(mma_acc_types, (a, b, np.zeros((m, n), np.float32), tm, tn, tk, 2 if operand == "e4m3" else 0),
                      gpu_name=sm).ptx
     assert MMA_OP[sm] in ptx, reason
+
+
+# ------------------------------------------------------------------------------ loads with no padding mode (TileGym's fmha)
+@ct.kernel
+def attention_unpadded_loads(Q, K, V, Out, TM: ConstInt, TN: ConstInt, D: ConstInt):
+    """As TileGym's forward kernel loads Q / K / V: no padding mode (what lies past the array is undetermined), the
+    last partial K tile masked by adding -inf, a base-2 softmax of the raw scores (scale ln 2), builtin max."""
+    bx = ct.bid(0)
+    q = ct.load(Q, (bx, 0), (TM, D))
+    m_i = ct.full((TM, 1), -math.inf, dtype=ct.float32)
+    l_i = ct.zeros((TM, 1), dtype=ct.float32)
+    acc = ct.zeros((TM, D), dtype=ct.float32)
+    n = K.shape[0]
+    for j in range(ct.cdiv(n, TN)):
+        s = ct.mma(q, ct.load(K, (0, j), (D, TN), order=(1, 0), latency=2), ct.zeros((TM, TN), dtype=ct.float32))
+        s += ct.where(j * TN + ct.arange(TN, dtype=ct.int32)[None, :] < n, 0.0, -math.inf)
+        m_new = max(m_i, ct.max(s, axis=-1, keepdims=True))
+        p = ct.exp2(s - m_new, flush_to_zero=True)
+        alpha = ct.exp2(m_i - m_new, flush_to_zero=True)
+        l_i = l_i * alpha + ct.sum(p, axis=-1, keepdims=True)
+        acc = ct.mma(p.astype(Q.dtype), ct.load(V, (j, 0), (TN, D), latency=4), acc * alpha)
+        m_i = m_new
+    ct.store(Out, (bx, 0), ct.truediv(acc, l_i, flush_to_zero=True, rounding_mode=ct.RoundingMode.APPROX))
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_attention_with_unpadded_loads(sm):
+    rng = _rng(36)
+    s, d = 72, 32
+    q, k, v = _f16(rng, s, d), _f16(rng, s, d), _f16(rng, s, d)
+    out = np.zeros((s, d), np.float32)
+    _run(sm, (2,), attention_unpadded_loads, (q, k, v, out, 64, 32, d))
+    want, _ = _attention_ref(q, k, v, math.log(2), False)
+    np.testing.assert_allclose(out[:s], want, rtol=2e-3, atol=2e-3)
