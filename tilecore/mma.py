@@ -235,11 +235,16 @@ def element_bytes(name: str) -> int:
 
 
 def operand_bytes(req: MmaRequest) -> int:
-    """Shared memory the two operands take with padded rows (what :func:`tensor_core_admits` checks)."""
-    ea, eb = element_bytes(req.a), element_bytes(req.b)
-    a = req.m * (req.k * ea + ROW_PAD_BYTES)
-    b = req.k * (req.n * eb + ROW_PAD_BYTES)
-    return (a + 15) // 16 * 16 + (b + 15) // 16 * 16
+    """Shared memory the two operands take in the layouts tileas writes a warp-level atom's operands in (what
+    :func:`tensor_core_admits` checks): A then B, each XOR-swizzled (1024-byte aligned, whole 1024-byte blocks) when
+    its rows are a multiple of 32 bytes, else with rows padded by :data:`ROW_PAD_BYTES`."""
+    at = 0
+    for rows, cols, eb in ((req.m, req.k, element_bytes(req.a)), (req.k, req.n, element_bytes(req.b))):
+        if swizzle_for(cols * eb):
+            at = (at + 1023) // 1024 * 1024 + (rows * cols * eb + 1023) // 1024 * 1024
+        else:
+            at += (rows * (cols * eb + ROW_PAD_BYTES) + 15) // 16 * 16
+    return at
 
 
 def tensor_core_admits(req: MmaRequest, inst: tuple[int, int, int]) -> bool:

@@ -140,6 +140,19 @@ def test_large_tiles_take_the_tensor_cores(sm, tile):
     assert kern.contract.shared_bytes >= 2 * (m * k + k * n)  # A and B of one stage at least
 
 
+def test_operands_counted_in_their_swizzled_layout():
+    """The warp-level atoms' admission counts the operands as tileas lays them out (swizzled rows: no padding), so
+    256 x 128 x 128 f16 (96 KiB) fits sm_89's 99 KiB and takes mma.sync there, one pipeline stage."""
+    from tilecore.mma import operand_bytes
+
+    assert operand_bytes(MmaRequest(256, 128, 128, "f16", "f16", "f32")) == 96 * 1024
+    assert operand_bytes(MmaRequest(64, 64, 16, "i8", "i8", "i32")) == 64 * 32 + 1024  # 16-byte rows padded
+    kern = tc.compile(matmul, ["f16[2]", "f16[2]", "f32[2]", 256, 128, 128], gpu_name="sm_89")
+    text = str(kern.module)
+    assert "nvvm.mma.sync" in text and "nvvm.cp.async.shared.global" in text
+    assert kern.contract.shared_bytes == 96 * 1024 <= max_shared_bytes(89)  # one stage, the epilogue reuses it
+
+
 def test_large_s8_tile_takes_tcgen05():
     """One 8-bit case on sm_100a: s8 x s8 -> s32, 256 x 256 x 128 (64 KiB of operands): tcgen05 ``kind::i8``."""
     kern = _compiled("sm_100a", (256, 256, 128), "s8")
