@@ -28,6 +28,11 @@ class DialectDef:
     companions: tuple[str, ...] = ()  # the unregistered namespaces it uses (see _no_python_module)
 
 
+# Namespaces of the IRDL dialects loaded so far: their ops parse in generic form only (MLIR's parser fails on
+# their custom form without a diagnostic; :mod:`tilecore.inputs` locates such an op itself).
+IRDL_NAMESPACES: set[str] = set()
+
+
 def load_dialects(ctx, defs: list[DialectDef], on_error=None) -> None:
     """Parse and load each IRDL definition into ``ctx``.
 
@@ -41,6 +46,7 @@ def load_dialects(ctx, defs: list[DialectDef], on_error=None) -> None:
             with ctx, ir.Location.unknown():
                 mod = ir.Module.parse(d.irdl)
                 load(mod)
+            IRDL_NAMESPACES.add(d.name)
             for namespace in (d.name, *d.companions):
                 _no_python_module(namespace)
         except Exception as e:  # noqa: BLE001

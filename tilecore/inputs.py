@@ -64,7 +64,31 @@ def read_mlir_text(data: bytes, path: str, ctx):
             text = data if data.startswith(b"ML\xefR") else data.decode("utf-8", errors="replace")
             return ir.Module.parse(text)
     except Exception as e:  # noqa: BLE001 - MLIRError carries the parser diagnostics
+        if not getattr(e, "error_diagnostics", None) and not data.startswith(b"ML\xefR"):
+            _locate_silent_failure(data, path or "<input>", ctx)
         raise mlir_error_to_tilecore(e, default_location=path or "<input>") from None
+
+
+# An op spelled in custom form: the name at a line's start or after "=" (results), not quoted.
+_CUSTOM_OP = re.compile(rb"(?:^|=)[ \t]*([A-Za-z_][\w$]*\.[A-Za-z_][\w$.]*)(?=[\s(<{:@%]|$)", re.M)
+
+
+def _locate_silent_failure(data: bytes, where: str, ctx) -> None:
+    """MLIR's parser fails without a diagnostic on a registered op without a custom parser (the plugins'
+    IRDL dialects: ``%0 = cuda_tile.addf %a, %b : ...``): report the first such op at its line and column."""
+    from .dialects import IRDL_NAMESPACES
+
+    for m in _CUSTOM_OP.finditer(data):
+        name = m.group(1).decode()
+        line_start = data.rfind(b"\n", 0, m.start(1)) + 1
+        if data[line_start:m.start(1)].lstrip().startswith(b"//") or name.split(".")[0] not in IRDL_NAMESPACES \
+                or not ctx.is_registered_operation(name):
+            continue
+        line = data.count(b"\n", 0, m.start(1)) + 1
+        raise TilecoreError(f"'{name}' is written in custom syntax, which its dialect (defined in IRDL) cannot "
+                            f"parse: write it in generic form (\"{name}\"(...) : (...) -> ...), or write the "
+                            "whole cuda_tile module in NVIDIA's syntax (entry @k(...) { ... })",
+                            f"{where}:{line}:{m.start(1) - line_start + 1}")
 
 
 # Text MLIR's parser accepts but then aborts on (an assertion, with the assertions-enabled build): a dense
