@@ -186,6 +186,16 @@ _KERNEL = ("entry @k(%x: tile<ptr<f32>>, %n: tile<i32>) {\n"
     ("%r = reduce %c dim=0 identities=[0 : i32] : tile<4xf32> -> tile<f32>\n  (%a: tile<f32>, %b: tile<f32>) {\n"
      "    %s = addf %a, %b : tile<f32>\n    yield %s : tile<f32>\n  }", 8,
      "'cuda_tile.reduce' identities [0 : i32] must be one value per operand, of its element type (f32)"),
+    # rules of NVIDIA's verifier its invalid-input tests exercise (test/Dialect/CudaTile/*_invalid.mlir)
+    ("%h = ftof %c : tile<4xf32> -> tile<4xf32>", 8,
+     "'cuda_tile.ftof' converting tile<4xf32> to itself is a no-op, which is not allowed"),
+    ("%h = iota : tile<512xi8>", 8, "'cuda_tile.iota' 512 elements do not fit the element type i8"),
+    ("%b:3 = get_tile_block_id : tile<i64>", 10, "'cuda_tile.get_tile_block_id' results must be 0-d tiles of i32, "
+     "got tile<i64>"),
+    ("%e = ftof %c : tile<4xf32> -> tile<4xf64>\n  %f = addf %e, %e flush_to_zero : tile<4xf64>", "5:8",
+     "'cuda_tile.addf' flush_to_zero is only supported for f32, got f64"),
+    ("%t = print_tko \"x = %\" -> token", 8,
+     "'cuda_tile.print_tko' format string 'x = %' ends in an unterminated format expression"),
     ("%e = multimem_store_view_tko weak %c : tile<4xf32>", 8,
      "'multimem_store_view_tko' is not supported: multimem ops need multicast memory shared by several GPUs "
      "(a multicast object), which tilecore does not target"),
@@ -503,3 +513,21 @@ def test_reduce_and_scan_bodies():
     np.testing.assert_array_equal(out[6], a.reshape(4, 4, 4).sum(1, dtype=np.int64).astype(np.int32).reshape(16))
     np.testing.assert_allclose(fo, np.cumprod(f), rtol=1e-5)
     np.testing.assert_array_equal(w, np.maximum.accumulate(a[:, ::-1].astype(np.int64), 1)[:, ::-1])
+
+
+@pytest.mark.parametrize("text, where, name", [
+    ("%0 = cuda_tile.constant <f32: 10.0> : tensor<f32>\n", "1:6", "cuda_tile.constant"),
+    ("func.func @f(%a: !cuda_tile.tile<array<i64>, f32>) {\n  %0 = cuda_tile.addf %a, %a : tile<f32>\n}\n", "2:8",
+     "cuda_tile.addf"),
+])
+def test_custom_form_of_an_irdl_op_outside_cuda_tile_text(tmp_path, text, where, name):
+    """MLIR's parser fails on the custom form of an IRDL-defined op without any diagnostic ('error: f.mlir:
+    Unable to parse module assembly', no line); the reader now names the op at its line and column."""
+    src = tmp_path / "f.mlir"
+    src.write_text(text)
+    proc = run_cli("compile", str(src), "--gpu-name", "sm_80", "-o", str(tmp_path / "o.ptx"))
+    assert proc.returncode == 1 and not (tmp_path / "o.ptx").exists()
+    assert proc.stderr.splitlines()[0] == (
+        f"error: {src}:{where}: '{name}' is written in custom syntax, which its dialect (defined in IRDL) cannot "
+        f"parse: write it in generic form (\"{name}\"(...) : (...) -> ...), or write the whole cuda_tile module in "
+        "NVIDIA's syntax (entry @k(...) { ... })")

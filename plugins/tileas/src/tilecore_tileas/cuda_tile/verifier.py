@@ -99,6 +99,8 @@ def _elementwise_of(kind: str):
     def rule(name, op) -> None:
         _elementwise(name, op)
         _element(_types(op.operands)[0], kind, "operand")
+        if kind == "float":
+            _float_modifiers(name, op)
     return rule
 
 
@@ -143,6 +145,8 @@ def _cast(name, op) -> None:
     res = _tile(_types(op.results)[0], "result")
     if src.shape != res.shape:
         raise VerifyError(f"operand and result shapes differ: {short(src)} -> {short(res)}")
+    if name in ("ftof", "exti", "trunci") and src == res:
+        raise VerifyError(f"converting {short(src)} to itself is a no-op, which is not allowed")
     if name in CAST_KINDS:
         skind, rkind, rel = CAST_KINDS[name]
         a, b = _element(src, skind, "operand"), _element(res, rkind, "result")
@@ -328,10 +332,47 @@ def _iota(name, op) -> None:
     _element(res, "int", "result")
     if len(res.shape) != 1:
         raise VerifyError(f"result must be a 1-d tile, got {short(res)}")
+    if res.shape[0] > 1 << _width(res.element):
+        raise VerifyError(f"{res.shape[0]} elements do not fit the element type {res.element.text}")
+
+
+def _block_ids(name, op) -> None:
+    """get_tile_block_id / get_num_tile_blocks: three 0-d i32 tiles."""
+    for t in _types(op.results):
+        if t != T.Tile((), T.Scalar("i32")):
+            raise VerifyError(f"results must be 0-d tiles of i32, got {short(t)}")
+
+
+def _float_modifiers(name, op) -> None:
+    """flush_to_zero, and the approx / full rounding modes, are f32 modifiers."""
+    elem = _tile(_types(op.results)[0], "result").element
+    if elem.text == "f32":
+        return
+    if "flush_to_zero" in op.attributes:
+        raise VerifyError(f"flush_to_zero is only supported for f32, got {elem.text}")
+    mode = op.attributes["rounding_mode"].value if "rounding_mode" in op.attributes else ""
+    if mode in ("approx", "full") and name != "exp" and name != "tanh" or mode == "approx":
+        raise VerifyError(f"rounding mode '{mode}' is only supported for f32, got {elem.text}")
+
+
+def _pure_body(name, op) -> None:
+    """A reduce / scan body computes: no memory, print, assert or token op inside."""
+    for block in op.regions[0].blocks:
+        for inner in block.operations:
+            n = inner.operation.name
+            if n.endswith("_tko") or n in ("cuda_tile.assert", "cuda_tile.make_token", "cuda_tile.alloca"):
+                raise VerifyError(f"only pure operations are allowed in its body, got '{n}'")
+
+
+def _print(name, op) -> None:
+    """The format string has no dangling '%'."""
+    text = op.attributes["str"].value
+    if re.search(r"(?<!%)(?:%%)*%$", text):
+        raise VerifyError(f"format string {text!r} ends in an unterminated format expression")
 
 
 def _get_global(name, op) -> None:
-    """The named global exists in the module."""
+    """The named global exists in the module and holds the result pointer's pointee type."""
     from tilecore.mlir import ir
 
     sym = op.attributes["name"].value
@@ -342,6 +383,12 @@ def _get_global(name, op) -> None:
              if g.operation.name == "cuda_tile.global"}
     if sym not in names:
         raise VerifyError(f"there is no global named '{sym}' (globals: {', '.join(sorted(names)) or 'none'})")
+    glob = next(g.operation for g in module.regions[0].blocks[0].operations
+                if g.operation.name == "cuda_tile.global" and ir.StringAttr(g.attributes["sym_name"]).value == sym)
+    held = str(ir.ShapedType(glob.attributes["value"].type).element_type)
+    res = _tile(_types(op.results)[0], "result")
+    if not isinstance(res.element, T.Ptr) or res.element.pointee.text != held:
+        raise VerifyError(f"result {short(res)} must point to the global's element type {held}")
 
 
 def _offset(name, op) -> None:
@@ -409,7 +456,8 @@ RULES = {
     **{n: _elementwise_of("float") for n in FLOAT_ONLY}, **{n: _elementwise_of("int") for n in INT_ONLY},
     "divi": _divi,
     **{n: _pointer_access for n in ("load_ptr_tko", "store_ptr_tko", "atomic_rmw_tko", "atomic_cas_tko")},
-    "offset": _offset, "iota": _iota, "get_global": _get_global,
+    "offset": _offset, "iota": _iota, "get_global": _get_global, "print_tko": _print,
+    "get_tile_block_id": _block_ids, "get_num_tile_blocks": _block_ids,
     "cmpf": _compare, "cmpi": _compare, "select": _select,
     **{n: _cast for n in CASTS},
     "broadcast": _broadcast, "reshape": _reshape, "permute": _permute, "extract": _extract, "insert": _insert,
@@ -539,6 +587,7 @@ def _combiner(name, op) -> None:
     if len(idents) != len(tiles) or any(str(a.type) != t.element.text for a, t in zip(idents, tiles)):
         raise VerifyError(f"identities [{', '.join(map(str, idents))}] must be one value per operand, of its "
                           f"element type ({', '.join(short(t.element) for t in tiles)})")
+    _pure_body(name, op)
     elems = [short(t.element) for t in tiles]
     want = [f"tile<{e}>" for e in elems for _ in (0, 1)]
     block = op.regions[0].blocks[0]
