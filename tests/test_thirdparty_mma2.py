@@ -1263,9 +1263,8 @@ def test_mma_on_batched_3d_tiles(sm):
 
 # ------------------------------------------------------------------------------ tile shapes left on mma.sync / FMA
 _GAPS = {
-    "n8-f16": ((64, 8, 32), "f16", "N = 8 (a decode's query group of 8): wgmma m64n8k16 and tcgen05 M = 64 N = 8 "
-               "exist; tilecore's wgmma atoms need an N-major B row of >= 32 bytes (a swizzle) with no K-major "
-               "fallback for 16-bit types, its tcgen05 atoms need N % 16 (mma_sm100.py admits): mma.sync"),
+    "n8-f16": ((64, 8, 32), "f16", "N = 8 (a decode's query group of 8) on sm_100a: tcgen05 M = 64 N = 8 exists; "
+               "tilecore's tcgen05 atoms need N % 16 (mma_sm100.py admits): mma.sync"),
     "k8-f16": ((64, 32, 8), "f16", "TK = 8 f16: mma.sync m16n8k8 f16 exists (sm_80+); the f16 atoms need K % 16 and "
                "do not pad K, so the dot runs on the CUDA cores"),
     "k16-e4m3": ((64, 32, 16), "e4m3", "TK = 16 e4m3 on sm_90a: wgmma needs K % 32 and K is not padded: CUDA-core "
@@ -1278,13 +1277,14 @@ def _gap(sm, gap, open_=True):
     return pytest.param(sm, gap, marks=marks, id=f"{gap}-{sm}")
 
 
-@pytest.mark.parametrize("sm,gap", [_gap("sm_90a", "n8-f16"), _gap("sm_100a", "n8-f16"), _gap("sm_80", "k8-f16"),
+@pytest.mark.parametrize("sm,gap", [_gap("sm_90a", "n8-f16", open_=False), _gap("sm_100a", "n8-f16"), _gap("sm_80", "k8-f16"),
                                     _gap("sm_90a", "k8-f16"), _gap("sm_100a", "k8-f16"), _gap("sm_90a", "k16-e4m3"),
                                     _gap("sm_100a", "k16-e4m3", open_=False)])
 def test_tensor_core_paths_for_narrow_tiles(sm, gap):
     """Tile shapes TileGym-style kernels use whose dots compile to the right numbers (the tests above) but off the
     target's tensor-core path; compile only. Found by decode_split_kv (N = 8: its product is (TN, D) x (D, G))
-    and a shape sweep of mma_acc_types. Open ones are xfail(strict) with the reason until an atom takes them."""
+    and a shape sweep of mma_acc_types. Open ones are xfail(strict) with the reason until an atom takes them
+    (N = 8 on sm_90a: fixed, :func:`test_wgmma_on_tiles_of_8_columns`)."""
     (tm, tn, tk), operand, reason = _GAPS[gap]
     rng = _rng(35)
     m, n, k = tm + 9, tn + 3, 2 * tk + 3
@@ -1329,3 +1329,22 @@ def test_attention_with_unpadded_loads(sm):
     _run(sm, (2,), attention_unpadded_loads, (q, k, v, out, 64, 32, d))
     want, _ = _attention_ref(q, k, v, math.log(2), False)
     np.testing.assert_allclose(out[:s], want, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("tm,tk", [(64, 32), (128, 16), (64, 64)])
+@pytest.mark.parametrize("acc", [np.float32, np.float16])
+def test_wgmma_on_tiles_of_8_columns(tm, tk, acc):
+    """f16 dots of N = 8 (decode_split_kv's query group) ran on mma.sync on sm_90a: the 16-bit wgmma atoms took
+    an N-major B only, and 8 columns are 16-byte rows, which take no swizzle. Such a B is now laid out K-major
+    (its transpose, as the tf32 / 8-bit atoms do): wgmma m64n8k16, numbers on partial tiles."""
+    rng = _rng(37)
+    m, n, k = tm + 9, 11, 2 * tk + 3
+    a, b = _f16(rng, m, k), _f16(rng, k, n)
+    c = np.zeros((m, n), acc)
+    _run("sm_90a", (2, 2), mma_acc_types, (a, b, c, tm, 8, tk, 0))
+    ptx = tc.compile(mma_acc_types, (a, b, c, tm, 8, tk, 0), gpu_name="sm_90a").ptx
+    assert "m64n8k16" in ptx
+    if acc is np.float32:
+        _close(c, a.astype(np.float64) @ b, "f32")
+    else:
+        np.testing.assert_allclose(c.astype(np.float64), a.astype(np.float64) @ b, rtol=1e-2, atol=5e-2)

@@ -36,7 +36,8 @@ warpgroup holds rows 16w..16w+15; lane l holds rows 16w + l/4 (a0, a1, a4, a5) a
 cover columns 16c .. 16c + 15 in a0..a7's order), so an accumulator cast to f16 / bf16 (attention's P) is the A of
 the next dot without going through shared memory.
 
-wgmma takes an N-major B for 16-bit types only: for tf32 / 8-bit types B is stored K-major (its transpose,
+wgmma takes an N-major B for 16-bit types only: for tf32 / 8-bit types (and a 16-bit B of 8 columns, whose 16-byte
+rows take no swizzle) B is stored K-major (its transpose,
 ``SwizzledOperand.transposed``; written from registers per dot unless it comes from a transposed view, which a pipeline copies K-major) and
 read with ``layout_b = col``.
 """
@@ -62,22 +63,21 @@ SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
 PTX = {"f8E4M3FN": "e4m3", "f8E5M2": "e5m2", "f32": "f32", "i32": "s32", "f16": "f16"}
 
 
-def n_ok(n: int, eb: int, n_major: bool, acc: str) -> bool:
-    """An instruction N wgmma has for the types (multiples of 8 up to 256; s32: 8, 16, 24 and multiples of 16)
-    whose B layout takes a swizzle (N-major: the rows of N elements)."""
-    if n % 8 or not 8 <= n <= 256 or (acc == "i32" and n > 24 and n % 16):
-        return False
-    return swizzle_for(n * eb) > 0 if n_major else True
+def n_ok(n: int, acc: str) -> bool:
+    """An instruction N wgmma has for the accumulator (multiples of 8 up to 256; s32: 8, 16, 24 and multiples of
+    16). B's layout takes a swizzle either way: N-major rows of N elements where they have one, else (a 16-bit B
+    of 8 columns: 16-byte rows) K-major (:meth:`Wgmma.layouts`)."""
+    return not (n % 8 or not 8 <= n <= 256 or (acc == "i32" and n > 24 and n % 16))
 
 
 class _InstN:
     """``data["n_ok"]``: whether this atom has an instruction of N columns (the warpgroup grid depends on it)."""
 
-    def __init__(self, eb: int, n_major: bool, acc: str):
-        self.eb, self.n_major, self.acc = eb, n_major, acc
+    def __init__(self, acc: str):
+        self.acc = acc
 
     def __call__(self, n: int) -> bool:
-        return n_ok(n, self.eb, self.n_major, self.acc)
+        return n_ok(n, self.acc)
 
 
 class Wgmma:
@@ -86,7 +86,7 @@ class Wgmma:
     def __init__(self, name: str, elems: tuple, acc: str, k: int, n_major: bool):
         self.name, self.elems, self.acc, self.k, self.n_major = name, elems, acc, k, n_major
         self.eb = element_bytes(elems[0])
-        self.n_ok = _InstN(self.eb, n_major, acc)
+        self.n_ok = _InstN(acc)
 
     def grid(self, req):
         """The warpgroup grid (groups_m, groups_n) of the request's result (one column of warpgroups where
@@ -103,12 +103,14 @@ class Wgmma:
 
     def layouts(self, req, at: int = 0, b_major: str = "") -> tuple[SwizzledOperand, SwizzledOperand]:
         """A (M x K, K-major) at byte ``at``, B after it (N-major K x N, or K-major: its N x K transpose; ``b_major
-        = "k"`` asks for K-major B from a 16-bit atom too, for a B that is K-major in memory); 1024-byte aligned
+        = "k"`` asks for K-major B from a 16-bit atom too, for a B that is K-major in memory, and a 16-bit B whose
+        instruction's rows of N elements take no swizzle (N = 8: 16 bytes) is K-major too); 1024-byte aligned
         regions."""
         eb = self.eb
         a = SwizzledOperand(at, req.m, req.k, eb, swizzle_for(req.k * eb))
-        if self.n_major and b_major != "k":
-            b = SwizzledOperand(at + a.nbytes, req.k, req.n, eb, swizzle_for(req.n // self.grid(req)[1] * eb))
+        n_swizzle = swizzle_for(req.n // self.grid(req)[1] * eb)
+        if self.n_major and b_major != "k" and n_swizzle:
+            b = SwizzledOperand(at + a.nbytes, req.k, req.n, eb, n_swizzle)
         else:
             b = SwizzledOperand(at + a.nbytes, req.n, req.k, eb, swizzle_for(req.k * eb), transposed=True)
         return a, b
