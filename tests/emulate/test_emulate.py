@@ -171,6 +171,29 @@ def test_barrier_deadlock_is_reported(pm):
         launch(m, "k", grid=1, block=32, args=[np.zeros(1, np.int32)])
 
 
+def test_block_must_match_the_kernels_reqntid(pm):
+    """A kernel with ``nvvm.reqntid`` (PTX ``.reqntid``) runs only with exactly that block, as on a GPU; another
+    block is an error naming both (a 256-thread kernel launched with 128 threads gave NaNs)."""
+    from tilecore.mlir import ir
+
+    with pm.make_context():
+        m = ir.Module.parse("""
+        gpu.module @m {
+          llvm.func @k(%p: !llvm.ptr<1>) attributes {nvvm.kernel, nvvm.reqntid = array<i32: 64>} {
+            %t = nvvm.read.ptx.sreg.tid.x : i32
+            %q = llvm.getelementptr %p[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+            llvm.store %t, %q : i32, !llvm.ptr<1>
+            llvm.return
+          }
+        }""")
+    with pytest.raises(TilecoreError, match=r"kernel 'k' must be launched with blocks of \(64, 1, 1\) threads "
+                                            r"\(its nvvm.reqntid, PTX .reqntid\), got \(128, 1, 1\)"):
+        launch(m, "k", grid=1, block=128, args=[np.zeros(128, np.int32)])
+    out = np.zeros(64, np.int32)
+    launch(m, "k", grid=1, block=(64, 1, 1), args=[out])
+    np.testing.assert_array_equal(out, np.arange(64))
+
+
 def test_wrong_argument_count(pm):
     m = lowered(pm, os.path.join(ROOT, "tilecore", "data", "vadd_gpu.mlir"))
     with pytest.raises(TilecoreError, match="takes 4 arguments"):

@@ -180,6 +180,9 @@ class EmulatedKernel:
     def launch(self, grid, block, args, shared_bytes: int = 0) -> LaunchResult:
         """Run the kernel on ``grid`` x ``block`` threads; see :func:`tilecore.emulate.launch`."""
         grid, block = _dims(grid, "grid"), _dims(block, "block")
+        if self.host.reqntid is not None and tuple(block) != self.host.reqntid:
+            raise TilecoreError(f"kernel '{self.host.kernel}' must be launched with blocks of {self.host.reqntid} "
+                                f"threads (its nvvm.reqntid, PTX .reqntid), got {tuple(block)}", self.host.location)
         if self.host.cluster_size > 1:
             return self._launch_clusters(grid, block, args, shared_bytes)
         nthreads = block[0] * block[1] * block[2]

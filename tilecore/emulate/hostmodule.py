@@ -54,6 +54,7 @@ class HostModule:
     cluster: tuple = (1, 1, 1)  # CTAs per cluster (x, y, z) from ``nvvm.cluster_dim``
     smem_vars: list = field(default_factory=list)  # cluster kernels: (name, alignment) of each static shared
     # variable, in the order of __emu_smem_var's index
+    reqntid: tuple | None = None  # the block the kernel must be launched with (``nvvm.reqntid``), None: any
 
     @property
     def cluster_size(self) -> int:
@@ -396,6 +397,7 @@ def _rewrite(host, kernel: str, check_bounds: bool) -> HostModule:
     dynamic_shared = dynamic_shared_bytes(kfunc)
     rw = Rewriter(host, check_bounds)
     rw.cluster = kernel_cluster(kfunc)
+    reqntid = kernel_reqntid(kfunc)
     smem_vars = []
     if rw.cluster != (1, 1, 1):
         smem_vars = [(op.attributes["sym_name"].value,
@@ -434,7 +436,8 @@ def _rewrite(host, kernel: str, check_bounds: bool) -> HostModule:
     _append_support(host, rw, HOST_KERNEL, param_types, memory_globals)
     _pin_host_target(host)
     return HostModule(host, kernel, param_types, collective, location, [(g[0], g[2]) for g in memory_globals],
-                      rw.sites, rw.local_labels, check_bounds, tensor_maps, dynamic_shared, rw.cluster, smem_vars)
+                      rw.sites, rw.local_labels, check_bounds, tensor_maps, dynamic_shared, rw.cluster, smem_vars,
+                      reqntid)
 
 
 def kernel_cluster(kfunc) -> tuple[int, int, int]:
@@ -444,6 +447,18 @@ def kernel_cluster(kfunc) -> tuple[int, int, int]:
     dims = [int(v) for v in ir.DenseI32ArrayAttr(kfunc.attributes["nvvm.cluster_dim"])]
     if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
         raise _fail(f"nvvm.cluster_dim {dims} is not 1 to 3 positive sizes", kfunc)
+    return tuple(dims + [1] * (3 - len(dims)))
+
+
+def kernel_reqntid(kfunc) -> tuple[int, int, int] | None:
+    """The block (x, y, z) a kernel must be launched with: its ``nvvm.reqntid`` (PTX ``.reqntid``: "the kernel
+    must be launched with exactly these dimensions", PTX ISA "Performance-Tuning Directives: .reqntid"), padded with
+    1s; None without one."""
+    if "nvvm.reqntid" not in kfunc.attributes:
+        return None
+    dims = [int(v) for v in ir.DenseI32ArrayAttr(kfunc.attributes["nvvm.reqntid"])]
+    if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
+        raise _fail(f"nvvm.reqntid {dims} is not 1 to 3 positive sizes", kfunc)
     return tuple(dims + [1] * (3 - len(dims)))
 
 

@@ -376,11 +376,12 @@ def _launch(name: str, gpu: str, grid, args, options=None) -> None:
     if options is None:
         _KERNELS.run(name, gpu, grid, args)
         return
-    from emulated_kernels import BLOCK
+    from emulated_kernels import block_of
 
     from tilecore import emulate
 
-    emulate.launch(compile_file(_export(name), gpu, options=options).module, name, grid, BLOCK, args)
+    module = compile_file(_export(name), gpu, options=options).module
+    emulate.launch(module, name, grid, block_of(module, name), args)
 
 
 def _check(got, a, b):

@@ -39,8 +39,19 @@ class KernelSet:
         return self._compiled[name, sm]
 
     def run(self, name: str, sm: str, grid, args) -> None:
-        """Launch ``name`` compiled for ``sm`` on ``grid`` x :data:`BLOCK`; array arguments are updated in place."""
-        emulate.launch(self.compiled(name, sm), name, grid, BLOCK, args)
+        """Launch ``name`` compiled for ``sm`` on ``grid`` x its block (:func:`block_of`); array arguments are
+        updated in place."""
+        module = self.compiled(name, sm)
+        emulate.launch(module, name, grid, block_of(module, name), args)
+
+
+def block_of(module, name: str) -> tuple:
+    """The block kernel ``name`` of a lowered ``module`` is launched with: its ``nvvm.reqntid`` (8 warps for large
+    accumulators on sm_90+), else :data:`BLOCK`."""
+    from tilecore.emulate.hostmodule import kernel_reqntid
+    from tilecore.launch_attrs import kernel_functions
+
+    return kernel_reqntid(kernel_functions(module)[name]) or BLOCK
 
 
 def arr(a: np.ndarray) -> list:

@@ -230,3 +230,15 @@ def test_num_worker_warps_8_halves_the_accumulator_per_thread(sm, tile):
     a, b, c, want = _operands("f16", m, n, k, seed=5)
     tc.launch(None, (-(-m // tile[0]), -(-n // tile[1]), 1), kernel, (a, b, c, *tile), gpu_name=sm)
     _check(c, want, k)
+
+
+@pytest.mark.parametrize("sm, tile, hint, threads", [
+    ("sm_80", (256, 128, 64), None, 128), ("sm_90a", (256, 128, 64), None, 256), ("sm_100a", (128, 256, 32), None, 256),
+    ("sm_90a", (128, 128, 64), None, 128), ("sm_100a", (128, 128, 64), None, 128), ("sm_90a", (256, 128, 64), 4, 128)])
+def test_large_accumulators_get_eight_warps_without_a_hint(sm, tile, hint, threads):
+    """Without a warps hint, a dot accumulating 256 x 128 elements or more gets 8 warps on sm_90 and later (as
+    tileiras gives such kernels 256 threads; 128 on sm_80); smaller dots and cuTile's ``num_worker_warps`` keep theirs."""
+    kernel = matmul if hint is None else matmul.replace_hints(num_worker_warps=hint)
+    kern = tc.compile(kernel, ["f16[2]", "f16[2]", "f32[2]", *tile], gpu_name=sm)
+    assert kern.contract.threads_per_cta == threads
+    assert f".reqntid {threads}, 1, 1" in kern.ptx

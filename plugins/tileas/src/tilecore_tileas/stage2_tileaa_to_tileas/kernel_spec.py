@@ -9,6 +9,7 @@ SM-gated rewrites consult.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -65,13 +66,28 @@ def hints_for(attr, target) -> dict:
 WORKER_WARPS = "num_worker_warps_per_cta"  # cuTile's kernel hint num_worker_warps (TileIR bytecode 13.3+)
 
 
-def spec_from_hints(hints: dict) -> KernelSpec:
+# Without a warps hint, a kernel whose largest dot accumulates at least LARGE_ACCUMULATOR elements gets
+# LARGE_ACCUMULATOR_WARPS warps on sm_90 and later, as tileiras gives such kernels 256 threads there (128 on sm_80;
+# bench/large_dots.py): at 4 warps a 256 x 128 f32 accumulator is 256 registers a thread and ptxas spills
+# (256x128x128 f16 on sm_90a: 2105 LDL / STL at 4 warps, none at 8).
+LARGE_ACCUMULATOR = 256 * 128
+LARGE_ACCUMULATOR_WARPS = 8
+LARGE_ACCUMULATOR_MIN_CC = 90
+DOT_OPS = ("nv_tileaa.dot", "nv_tileaa.mma_block_scale")
+
+
+def spec_from_hints(hints: dict, largest_accumulator: int = 0, cc: int = DEFAULT_CC) -> KernelSpec:
     """The kernel spec of a kernel's cuTile optimization hints (:func:`hints_for`). Its warps: ``num_warps``, else
     cuTile's ``num_worker_warps`` ("the warps of the CUDA-core warp groups"; tilecore's kernels are not warp
     specialized, so every warp is one: a 256 x 256 f32 accumulator is then 256 registers a thread at 8, not 512 at 4),
-    else 4."""
+    else :data:`LARGE_ACCUMULATOR_WARPS` when compute capability ``cc`` is at least
+    :data:`LARGE_ACCUMULATOR_MIN_CC` and the kernel's ``largest_accumulator`` (elements of its largest dot result)
+    at least :data:`LARGE_ACCUMULATOR`, else 4."""
     ks = KernelSpec()
-    ks.num_warps = hints.get("num_warps", hints.get(WORKER_WARPS, DEFAULT_NUM_WARPS))
+    default = DEFAULT_NUM_WARPS
+    if cc >= LARGE_ACCUMULATOR_MIN_CC and largest_accumulator >= LARGE_ACCUMULATOR:
+        default = LARGE_ACCUMULATOR_WARPS
+    ks.num_warps = hints.get("num_warps", hints.get(WORKER_WARPS, default))
     n = hints.get("num_cta_in_cga", 1)
     ks.cluster_dim = (n, 1, 1)
     ks.occupancy = hints.get("occupancy", 0)
@@ -88,11 +104,24 @@ def attach_kernel_specs(module, target) -> int:
         if op.name == "nv_tileaa.func" and "cute.kernel" in op.attributes:
             hints = hints_for(op.attributes["optimization_hints"] if "optimization_hints" in op.attributes
                               else None, target)
-            op.attributes[SPEC_ATTR] = spec_from_hints(hints).attr()
             cc = target.cc if target is not None else DEFAULT_CC
+            op.attributes[SPEC_ATTR] = spec_from_hints(hints, largest_accumulator(op), cc).attr()
             op.attributes[CC_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), cc)
             n += 1
     return n
+
+
+def largest_accumulator(func_op) -> int:
+    """Elements of the largest dot result (:data:`DOT_OPS`) in ``func_op``, 0 without dots."""
+    largest = [0]
+
+    def visit(op):
+        if op.name in DOT_OPS and len(op.results) == 1 and isinstance(op.results[0].type, ir.RankedTensorType):
+            largest[0] = max(largest[0], math.prod(ir.RankedTensorType(op.results[0].type).shape))
+        return ir.WalkResult.ADVANCE
+
+    func_op.walk(visit)
+    return largest[0]
 
 
 SPEC_FORM = ("#nv_tileaa.kernel_spec<num_warps : i32, array<i32: x, y, z>, num_ctas : i32, occupancy : i32, "
