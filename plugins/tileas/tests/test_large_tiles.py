@@ -236,7 +236,7 @@ def test_column_cumsum_of_a_256_kib_tile_is_a_located_error():
 # ------------------------------------------------------------------------------ a 256 x 256 MMA accumulator stored as it is
 
 
-@ct.kernel
+@ct.kernel(num_worker_warps=4)  # the 4-warp fragments these tests are about (8 is the default)
 def mma_loop_store(A, B, C, M: ConstInt, N: ConstInt, K: ConstInt):
     acc = ct.full((M, N), 0, dtype=ct.float32)
     for k in range(ct.num_tiles(A, 1, (M, K))):
@@ -244,7 +244,7 @@ def mma_loop_store(A, B, C, M: ConstInt, N: ConstInt, K: ConstInt):
     ct.store(C, (0, 0), acc)
 
 
-@ct.kernel
+@ct.kernel(num_worker_warps=4)  # the 4-warp fragments these tests are about (8 is the default)
 def mma_loop_store_f16(A, B, C, M: ConstInt, N: ConstInt, K: ConstInt):
     acc = ct.full((M, N), 0, dtype=ct.float32)
     for k in range(ct.num_tiles(A, 1, (M, K))):
@@ -313,7 +313,7 @@ def test_branches_convert_scf_to_cf_has_no_memory_for_are_a_located_error():
                      r"would need about 1\.\d\d GiB, this process may use [01]\.\d\d GiB more", msg), msg
 
 
-@ct.kernel
+@ct.kernel(num_worker_warps=4)  # the 4-warp fragments these tests are about (8 is the default)
 def mma_loop_epilogue(A, B, C, bias, alpha: float, M: ConstInt, N: ConstInt, K: ConstInt):
     acc = ct.full((M, N), 0, dtype=ct.float32)
     for k in range(ct.num_tiles(A, 1, (M, K))):
