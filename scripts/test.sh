@@ -14,7 +14,7 @@ echo "== pytest (dev venv: $VENV)"
 # On every core (at most 4; TILECORE_TEST_WORKERS overrides, 0 = in this process), a test file per worker: files
 # share their compiled kernels through module fixtures.
 WORKERS="${TILECORE_TEST_WORKERS:-$(( $(nproc) < 4 ? $(nproc) : 4 ))}"
-"$VENV/bin/python" -m pytest -p no:cacheprovider -n "$WORKERS" --dist loadfile tests plugins/*/tests "$@"
+"$VENV/bin/python" -m pytest -p no:cacheprovider -n "$WORKERS" --dist loadfile --durations=30 tests plugins/*/tests "$@"
 [ "$QUICK" = 1 ] && exit 0
 echo "== wheels + extras"
 PYTHON="$VENV/bin/python" bash scripts/build_wheels.sh >/dev/null
