@@ -440,26 +440,26 @@ def _rewrite(host, kernel: str, check_bounds: bool) -> HostModule:
                       reqntid)
 
 
+def _sizes_attr(kfunc, name: str) -> tuple[int, int, int] | None:
+    """A kernel's x, y, z sizes attribute ``name`` (1 to 3 positive sizes, padded with 1s); None without one."""
+    if name not in kfunc.attributes:
+        return None
+    dims = [int(v) for v in ir.DenseI32ArrayAttr(kfunc.attributes[name])]
+    if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
+        raise _fail(f"{name} {dims} is not 1 to 3 positive sizes", kfunc)
+    return tuple(dims + [1] * (3 - len(dims)))
+
+
 def kernel_cluster(kfunc) -> tuple[int, int, int]:
     """CTAs per cluster (x, y, z) of a kernel: its ``nvvm.cluster_dim`` (PTX ``.reqnctapercluster``), else 1."""
-    if "nvvm.cluster_dim" not in kfunc.attributes:
-        return (1, 1, 1)
-    dims = [int(v) for v in ir.DenseI32ArrayAttr(kfunc.attributes["nvvm.cluster_dim"])]
-    if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
-        raise _fail(f"nvvm.cluster_dim {dims} is not 1 to 3 positive sizes", kfunc)
-    return tuple(dims + [1] * (3 - len(dims)))
+    return _sizes_attr(kfunc, "nvvm.cluster_dim") or (1, 1, 1)
 
 
 def kernel_reqntid(kfunc) -> tuple[int, int, int] | None:
     """The block (x, y, z) a kernel must be launched with: its ``nvvm.reqntid`` (PTX ``.reqntid``: "the kernel
     must be launched with exactly these dimensions", PTX ISA "Performance-Tuning Directives: .reqntid"), padded with
     1s; None without one."""
-    if "nvvm.reqntid" not in kfunc.attributes:
-        return None
-    dims = [int(v) for v in ir.DenseI32ArrayAttr(kfunc.attributes["nvvm.reqntid"])]
-    if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
-        raise _fail(f"nvvm.reqntid {dims} is not 1 to 3 positive sizes", kfunc)
-    return tuple(dims + [1] * (3 - len(dims)))
+    return _sizes_attr(kfunc, "nvvm.reqntid")
 
 
 def _rewrite_op(op, rw: Rewriter, funcs: dict, dyn_shared: set) -> bool:
