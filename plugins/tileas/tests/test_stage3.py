@@ -4,7 +4,7 @@ import os
 
 import pytest
 from tileas_test_paths import VISIBLE_CORPUS
-from tilecore_tileas.stage2_tileaa_to_tileas.kernel_spec import KernelSpec, hints_for, spec_from_hints
+from tilecore_tileas.stage2_tileaa_to_tileas.kernel_spec import KernelSpec, hints_for, min_ctas_per_sm, spec_from_hints
 from tilecore_tileas.stage3_tile_func_to_llvm import kernel_attributes
 
 from tilecore.compiler import compile_module, read_input
@@ -72,6 +72,21 @@ def test_hints_choose_the_spec_for_the_target():
     assert hints_for(both, _target("sm_100a")) == {"num_cta_in_cga": 2, "occupancy": 2}
     spec = spec_from_hints({"num_cta_in_cga": 2, "occupancy": 2})
     assert spec.cluster_dim == (2, 1, 1) and spec.num_ctas == 2 and spec.num_warps == 4
+
+
+def test_occupancy_yields_to_a_large_accumulator():
+    """cuTile's ``occupancy`` becomes ``.minnctapersm`` (ptxas caps registers at 65536 / (occupancy x threads)) only
+    while that cap is at least twice the accumulator's registers a thread, as tileiras reads it (probed on sm_90:
+    128 threads at occupancy 4 keep 128 registers with 128 x 64 f32, take 255 with 128 x 128; at 8: 64 with 64 x 64,
+    255 with 128 x 64). MLA decode (512 x 64 f32 accumulator, occupancy 2, 256 threads) spilled 6 KB a thread at
+    the 128 registers occupancy 2 left it."""
+    assert min_ctas_per_sm(4, 4, 128 * 64) == 4 and min_ctas_per_sm(4, 4, 128 * 128) == 1
+    assert min_ctas_per_sm(8, 4, 64 * 64) == 8 and min_ctas_per_sm(8, 4, 128 * 64) == 1
+    assert min_ctas_per_sm(3, 4, 128 * 64) == 3 and min_ctas_per_sm(3, 4, 128 * 128) == 1
+    assert min_ctas_per_sm(1, 4, 0) == 1 and min_ctas_per_sm(2, 4, 0) == 2
+    spec = spec_from_hints({"occupancy": 2}, 512 * 64, 90)
+    assert spec.num_warps == 8 and spec.num_ctas == 1 and spec.occupancy == 2
+    assert spec_from_hints({"occupancy": 2}, 64 * 64, 90).num_ctas == 2
 
 
 def test_returning_kernel_is_rejected():

@@ -74,6 +74,22 @@ LARGE_ACCUMULATOR = 256 * 128
 LARGE_ACCUMULATOR_WARPS = 8
 LARGE_ACCUMULATOR_MIN_CC = 90
 DOT_OPS = ("nv_tileaa.dot", "nv_tileaa.mma_block_scale")
+REGISTERS_PER_SM = 65536
+MAX_REGISTERS_PER_THREAD = 255
+
+
+def min_ctas_per_sm(occupancy: int, num_warps: int, largest_accumulator: int) -> int:
+    """The CTAs per SM a kernel asks ptxas for (PTX ``.minnctapersm``) under cuTile's ``occupancy`` hint: the hint,
+    unless the register cap it implies (65536 / (occupancy x threads), a multiple of 8, at most 255) is less than
+    twice the registers a thread holds of the largest dot's accumulator (one a 32-bit element); then 1 (no cap).
+    tileiras reads the hint so (bench/large_accumulators.py): 128 threads at occupancy 4 take 128 registers with a
+    128 x 64 f32 accumulator but 255 with 128 x 128; at 8, 64 with 64 x 64 but 255 with 128 x 64. Kept, MLA decode's
+    512 x 64 accumulator at occupancy 2 on 256 threads capped ptxas at 128 registers: 6 KB of stack a thread."""
+    if occupancy <= 1:
+        return 1
+    threads = 32 * num_warps
+    cap = min(MAX_REGISTERS_PER_THREAD, REGISTERS_PER_SM // (occupancy * threads) // 8 * 8)
+    return occupancy if 2 * -(-largest_accumulator // threads) <= cap else 1
 
 
 def spec_from_hints(hints: dict, largest_accumulator: int = 0, cc: int = DEFAULT_CC) -> KernelSpec:
@@ -82,7 +98,7 @@ def spec_from_hints(hints: dict, largest_accumulator: int = 0, cc: int = DEFAULT
     specialized, so every warp is one: a 256 x 256 f32 accumulator is then 256 registers a thread at 8, not 512 at 4),
     else :data:`LARGE_ACCUMULATOR_WARPS` when compute capability ``cc`` is at least
     :data:`LARGE_ACCUMULATOR_MIN_CC` and the kernel's ``largest_accumulator`` (elements of its largest dot result)
-    at least :data:`LARGE_ACCUMULATOR`, else 4."""
+    at least :data:`LARGE_ACCUMULATOR`, else 4. Its ``num_ctas`` (CTAs per SM): :func:`min_ctas_per_sm`."""
     ks = KernelSpec()
     default = DEFAULT_NUM_WARPS
     if cc >= LARGE_ACCUMULATOR_MIN_CC and largest_accumulator >= LARGE_ACCUMULATOR:
@@ -91,7 +107,7 @@ def spec_from_hints(hints: dict, largest_accumulator: int = 0, cc: int = DEFAULT
     n = hints.get("num_cta_in_cga", 1)
     ks.cluster_dim = (n, 1, 1)
     ks.occupancy = hints.get("occupancy", 0)
-    ks.num_ctas = max(1, hints.get("occupancy", 1))
+    ks.num_ctas = min_ctas_per_sm(hints.get("occupancy", 1), ks.num_warps, largest_accumulator)
     ks.max_registers = hints.get("max_nreg", hints.get("max_registers", 0))
     return ks
 
