@@ -540,8 +540,24 @@ _BASELINE_TARGET = {  # platform.machine() -> (target_cpu, target_features)
 }
 
 
+# platform.machine() -> the host's LLVM data layout. The JIT module needs it at translation: sizes of types
+# (``getelementptr null[1]``: a local buffer's extent, a checked access's size) fold there, and without a
+# layout LLVM's default aligns i64 to 4 bytes: struct<(i32, i64)> (printf's arguments) measured 12 bytes of
+# its 16, and a store to its i64 failed as out of bounds.
+_HOST_DATA_LAYOUT = {
+    "x86_64": "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128",
+    "AMD64": "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128",
+    "aarch64": "e-m:e-i8:8:32-i16:16:32-i64:64-i128:128-n32:64-S128",
+    "arm64": "e-m:e-i8:8:32-i16:16:32-i64:64-i128:128-n32:64-S128",
+}
+
+
 def _pin_host_target(host) -> None:
-    """Give every defined function the baseline ``target_cpu`` / ``target_features`` of this architecture."""
+    """Give the module the host's data layout (any 64-bit little-endian one aligning i64 to 8 where the
+    architecture is not listed) and every defined function the baseline ``target_cpu`` / ``target_features``
+    of this architecture."""
+    host.operation.attributes["llvm.data_layout"] = ir.StringAttr.get(
+        _HOST_DATA_LAYOUT.get(platform.machine(), "e-i64:64-i128:128"))
     pinned = _BASELINE_TARGET.get(platform.machine())
     if pinned is None:
         return
