@@ -44,26 +44,37 @@ def assume(op, rb):
     return [v]
 
 
-_CONVERSION = re.compile(r"%%|%[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|j|z|t|L)?([a-zA-Z])")
+_CONVERSION = re.compile(r"%%|%[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?((?:hh|h|ll|l|j|z|t|L)?[a-zA-Z])")
+_LONG = ("ll", "l", "j", "z", "t")  # length modifiers of a 64-bit integer argument
 
 
 def _conversions(fmt: str) -> list[str]:
-    """The conversion character of each argument of a printf format (``%%`` takes none)."""
+    """The length modifier and conversion character of each argument of a printf format (``"d"``, ``"lld"``,
+    ``"hhx"``; ``%%`` takes none)."""
     return [m.group(1) for m in _CONVERSION.finditer(fmt) if m.group(0) != "%%"]
 
 
 def _printable(cg, v, conv: str):
     """``v`` as vprintf reads it: C's default argument promotions (f16 / bf16 -> f32 here, stage 6
-    widens f32 to f64; integers narrower than 32 bits -> i32, sign-extended for ``%d`` / ``%i``,
-    zero-extended for the unsigned conversions)."""
+    widens f32 to f64; i1 -> i32). An integer goes out in the width its conversion reads: 64 bits for the
+    ``ll`` / ``l`` / ``j`` / ``z`` / ``t`` lengths (a narrower value sign-extended for ``%lld`` / ``%lli``,
+    zero-extended for the unsigned conversions), else 32 bits (narrower values extended the same way, an
+    i64 truncated to the low half that ``%d`` shows). vprintf reads the argument buffer by the format: an
+    i32 under ``%lld`` read 4 bytes past the value (tileiras prints the stack's garbage there)."""
     t = str(v.type)
     if t in ("f16", "bf16"):
         return cg.op("arith.extf", v, ty=ir.F32Type.get())
     if t == "i1":
-        return cg.op("arith.extui", v, ty=cg.i32)
-    if t in ("i8", "i16"):
-        return cg.op("arith.extsi" if conv in "di" else "arith.extui", v, ty=cg.i32)
-    return v
+        v, t = cg.op("arith.extui", v, ty=cg.i32), "i32"
+    if t not in ("i8", "i16", "i32", "i64") or conv[-1] not in "diouxXc":
+        return v
+    wide = conv[:-1] in _LONG
+    want = ir.IntegerType.get_signless(64 if wide else 32)
+    if t == str(want):
+        return v
+    if t == "i64":
+        return cg.op("arith.trunci", v, ty=want)
+    return cg.op("arith.extsi" if conv[-1] in "di" else "arith.extui", v, ty=want)
 
 
 def _print_pieces(fmt: str):
