@@ -289,11 +289,11 @@ def test_mma_accumulator_256x256_store_compiles(sm, kernel, out):
     assert boxes == ([] if sm == "sm_80" else [(256, 128 if half else 256)])
 
 
-def test_branches_convert_scf_to_cf_has_no_memory_for_are_a_located_error():
-    """A kernel whose branches would make convert-scf-to-cf need more memory than the process may have (here: an
-    address-space limit 1 GiB past what it maps; a 128 x 256 f32 accumulator's 4 bands of masked stores and loads on
-    sm_80, ~2300 scf.if among ~37000 ops, take 1.7 GB) is refused before the pass, at the kernel: out of memory the
-    pass throws std::bad_alloc or LLVM aborts ('Allocation failed', exit 134)."""
+def test_branches_convert_scf_to_cf_in_little_memory():
+    """A kernel of many branches (a 128 x 256 f32 accumulator's 4 bands of masked stores and loads on sm_80: ~2300
+    scf.if among ~37000 ops) lowers within an address-space limit 1 GiB past what the process maps. convert-scf-to-cf
+    with pattern rollback logged every block split (memory ~ branches x ops: 1.7 GB here, std::bad_alloc or LLVM's
+    'Allocation failed' abort under a limit, so stage 4 refused such kernels); without rollback it needs little."""
     import resource
 
     a, b, _ = _mma_operands(15)
@@ -303,14 +303,10 @@ def test_branches_convert_scf_to_cf_has_no_memory_for_are_a_located_error():
         mapped = int(fh.read().split()[0]) * resource.getpagesize()
     resource.setrlimit(resource.RLIMIT_AS, (mapped + 2**30, hard))
     try:
-        with pytest.raises(TilecoreError) as e:
-            _stage4(mma_loop_store, args, "sm_80")
+        text = _stage4(mma_loop_store, args, "sm_80")
     finally:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-    msg = str(e.value)
-    assert f"{__file__}:{_line_of('def mma_loop_store(')}" in msg
-    assert re.search(r"kernel 'mma_loop_store' lowers to \d{4} branches \(scf\.if\) among \d{5} ops: convert-scf-to-cf "
-                     r"would need about 1\.\d\d GiB, this process may use [01]\.\d\d GiB more", msg), msg
+    assert "scf.if" not in text and text.count("cf.cond_br") > 1000
 
 
 @ct.kernel(num_worker_warps=4)  # the 4-warp fragments these tests are about (8 is the default)

@@ -174,62 +174,16 @@ def _run(ctx) -> ConversionStats:
                 fired = lower_function(fn.operation, top.operation, ctx)
                 for k, v in fired.items():
                     stats.fired[k] = stats.fired.get(k, 0) + v
-    for top in module.body.operations:
-        if top.operation.name == "gpu.module":
-            for fn in top.regions[0].blocks[0].operations:
-                if fn.operation.name == "llvm.func":
-                    check_branches(fn.operation)
-    run_native_pipeline(module.operation, "gpu.module(convert-scf-to-cf)", module.context)
+    run_native_pipeline(module.operation, SCF_TO_CF, module.context)
     return stats
 
 
-# Bytes convert-scf-to-cf takes per branch (scf.if) and op of the function it is in: measured 10-20 (1817 scf.if among
-# 28092 ops: 0.54 GB; 2324 among 37119: 1.7 GB; 3355 among 50622: 2.3 GB; 4639 among 101890: over 5.5 GB). An
-# estimate: the check refuses only what cannot fit, and a kernel near the limit may still run out of memory.
-SCF_TO_CF_BYTES = 16
-
-
-def memory_headroom() -> int:
-    """Bytes this process may still allocate: the address-space limit (``ulimit -v``) less what it maps, and no more
-    than the machine's memory."""
-    import resource
-
-    room = None
-    try:
-        with open("/proc/meminfo") as fh:
-            room = int(next(x for x in fh if x.startswith("MemTotal:")).split()[1]) * 1024
-    except (OSError, StopIteration, ValueError):
-        pass
-    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
-    if soft != resource.RLIM_INFINITY:
-        try:
-            with open("/proc/self/statm") as fh:
-                mapped = int(fh.read().split()[0]) * resource.getpagesize()
-        except (OSError, ValueError):
-            mapped = 0
-        room = min(room if room is not None else soft, max(0, soft - mapped))
-    return room if room is not None else 1 << 62
-
-
-def check_branches(fn) -> None:
-    """A located error, before convert-scf-to-cf runs, for a kernel whose branches would make the pass need more
-    memory than this process may have (:data:`SCF_TO_CF_BYTES` per branch and op): out of memory, the pass throws
-    std::bad_alloc, or LLVM aborts ('Allocation failed'), or the system kills the compiler."""
-    counts = [0, 0]
-
-    def cb(op):
-        counts[0] += 1
-        counts[1] += op.name == "scf.if"
-        return ir.WalkResult.ADVANCE
-
-    fn.walk(cb)
-    need = SCF_TO_CF_BYTES * counts[0] * counts[1]
-    room = memory_headroom()
-    if need > room:
-        name = ir.StringAttr(fn.attributes["sym_name"]).value
-        raise LoweringError(f"kernel '{name}' lowers to {counts[1]} branches (scf.if) among {counts[0]} ops: "
-                            f"convert-scf-to-cf would need about {need / 2**30:.2f} GiB, this process may use "
-                            f"{room / 2**30:.2f} GiB more", fn)
+# convert-scf-to-cf without pattern rollback (MLIR's one-shot dialect conversion). With rollback, the conversion
+# logs each block split for undo: its memory and time grow with branches (scf.if) x ops, 10-20 bytes each (TileGym's
+# MLA decode, TD = 512: 1584 scf.if among 61494 ops took 1.55 GB and 2.7 s; 4639 among 101890 ran out of memory
+# under 6 GB). Without: 0.53 s and no growth, the same PTX (the SCF lowering patterns match and rewrite, or leave the
+# op as it is: there is nothing to roll back).
+SCF_TO_CF = "gpu.module(convert-scf-to-cf{allow-pattern-rollback=false})"
 
 
 def stage() -> Stage:
