@@ -1261,40 +1261,84 @@ def test_mma_on_batched_3d_tiles(sm):
     _close(c, a.astype(np.float64) @ b, "f16")
 
 
-# ------------------------------------------------------------------------------ tile shapes left on mma.sync / FMA
-_GAPS = {
-    "n8-f16": ((64, 8, 32), "f16", "N = 8 (a decode's query group of 8) on sm_100a: tcgen05 M = 64 N = 8 exists; "
-               "tilecore's tcgen05 atoms need N % 16 (mma_sm100.py admits): mma.sync"),
-    "k8-f16": ((64, 32, 8), "f16", "TK = 8 f16: mma.sync m16n8k8 f16 exists (sm_80+); the f16 atoms need K % 16 and "
-               "do not pad K, so the dot runs on the CUDA cores"),
-    "k16-e4m3": ((64, 32, 16), "e4m3", "TK = 16 e4m3 on sm_90a: wgmma needs K % 32 and K is not padded: CUDA-core "
-                 "FMAs (tcgen05 takes it on sm_100a)"),
+# ------------------------------------------------------------------------------ narrow tiles on the tensor cores
+# (TM, TN, TK), operand, the op each target's PTX has: the shapes TileGym-style kernels use that stayed off a target's
+# tensor-core path (found by decode_split_kv, N = 8: its product is (TN, D) x (D, G), and a shape sweep of
+# mma_acc_types). The op is the one NVIDIA's tileiras picks for the same bytecode (SASS of ``tileiras --gpu-name``
+# sm_80 / sm_90 / sm_100: HGMMA.64x8x16 / UTCHMMA for N = 8, HMMA.1688 everywhere for f16 TK = 8) except e4m3 TK = 16
+# on sm_90a, where tileiras widens the tiles to f16 for HMMA.16816 and tilecore runs wgmma m64nNk32 over a K padded
+# with zeros (the operands stay 8-bit in shared memory; ``tilecore_cute.mma_sm90.Wgmma.k_padded``).
+_NARROW = {
+    "n8-f16": ((64, 8, 32), "f16", dict(MMA_OP)),  # tcgen05 M = 64 N = 8, B K-major (sm_90a: m64n8k16)
+    "k8-f16": ((64, 32, 8), "f16", {sm: "mma.sync.aligned.m16n8k8" for sm in SMS}),  # mma.sync m16n8k8 (sm_80+)
+    "k16-e4m3": ((64, 32, 16), "e4m3", {"sm_90a": "wgmma.mma_async", "sm_100a": "tcgen05.mma"}),  # K padded to 32
 }
+_NARROW_CASES = [(sm, gap) for gap, (_s, _o, ops) in _NARROW.items() for sm in ops]
 
 
-def _gap(sm, gap, open_=True):
-    marks = [pytest.mark.xfail(strict=True, reason=_GAPS[gap][2])] if open_ else []
-    return pytest.param(sm, gap, marks=marks, id=f"{gap}-{sm}")
-
-
-@pytest.mark.parametrize("sm,gap", [_gap("sm_90a", "n8-f16", open_=False), _gap("sm_100a", "n8-f16"), _gap("sm_80", "k8-f16"),
-                                    _gap("sm_90a", "k8-f16"), _gap("sm_100a", "k8-f16"), _gap("sm_90a", "k16-e4m3"),
-                                    _gap("sm_100a", "k16-e4m3", open_=False)])
-def test_tensor_core_paths_for_narrow_tiles(sm, gap):
-    """Tile shapes TileGym-style kernels use whose dots compile to the right numbers (the tests above) but off the
-    target's tensor-core path; compile only. Found by decode_split_kv (N = 8: its product is (TN, D) x (D, G))
-    and a shape sweep of mma_acc_types. Open ones are xfail(strict) with the reason until an atom takes them
-    (N = 8 on sm_90a: fixed, :func:`test_wgmma_on_tiles_of_8_columns`)."""
-    (tm, tn, tk), operand, reason = _GAPS[gap]
-    rng = _rng(35)
-    m, n, k = tm + 9, tn + 3, 2 * tk + 3
+def _narrow_args(gap, rng, extra=0):
+    """mma_acc_types' arguments for a narrow-tile case on sizes that are not tile multiples (``extra`` more rows /
+    columns), with the operands' values as float64."""
+    (tm, tn, tk), operand, _ops = _NARROW[gap]
+    m, n, k = tm + 9 + extra, tn + 3 + extra, 2 * tk + 3
     if operand == "f16":
         a, b = _f16(rng, m, k), _f16(rng, k, n)
+        av, bv = a.astype(np.float64), b.astype(np.float64)
     else:
-        a, b = _f8_operand(rng, (m, k))[0], _f8_operand(rng, (k, n))[0]
-    ptx = tc.compile(mma_acc_types, (a, b, np.zeros((m, n), np.float32), tm, tn, tk, 2 if operand == "e4m3" else 0),
-                     gpu_name=sm).ptx
-    assert MMA_OP[sm] in ptx, reason
+        (a, av), (b, bv) = _f8_operand(rng, (m, k)), _f8_operand(rng, (k, n))
+    return (a, b, np.zeros((m, n), np.float32), tm, tn, tk, 2 if operand == "e4m3" else 0), av, bv
+
+
+@pytest.mark.parametrize("sm,gap", _NARROW_CASES, ids=[f"{g}-{sm}" for sm, g in _NARROW_CASES])
+def test_tensor_core_paths_for_narrow_tiles(sm, gap):
+    """Narrow tile shapes compile to the target's tensor-core op (ptxas accepts the PTX: ``.ptx`` serializes the
+    cubin) and give the right numbers in the emulator on sizes that are not tile multiples. They ran on the CUDA
+    cores (f16 TK = 8 everywhere, e4m3 TK = 16 on sm_90a) or on mma.sync (N = 8 on sm_100a) until: the 16-bit
+    mma.sync m16n8k8 atoms (``tilecore_cute.mma_sm80``), sm_90a's 8-bit K of 16 laid out as 32 with zeros
+    (``Wgmma.k_padded``), tcgen05's M = 64 instructions of N = 8 (``tilecore_sm100.mma_sm100.inst_n_ok``: PTX ISA
+    9.7.16.2.1, Table 39) over a K-major B."""
+    args, av, bv = _narrow_args(gap, _rng(35))
+    ptx = tc.compile(mma_acc_types, args, gpu_name=sm).ptx
+    op = _NARROW[gap][2][sm]
+    assert op in ptx, f"{sm}: no {op} in the PTX"
+    tm, tn = args[3], args[4]
+    c = args[2]
+    tc.launch(None, (-(-c.shape[0] // tm), -(-c.shape[1] // tn)), mma_acc_types, args, gpu_name=sm)
+    _close(c, av @ bv, "f32")
+
+
+@ct.kernel
+def mma_wide_then_narrow_k(A, B, C, TM: ConstInt, TN: ConstInt, TK: ConstInt, OPERAND: ConstInt):
+    """C = A[:, :2 TK] @ B[:2 TK] (one dot of K = 2 TK) + A @ B (a loop over K tiles of TK): the wide dot's operands
+    fill the scratch buffer first, so where an atom pads the narrow dots' K (lays out TK as 2 TK) it must zero the
+    padding, not read the wide dot's data left there."""
+    bm, bn = ct.bid(0), ct.bid(1)
+    a = ct.load(A, (bm, 0), (TM, 2 * TK), padding_mode=Z)
+    b = ct.load(B, (0, bn), (2 * TK, TN), padding_mode=Z)
+    if OPERAND == 2:
+        a, b = ct.bitcast(a, ct.float8_e4m3fn), ct.bitcast(b, ct.float8_e4m3fn)
+    acc = ct.mma(a, b, ct.zeros((TM, TN), dtype=C.dtype))
+    for k in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
+        x = ct.load(A, (bm, k), (TM, TK), padding_mode=Z)
+        y = ct.load(B, (k, bn), (TK, TN), padding_mode=Z)
+        if OPERAND == 2:
+            x, y = ct.bitcast(x, ct.float8_e4m3fn), ct.bitcast(y, ct.float8_e4m3fn)
+        acc = ct.mma(x, y, acc)
+    ct.store(C, (bm, bn), acc)
+
+
+@pytest.mark.parametrize("sm", ["sm_90a", "sm_100a"])
+def test_zero_k_padding_after_a_wider_dot(sm):
+    """e4m3 TK = 16 (K laid out as 32 by wgmma / tcgen05) after a dot of K = 32 whose operands took the same
+    scratch slots: the padding is zeroed every dot (``tilecore.mma.zero_k_padding``: 16-byte zero stores)."""
+    args, av, bv = _narrow_args("k16-e4m3", _rng(38), extra=20)
+    a, b, c = args[:3]
+    tm, tn, tk = args[3:6]
+    compiled = tc.compile(mma_wide_then_narrow_k, args, gpu_name=sm)
+    assert MMA_OP[sm] in compiled.ptx
+    assert "st.shared.v4.b32" in compiled.ptx or "st.shared.v2.b64" in compiled.ptx  # 16-byte stores (zeros)
+    tc.launch(None, (-(-c.shape[0] // tm), -(-c.shape[1] // tn)), mma_wide_then_narrow_k, args, gpu_name=sm)
+    _close(c, av[:, :2 * tk] @ bv[:2 * tk] + av @ bv, "f32")
 
 
 # ------------------------------------------------------------------------------ loads with no padding mode (TileGym's fmha)

@@ -255,3 +255,26 @@ def tensor_core_admits(req: MmaRequest, inst: tuple[int, int, int]) -> bool:
             and operand_bytes(req) <= req.smem_budget)
 
 
+
+
+def zero_k_padding(cg, x: SwizzledOperand, k: int, k_major: bool) -> None:
+    """Zero the K padding of operand ``x``, laid out with a K wider than the dot's ``k`` (an atom whose instruction
+    K, or narrowest swizzle, is wider than the tile's: its elements ``k ..`` along K, stored columns of a K-major
+    operand, A or a transposed B; stored rows of an N-major B), so that they add nothing to D; 16 bytes a store (a
+    swizzle permutes whole 16-byte units; ``k`` elements are a multiple of 16 bytes), every thread a share (``cg``:
+    tileas' code generator), every stored row (an operand that stores some rows twice: its copies too)."""
+    from .mlir import dialects, ir
+
+    op, c = cg.op, cg.c32
+    per = 16 // x.elem_bytes
+    rows, row0, u0, u1 = (x.rows, 0, k // per, x.cols // per) if k_major else (x.rows - k, k, 0, x.cols // per)
+    w = u1 - u0
+    zero = dialects.llvm.mlir_zero(ir.VectorType.get([4], cg.i32))
+
+    def one(i):
+        r = op("arith.divui", i, c(w))
+        r = op("arith.addi", r, c(row0)) if row0 else r
+        col = op("arith.muli", op("arith.addi", op("arith.remui", i, c(w)), c(u0)), c(per))
+        dialects.llvm.store(zero, x.address(cg, col, r) if x.transposed else x.address(cg, r, col), alignment=16)
+
+    cg.each_share(rows * w, one)

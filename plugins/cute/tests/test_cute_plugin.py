@@ -70,7 +70,13 @@ def test_registrations(pm):
     (MmaRequest(32, 16, 64, "i8", "i8", "i32", a_signed=False), "sm_80", "mma.sm80.m16n8k32.i8.i32"),
     (MmaRequest(64, 64, 64, "f8E4M3FN", "f8E5M2", "f32"), "sm_89", "mma.sm89.m16n8k32.f8.f32"),
     (MmaRequest(64, 64, 64, "f8E4M3FN", "f8E4M3FN", "f32"), "sm_80", None),  # f8 needs sm_89
-    (MmaRequest(64, 64, 24, "f16", "f16", "f32"), "sm_80", None),  # K not a multiple of 16
+    (MmaRequest(64, 64, 24, "f16", "f16", "f32"), "sm_80", "mma.sm80.m16n8k8.f16.f32"),  # K not a multiple of 16
+    (MmaRequest(64, 64, 12, "f16", "f16", "f32"), "sm_80", None),  # K not a multiple of 8
+    (MmaRequest(64, 32, 8, "bf16", "bf16", "f32", arch="sm_90a"), "sm_90a", "mma.sm80.m16n8k8.bf16.f32"),  # K = 8
+    (MmaRequest(64, 32, 8, "f16", "f16", "f16", arch="sm_100a"), "sm_100a", "mma.sm80.m16n8k8.f16.f16"),
+    (MmaRequest(64, 32, 16, "f8E4M3FN", "f8E4M3FN", "f32", arch="sm_90a"), "sm_90a",
+     "mma.sm90a.m64nNk32.f8.f32"),  # K = 16 laid out as 32 (zeros)
+    (MmaRequest(64, 32, 16, "i8", "i8", "i32", arch="sm_90a"), "sm_90a", "mma.sm90a.m64nNk32.i8.i32"),
     (MmaRequest(8, 64, 16, "f16", "f16", "f32"), "sm_80", None),  # M not a multiple of 16
     (MmaRequest(256, 256, 64, "f16", "f16", "f32"), "sm_80", None),  # operands exceed the smem budget
     (MmaRequest(64, 64, 16, "f64", "f64", "f64"), "sm_80", None),  # no tensor-core atom

@@ -61,6 +61,13 @@ SMALL = {
     "k16_u8_i32": (ck.mma_loop, ["u8[2]", "u8[2]", "i32[2]", 64, 32, 16]),
     "m16_e4m3_k16": (ck.mma_loop, ["f8e4m3[2]", "f8e4m3[2]", "f32[2]", 16, 16, 16]),
     "m32_s8_k16": (ck.mma_loop, ["i8[2]", "i8[2]", "i32[2]", 32, 16, 16]),
+    # N = 8 (a decode's query group): M = 64 instructions of N = 8 (.kind::f16 / tf32 / f8f6f4, PTX ISA 9.7.16.2.1,
+    # Table 39), B read K-major (16-bit B: rows of 16 bytes; e4m3: of 8)
+    "n8_f16_f32": (ck.mma_loop, ["f16[2]", "f16[2]", "f32[2]", 64, 8, 32]),
+    "m32_bf16_n8": (ck.mma_loop, ["bf16[2]", "bf16[2]", "f32[2]", 32, 8, 64]),
+    "m16_f16_n8_f16": (ck.mma_loop, ["f16[2]", "f16[2]", "f16[2]", 16, 8, 32]),
+    "n8_tf32_f32": (ck.mma_tf32_loop, ["f32[2]", "f32[2]", "f32[2]", 64, 8, 16]),
+    "n8_e4m3_f32": (ck.mma_loop, ["f8e4m3[2]", "f8e4m3[2]", "f32[2]", 64, 8, 64]),
 }
 K2 = {  # two single dots, K = 32 then the padded K = 16 (:func:`mma_k2_then_k`)
     "k2_s8_m16": (mma_k2_then_k, ["i8[2]", "i8[2]", "i8[2]", "i8[2]", "i32[2]", 16, 32, 16]),
@@ -100,8 +107,8 @@ def test_small_tiles_take_tcgen05(name):
     """Selection, then stage 4: per K step two M = 64 MMAs for a tile of 64 rows or fewer (D lanes 0 and 16;
     M >> 4 = 4 in the instruction descriptor), an allocation of the accumulator's columns; the loop is pipelined
     (TMA) and a 16- / 32-row A stage copied into the 64 repeated rows (each 16-byte unit stored 64 / M times)
-    before the dot's barrier. N = 16 of 8-bit operands: the instruction descriptor's transpose-B bit 0 (B
-    K-major)."""
+    before the dot's barrier. N = 16 of 8-bit operands, N = 8: the instruction descriptor's transpose-B bit 0 (B
+    K-major), N >> 3 = 1 for N = 8."""
     _kernel, params = SMALL[name]
     tm, tn, tk = params[-3:]
     el = _el(name)
@@ -113,13 +120,14 @@ def test_small_tiles_take_tcgen05(name):
     m64 = tm <= 64
     assert dots >= 1 and text.count('"sm100.umma"') == dots * (1 + m64) * max(1, tk // k_inst)
     assert ("arith.constant 1048576 : i32" in text) == m64  # D lane 16
-    narrow = tn == 16 and el not in ("f16", "bf16")
+    narrow = tn * BYTES.get(el, 1) < 32  # B's N-major rows under the narrowest swizzle
     idesc = instr_desc(KIND[el], plain.ELEM[el], plain.ELEM[el], "i32" if el in ("s8", "u8") else "f32", tn,
                        el != "u8", el != "u8", m=64 if m64 else 128, b_mn_major=not narrow)
     assert f"arith.constant {idesc} : i32" in text and ((idesc >> 16) & 1) == (not narrow)
     # K = 16 of 8-bit operands: the padding of A and B zeroed, 16 bytes a store
     assert ("llvm.mlir.zero : vector<4xi32>" in text) == (tk * BYTES.get(el, 1) == 16)
-    # the pipelined loop: TMA (A's stage has the tile's rows; a tile of 16-byte rows is one box without swizzle)
+    # the pipelined loop: TMA (A's stage has the tile's rows; a tile of 16-byte rows is one box without swizzle;
+    # 8-byte rows, an e4m3 B of N = 8, are not staged)
     assert '"cute_nvgpu.tma_load"' in text
     # the stage copy: one 16-byte load, 64 / M stores at rows r, r + M, ...
     assert "cute_nvgpu.mma_sync" not in text and "wgmma" not in text
@@ -145,7 +153,8 @@ def test_16_byte_rows_by_tma_boxes_without_swizzle(name, boxes):
 
 @pytest.mark.skipif(not CUOBJDUMP, reason="cuobjdump (nvidia-cuda-cuobjdump) not installed")
 @pytest.mark.parametrize("name, gpu", [(n, g) for n in ["m32_f16_f32", "m16_e4m3_f32", "m32_tf32_f32", "n16_e4m3_f32",
-                                                         "m16_e4m3_k16", "bs_m32_loop", "f4_nvfp4_m16"]
+                                                         "m16_e4m3_k16", "bs_m32_loop", "f4_nvfp4_m16", "n8_f16_f32",
+                                                         "n8_tf32_f32"]
                                        for g in ("sm_100a", "sm_103a")] + [("m16_s8_n16", "sm_100a")])
 def test_small_tiles_ptxas_and_sass(name, gpu, tmp_path):
     """ptxas accepts the kernels; the SASS has the tensor-core MMAs (UTC*MMA) and the TMA loads (UTMALDG; tiles of

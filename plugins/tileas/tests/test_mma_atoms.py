@@ -33,6 +33,13 @@ KERNELS = {
     "wg_e4m3_f32": (mma_loop, ["f8e4m3[2]", "f8e4m3[2]", "f32[2]", 64, 32, 64]),
     "wg_e5m2_f32": (mma_loop, ["f8e5m2[2]", "f8e5m2[2]", "f32[2]", 64, 64, 32]),
     "wg_f16_f16": (mma_loop, ["f16[2]", "f16[2]", "f16[2]", 64, 64, 32]),
+    # K tiles of 8 16-bit elements: mma.sync m16n8k8 on every target
+    "k8_f16_f32": (mma_loop, ["f16[2]", "f16[2]", "f32[2]", 32, 32, 8]),
+    "k8_f16_f16": (mma_loop, ["f16[2]", "f16[2]", "f16[2]", 64, 32, 8]),
+    "k8_bf16_f32": (mma_loop, ["bf16[2]", "bf16[2]", "f32[2]", 64, 16, 8]),
+    # K tiles of 16 8-bit elements on sm_90a: wgmma m64nNk32 over K padded with zeros
+    "wgk16_e4m3_f32": (mma_loop, ["f8e4m3[2]", "f8e4m3[2]", "f32[2]", 64, 32, 16]),
+    "wgk16_s8_i32": (mma_loop, ["i8[2]", "i8[2]", "i32[2]", 64, 64, 16]),
 }
 ATOM = {
     "mma_f16_f32": "mma.sm80.m16n8k16.f16.f32", "mma_f16_f16": "mma.sm80.m16n8k16.f16.f16",
@@ -286,3 +293,45 @@ def test_corpus_matmul_f16_pipelined(sm):
     emulate.launch(module, "matmul_f16", (cdiv(m, 128), cdiv(n, 128), 1), (128, 1, 1), arr5(a) + arr5(b) + arr5(c))
     want = a.astype(np.float32) @ b.astype(np.float32)
     np.testing.assert_allclose(c.astype(np.float32), want, atol=2e-2 * np.abs(want).max(), rtol=0)
+
+
+# ------------------------------------------------------------------ narrow K tiles
+K8_ATOM = {"k8_f16_f32": "mma.sm80.m16n8k8.f16.f32", "k8_f16_f16": "mma.sm80.m16n8k8.f16.f16",
+           "k8_bf16_f32": "mma.sm80.m16n8k8.bf16.f32"}
+
+
+@pytest.mark.parametrize("sm", ["sm_80", "sm_90a", "sm_100a"])
+@pytest.mark.parametrize("name", list(K8_ATOM))
+def test_mma_sync_m16n8k8_for_k_tiles_of_8(name, sm):
+    """16-bit K tiles of 8 (no K = 16 atom admits them; they ran on the CUDA cores): mma.sync m16n8k8 on sm_80,
+    sm_90a and sm_100a (as NVIDIA's tileiras: HMMA.1688), A by ``ldmatrix .x2``, B by ``.x1 .trans``; ptxas
+    accepts it; numbers on partial tiles."""
+    path = _export(name)
+    assert f'#nv_tileas.atom<"{K8_ATOM[name]}">' in str(compile_file(path, sm, stop_after="tileas-select-atoms").module)
+    text = str(compile_file(path, sm, stop_after="convert-cute-to-llvm").module)
+    assert "#nvvm.shape<m = 16, n = 8, k = 8>" in text and "nvvm.wgmma" not in text
+    assert "num = 2 : i32" in text and "num = 1 : i32" in text  # ldmatrix .x2 (A), .x1 .trans (B)
+    assert compile_file(path, sm).artifacts["cubin"]
+    _kernel, params = KERNELS[name]
+    tm, tn, tk = params[-3:]
+    _run_and_check(_KERNELS, name, sm, (tm + 9, tn + 5, 4 * tk + 3), 15)
+
+
+WGK16_ATOM = {"wgk16_e4m3_f32": "mma.sm90a.m64nNk32.f8.f32", "wgk16_s8_i32": "mma.sm90a.m64nNk32.i8.i32"}
+
+
+@pytest.mark.parametrize("name", list(WGK16_ATOM))
+def test_wgmma_pads_an_8bit_k_of_16_on_sm90a(name):
+    """8-bit K tiles of 16 on sm_90a (wgmma's 8-bit K is 32; they ran on the CUDA cores): A and B laid out with K =
+    32 (32-byte swizzle), elements 16 .. 31 zeroed by 16-byte stores every dot, one m64nNk32 per K tile; the loop
+    is not pipelined (a stage would hold the tile's K only); ptxas accepts it; numbers on partial tiles."""
+    path = _export(name)
+    assert f'#nv_tileas.atom<"{WGK16_ATOM[name]}">' in str(compile_file(path, "sm_90a",
+                                                                       stop_after="tileas-select-atoms").module)
+    text = str(compile_file(path, "sm_90a", stop_after="convert-tileas-to-llvm").module)
+    _kernel, params = KERNELS[name]
+    tm, tn, tk = params[-3:]
+    assert f"shape = array<i32: 64, {tn}, 32>" in text and "llvm.mlir.zero : vector<4xi32>" in text
+    assert "cute_nvgpu.cp_async" not in text and "cute_nvgpu.tma_load" not in text
+    assert compile_file(path, "sm_90a").artifacts["cubin"]
+    _run_and_check(_KERNELS, name, "sm_90a", (tm + 9, tn + 5, 4 * tk + 3), 16)

@@ -10,10 +10,12 @@ which stage 5 turns into NVVM (:mod:`.mma_lowering`):
   elements for 16-bit / tf32 / 8-bit types). That is exactly what ``ldmatrix .x4`` (PTX ISA,
   "Warp-level matrix load instruction: ldmatrix") gives lane ``l`` from four 8 x 16-byte matrices
   whose row addresses lanes ``8j .. 8j + 7`` supply: matrix ``j`` = rows ``8 (j % 2)``, bytes
-  ``16 (j / 2)``.
+  ``16 (j / 2)``. The 16-bit m16n8k8 A is the 16 x 16-byte block: A0 / A1 = words ``(g, t)`` /
+  ``(g + 8, t)``, the first two of those matrices (``ldmatrix .x2``).
 - ``load_b``: B0 / B1 hold K elements ``p t ..`` / ``p t + K / 2 ..`` of column ``g``. From the
   row-major (K x N) operand, 16-bit types use ``ldmatrix .x2 .trans`` (matrix ``j`` = rows
-  ``k + 8 j ..``: the transpose gives lane ``l`` rows ``2t, 2t + 1`` of column ``g``); 8-bit and
+  ``k + 8 j ..``: the transpose gives lane ``l`` rows ``2t, 2t + 1`` of column ``g``; m16n8k8:
+  B0 only, ``.x1 .trans``); 8-bit and
   tf32 elements cannot be transposed by ldmatrix (it moves 16-bit halves), so each word is
   gathered with ``p`` shared-memory loads.
 - ``mma``: ``cute_nvgpu.mma_sync`` with the atom's shape and types.
@@ -25,16 +27,26 @@ Atoms (name: operands -> accumulator, instruction, lowest target):
 | ``mma.sm80.m16n8k16.f16.f32`` | f16 x f16 -> f32 | mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 | 80 |
 | ``mma.sm80.m16n8k16.f16.f16`` | f16 x f16 -> f16 | mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 | 80 |
 | ``mma.sm80.m16n8k16.bf16.f32`` | bf16 x bf16 -> f32 | mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 | 80 |
+| ``mma.sm80.m16n8k8.f16.f32`` | f16 x f16 -> f32 (K a multiple of 8) | mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 | 80 |
+| ``mma.sm80.m16n8k8.f16.f16`` | f16 x f16 -> f16 (K a multiple of 8) | mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16 | 80 |
+| ``mma.sm80.m16n8k8.bf16.f32`` | bf16 x bf16 -> f32 (K a multiple of 8) | mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 | 80 |
 | ``mma.sm80.m16n8k8.tf32.f32`` | tf32 x tf32 -> f32 | mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 | 80 |
 | ``mma.sm80.m16n8k32.i8.i32`` | s8 / u8 x s8 / u8 -> s32 (wrapping) | mma.sync.aligned.m16n8k32.row.col.s32.{s8,u8}.{s8,u8}.s32 | 80 |
 | ``mma.sm89.m16n8k32.f8.f32`` | e4m3 / e5m2 x e4m3 / e5m2 -> f32 | mma.sync.aligned.m16n8k32.row.col.f32.{e4m3,e5m2}.{e4m3,e5m2}.f32 | 89 |
+
+The 16-bit m16n8k8 atoms take dots whose K is a multiple of 8 but not of 16 (a tile of TK = 8): their priority is
+one under the k16 atoms', which take every K they can. They serve sm_90a and sm_100a too (no wgmma / tcgen05 atom
+admits a 16-bit K of 8), as NVIDIA's tileiras does (``HMMA.1688`` on sm_80 / sm_90 / sm_100 for a 64 x 32 x 8 f16
+tile): a wgmma or tcgen05 MMA (K = 16) over a K zero-padded to 16 would spend half its tensor-core work on the
+padding, store the padding to shared memory every dot and wait for an asynchronous MMA per K tile of 8, where
+``mma.sync`` m16n8k8 does exactly the dot's work from ``ldmatrix`` fragments and synchronously.
 """
 
 from __future__ import annotations
 
 from tilecore.atoms import Atom
 from tilecore.mlir import dialects, ir
-from tilecore.mma import MMA_INTERFACE, tensor_core_admits
+from tilecore.mma import MMA_INTERFACE, element_bytes, tensor_core_admits
 
 # atom name -> (A / B element of the request, accumulator, instruction K, PTX operand type or None
 # for the integer / f8 atoms whose PTX types come from the request, minimum compute capability)
@@ -42,12 +54,16 @@ ATOMS = {
     "mma.sm80.m16n8k16.f16.f32": (("f16",), "f32", 16, 80),
     "mma.sm80.m16n8k16.f16.f16": (("f16",), "f16", 16, 80),
     "mma.sm80.m16n8k16.bf16.f32": (("bf16",), "f32", 16, 80),
+    "mma.sm80.m16n8k8.f16.f32": (("f16",), "f32", 8, 80),
+    "mma.sm80.m16n8k8.f16.f16": (("f16",), "f16", 8, 80),
+    "mma.sm80.m16n8k8.bf16.f32": (("bf16",), "f32", 8, 80),
     "mma.sm80.m16n8k8.tf32.f32": (("tf32",), "f32", 8, 80),
     "mma.sm80.m16n8k32.i8.i32": (("i8",), "i32", 32, 80),
     "mma.sm89.m16n8k32.f8.f32": (("f8E4M3FN", "f8E5M2"), "f32", 32, 89),
 }
 PTX_F8 = {"f8E4M3FN": "e4m3", "f8E5M2": "e5m2"}
 PRIORITY = 10  # above the CUDA-core atom (-100)
+NARROW_K_PRIORITY = PRIORITY - 1  # the 16-bit m16n8k8 atoms: under the k16 ones, which take a K of 16 in one step
 
 
 def ptx_type(elem: str, signed: bool) -> str:
@@ -62,6 +78,8 @@ class WarpMma:
 
     def __init__(self, name: str, elems: tuple[str, ...], acc: str, k: int):
         self.name, self.elems, self.acc, self.k = name, elems, acc, k
+        # 16-bit m16n8k8: the A block is 16 bytes wide (two 8 x 8 matrices, A0 / A1), B one 8 x 8 matrix (B0)
+        self.narrow = k == 8 and element_bytes(elems[0]) == 2
 
     def admits(self, req) -> bool:
         return (req.a in self.elems and req.b in self.elems and req.acc == self.acc and not req.trans_a
@@ -89,14 +107,17 @@ class WarpMma:
         lane, _ = cg.lane_and_warp()
         r = cg.op("arith.addi", cg.op("arith.andi", lane, cg.c32(7)),
                   cg.op("arith.andi", lane, cg.c32(8)))  # lane % 8 + 8 * ((lane / 8) % 2)
+        if self.narrow:  # .x2: lanes 0..15 address rows 0..15 of the 16-byte block (lanes 16.. repeat them)
+            return self._ldmatrix(cg, smem.address(cg, cg.op("arith.addi", row, r), k), 2, False)
         c = cg.op("arith.muli", cg.op("arith.shrui", lane, cg.c32(4)), cg.c32(16 // smem.elem_bytes))
         return self._ldmatrix(cg, smem.address(cg, cg.op("arith.addi", row, r), cg.op("arith.addi", k, c)), 4, False)
 
     def load_b(self, cg, smem, k, col) -> list:
         lane, _ = cg.lane_and_warp()
         if smem.elem_bytes == 2:
-            r = cg.op("arith.andi", lane, cg.c32(15))  # lanes 0..15: rows k .. k + 15 (x2 reads those)
-            return self._ldmatrix(cg, smem.address(cg, cg.op("arith.addi", k, r), col), 2, True)
+            # lanes 0..15: rows k .. k + 15 (x2 reads those); m16n8k8: lanes 0..7, rows k .. k + 7 (x1)
+            r = cg.op("arith.andi", lane, cg.c32(self.k - 1))
+            return self._ldmatrix(cg, smem.address(cg, cg.op("arith.addi", k, r), col), self.k // 8, True)
         per = 4 // smem.elem_bytes
         g = cg.op("arith.shrui", lane, cg.c32(2))
         t = cg.op("arith.andi", lane, cg.c32(3))
@@ -134,7 +155,8 @@ def atoms() -> list[Atom]:
     for name, (elems, acc, k, cc) in ATOMS.items():
         impl = WarpMma(name, elems, acc, k)
         shape = f"m16n8k{k}"
-        out.append(Atom(name, "mma", lower=impl.lower, min_cc=cc, admits=impl.admits, priority=PRIORITY,
+        out.append(Atom(name, "mma", lower=impl.lower, min_cc=cc, admits=impl.admits,
+                        priority=NARROW_K_PRIORITY if impl.narrow else PRIORITY,
                         data={"interface": MMA_INTERFACE, "inst": (16, 8, k), "impl": impl},
                         description=f"mma.sync.aligned.{shape} {'/'.join(elems)} -> {acc}, ldmatrix operands"))
     return out

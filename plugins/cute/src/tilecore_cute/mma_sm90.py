@@ -40,6 +40,9 @@ wgmma takes an N-major B for 16-bit types only: for tf32 / 8-bit types (and a 16
 rows take no swizzle) B is stored K-major (its transpose,
 ``SwizzledOperand.transposed``; written from registers per dot unless it comes from a transposed view, which a pipeline copies K-major) and
 read with ``layout_b = col``.
+
+An 8-bit K of 16 (e4m3 attention tiles, for one) is laid out as 32 with elements 16 .. 31 zero
+(:meth:`Wgmma.k_padded`): one m64nNk32 per 64-row block.
 """
 
 from __future__ import annotations
@@ -96,23 +99,34 @@ class Wgmma:
     def admits(self, req) -> bool:
         if not (req.a in self.elems and req.b in self.elems and req.acc == self.acc and req.arch == "sm_90a"):
             return False
-        if req.k % self.k or req.threads % 128 or self.grid(req) is None:
+        kp = self.k_padded(req.k)
+        if kp % self.k or req.threads % 128 or self.grid(req) is None:
             return False
         a, b = self.layouts(req)
-        return swizzle_for(req.k * self.eb) > 0 and a.nbytes + b.nbytes <= req.smem_budget
+        return swizzle_for(kp * self.eb) > 0 and a.nbytes + b.nbytes <= req.smem_budget
+
+    def k_padded(self, k: int) -> int:
+        """K as A and B are laid out: ``k``, or 32 for an 8-bit K of 16 (e4m3 / e5m2 / s8 / u8: rows of 16 bytes,
+        under the narrowest swizzle, and half the instruction K, PTX ISA 9.7.15.5.1 "Matrix Shape": m64nNk32 for
+        8-bit types). tileas zeros elements ``k ..`` of A and B (:func:`tilecore.mma.zero_k_padding`, every dot,
+        before its barrier), so they add nothing to D; a pipelined loop does not stage such operands (its stage
+        would hold the tile's K only). NVIDIA's tileiras widens such a tile to f16 and runs ``mma.sync``
+        m16n8k16 (``HMMA.16816``) instead; the padded wgmma keeps the operands 8-bit in shared memory, the
+        accumulator in the warpgroup fragment of the K = 32 tiles, and runs one m64nNk32 a 64-row block."""
+        return 32 if self.eb == 1 and k == 16 else k
 
     def layouts(self, req, at: int = 0, b_major: str = "") -> tuple[SwizzledOperand, SwizzledOperand]:
         """A (M x K, K-major) at byte ``at``, B after it (N-major K x N, or K-major: its N x K transpose; ``b_major
         = "k"`` asks for K-major B from a 16-bit atom too, for a B that is K-major in memory, and a 16-bit B whose
         instruction's rows of N elements take no swizzle (N = 8: 16 bytes) is K-major too); 1024-byte aligned
         regions."""
-        eb = self.eb
-        a = SwizzledOperand(at, req.m, req.k, eb, swizzle_for(req.k * eb))
+        eb, kp = self.eb, self.k_padded(req.k)
+        a = SwizzledOperand(at, req.m, kp, eb, swizzle_for(kp * eb))
         n_swizzle = swizzle_for(req.n // self.grid(req)[1] * eb)
         if self.n_major and b_major != "k" and n_swizzle:
             b = SwizzledOperand(at + a.nbytes, req.k, req.n, eb, n_swizzle)
         else:
-            b = SwizzledOperand(at + a.nbytes, req.n, req.k, eb, swizzle_for(req.k * eb), transposed=True)
+            b = SwizzledOperand(at + a.nbytes, req.n, kp, eb, swizzle_for(kp * eb), transposed=True)
         return a, b
 
     def lower(self, cg, action: str, req, *args):

@@ -21,7 +21,8 @@ PTX ISA 9.0, "TensorCore 5th Generation Family Instructions" (section 9.7.16):
   F16 = 0, BF16 = 1, TF32 = 2, E4M3 = 0, E5M2 = 1, U8 = 0, S8 = 1), no negation, transpose A = 0 (K-major),
   transpose B = 1 (MN-major) (bits 15 / 16), N >> 3 (17-22), M >> 4 (24-28); :func:`instr_desc`.
 - **tcgen05.mma** (9.7.16.10.9): ``D (TMEM) = A * B + (enable_input_d ? D : 0)``, issued by one thread;
-  shapes (table 39, cta_group::1 dense): M = 128 or 64, N a multiple of 16 up to 256 (8-bit MN-major B: of 16),
+  shapes (table 39, cta_group::1 dense): M = 128 or 64, N a multiple of 16 up to 256 (8-bit MN-major B: of 16;
+  M = 64 of .kind::f16 / tf32 / f8f6f4: of 8, :func:`inst_n_ok`),
   K = 16 (f16), 8 (tf32), 32 (i8, f8f6f4). "Data path layout" (9.7.16.10.5): M = 128 puts row ``i`` of D in lane
   ``i``; M = 64 ("layout F") in lane ``32 (i / 16) + i % 16`` of the D address's lane (0 or 16). ``tcgen05.commit`` (9.7.16.11.1) makes an mbarrier track the completion of the MMAs the thread issued
   before it (``mbarrier::arrive::one``); the threads wait on the mbarrier's phase parity.
@@ -103,8 +104,10 @@ Small and narrow tiles (issue 16): a 16- or 32-row tile runs the M = 64 instruct
 the tile's (:class:`RepeatedRowsOperand`; block-scaled: an M = 128 one over layout F with the rows repeated,
 :func:`layout_f_rows`), so that layout F puts every row where tileas' ``TmemFragment`` reads it; an 8-bit B of N = 16
 (rows of 16 bytes, no swizzled layout) is read K-major (transpose-B bit 0, which ``.kind::i8`` / ``.kind::f8f6f4`` /
-``.kind::mxf8f6f4`` take: Tables 42 / 44; :meth:`Umma.narrow_b`); an 8-bit K of 16 is laid out as 32 and an e2m1 K of
-32 as 64, the padding zeroed per dot (:meth:`Umma.k_padded`, :func:`zero_pad`; :meth:`BlockScaledF4Umma.k_padded`,
+``.kind::mxf8f6f4`` take: Tables 42 / 44; :meth:`Umma.narrow_b`), and so is a B of N = 8 (16-bit: rows of 16 bytes;
+8-bit: of 8) of a tile of 64 rows or fewer, one M = 64 instruction of N = 8 (:func:`inst_n_ok`); an 8-bit K of 16 is
+laid out as 32 and an e2m1 K of
+32 as 64, the padding zeroed per dot (:meth:`Umma.k_padded`, :func:`tilecore.mma.zero_k_padding`; :meth:`BlockScaledF4Umma.k_padded`,
 ``zero_scale_pad``): zero products add nothing to D.
 
 Targets: sm_100a and sm_103a (there the stage-5 patterns emit inline PTX, :mod:`.tcgen05`), except the i8 atom:
@@ -118,7 +121,7 @@ from dataclasses import dataclass, replace
 
 from tilecore.atoms import Atom
 from tilecore.mlir import dialects, ir
-from tilecore.mma import MMA_INTERFACE, SwizzledOperand, element_bytes, swizzle_for
+from tilecore.mma import MMA_INTERFACE, SwizzledOperand, element_bytes, swizzle_for, zero_k_padding
 
 # atom name -> (A / B elements of the request, accumulator, kind, instruction K)
 ATOMS = {
@@ -170,6 +173,18 @@ def inst_n(n: int, eb: int) -> int:
     return 0
 
 
+# kinds with an instruction N of 8, 24, 40 ... (odd multiples of 8) for M = 64: PTX ISA 9.7.16.2.1 "Matrix Shape",
+# Table 39 (cta_group::1, dense: .kind::f16 / .kind::tf32 / .kind::f8f6f4 64xNxK, N = {8, 16, 24, ... 256} steps of
+# 8); every kind takes the multiples of 16 with M = 64 and 128
+N8_KINDS = ("f16", "tf32", "f8f6f4")
+
+
+def inst_n_ok(ni: int, m: int, kind: str) -> bool:
+    """Whether ``tcgen05.mma.cta_group::1`` has instruction N ``ni`` for a tile of ``m`` rows (:data:`N8_KINDS`):
+    a multiple of 16, or of 8 with the M = 64 instructions (a tile of 64 rows or fewer, :func:`m_ok`)."""
+    return ni > 0 and (ni % 16 == 0 or (ni % 8 == 0 and m in SMALL_M and kind in N8_KINDS))
+
+
 def tmem_cols(m: int, n: int) -> int:
     """TMEM columns of an ``m x n`` accumulator: a 128-row block (or a 64-row tile, twice: lanes 0-15 and 16-31
     of each quarter) per ``n`` columns."""
@@ -182,6 +197,18 @@ def alloc_cols(cols: int) -> int:
     while c < cols:
         c *= 2
     return c
+
+
+def ld_chunks(cols: int) -> list[tuple[int, int]]:
+    """(first column, width) of the ``tcgen05.ld`` / ``st`` ``.32x32b`` moves of ``cols`` columns: up to
+    :data:`LD_CHUNK` each, a power of two (``.num`` is .x1, .x2, .x4 ... .x128: PTX ISA 9.7.16.8.3, Table 49); 24
+    columns (an N of 24) are 16 + 8."""
+    out, c = [], 0
+    while c < cols:
+        w = 1 << (min(LD_CHUNK, cols - c).bit_length() - 1)
+        out.append((c, w))
+        c += w
+    return out
 
 
 class Tmem:
@@ -327,7 +354,7 @@ class Umma:
         if not m_ok(req.m) or kp % self.k or req.threads % 128 or tmem_cols(req.m, req.n) > TMEM_COLS:
             return False
         if not swizzle_for(kp * self.eb) or not (self.narrow_b(req.n) or swizzle_for(req.n * self.eb)) or \
-                not self.inst_n(req.n):
+                not inst_n_ok(self.inst_n(req.n), req.m, self.kind):
             return False
         if tmem_grid(req.m, req.n, req.threads) is None:
             return False
@@ -375,11 +402,14 @@ class Umma:
         return n if self.narrow_b(n) else inst_n(n, self.eb)
 
     def narrow_b(self, n: int) -> bool:
-        """Whether B's rows (N of an N-major B) are under the 32 bytes of the narrowest swizzle (N = 16 of an 8-bit
-        kind): B is then read K-major (its N x K transpose, rows of K), which ``.kind::i8`` / ``.kind::f8f6f4``
-        take as well (the instruction descriptor's transpose-B bit 0, PTX ISA 9.7.16.4.2); N = 16 is one
-        instruction (M = 64 / 128 take N multiples of 16, Table 39)."""
-        return self.kind in ("i8", "f8f6f4") and n % 16 == 0 and n <= MAX_N and not swizzle_for(n * self.eb)
+        """Whether B's N-major rows take no swizzle (N = 16 of an 8-bit kind, N = 8 of ``.kind::f16``: 16-byte rows;
+        N an odd multiple of 8 of those; 8 bytes of N = 8 e4m3 / e5m2): B is then read K-major (its N x K
+        transpose, rows of K), which every kind takes (the instruction descriptor's transpose-B bit 0, PTX ISA
+        9.7.16.4.2); all N is one instruction (:func:`inst_n_ok`: N a multiple of 16, or of 8 with M = 64 for
+        :data:`N8_KINDS`; ``.kind::i8`` multiples of 16 only here)."""
+        step = 16 if self.kind == "i8" else 8
+        return (self.kind in ("i8", "f8f6f4", "f16") and n % step == 0 and n <= MAX_N
+                and not swizzle_for(n * self.eb))
 
     def kmajor_descriptor(self, cg, op: SwizzledOperand, kb: int, row: int):
         """The descriptor of a K-major operand (A; B of the e2m1 and tf32 atoms) from row ``row`` and byte ``kb`` of K:
@@ -448,7 +478,7 @@ class Umma:
         base = cg.op("arith.addi", cg.op("arith.addi", d_base, tm.lane_base),
                      cg.op("arith.addi", cg.op("arith.muli", cg.op("arith.divui", wrow, cg.c32(INST_M)), cg.c32(n)),
                            wcol))
-        chunks = [(r, c, min(LD_CHUNK, frag.cols - c)) for r in range(frag.insts) for c in range(0, frag.cols, LD_CHUNK)]
+        chunks = [(r, c, w) for r in range(frag.insts) for c, w in ld_chunks(frag.cols)]
 
         def addr(r, c):
             off = r * n + c
@@ -550,7 +580,7 @@ class Umma:
     def fit_operands(self, cg, req, a, b):
         """A and B as the atom reads them (:meth:`layouts`; tileas copies a pipelined loop's stage of another layout
         there first: a 16- / 32-row A, an MN-major B read K-major, rows of 16 bytes); with a padded K
-        (:meth:`k_padded`), elements ``K ..`` of A and B zeroed (:func:`zero_pad`, before the dot's fence and
+        (:meth:`k_padded`), elements ``K ..`` of A and B zeroed (:func:`tilecore.mma.zero_k_padding`, before the dot's fence and
         barrier)."""
         la, lb = self.layouts(req)
         for x, lay in ((a, la), (b, lb)):
@@ -561,29 +591,9 @@ class Umma:
                 raise LoweringError(f"atom {self.name}: an operand is not in the atom's layout ({lay.rows} x "
                                     f"{lay.cols}, {lay.swizzle}-byte swizzle)")
         if self.k_padded(req.k) != req.k:
-            zero_pad(cg, a, req.k, True)
-            zero_pad(cg, b, req.k, b.transposed)
+            zero_k_padding(cg, a, req.k, True)
+            zero_k_padding(cg, b, req.k, b.transposed)
         return a, b
-
-
-def zero_pad(cg, x: SwizzledOperand, k: int, k_major: bool) -> None:
-    """Zero the K padding of operand ``x`` (its elements ``k ..`` along K: stored columns of a K-major operand, A
-    or a transposed B; stored rows of an N-major B), 16 bytes a store (a swizzle permutes whole 16-byte units),
-    every thread a share; every stored row (a repeated A's copies too)."""
-    op, c = cg.op, cg.c32
-    per = 16 // x.elem_bytes
-    rows, row0, u0, u1 = (x.rows, 0, k // per, x.cols // per) if k_major else (x.rows - k, k, 0, x.cols // per)
-    w = u1 - u0
-    total = rows * w
-    zero = dialects.llvm.mlir_zero(ir.VectorType.get([4], cg.i32))
-
-    def one(i):
-        r = op("arith.divui", i, c(w))
-        r = op("arith.addi", r, c(row0)) if row0 else r
-        col = op("arith.muli", op("arith.addi", op("arith.remui", i, c(w)), c(u0)), c(per))
-        dialects.llvm.store(zero, x.address(cg, col, r) if x.transposed else x.address(cg, r, col), alignment=16)
-
-    cg.each_share(total, one)
 
 
 class Tf32Umma(Umma):
@@ -606,16 +616,18 @@ class Tf32Umma(Umma):
 
         if not (req.a == "tf32" and req.b == "tf32" and req.acc == "f32" and req.arch in ARCHS):
             return False
-        if not m_ok(req.m) or req.k % self.k or req.threads % 128 or req.n % 16 or \
-                tmem_cols(req.m, req.n) > TMEM_COLS or not swizzle_for(req.k * 4) or not self.inst_n(req.n):
+        if not m_ok(req.m) or req.k % self.k or req.threads % 128 or req.n % 8 or \
+                tmem_cols(req.m, req.n) > TMEM_COLS or not swizzle_for(req.k * 4) or \
+                not inst_n_ok(self.inst_n(req.n), req.m, self.kind):
             return False
         if tmem_grid(req.m, req.n, req.threads) is None:
             return False
         return sum(lay.nbytes for lay in self.layouts(req)) <= req.smem_budget
 
     def inst_n(self, n: int) -> int:
-        """B is K-major: any multiple of 16 up to 256 dividing ``n``."""
-        return next((c for c in range(min(n, MAX_N) // 16 * 16, 0, -16) if n % c == 0), 0)
+        """B is K-major: the widest multiple of 16 up to 256 dividing ``n``, else of 8 (M = 64 only,
+        :func:`inst_n_ok`)."""
+        return next((c for step in (16, 8) for c in range(min(n, MAX_N) // step * step, 0, -step) if n % c == 0), 0)
 
     def layouts(self, req, at: int = 0, *_):
         """A (M x K, K-major) at ``at``, B as its transpose (N x K, K-major) after it."""
@@ -905,8 +917,9 @@ class BlockScaledF4Umma(BlockScaledUmma):
         return -(-k // F4_K) * F4_K if k % self.block == 0 else k
 
     def inst_n(self, n: int) -> int:
-        """B is K-major: any multiple of 16 up to 256 dividing ``n``."""
-        return next((c for c in range(min(n, MAX_N) // 16 * 16, 0, -16) if n % c == 0), 0)
+        """B is K-major: the widest multiple of 16 up to 256 dividing ``n``, else of 8 (M = 64 only,
+        :func:`inst_n_ok`)."""
+        return next((c for step in (16, 8) for c in range(min(n, MAX_N) // step * step, 0, -step) if n % c == 0), 0)
 
     def b_descriptor(self, cg, b: SwizzledOperand, k0: int, col: int):
         return self.kmajor_descriptor(cg, b, k0 // 2, col)

@@ -25,7 +25,7 @@ from dataclasses import replace
 
 from tilecore.errors import LoweringError
 from tilecore.mlir import dialects, ir
-from tilecore.mma import SwizzledOperand, swizzle_for
+from tilecore.mma import SwizzledOperand, swizzle_for, zero_k_padding
 
 from ..atoms.mma import ROW_PAD_BYTES, SmemOperand, fma_atom, is_tensor_core
 from ..atoms.select import mma_request, signed
@@ -453,11 +453,17 @@ def _swizzled_operands(cg, atom, req, lhs, rhs, barrier: bool = True):
 
 
 def _dot_wgmma(cg, atom, req, lhs: TileV, rhs: TileV, acc: TileV, k_dim: int) -> list:
-    """Both operands into the atom's swizzled layouts, then per warpgroup: fence, one m64nNk per 64 rows and
-    K step, commit, wait 0 (registers in the fragment's instruction order)."""
+    """Both operands into the atom's swizzled layouts (a K the atom pads: the padding zeroed), then per warpgroup:
+    fence, one m64nNk per 64 rows and K step, commit, wait 0 (registers in the fragment's instruction order)."""
     frag = acc.layout
     cg.smem_align = max(cg.smem_align, 1024)
-    a_l, b_l = _swizzled_operands(cg, atom, req, lhs, rhs)
+    staged = isinstance(lhs, SwizzledOperand) and isinstance(rhs, SwizzledOperand)
+    a_l, b_l = _swizzled_operands(cg, atom, req, lhs, rhs, barrier=False)
+    if a_l.cols > k_dim:  # the atom lays out a wider K (sm_90a's 8-bit K of 16 as 32): zeros there add nothing
+        zero_k_padding(cg, a_l, k_dim, True)
+        zero_k_padding(cg, b_l, k_dim, b_l.transposed)
+    if not staged:
+        cg.barrier()
     wrow, wcol = cg.warp_origin(frag)
     per = frag.inst_n // 2
     accs = [atom.lower(cg, "pack", req, list(acc.regs[r * per:(r + 1) * per])) for r in range(frag.insts)]

@@ -260,8 +260,9 @@ def plan(cg, loop) -> Plan | None:
     for p in loads:
         _pair_half(cg, p)
     # a tcgen05 dot's stage the atom reads in another layout is copied into it in the scratch buffer per dot
-    # (``dot._stages_to_atom_layouts``): tf32's and 8-bit N = 16 B (read K-major), 8-bit operands with K = 16 (padded
-    # to 32), a 16- / 32-row A (its rows repeated to 64): such a body uses shared memory of its own, past the ring
+    # (``dot._stages_to_atom_layouts``): tf32's, 8-bit N = 16 and 16-bit N = 8 B (read K-major), 8-bit operands with
+    # K = 16 (padded to 32), a 16- / 32-row A (its rows repeated to 64): such a body uses shared memory of its own,
+    # past the ring
     staged = {p.load.results[0] for p in loads}
 
     def operand_staged(d, i: int) -> bool:
@@ -270,7 +271,7 @@ def plan(cg, loop) -> Plan | None:
 
     copies_b = any(a.data.get("fragment") == "tcgen05" and (
         ("tf32" in str(d.operands[1].type) and operand_staged(d, 1)) or
-        (_narrow_8bit(d) and (operand_staged(d, 0) or operand_staged(d, 1))) or
+        (_narrow_rows(d) and (operand_staged(d, 0) or operand_staged(d, 1))) or
         (ir.RankedTensorType(d.operands[0].type).shape[0] < 64 and operand_staged(d, 0)))
         for d, a in zip(dots, dot_atoms))
     # a block-scaled dot writes its scale factors (and a 64-row A in layout F) to shared memory in the body
@@ -335,12 +336,18 @@ def _dense_16(p: PipedLoad) -> bool:
     return p.swizzled is None and not p.transposed and not p.packed and p.cols * p.elem_bytes == 16
 
 
-def _narrow_8bit(dot) -> bool:
-    """Whether ``dot`` has 8-bit operands with N or K 16 (rows of 16 bytes: tcgen05 reads copies of them)."""
+def _narrow_rows(dot) -> bool:
+    """Whether ``dot``'s B has rows of 16 bytes along N or K (8-bit operands with N or K 16, 16-bit ones with N 8):
+    no swizzled layout takes them, so tcgen05 reads copies of them (K-major, or K padded to 32 bytes)."""
     t = ir.RankedTensorType(dot.operands[1].type)
     el = t.element_type
-    return 16 in t.shape[-2:] and (str(el).startswith("f8") or
-                                   (isinstance(el, ir.IntegerType) and ir.IntegerType(el).width == 8))
+    if str(el).startswith("f8") or (isinstance(el, ir.IntegerType) and ir.IntegerType(el).width == 8):
+        eb = 1
+    elif isinstance(el, (ir.F16Type, ir.BF16Type)):
+        eb = 2
+    else:
+        return False
+    return any(d * eb == 16 for d in t.shape[-2:])
 
 
 def _pair_half(cg, p: PipedLoad) -> None:
@@ -403,6 +410,8 @@ def _staged_as_atom_reads(cg, d, a, i: int, piped: PipedLoad, lay) -> PipedLoad 
     if lay is not None:
         if lay.transposed != piped.transposed:  # 16-byte copies cannot transpose a tile
             return None
+        if lay.rows * lay.cols != piped.rows * piped.cols:  # the atom pads K (sm_90a's 8-bit K of 16): the
+            return None  # stage would hold the tile only; the dot writes it and zeros the padding per dot
         piped.swizzled = lay
     return piped
 
