@@ -40,7 +40,9 @@ def run(compiled, grid, values, isolate: bool = False, timeout: float | None = N
         check_bounds: bool = True) -> str:
     """Run ``compiled`` (a :class:`~.kernel.CompiledKernel`) on ``grid`` in the emulator with bound
     ``values``; writes printf text to stdout and returns it."""
-    passed, strided = [], {}  # arrays handed to the emulator (pointer order); position -> strided host array
+    # what is handed to the emulator for each pointer parameter, in order (an array, or the table of a list of
+    # arrays): the launch's outputs come back in this order; position -> strided host array
+    passed, strided = [], {}
 
     def pointer_host(a):
         if a.host is None:
@@ -72,7 +74,8 @@ def run(compiled, grid, values, isolate: bool = False, timeout: float | None = N
                 items_strided.append((h, span))
                 h = span
             hosts.append(h)
-        return PointerTable(list_words(lst.items), hosts)
+        passed.append(PointerTable(list_words(lst.items), hosts))  # a pointer parameter too (its words)
+        return passed[-1]
 
     c = compiled.contract
     args = marshal(c, values, pointer, table=table)
