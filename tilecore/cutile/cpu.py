@@ -36,6 +36,20 @@ def _write_back(a, span) -> None:
         np.copyto(a, np.lib.stride_tricks.as_strided(flat, shape=a.shape, strides=a.strides))
 
 
+def _refuse_lost_stores(symbol: str, names, passed, users, outputs) -> None:
+    """A kernel that stored into a read-only numpy array (``np.broadcast_to``, ``np.frombuffer`` of bytes ...)
+    gets no copy back into it: a :class:`TilecoreError` naming the argument instead of results lost silently.
+    ``passed``: what the emulator got for each pointer parameter; ``users``: the caller's array behind it."""
+    import numpy as np
+
+    for name, h, user, dev in zip(names, passed, users, outputs):
+        if isinstance(h, np.ndarray) and not user.flags.writeable and h.nbytes:
+            after = np.ascontiguousarray(dev).reshape(-1).view(np.uint8)[:h.nbytes]
+            if not np.array_equal(after, np.ascontiguousarray(h).reshape(-1).view(np.uint8)):
+                raise TilecoreError(f"kernel '{symbol}' stored into argument '{name}', a read-only numpy array: its "
+                                    "results cannot be copied back (pass a writable array)")
+
+
 def run(compiled, grid, values, isolate: bool = False, timeout: float | None = None,
         check_bounds: bool = True) -> str:
     """Run ``compiled`` (a :class:`~.kernel.CompiledKernel`) on ``grid`` in the emulator with bound
@@ -90,6 +104,8 @@ def run(compiled, grid, values, isolate: bool = False, timeout: float | None = N
         result = compiled.emulated(check_bounds).launch(c.cta_grid(grid), c.threads, args, c.shared_bytes)
     for k, host in strided.items():
         _write_back(host, result.outputs[k])
+    _refuse_lost_stores(compiled.symbol, [e.name for e in c.params if e.kind in ("pointer", "list")], passed,
+                        [strided.get(k, h) for k, h in enumerate(passed)], result.outputs)
     for host, span in items_strided:
         _write_back(host, span)
     if result.printf:
