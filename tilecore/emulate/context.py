@@ -33,6 +33,7 @@ DYN_SMEM, TOTAL_SMEM, NRANGES = 22, 23, 24
 NSHARED, NLOCAL, LOCAL_CAP = 25, 26, 27
 CLUSTERID, NCLUSTERID, CLUSTER_CTAID, CLUSTER_NCTAID = 28, 31, 34, 37  # x, y, z at +0, +1, +2
 CLUSTER_RANK, CLUSTER_NRANK, NCLUSTER = 40, 41, 42
+SPINS, SPIN_LIMIT = 43, 44  # back edges of wait loops since the last check; checks every SPIN_LIMIT (:mod:`.waitloops`)
 SLOTS = 48
 SHARED_PTR_BYTE = SLOTS * 4
 RANGES_PTR_BYTE = SHARED_PTR_BYTE + 8
@@ -86,6 +87,7 @@ def new_ctx(grid, block, shared_ptr: int, dyn_smem: int, total_smem: int, concur
         c.i[NTID + d] = block[d]
         c.i[NCTAID + d] = grid[d]
     c.i[CLUSTER_NRANK] = 1
+    c.i[SPIN_LIMIT] = 0x7FFFFFFF  # a cooperative launch sets its own (:mod:`.ctasched`)
     for d in range(3):
         c.i[CLUSTER_NCTAID + d] = 1
     c.i[NWARPID] = (block[0] * block[1] * block[2] + 31) // 32

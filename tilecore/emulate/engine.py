@@ -3,7 +3,9 @@
 Kernels without collectives run sequentially: one native call of the driver
 loops over every CTA and thread. Kernels with collectives run one host thread
 per GPU thread of a CTA (so barriers and shuffles really synchronise), CTAs one
-after another. Kernels with clusters of more than one CTA (``nvvm.cluster_dim``)
+after another. Kernels with wait loops (:mod:`.waitloops`: a CTA may wait for
+another) run cooperatively (:mod:`.ctasched`): each CTA on host threads of its
+own, one CTA at a time, a spinning CTA switched out for another. Kernels with clusters of more than one CTA (``nvvm.cluster_dim``)
 run one host thread per GPU thread of each CTA of a cluster, clusters one after
 another (:meth:`EmulatedKernel.launch`).
 """
@@ -203,7 +205,9 @@ class EmulatedKernel:
             rt.shared_buffers = memory.shared
             rt.sites = self.host.sites
             rt.arg_ranges = {i: (lo, hi) for i, (_, lo, hi) in zip(self.pointer_indices(), arrays)}
-            if self.collective:
+            if self.host.wait_loops:
+                self._run_cooperative(rt, storage, grid, block, ncta, nthreads, shared_ptr, dyn, checks, memory)
+            elif self.collective:
                 self._run_concurrent(rt, storage, grid, block, ncta, nthreads, shared_ptr, dyn, checks)
             else:
                 ctx = C.new_ctx(grid, block, shared_ptr, dyn, dyn, False, *checks)
@@ -303,6 +307,26 @@ class EmulatedKernel:
             ctx.i[C.CTA_BEGIN], ctx.i[C.CTA_END], ctx.i[C.T_BEGIN], ctx.i[C.T_END] = 0, ncta, t, t + 1
             ctxs.append(ctx)
         self._run_threads(ctxs, storage)
+
+    def _run_cooperative(self, rt, storage, grid, block, ncta, nthreads, shared_ptr, dyn, checks, memory):
+        """A kernel with wait loops (:mod:`.waitloops`): CTAs run cooperatively (:mod:`.ctasched`), each on host
+        threads of its own (one per GPU thread), one at a time; a CTA spinning in a wait loop is switched out."""
+        from .ctasched import SPIN_LIMIT, CtaScheduler
+
+        def spawn(cta):
+            ctxs, threads = [], []
+            for t in range(nthreads):
+                ctx = C.new_ctx(grid, block, shared_ptr, dyn, dyn, True, *checks)
+                ctx.i[C.CTA_BEGIN], ctx.i[C.CTA_END], ctx.i[C.T_BEGIN], ctx.i[C.T_END] = cta, cta + 1, t, t + 1
+                ctx.i[C.SPIN_LIMIT] = SPIN_LIMIT
+                ctxs.append(ctx)
+                threads.append(threading.Thread(target=self._call, args=(ctx, storage), daemon=True))
+            for th in threads:
+                th.start()
+            return threads, ctxs
+
+        rt.sched = CtaScheduler(rt, ncta, spawn, grid, self.host.kernel, memory.shared, memory.global_)
+        rt.sched.run()
 
     def _run_threads(self, ctxs, storage) -> None:
         """Run the kernel once per context, each on a host thread of its own, all at the same time."""

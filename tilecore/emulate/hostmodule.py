@@ -32,7 +32,7 @@ from ..errors import TilecoreError, format_location
 from ..launch_attrs import dynamic_shared_bytes
 from ..mlir import ir
 from ..tensormaps import recipes_of
-from . import libdevice, memcheck, optable, prelude
+from . import libdevice, memcheck, optable, prelude, waitloops
 
 
 @dataclass
@@ -55,6 +55,7 @@ class HostModule:
     smem_vars: list = field(default_factory=list)  # cluster kernels: (name, alignment) of each static shared
     # variable, in the order of __emu_smem_var's index
     reqntid: tuple | None = None  # the block the kernel must be launched with (``nvvm.reqntid``), None: any
+    wait_loops: int = 0  # back edges of wait loops (:mod:`.waitloops`): the kernel is launched cooperatively
 
     @property
     def cluster_size(self) -> int:
@@ -412,15 +413,18 @@ def _rewrite(host, kernel: str, check_bounds: bool) -> HostModule:
         for a in list(f.attributes):
             if _GPU_ATTRS.match(a):
                 del f.attributes[a]
+    wait_loops = 0
     for f in funcs.values():
         rw.func, rw.abort_block = f, None
         rw.ctx = f.regions[0].blocks[0].arguments[-1]
+        backedges = waitloops.wait_loop_branches(f)  # on the kernel's own ops, before they are rewritten
         ops = []
         for b in f.regions[0].blocks:
             _walk(b, ops)
         for op in ops:
             rw.op = op
             collective |= _rewrite_op(op, rw, funcs, dyn_shared)
+        wait_loops += waitloops.instrument(rw, backedges)
         rw.split_after_aborting_calls()
         if any(f == g for g in rw.allocating):
             _drop_locals_on_return(f, rw.ctx)
@@ -433,11 +437,13 @@ def _rewrite(host, kernel: str, check_bounds: bool) -> HostModule:
     memory_globals = [(g.attributes["sym_name"].value, str(g.attributes["global_type"].value),
                        g.attributes["addr_space"].value if "addr_space" in g.attributes else 0)
                       for g in body.operations if g.operation.name == "llvm.mlir.global"]
+    if wait_loops:
+        rw.texts.setdefault("__emu_backedge", waitloops.BACKEDGE)
     _append_support(host, rw, HOST_KERNEL, param_types, memory_globals)
     _pin_host_target(host)
     return HostModule(host, kernel, param_types, collective, location, [(g[0], g[2]) for g in memory_globals],
                       rw.sites, rw.local_labels, check_bounds, tensor_maps, dynamic_shared, rw.cluster, smem_vars,
-                      reqntid)
+                      reqntid, wait_loops)
 
 
 def _sizes_attr(kfunc, name: str) -> tuple[int, int, int] | None:

@@ -1345,6 +1345,7 @@ RUNTIME_SYMBOLS: dict[str, str] = {
     "__emu_assertfail": "(!llvm.ptr, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr, i64) -> ()",
     "__emu_clock": "(!llvm.ptr) -> i64",
     "__emu_cta_done": "(!llvm.ptr) -> ()",
+    "__emu_spin": "(!llvm.ptr, i32) -> ()",
     "__emu_fault": "(!llvm.ptr, i64, i64, i64, i32, i32, i32) -> ()",
     "__emu_cp_async": "(!llvm.ptr, i32, i64, i64, i32, i32) -> ()",
     "__emu_mbarrier": "(!llvm.ptr, i32, i64, i64, i32) -> i64",

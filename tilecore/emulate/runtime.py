@@ -150,6 +150,7 @@ class DeviceRuntime:
         self.cta_gen = 0
         self.cp_async_pending: dict[int, tuple[list, deque]] = {}  # thread -> (uncommitted copies, groups)
         self.bulk_pending: dict[int, tuple[list, deque]] = {}  # thread -> (uncommitted TMA stores, bulk groups)
+        self.sched = None  # a cooperative launch's :class:`.ctasched.CtaScheduler` (set by the engine)
         self._reset_cta()
 
     def _reset_cta(self):
@@ -168,6 +169,35 @@ class DeviceRuntime:
         self.mbar_deferred: dict[int, list] = {}  # mbarrier address -> work run when a thread waits on it
         self.tokens: set = set()  # WaitTokens threads wait for (wait_for)
         self.done = 0
+
+    # The state of the running CTA (cluster), swapped by the cooperative scheduler (:mod:`.ctasched`).
+    CTA_STATE = ("ctas", "live", "blocked", "mbarriers", "tma_pending", "cluster_barrier", "mbar_deferred", "tokens",
+                 "done", "cp_async_pending", "bulk_pending")
+
+    def save_cta_state(self) -> dict:
+        """The running CTA's state (its objects; a switched-out CTA keeps them untouched) (lock held)."""
+        return {k: getattr(self, k) for k in self.CTA_STATE}
+
+    def restore_cta_state(self, state: dict) -> None:
+        """Make ``state`` (of :meth:`save_cta_state`) the running CTA's again (lock held)."""
+        for k, v in state.items():
+            setattr(self, k, v)
+
+    def fresh_cta_state(self) -> None:
+        """The state of a CTA that starts (lock held)."""
+        self._reset_cta()
+        self.cp_async_pending, self.bulk_pending = {}, {}
+
+    def spin(self, ctx, site):
+        """``__emu_spin``: the thread passed ``SPIN_LIMIT`` back edges of wait loops (:mod:`.waitloops`) since its
+        last check; in a cooperative launch its CTA may be switched out (:meth:`.ctasched.CtaScheduler.park`)."""
+        with self.lock:
+            if self._aborted(ctx):
+                return
+            if self.sched is None:
+                C.set_slot(ctx, C.SPINS, 0)
+                return
+            self.sched.park(ctx, site)
 
     # ---- helpers
     @staticmethod
@@ -229,6 +259,8 @@ class DeviceRuntime:
         self.cta_cond.notify_all()
         for c in self.warp_conds:
             c.notify_all()
+        if self.sched is not None:
+            self.sched.wake_all()
 
     def _aborted(self, ctx: int) -> bool:
         if self.aborted:
@@ -330,6 +362,8 @@ class DeviceRuntime:
         """Block until ``ready()``; False when the launch aborted meanwhile."""
         self.blocked += 1
         self._check_deadlock(ctx)
+        if self.sched is not None:
+            self.sched.switch_if_quiescent()
         while not ready() and not self.aborted:
             cond.wait()
         return not self._aborted(ctx)
@@ -845,9 +879,16 @@ class DeviceRuntime:
                     for ext, state in list(c.ext.values()):
                         if ext.cta_end is not None and not self.aborted:
                             ext.cta_end(self, ctx, state)
+                if self.sched is not None:  # a cooperative launch: each host thread runs one CTA
+                    self.sched.finished()
+                    self._aborted(ctx)
+                    return
                 self._reset_cta()
                 self.cta_gen += 1
                 self.cta_cond.notify_all()
+            elif self.sched is not None:
+                if not self.aborted:
+                    self.sched.switch_if_quiescent()  # the others may all be parked or blocked now
             else:
                 while self.cta_gen == gen and not self.aborted:
                     self.cta_cond.wait()
@@ -971,6 +1012,7 @@ CALLBACKS = {
     "__emu_assertfail": (ctypes.CFUNCTYPE(None, _P, _P, _P, _I32, _P, _I64), "assertfail", None),
     "__emu_clock": (ctypes.CFUNCTYPE(_I64, _P), "clock", 0),
     "__emu_cta_done": (ctypes.CFUNCTYPE(None, _P), "cta_done", None),
+    "__emu_spin": (ctypes.CFUNCTYPE(None, _P, _I32), "spin", None),
     "__emu_fault": (ctypes.CFUNCTYPE(None, _P, _I64, _I64, _I64, _I32, _I32, _I32), "fault", None),
     "__emu_cp_async": (ctypes.CFUNCTYPE(None, _P, _I32, _I64, _I64, _I32, _I32), "cp_async", None),
     "__emu_mbarrier": (ctypes.CFUNCTYPE(_I64, _P, _I32, _I64, _I64, _I32), "mbarrier", 0),
