@@ -37,7 +37,16 @@ Checklist of what this round covers that earlier rounds did not:
 - ``@`` on 1-D @ 1-D, 1-D @ 2-D, 2-D @ 1-D, 3-D @ 2-D (broadcast batch); ``ct.mma`` int8 x int8 -> int32;
 - ``ct.transpose(x, 0, 2)``, ``ct.cat`` of bool tiles, ``broadcast_to`` of a 0-d tile, ``expand_dims(axis=-2)``;
 - ``ct.ensure_constant``, ``raise ct.static_exception(...)`` (a located compile error), ``ct.static_eval``;
-- ``ct.print`` with ``sep`` / ``end``; ``ct.printf`` whose length modifiers differ from the argument widths.
+- ``ct.print`` with ``sep`` / ``end``; ``ct.printf`` whose length modifiers differ from the argument widths;
+- ``ct.mma_scaled`` (MXFP8: e4m3 x e8m0 scales) on partial tiles; ``pack_to_bytes`` / ``unpack_from_bytes`` to
+  int32 / f16 / uint64; ``astype`` to tf32, to e8m0 with ``RP``, to e5m2 / e4m3; bool tiles under ``& | ^ ~``, a
+  runtime bool in ``where`` and arithmetic, a ``Constant[float]`` keeping f16, int64 / int64 true division;
+- ``ct.reduce`` of three broadcast operands with ``keepdims``; ``ct.scan`` / ``cumsum`` / ``cumprod`` reversed
+  on axis 0 / -2 in int8 and f64;
+- ``ct.store`` of a scalar, ``ct.scatter`` of a scalar through broadcast int32 / int16 indices with a mask, a 0-d
+  ``gather``; ``Array.slice`` with runtime bounds on ``axis=-1`` then ``tiled_view`` / ``TiledView.num_tiles``;
+  ``store(order="F")`` of a transposed tile; 3-D grids with ``num_blocks``;
+- host arguments: a strided output after a list of arrays, read-only numpy arrays (inputs and outputs).
 
 cuTile itself refuses (located errors, not tilecore's): ``divmod`` of floats, ``pow`` of integer tiles, float
 ``atomic_max``, ``range`` with a negative step, ``rounding_mode`` on float -> int casts, string constants.
@@ -53,9 +62,11 @@ import pytest
 ct = pytest.importorskip("cuda.tile")
 pytest.importorskip("tilecore_tileas")
 
-from test_thirdparty_kernels3 import _launch  # noqa: E402  (the emulator run + the tileiras check)
+from test_thirdparty_kernels3 import _launch, _tileiras_compiles  # noqa: E402  (emulator run + tileiras check)
 
+import tilecore.cutile as tc  # noqa: E402
 from tilecore.errors import TilecoreError  # noqa: E402
+from tilecore.narrow_floats import decode, encode  # noqa: E402
 
 SMS = ["sm_80", "sm_90a", "sm_100a"]
 Z = ct.PaddingMode.ZERO
@@ -138,7 +149,7 @@ def nan_reductions(X, Y, O1, O2, O3, O4, O5, T: CI):
     ct.store(O5, (0,), ct.argmax(x, axis=1, propagate_nan=True))
 
 
-@pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("dt", [np.float16, np.float64])
 def test_propagate_nan_in_reductions_and_elementwise(dt):
     """sm_80 (the same selects on every target)."""
     rng = _rng(13)
@@ -168,7 +179,7 @@ def narrow_int_reductions(X, B, O1, O2, O3, O4, O5, T: CI):
     ct.store(O5, (0,), ct.argmin(ct.where(inside, x, 127), axis=1))
 
 
-@pytest.mark.parametrize("dt", [np.int8, np.uint8, np.int16, np.uint64])
+@pytest.mark.parametrize("dt", [np.int8, np.uint8, np.uint64])
 def test_wrapping_reductions_of_narrow_and_unsigned_integers(dt):
     """sm_80. Sums / products / running sums wrap in the element type (numpy's ``dtype=``); bools sum as int32."""
     rng, info = _rng(14), np.iinfo(dt)
@@ -430,7 +441,7 @@ def scalar_atomics(C, OLD):
     ct.store(OLD, (b,), ct.full((1,), o, dtype=ct.int32))
 
 
-@pytest.mark.parametrize("dt", [np.int32, np.int64, np.uint32, np.uint64])
+@pytest.mark.parametrize("dt", [np.int32, np.uint64])  # int64 / uint32: the same atom widths / signedness
 def test_atomics_of_every_op_order_and_scope(dt):
     """sm_80 for the orders / scopes / dtypes (atom.<sem>.<scope> is the same instruction on every target; round 1
     ran the ops per SM). Distinct indices: the old values are deterministic."""
@@ -833,3 +844,254 @@ def test_print_sep_end_and_printf_length_modifiers(sm, capfd):
     assert capfd.readouterr().out == "x|[1, -2, 3, 4]|[0.500000, -1.250000];\n"
     _launch(sm, (1,), printf_lengths, (np.array([-7], np.int32), np.array([2**40 + 5], np.int64)))
     assert capfd.readouterr().out.splitlines() == ["x=-7 y=1099511627781", "A-7B-7C-7D4294967289E5"]
+
+
+# ------------------------------------------------------------------------------ block-scaled products, bytes, narrow casts
+@ct.kernel
+def mxfp8_matmul(A, SA, B, SB, C, TM: CI, TN: CI, TK: CI):
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.zeros((TM, TN), dtype=ct.float32)
+    for k in range(ct.num_tiles(A, 1, (TM, TK))):
+        a = ct.bitcast(ct.load(A, (i, k), (TM, TK), padding_mode=Z), ct.float8_e4m3fn)
+        b = ct.bitcast(ct.load(B, (k, j), (TK, TN), padding_mode=Z), ct.float8_e4m3fn)
+        sa = ct.bitcast(ct.load(SA, (i, k), (TM, TK // 32), padding_mode=Z), ct.float8_e8m0fnu)
+        sb = ct.bitcast(ct.load(SB, (k, j), (TK // 32, TN), padding_mode=Z), ct.float8_e8m0fnu)
+        acc = ct.mma_scaled(a, sa, b, sb, acc)
+    ct.store(C, (i, j), acc)
+
+
+def _codes(x, fmt):
+    return np.vectorize(lambda v: encode(float(v), fmt), otypes=[np.uint8])(x)
+
+
+def _values(c, fmt):
+    return np.vectorize(lambda v: decode(int(v), fmt), otypes=[np.float64])(c)
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_mma_scaled_mxfp8_on_partial_tiles(sm):
+    """``ct.mma_scaled`` (e4m3 operands, e8m0 scales per 32 of K) on 40 x 24 x 128 with 32 x 32 x 64 tiles. tileiras
+    compiles it for sm_100a only; tilecore refuses sm_80 / sm_90a with a located error, as tileiras does."""
+    rng = _rng(20)
+    M, N, K = 40, 24, 128
+    a, b = _codes(rng.uniform(-2, 2, (M, K)), "f8E4M3FN"), _codes(rng.uniform(-2, 2, (K, N)), "f8E4M3FN")
+    sa = rng.integers(124, 130, (M, K // 32)).astype(np.uint8)
+    sb = rng.integers(124, 130, (K // 32, N)).astype(np.uint8)
+    c = np.zeros((M, N), np.float32)
+    args = (a, sa, b, sb, c, 32, 32, 64)
+    if sm != "sm_100a":
+        with pytest.raises(TilecoreError, match=r"test_thirdparty_kernels5.py:\d+:\d+: mma block scale"):
+            tc.launch(None, (2, 1), mxfp8_matmul, args, gpu_name=sm)
+        assert _tileiras_compiles(mxfp8_matmul, args, sm) in (False, None)
+        return
+    _launch(sm, (2, 1), mxfp8_matmul, args)
+    av = _values(a, "f8E4M3FN") * np.repeat(_values(sa, "f8E8M0FNU"), 32, axis=1)
+    bv = _values(b, "f8E4M3FN") * np.repeat(_values(sb, "f8E8M0FNU"), 32, axis=0)
+    np.testing.assert_allclose(c, av @ bv, rtol=1e-4, atol=1e-3)
+
+
+@ct.kernel
+def byte_views(X, O1, O2, O3):
+    x = ct.load(X, (0,), (32,))
+    ct.store(O1, (0,), ct.unpack_from_bytes(x, ct.int32))
+    ct.store(O2, (0,), ct.unpack_from_bytes(x, ct.float16))
+    ct.store(O3, (0,), ct.pack_to_bytes(ct.unpack_from_bytes(x, ct.uint64) + 1))
+
+
+@ct.kernel
+def bool_tiles_and_promotions(X, Y, O1, O2, O3, O4, O5, O6, flag, s: ct.Constant[float], T: CI):
+    x = ct.load(X, (0,), (T,), padding_mode=Z)
+    y = ct.load(Y, (0,), (T,), padding_mode=Z)
+    a, b = x.astype(ct.bool_), y > 0
+    ct.store(O1, (0,), (a & ~b) | (a ^ b))
+    ct.store(O2, (0,), ct.where(flag, x, y) * flag)
+    ct.store(O3, (0,), x.astype(ct.float16) * s)  # a Python float constant keeps f16
+    ct.store(O4, (0,), ct.minimum(x.astype(ct.int32), 2.5))
+    ct.store(O5, (0,), x.astype(ct.int64) / y.astype(ct.int64))  # int / int: float64 for 64-bit
+    ct.store(O6, (0,), x.astype(ct.int8).astype(ct.int16) + ct.abs(y).astype(ct.uint8).astype(ct.int16))
+
+
+def test_byte_views_bool_tiles_and_promotions():
+    """sm_80 (register reinterpretation and elementwise code, the same on every target)."""
+    x = _rng(21).integers(0, 256, 32).astype(np.uint8)
+    x[::2] &= 0x3F  # no f16 NaNs
+    o1, o2, o3 = np.zeros(8, np.int32), np.zeros(16, np.float16), np.zeros(32, np.uint8)
+    _launch("sm_80", (1,), byte_views, (x, o1, o2, o3))
+    np.testing.assert_array_equal(o1, x.view(np.int32))
+    np.testing.assert_array_equal(o2.view(np.uint16), x.view(np.uint16))
+    np.testing.assert_array_equal(o3, (x.view(np.uint64) + np.uint64(1)).view(np.uint8))
+
+    rng = _rng(22)
+    x, y = rng.integers(-3, 4, 13).astype(np.float32), rng.integers(-3, 4, 13).astype(np.float32)
+    y[y == 0] = 1
+    for flag in (True, False):
+        outs = [np.zeros(13, np.bool_), np.zeros(13, np.float32), np.zeros(13, np.float16), np.zeros(13, np.float32),
+                np.zeros(13), np.zeros(13, np.int16)]
+        _launch("sm_80", (1,), bool_tiles_and_promotions, (x, y, *outs, flag, 0.3, 16))
+        a, b = x != 0, y > 0
+        np.testing.assert_array_equal(outs[0], (a & ~b) | (a ^ b))
+        np.testing.assert_array_equal(outs[1], np.where(flag, x, y) * flag)
+        np.testing.assert_array_equal(outs[2], x.astype(np.float16) * np.float16(0.3))
+        np.testing.assert_array_equal(outs[3], np.minimum(x.astype(np.int32), 2.5))
+        np.testing.assert_allclose(outs[4], x.astype(np.int64) / y.astype(np.int64))
+        np.testing.assert_array_equal(outs[5], x.astype(np.int16) + np.abs(y).astype(np.int16))
+
+
+@ct.kernel
+def narrow_float_casts(X, O1, O2, O3, O4):
+    x = ct.load(X, (0,), (16,))
+    ct.store(O1, (0,), x.astype(ct.tfloat32).astype(ct.float32))
+    ct.store(O2, (0,), ct.bitcast(x.astype(ct.float8_e8m0fnu, rounding_mode=RM.RP), ct.uint8))
+    ct.store(O3, (0,), ct.bitcast(x.astype(ct.float8_e5m2), ct.uint8))
+    ct.store(O4, (0,), x.astype(ct.float8_e4m3fn).astype(ct.float32))
+
+
+def test_tf32_and_e8m0_round_up_casts():
+    """sm_100a (e8m0 needs it; tileiras refuses the type on sm_80 / sm_90a as tilecore does). tf32 rounds to
+    nearest, ties away (cvt.rna.tf32.f32); e8m0 with RP is 2 ** ceil(log2(x))."""
+    x = _rng(23).uniform(0.01, 300, 16).astype(np.float32)
+    x[:3] = [1.0, 448.0, 500.0]
+    o1, o2, o3, o4 = np.zeros(16, np.float32), np.zeros(16, np.uint8), np.zeros(16, np.uint8), np.zeros(16, np.float32)
+    _launch("sm_100a", (1,), narrow_float_casts, (x, o1, o2, o3, o4))
+    u = x.view(np.uint32)
+    np.testing.assert_array_equal(o1, ((u + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32))
+    np.testing.assert_array_equal(o2, (np.ceil(np.log2(x.astype(np.float64))) + 127).astype(np.uint8))
+    np.testing.assert_array_equal(o3, _codes(x, "f8E5M2"))
+    np.testing.assert_array_equal(o4, _values(_codes(x, "f8E4M3FN"), "f8E4M3FN"))
+
+
+# ------------------------------------------------------------------------------ custom reductions / scans, scalars in memory ops
+@ct.function
+def _max_first_count(a0, a1, a2, b0, b1, b2):
+    take = (b0 > a0) | ((b0 == a0) & (b1 < a1))
+    return ct.where(take, b0, a0), ct.where(take, b1, a1), a2 + b2
+
+
+@ct.kernel
+def three_operand_reduce(X, V, ID, S, T: CI):
+    x = ct.load(X, (0, 0), (4, T), padding_mode=ct.PaddingMode.NEG_INF)
+    cols = ct.arange(T, dtype=ct.int32)[None, :]  # (1, T) and (4, 1) broadcast against (4, T)
+    ones = ct.full((4, 1), 1, dtype=ct.int64)
+    v, i, s = ct.reduce((x, cols, ones), axis=1, func=_max_first_count, identity=(-math.inf, 2**30, 0), keepdims=True)
+    ct.store(V, (0, 0), v)
+    ct.store(ID, (0, 0), i)
+    ct.store(S, (0, 0), s)
+
+
+@ct.kernel
+def reverse_scans(X, D, O1, O2, O3, T: CI):
+    x = ct.load(X, (0, 0), (T, 4), padding_mode=Z)
+    d = ct.load(D, (0,), (T,), padding_mode=Z)
+    ct.store(O1, (0, 0), ct.scan(x, 0, lambda a, b: ct.maximum(a, b), -128, reverse=True))
+    ct.store(O2, (0, 0), ct.cumsum(x, axis=-2, reverse=True))
+    ct.store(O3, (0,), ct.cumprod(ct.where(ct.arange(T, dtype=ct.int32) < D.shape[0], d, 1.0), reverse=True))
+
+
+def test_three_operand_broadcast_reduce_and_reverse_scans():
+    """sm_80 (reductions and scans lower the same on every target)."""
+    x = _rng(30).integers(-5, 5, (3, 13)).astype(np.float32)
+    v, i, s = np.zeros((3, 1), np.float32), np.zeros((3, 1), np.int32), np.zeros((3, 1), np.int64)
+    _launch("sm_80", (1,), three_operand_reduce, (x, v, i, s, 16))
+    np.testing.assert_array_equal(v[:, 0], x.max(1))
+    np.testing.assert_array_equal(i[:, 0], x.argmax(1))
+    assert (s == 16).all(), s
+    rng = _rng(31)
+    x, d = rng.integers(-100, 100, (11, 4)).astype(np.int8), rng.uniform(0.5, 1.5, 11)
+    o1, o2, o3 = np.zeros((11, 4), np.int8), np.zeros((11, 4), np.int8), np.zeros(11)
+    _launch("sm_80", (1,), reverse_scans, (x, d, o1, o2, o3, 16))
+    np.testing.assert_array_equal(o1, np.maximum.accumulate(x[::-1], axis=0)[::-1])
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(o2, np.cumsum(x[::-1], axis=0, dtype=np.int8)[::-1])
+    np.testing.assert_allclose(o3, np.cumprod(d[::-1])[::-1], rtol=1e-14)
+
+
+@ct.kernel
+def scalars_in_memory_ops(A, B, C, OUT, n):
+    b = ct.bid(0)
+    ct.store(A, (b,), 2.5)  # store of a scalar
+    r = ct.arange(4, dtype=ct.int32)[:, None]
+    c = ct.arange(8, dtype=ct.int16)[None, :]
+    ct.scatter(B, (r + b * 4, c * 2), 7, mask=(r + c) % 2 == 0)  # scalar value, broadcast int32 / int16 indices
+    ct.store(OUT, (b,), ct.gather(C, (b, n)).reshape((1,)) + 1)  # 0-d indices: a 0-d gather
+
+
+@ct.kernel
+def slice_view_store_f(X, OUT, N, lo, hi, T: CI):
+    s = X.slice(axis=-1, start=lo, stop=hi)
+    tv = s.tiled_view((4, T), padding_mode=ct.PaddingMode.ZERO)
+    b = ct.bid(0)
+    ct.store(OUT, (b, 0), tv.load((0, b)).transpose(), order="F")
+    ct.store(N, (0,), ct.full((2,), tv.num_tiles(1) * 10 + ct.num_tiles(s, 0, (4, T)), dtype=ct.int32))
+
+
+@ct.kernel
+def grid_3d(OUT):
+    i, j, k = ct.bid(0), ct.bid(1), ct.bid(2)
+    v = (((i * ct.num_blocks(1) + j) * ct.num_blocks(2) + k) * 1000 + ct.num_blocks(0) * 100 + ct.num_blocks(1) * 10
+         + ct.num_blocks(2))
+    ct.store(OUT, (i, j, k), ct.full((1, 1, 1), v, dtype=ct.int32))
+
+
+@pytest.mark.parametrize("sm", SMS)
+def test_scalar_stores_scatters_gathers_sliced_views_and_3d_grids(sm):
+    a, bb, o = np.zeros(3, np.float32), np.zeros((12, 15), np.int32), np.zeros(3, np.float32)
+    c = np.arange(30, dtype=np.float32).reshape(3, 10)
+    _launch(sm, (3,), scalars_in_memory_ops, (a, bb, c, o, 4))
+    assert (a == 2.5).all()
+    r, cc = np.meshgrid(np.arange(12), np.arange(15), indexing="ij")
+    col = cc // 2
+    np.testing.assert_array_equal(bb, np.where((cc % 2 == 0) & (col < 8) & ((r % 4 + col) % 2 == 0), 7, 0))
+    np.testing.assert_array_equal(o, c[:, 4] + 1)
+
+    x = np.arange(3 * 20, dtype=np.float32).reshape(3, 20)
+    o, n = np.full((3, 16), -1, np.float32), np.zeros(2, np.int32)
+    _launch(sm, (2,), slice_view_store_f, (x, o, n, 5, 17, 8))
+    want = np.zeros((3, 16), np.float32)
+    want[:, :12] = x[:, 5:17]
+    np.testing.assert_array_equal(o, want)
+    assert (n == 21).all(), n
+
+    o = np.zeros((2, 3, 4), np.int32)
+    _launch(sm, (2, 3, 4), grid_3d, (o,))
+    np.testing.assert_array_equal(o, np.arange(24).reshape(2, 3, 4) * 1000 + 234)
+
+
+# ------------------------------------------------------------------------------ host arrays: lists before strided views, read-only
+@ct.kernel
+def sum_of_list(Xs, Y, T: CI):
+    acc = ct.zeros((T,), dtype=ct.float32)
+    for i in range(len(Xs)):
+        acc += ct.load(Xs[i], (0,), (T,), padding_mode=Z)
+    ct.store(Y, (0,), acc)
+
+
+@ct.kernel
+def add_one(X, Y, T: CI):
+    b = ct.bid(0)
+    ct.store(Y, (b,), ct.load(X, (b,), (T,), padding_mode=Z) + 1)
+
+
+def test_strided_output_after_a_list_of_arrays():
+    """A strided output array (``big[::2]``) after a list-of-arrays argument got the list's table words (device
+    addresses read as floats) written into it: the CPU path numbered the launch's outputs by arrays only, and the
+    list's table is a pointer parameter too. Found by this round's list / strided / read-only argument checks."""
+    xs = [np.arange(13, dtype=np.float32), np.ones(13, np.float32)]
+    big = np.zeros(26, np.float32)
+    _launch("sm_80", (1,), sum_of_list, (xs, big[::2], 16))
+    np.testing.assert_array_equal(big[::2], np.arange(13) + 1)
+    assert not big[1::2].any()
+
+
+def test_a_store_into_a_read_only_array_is_an_error():
+    """A read-only numpy output (``np.broadcast_to``) took the kernel's stores and dropped them silently (no copy
+    back into a read-only array); now a TilecoreError names the argument. Read-only inputs stay fine."""
+    x = np.broadcast_to(np.float32(2.0), (40,))
+    y = np.zeros(40, np.float32)
+    tc.launch(None, (3,), add_one, (x, y, 16), gpu_name="sm_80")
+    assert (y == 3).all()
+    with pytest.raises(TilecoreError, match="stored into argument 'Y', a read-only numpy array"):
+        tc.launch(None, (3,), add_one, (y, np.broadcast_to(np.float32(0), (40,)), 16), gpu_name="sm_80")
+    ro = np.zeros(40, np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(TilecoreError, match="stored into argument 'Y'"):
+        tc.launch(None, (3,), add_one, (y, ro, 16), gpu_name="sm_80")
