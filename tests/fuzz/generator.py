@@ -251,6 +251,8 @@ class Gen:
         self.side3 = random.Random(f"side3-{seed}")
         # num_ctas=2 (clusters; CTA pairs on sm_100a) for mma programs: a stream of its own (the others' draws stay put)
         self.clusters = random.Random(f"clusters-{seed}")
+        # narrow mma tiles (N = 8, K tiles of 8 / 16: ``t_mma``): a stream of their own too
+        self.narrow = random.Random(f"narrow-{seed}")
         self.seed = seed
         self.nval = 0
         self.nin = 0
@@ -1090,6 +1092,17 @@ def t_mma(g: Gen, p: Program):
     TM, TN, TK = g.pick([16, 32, 64]), g.pick([16, 32]), g.pick([16, 32])
     if acc_dt == "f64" or a_dt in F8:  # slow in the emulator (CUDA-core fallback, per-element conversions)
         TM, TN = 16, 16
+    # narrow tiles (found off the tensor cores: N = 8 on sm_100a, a 16-bit K of 8 everywhere, an 8-bit K of 16 on
+    # sm_90a): drawn on a stream of their own (like ``side3``: a draw on ``side`` here would move the tf32 rounding
+    # draws after it), so other programs stay the same
+    if acc_dt != "f64" and g.narrow.random() < 0.3:
+        form = "k" if a_dt in F8 else g.narrow.choice(["n8", "k"])
+        TM = 64 if a_dt in F8 else g.narrow.choice([16, 32, 64, 64])  # 64 rows: one wgmma / tcgen05 M = 64 block
+        if form == "n8":
+            TN = 8
+        else:  # the K of one instruction less than the widest: 8 elements of 16 / 32 bits, 16 of 8 bits
+            TK = 16 if a_dt in F8 or a_dt in ("i8", "u8") else 8
+        g.features.add(f"mma_narrow_{form}")
     squeeze = False
     if batched:
         TB = g.pick([1, 2])
@@ -1669,6 +1682,7 @@ def _clusters(g: Gen, p: Program) -> None:
         if p.tile[1] < 32:  # each CTA's half of B: rows of 32 bytes or more
             p.tile[1] = 32
             p.extents[1] = _extent(g.clusters, 32, 2)
+            g.features.discard("mma_narrow_n8")  # (N = 8 drawn, then widened for the pair)
         g.features.add("cta_pairs")
 
 
