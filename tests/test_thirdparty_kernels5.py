@@ -46,7 +46,10 @@ Checklist of what this round covers that earlier rounds did not:
 - ``ct.store`` of a scalar, ``ct.scatter`` of a scalar through broadcast int32 / int16 indices with a mask, a 0-d
   ``gather``; ``Array.slice`` with runtime bounds on ``axis=-1`` then ``tiled_view`` / ``TiledView.num_tiles``;
   ``store(order="F")`` of a transposed tile; 3-D grids with ``num_blocks``;
-- host arguments: a strided output after a list of arrays, read-only numpy arrays (inputs and outputs).
+- host arguments: a strided output after a list of arrays, read-only numpy arrays (inputs and outputs), tuples
+  of arrays / scalars as parameters;
+- ``load`` / ``store`` with ``order=(1, 0)`` + ``latency`` + ``allow_tma`` beside an ``ACQUIRE`` load, a
+  ``RELEASE`` store with ``allow_tma=False`` and a ``check_bounds=False`` pair, on the TMA targets.
 
 cuTile itself refuses (located errors, not tilecore's): ``divmod`` of floats, ``pow`` of integer tiles, float
 ``atomic_max``, ``range`` with a negative step, ``rounding_mode`` on float -> int casts, string constants.
@@ -830,6 +833,7 @@ def printf_lengths(X, Y):
     y = ct.load(Y, (0,), (1,)).item()  # int64
     ct.printf("x=%d y=%lld\n", x, y)
     ct.printf("A%lldB%hhdC%ldD%uE%d\n", x, x, x, x, y)
+    ct.printf("t=%lld u=%d\n", ct.load(X, (0,), (2,), padding_mode=Z), ct.load(Y, (0,), (1,)))  # tiles: per element
 
 
 @pytest.mark.parametrize("sm", SMS)
@@ -843,7 +847,7 @@ def test_print_sep_end_and_printf_length_modifiers(sm, capfd):
     _launch(sm, (1,), print_sep_end, (x, h))
     assert capfd.readouterr().out == "x|[1, -2, 3, 4]|[0.500000, -1.250000];\n"
     _launch(sm, (1,), printf_lengths, (np.array([-7], np.int32), np.array([2**40 + 5], np.int64)))
-    assert capfd.readouterr().out.splitlines() == ["x=-7 y=1099511627781", "A-7B-7C-7D4294967289E5"]
+    assert capfd.readouterr().out.splitlines() == ["x=-7 y=1099511627781", "A-7B-7C-7D4294967289E5", "t=[-7, 0] u=[5]"]
 
 
 # ------------------------------------------------------------------------------ block-scaled products, bytes, narrow casts
@@ -1095,3 +1099,51 @@ def test_a_store_into_a_read_only_array_is_an_error():
     ro.flags.writeable = False
     with pytest.raises(TilecoreError, match="stored into argument 'Y'"):
         tc.launch(None, (3,), add_one, (y, ro, 16), gpu_name="sm_80")
+
+
+# ------------------------------------------------------------------------------ hints and orderings together, tuple parameters
+@ct.kernel
+def hints_and_orders(X, Y, Z2, W, TM: CI, TN: CI):
+    i, j = ct.bid(0), ct.bid(1)
+    t = ct.load(X, (j, i), (TN, TM), order=(1, 0), padding_mode=ct.PaddingMode.NAN, latency=3, allow_tma=True)
+    ct.store(Y, (i, j), t.transpose(), order=(1, 0), latency=7, allow_tma=True)
+    u = ct.load(X, (i, j), (TM, TN), padding_mode=Z, memory_order=MO.ACQUIRE, memory_scope=MS.DEVICE)
+    ct.store(Z2, (i, j), u * 2, memory_order=MO.RELEASE, memory_scope=MS.BLOCK, allow_tma=False)
+    v = ct.load(W, (i, j), (TM, TN), check_bounds=False, latency=1)
+    ct.store(W, (i, j), v + 1, check_bounds=False)
+
+
+@pytest.mark.parametrize("sm", ["sm_90a", "sm_100a"])
+def test_transposed_tma_loads_and_stores_next_to_acquire_release_and_unchecked_ones(sm):
+    """sm_90a / sm_100a: the targets with TMA (a transposed load / store pair may take it, the acquire load and
+    the release store must not, the unchecked pair has no bounds). 37 x 45 f16 on 16 x 16 tiles, a 4 x 2 grid."""
+    rng = _rng(40)
+    x = rng.standard_normal((37, 45)).astype(np.float16)
+    y, z = np.zeros((45, 37), np.float16), np.zeros((37, 45), np.float16)
+    w = rng.standard_normal((64, 32)).astype(np.float16)
+    w0 = w.copy()
+    _launch(sm, (4, 2), hints_and_orders, (x, y, z, w, 16, 16))
+    want = np.zeros((45, 37), np.float16)
+    want[:32, :] = x[:, :32].T
+    np.testing.assert_array_equal(y, want)
+    want = np.zeros((37, 45), np.float16)
+    want[:, :32] = x[:, :32] * 2
+    np.testing.assert_array_equal(z, want)
+    np.testing.assert_array_equal(w, w0 + np.float16(1))
+
+
+@ct.kernel
+def tuple_parameters(pair, scale_off, OUT, T: CI):
+    a, b = pair
+    s, o = scale_off
+    i = ct.bid(0)
+    ct.store(OUT, (i,), ct.load(a, (i,), (T,), padding_mode=Z) * s + ct.load(b, (i,), (T,), padding_mode=Z) + o)
+
+
+def test_tuples_of_arrays_and_scalars_as_parameters():
+    """sm_80 (parameter passing is target-independent); the second array of the tuple strided."""
+    a, out = np.arange(20, dtype=np.float32), np.zeros(20, np.float32)
+    _launch("sm_80", (2,), tuple_parameters, ((a, np.full(20, 3, np.float32)), (2.0, 5), out, 16))
+    np.testing.assert_array_equal(out, 2 * a + 8)
+    _launch("sm_80", (2,), tuple_parameters, ((a, np.ones(40, np.float32)[::2]), (0.5, -1), out, 16))
+    np.testing.assert_array_equal(out, 0.5 * a)
