@@ -321,3 +321,36 @@ def test_threads_spinning_on_an_atomic_load_without_collectives():
     np.testing.assert_array_equal(flag_out, grid - np.arange(grid))  # flag[b] = flag[b + 1] + 1, the last one 1
     seen = np.append(flag_out[1:], 0)  # what CTA b waited for
     np.testing.assert_array_equal(got, np.repeat(seen + np.arange(grid), block))
+
+
+WAIT_FOR_NOBODY = """
+llvm.func @wait(%flag: !llvm.ptr<1>) attributes {nvvm.kernel} {
+  %zero = llvm.mlir.constant(0 : i32) : i32
+  %one = llvm.mlir.constant(1 : i32) : i32
+  %p = llvm.getelementptr %flag[%one] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+  llvm.br ^spin
+^spin:
+  %v = llvm.load %p atomic acquire {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+  %unset = llvm.icmp "eq" %v, %zero : i32
+  llvm.cond_br %unset, ^spin, ^end
+^end:
+  llvm.return
+}
+"""
+
+
+def test_cli_run_of_a_deadlocking_kernel_fails_with_status_1(tmp_path):
+    import subprocess
+    import sys
+
+    src = tmp_path / "wait.mlir"
+    src.write_text(gpu_module(WAIT_FOR_NOBODY))
+    np.save(tmp_path / "flags.npy", np.zeros(2, np.int32))
+    r = subprocess.run([sys.executable, "-m", "tilecore", "run", str(src), "--kernel", "wait", "--grid", "2",
+                        "--block", "2", "--arg", "flags.npy"], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300)
+    line = gpu_module(WAIT_FOR_NOBODY).splitlines().index("  llvm.cond_br %unset, ^spin, ^end") + 1
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.startswith(f"error: {src}:{line}:") and "deadlock: kernel 'wait': every running CTA waits in a " \
+        "loop for global memory that no CTA changes any more: CTA (0, 0, 0) in the loop at" in r.stderr, r.stderr
+    assert "CTA (1, 0, 0)" in r.stderr and "Traceback" not in r.stderr

@@ -5,8 +5,9 @@ later CTA sets (stream-K fix-up, a global barrier, a reversed look-back, a semap
 CTAs one after another, where such a wait never ends. A kernel with wait loops (:mod:`.waitloops`) is
 launched through a :class:`CtaScheduler` instead:
 
-- each CTA in flight is a :class:`_Group` of host threads (one per GPU thread); one group holds the *baton*
-  and runs, the others are switched out;
+- each CTA in flight is a :class:`_Group` run by a :class:`_Crew` of host threads (one per GPU thread; a crew
+  whose CTA finished runs the next one, so a launch in which no CTA waits uses one crew, like the concurrent
+  path); one group holds the *baton* and runs, the others are switched out;
 - a thread of the running group that has passed ``SPIN_LIMIT`` back edges of wait loops since its last
   check *parks* (:meth:`CtaScheduler.park`); once every running thread of the group is parked, waits on
   its CTA's barriers and collectives, or has exited (the group is quiescent), the group is switched out:
@@ -35,14 +36,23 @@ SPIN_LIMIT = 8  # back edges of wait loops a thread runs before its CTA may be s
 MAX_IN_FLIGHT = 64  # CTAs started and not finished at once (each holds a host thread per GPU thread)
 
 
-class _Group:
-    """One CTA in flight: its linear index, host threads and contexts, and, while switched out, its state."""
+class _Crew:
+    """Host threads, one per GPU thread of a CTA, that run the CTAs the scheduler gives them, one after another."""
 
-    def __init__(self, cta: int, lock):
-        self.cta = cta
-        self.cond = threading.Condition(lock)  # its parked threads wait here (not on the runtime's: no herd)
+    def __init__(self, lock):
+        self.cond = threading.Condition(lock)
+        self.cta = -1  # the CTA it runs (the latest assignment)
+        self.seq = 0  # assignments so far
         self.threads: list = []
-        self.ctxs: list = []
+
+
+class _Group:
+    """One CTA in flight: its linear index, its crew and, while switched out, its state."""
+
+    def __init__(self, cta: int, crew: _Crew, lock):
+        self.cta = cta
+        self.crew = crew
+        self.cond = threading.Condition(lock)  # its parked threads wait here (not on the runtime's: no herd)
         self.parked = 0  # threads waiting in park()
         self.turn = 0  # times the group got the baton
         self.site = -1  # the wait loop its last parked thread waits in (an index of the runtime's sites)
@@ -52,16 +62,18 @@ class _Group:
 class CtaScheduler:
     """Runs the CTAs ``0 .. ncta - 1`` of a launch cooperatively (see the module docstring).
 
-    ``rt``: the launch's :class:`.runtime.DeviceRuntime` (its lock and ``cta_cond`` are used); ``spawn(cta)``:
-    starts the host threads of linear CTA ``cta`` and returns ``(threads, contexts)``; ``grid``: the grid
-    (x, y, z) for messages; ``kernel``: the kernel's name; ``shared``: (label, lo, hi) of the shared memory a
+    ``rt``: the launch's :class:`.runtime.DeviceRuntime` (its lock and ``cta_cond`` are used); ``contexts()``: new
+    contexts of a crew's threads (one per GPU thread); ``call(ctx)``: runs the native driver on a context
+    (its CTA_BEGIN / CTA_END set to the CTA); ``grid``: the grid (x, y, z) for messages; ``kernel``: the kernel's name; ``shared``: (label, lo, hi) of the shared memory a
     CTA owns (saved at switches); ``global_``: (label, lo, hi) of global memory (watched for progress).
     """
 
-    def __init__(self, rt, ncta: int, spawn, grid, kernel: str, shared, global_, max_in_flight: int = MAX_IN_FLIGHT):
+    def __init__(self, rt, ncta: int, contexts, call, grid, kernel: str, shared, global_,
+                 max_in_flight: int = MAX_IN_FLIGHT):
         self.rt = rt
         self.ncta = ncta
-        self.spawn = spawn
+        self.contexts = contexts
+        self.call = call
         self.grid = grid
         self.kernel = kernel
         self.shared = [(lo, hi - lo) for _, lo, hi in shared if hi > lo]
@@ -70,7 +82,9 @@ class CtaScheduler:
         self.next_cta = 0
         self.active: _Group | None = None
         self.waiting: deque[_Group] = deque()  # switched-out groups, longest first
-        self.groups: list[_Group] = []  # every group started (their threads are joined at the end)
+        self.groups: list[_Group] = []  # every group started
+        self.crews: list[_Crew] = []  # every crew (their threads are joined at the end)
+        self.idle: list[_Crew] = []  # crews whose CTA finished
         self.in_flight = 0
         self.done = False
         self.switches = 0
@@ -85,15 +99,27 @@ class CtaScheduler:
             self._start_next()
             while not self.done and not rt.aborted:
                 rt.cta_cond.wait()
-        k = 0
-        while True:  # groups may still be started while earlier ones are joined
-            with rt.lock:
-                if k >= len(self.groups):
-                    break
-                g = self.groups[k]
-            for th in g.threads:
+            self.done = True
+            for crew in self.crews:
+                crew.cond.notify_all()
+            crews = list(self.crews)
+        for crew in crews:
+            for th in crew.threads:
                 th.join()
-            k += 1
+
+    def _work(self, crew: _Crew, ctx) -> None:
+        """A crew thread: run each CTA given to the crew on ``ctx`` until the launch is over."""
+        rt = self.rt
+        seen = 0
+        while True:
+            with rt.lock:
+                while crew.seq == seen and not self.done and not rt.aborted:
+                    crew.cond.wait()
+                if crew.seq == seen:
+                    return
+                seen, cta = crew.seq, crew.cta
+            ctx.i[C.CTA_BEGIN], ctx.i[C.CTA_END], ctx.i[C.SPINS] = cta, cta + 1, 0
+            self.call(ctx)
 
     # ---- called by the runtime (its lock held)
     def park(self, ctx: int, site: int) -> None:
@@ -138,6 +164,7 @@ class CtaScheduler:
         """Every thread of the running CTA has exited: resume the CTA switched out last, or start the next one; the
         launch is done when neither is left."""
         self.in_flight -= 1
+        self.idle.append(self.active.crew)
         self.active = None
         self.stale = 0
         self.last_memory = None
@@ -152,14 +179,25 @@ class CtaScheduler:
 
     # ---- internals (lock held)
     def _start_next(self) -> None:
-        g = _Group(self.next_cta, self.rt.lock)
+        crew = self.idle.pop() if self.idle else self._new_crew()
+        g = _Group(self.next_cta, crew, self.rt.lock)
         self.next_cta += 1
         self.in_flight += 1
         self.rt.fresh_cta_state()
         self.active = g
         g.turn = 1
         self.groups.append(g)
-        g.threads, g.ctxs = self.spawn(g.cta)  # they run once the caller releases the lock
+        crew.cta = g.cta
+        crew.seq += 1
+        crew.cond.notify_all()  # its threads run the CTA once the caller releases the lock
+
+    def _new_crew(self) -> _Crew:
+        crew = _Crew(self.rt.lock)
+        crew.threads = [threading.Thread(target=self._work, args=(crew, ctx), daemon=True) for ctx in self.contexts()]
+        self.crews.append(crew)
+        for th in crew.threads:
+            th.start()
+        return crew
 
     def _resume(self, g: _Group) -> None:
         state, shared = g.saved
@@ -176,6 +214,8 @@ class CtaScheduler:
         """The launch failed: wake every parked thread (it returns at its abort check)."""
         for g in self.groups:
             g.cond.notify_all()
+        for crew in self.crews:
+            crew.cond.notify_all()
 
     def _memory(self) -> int:
         return hash(tuple(ctypes.string_at(lo, n) for lo, n in self.global_))

@@ -313,19 +313,16 @@ class EmulatedKernel:
         threads of its own (one per GPU thread), one at a time; a CTA spinning in a wait loop is switched out."""
         from .ctasched import SPIN_LIMIT, CtaScheduler
 
-        def spawn(cta):
-            ctxs, threads = [], []
+        def contexts():
+            ctxs = []
             for t in range(nthreads):
                 ctx = C.new_ctx(grid, block, shared_ptr, dyn, dyn, True, *checks)
-                ctx.i[C.CTA_BEGIN], ctx.i[C.CTA_END], ctx.i[C.T_BEGIN], ctx.i[C.T_END] = cta, cta + 1, t, t + 1
-                ctx.i[C.SPIN_LIMIT] = SPIN_LIMIT
+                ctx.i[C.T_BEGIN], ctx.i[C.T_END], ctx.i[C.SPIN_LIMIT] = t, t + 1, SPIN_LIMIT
                 ctxs.append(ctx)
-                threads.append(threading.Thread(target=self._call, args=(ctx, storage), daemon=True))
-            for th in threads:
-                th.start()
-            return threads, ctxs
+            return ctxs
 
-        rt.sched = CtaScheduler(rt, ncta, spawn, grid, self.host.kernel, memory.shared, memory.global_)
+        rt.sched = CtaScheduler(rt, ncta, contexts, lambda ctx: self._call(ctx, storage), grid, self.host.kernel,
+                                memory.shared, memory.global_)
         rt.sched.run()
 
     def _run_threads(self, ctxs, storage) -> None:

@@ -9,9 +9,9 @@ global barrier's counter poll or a look-back scan are wait loops; a ``for`` loop
 accumulates with atomics is not (its exit depends on the induction variable only), so the common kernels
 are left exactly as they were.
 
-Each back edge of a wait loop gets a call of ``__emu_backedge(ctx, site)`` (:data:`BACKEDGE`): a native
-counter of the thread's back edges; every ``SPIN_LIMIT`` of them it calls the runtime's
-``__emu_spin(ctx, site)``, where the cooperative CTA scheduler (:mod:`.ctasched`) may switch to another
+Each back edge of a wait loop gets a call of ``__emu_backedge(ctx, site, taken)`` (:data:`BACKEDGE`): a native
+counter of the thread's taken back edges in a row (leaving the loop through that branch resets it); at
+``SPIN_LIMIT`` it calls the runtime's ``__emu_spin(ctx, site)``, where the cooperative CTA scheduler (:mod:`.ctasched`) may switch to another
 CTA. A kernel with wait loops is launched cooperatively (:meth:`.engine.EmulatedKernel.launch`).
 """
 
@@ -141,8 +141,9 @@ def _collect_incoming(term, in_loop: set, incoming: dict) -> None:
                 incoming.setdefault((s, i), []).extend([v, *chooser])
 
 
-def wait_loop_branches(func) -> list:
-    """The terminators of ``func`` (an ``llvm.func``) that close a wait loop (a back edge's branch)."""
+def wait_loop_branches(func) -> list[tuple]:
+    """``(terminator, header)`` of each back edge of a wait loop of ``func`` (an ``llvm.func``): the branch that
+    closes the loop and the loop's first block."""
     blocks = list(func.regions[0].blocks)
     if len(blocks) < 2:
         return []
@@ -159,28 +160,42 @@ def wait_loop_branches(func) -> list:
             continue
         if not _exit_reads_memory(blocks, body, succ, index):
             continue
-        term = list(blocks[src].operations)[-1]
-        if all(term != t for t in found):
-            found.append(term)
+        found.append((list(blocks[src].operations)[-1], blocks[header]))
     return found
 
 
-def instrument(rw, terms: list) -> int:
-    """Put ``__emu_backedge(ctx, site)`` before each back-edge branch ``terms`` (of :func:`wait_loop_branches`,
-    in the rewriter's current function); returns how many. The call can abort (a deadlock or another failure
-    while the CTA was switched out)."""
-    for term in terms:
+def instrument(rw, backedges: list) -> int:
+    """Put ``__emu_backedge(ctx, site, taken)`` before each back-edge branch of ``backedges`` (of
+    :func:`wait_loop_branches`, in the rewriter's current function); ``taken``: whether the branch goes back to
+    the loop's header (a conditional branch that leaves the loop resets the thread's count). Returns how many.
+    The call can abort (a deadlock or another failure while the CTA was switched out)."""
+    from ..mlir import ir
+
+    for term, header in backedges:
         rw.op = term
-        rw.call("__emu_backedge", [rw.const(rw.site())], None, can_abort=True)
-    return len(terms)
+        i1 = ir.IntegerType.get_signless(1)
+        succs = list(term.operation.successors)
+        if term.operation.name == "llvm.cond_br" and not (succs[0] == header and succs[1] == header):
+            taken = term.operands[0]
+            if succs[0] != header:  # the false edge goes back
+                with ir.InsertionPoint(term):
+                    taken = ir.Operation.create("llvm.xor", results=[i1],
+                                                operands=[taken, rw.const(1, "i1")]).result
+        else:
+            taken = rw.const(1, "i1")
+        rw.call("__emu_backedge", [rw.const(rw.site()), taken], None, can_abort=True)
+    return len(backedges)
 
 
-# ``__emu_backedge(ctx, site)``: count the thread's back edges; every SPIN_LIMIT of them, ask the runtime
-# (``__emu_spin``) whether the CTA is to be switched out.
+# ``__emu_backedge(ctx, site, taken)``: count the thread's taken back edges of wait loops (a loop left resets the
+# count); at SPIN_LIMIT ask the runtime (``__emu_spin``) whether the CTA is to be switched out.
 BACKEDGE = (
-    "llvm.func internal @__emu_backedge(%ctx: !llvm.ptr, %site: i32) {\n"
+    "llvm.func internal @__emu_backedge(%ctx: !llvm.ptr, %site: i32, %taken: i1) {\n"
     f"  %np = llvm.getelementptr %ctx[{C.SPINS}] : (!llvm.ptr) -> !llvm.ptr, i32\n"
-    "  %n = llvm.load %np : !llvm.ptr -> i32\n"
+    "  %zero = llvm.mlir.constant(0 : i32) : i32\n"
+    "  llvm.cond_br %taken, ^count, ^left\n"
+    "^left:\n  llvm.store %zero, %np : i32, !llvm.ptr\n  llvm.return\n"
+    "^count:\n  %n = llvm.load %np : !llvm.ptr -> i32\n"
     f"  %lp = llvm.getelementptr %ctx[{C.SPIN_LIMIT}] : (!llvm.ptr) -> !llvm.ptr, i32\n"
     "  %lim = llvm.load %lp : !llvm.ptr -> i32\n"
     "  %one = llvm.mlir.constant(1 : i32) : i32\n  %n1 = llvm.add %n, %one : i32\n"
