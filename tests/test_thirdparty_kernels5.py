@@ -49,7 +49,9 @@ Checklist of what this round covers that earlier rounds did not:
 - host arguments: a strided output after a list of arrays, read-only numpy arrays (inputs and outputs), tuples
   of arrays / scalars as parameters;
 - ``load`` / ``store`` with ``order=(1, 0)`` + ``latency`` + ``allow_tma`` beside an ``ACQUIRE`` load, a
-  ``RELEASE`` store with ``allow_tma=False`` and a ``check_bounds=False`` pair, on the TMA targets.
+  ``RELEASE`` store with ``allow_tma=False`` and a ``check_bounds=False`` pair, on the TMA targets;
+- ``@ct.function`` with default and keyword-only arguments, a conditional expression choosing between two calls
+  on a runtime scalar, recursion on a constant depth, nested tuple unpacking, ``len(t.shape)`` / ``t.ndim``.
 
 cuTile itself refuses (located errors, not tilecore's): ``divmod`` of floats, ``pow`` of integer tiles, float
 ``atomic_max``, ``range`` with a negative step, ``rounding_mode`` on float -> int casts, string constants.
@@ -1147,3 +1149,42 @@ def test_tuples_of_arrays_and_scalars_as_parameters():
     np.testing.assert_array_equal(out, 2 * a + 8)
     _launch("sm_80", (2,), tuple_parameters, ((a, np.ones(40, np.float32)[::2]), (0.5, -1), out, 16))
     np.testing.assert_array_equal(out, 0.5 * a)
+
+
+# ------------------------------------------------------------------------------ Python forms inside kernels
+@ct.function
+def _affine(x, scale=2.0, *, shift=1.0):
+    return x * scale + shift
+
+
+@ct.function
+def _add_depth(x, d):
+    return x if d == 0 else _add_depth(x + 1, d - 1)  # recursion on a constant depth
+
+
+@ct.kernel
+def python_forms(X, OUT, n, T: CI):
+    x = ct.load(X, (0,), (T,), padding_mode=Z)
+    y = _affine(x) if n > 3 else _affine(x, 3.0, shift=-1.0)  # a runtime condition between two calls
+    k = 0
+    for s in ct.static_iter((1, 2, 3)):
+        k += s * n
+    a, (b, c) = 1.0, (2.0, 3.0)
+    q = ct.full((T,), len(x.shape) + x.ndim + x.shape[0], dtype=ct.float32)
+    ct.store(OUT, (0, 0), (y + k + a + b + c).reshape((1, T)))
+    ct.store(OUT, (1, 0), (max(max(x, y), 0.5) + min(x, 0.0) + q).reshape((1, T)))
+    ct.store(OUT, (2, 0), _add_depth(ct.zeros((T,), dtype=ct.float32), 3).reshape((1, T)))
+
+
+def test_defaults_keywords_conditional_calls_and_recursion_in_functions():
+    """sm_80 (front-end forms; cuTile itself refuses ``max`` of three values and ``for`` over a plain tuple)."""
+    x = np.linspace(-2, 2, 13).astype(np.float32)
+    xp = np.zeros(16, np.float32)
+    xp[:13] = x
+    for n in (2, 5):
+        o = np.zeros((3, 16), np.float32)
+        _launch("sm_80", (1,), python_forms, (x, o, n, 16))
+        y = xp * 2 + 1 if n > 3 else xp * 3 - 1
+        np.testing.assert_allclose(o[0], y + 6 * n + 6, rtol=1e-6)
+        np.testing.assert_allclose(o[1], np.maximum(np.maximum(xp, y), 0.5) + np.minimum(xp, 0) + 18, rtol=1e-6)
+        assert (o[2] == 3).all()
