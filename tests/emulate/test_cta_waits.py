@@ -354,3 +354,36 @@ def test_cli_run_of_a_deadlocking_kernel_fails_with_status_1(tmp_path):
     assert r.stderr.startswith(f"error: {src}:{line}:") and "deadlock: kernel 'wait': every running CTA waits in a " \
         "loop for global memory that no CTA changes any more: CTA (0, 0, 0) in the loop at" in r.stderr, r.stderr
     assert "CTA (1, 0, 0)" in r.stderr and "Traceback" not in r.stderr
+
+
+# A list walk: the exit depends on plain loads (next[i]), the atomic add is after the loop: not a wait loop (a
+# plain load may be hoisted out of a loop on a GPU too). The same loop reading next[i] with an acquire load is one.
+LIST_WALK = """
+llvm.func @walk(%next: !llvm.ptr<1>, %count: !llvm.ptr<1>) attributes {nvvm.kernel} {
+  %zero = llvm.mlir.constant(0 : i32) : i32
+  %one = llvm.mlir.constant(1 : i32) : i32
+  %neg = llvm.mlir.constant(-1 : i32) : i32
+  llvm.br ^loop(%zero, %zero : i32, i32)
+^loop(%i: i32, %steps: i32):
+  %s1 = llvm.add %steps, %one : i32
+  %p = llvm.getelementptr %next[%i] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+  %n = llvm.load %p LOAD : !llvm.ptr<1> -> i32
+  %more = llvm.icmp "ne" %n, %neg : i32
+  llvm.cond_br %more, ^loop(%n, %s1 : i32, i32), ^end
+^end:
+  %r = llvm.atomicrmw add %count, %s1 monotonic : !llvm.ptr<1>, i32
+  llvm.return
+}
+"""
+
+
+@pytest.mark.parametrize("load, wait_loops", [("", 0), ("atomic acquire {alignment = 4 : i64}", 1)])
+def test_plain_loads_do_not_make_a_wait_loop(load, wait_loops):
+    from tilecore.emulate import compile_kernel
+    from tilecore.plugins import get_plugin_manager
+
+    module = parse(get_plugin_manager(), gpu_module(LIST_WALK.replace("LOAD", load)))
+    assert compile_kernel(module, "walk").host.wait_loops == wait_loops
+    nxt, count = np.array([3, -1, 1, 2], np.int32), np.zeros(1, np.int32)
+    (_, got), _ = launch(module, "walk", 2, 2, [nxt, count])
+    assert got[0] == 4 * 4  # 0 -> 3 -> 2 -> 1: four adds by each of the four threads

@@ -34,11 +34,11 @@ def _observes_others(op) -> bool:
     name = op.operation.name
     if name not in ATOMIC_OPS and name != "llvm.load":
         return False
-    if name == "llvm.load" and "ordering" not in op.attributes and "volatile_" not in op.attributes:
-        return False
-    if name == "llvm.load" and "ordering" in op.attributes and str(op.attributes["ordering"]).endswith("0"):
-        if "volatile_" not in op.attributes:
-            return False  # ordering 0: not_atomic
+    if name == "llvm.load" and "volatile_" not in op.attributes:
+        from ..mlir import ir
+
+        if "ordering" not in op.attributes or ir.IntegerAttr(op.attributes["ordering"]).value == 0:
+            return False  # ordering 0: not_atomic (a plain load)
     return _space(str(op.operands[0].type)) in (0, 1)
 
 
