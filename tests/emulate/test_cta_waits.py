@@ -207,6 +207,23 @@ def test_global_barrier_from_atomics():
     assert count[0] == grid
 
 
+def test_global_barrier_needing_more_ctas_in_flight_than_allowed_is_a_deadlock(monkeypatch):
+    import tilecore.emulate.ctasched as ctasched
+
+    monkeypatch.setattr(ctasched, "MAX_IN_FLIGHT", 2)  # the barrier needs all 3 CTAs at once
+    x = np.ones(40, np.float32)
+    y, part, count = np.zeros_like(x), np.zeros(3, np.float32), np.zeros(1, np.int32)
+
+    def run():
+        with pytest.raises(TilecoreError) as e:
+            tc.launch(None, (3,), normalize_global, (x, y, part, count, 16))
+        msg = str(e.value)
+        assert "deadlock: kernel 'normalize_global'" in msg and "CTA (0, 0, 0) in the loop at" in msg, msg
+        assert msg.endswith("; 1 CTA not started (the emulator keeps at most 2 CTAs in flight)"), msg
+
+    _in_child(run)
+
+
 # ------------------------------------------------------------------------------ turn-taking semaphore from atomic_cas
 @ct.kernel
 def reverse_turns(Log, Turn, Pos):

@@ -65,11 +65,12 @@ class CtaScheduler:
     ``rt``: the launch's :class:`.runtime.DeviceRuntime` (its lock and ``cta_cond`` are used); ``contexts()``: new
     contexts of a crew's threads (one per GPU thread); ``call(ctx)``: runs the native driver on a context
     (its CTA_BEGIN / CTA_END set to the CTA); ``grid``: the grid (x, y, z) for messages; ``kernel``: the kernel's name; ``shared``: (label, lo, hi) of the shared memory a
-    CTA owns (saved at switches); ``global_``: (label, lo, hi) of global memory (watched for progress).
+    CTA owns (saved at switches); ``global_``: (label, lo, hi) of global memory (watched for progress);
+    ``max_in_flight``: CTAs started and not finished at once (None: :data:`MAX_IN_FLIGHT`, read at the call).
     """
 
     def __init__(self, rt, ncta: int, contexts, call, grid, kernel: str, shared, global_,
-                 max_in_flight: int = MAX_IN_FLIGHT):
+                 max_in_flight: int | None = None):
         self.rt = rt
         self.ncta = ncta
         self.contexts = contexts
@@ -78,7 +79,7 @@ class CtaScheduler:
         self.kernel = kernel
         self.shared = [(lo, hi - lo) for _, lo, hi in shared if hi > lo]
         self.global_ = [(lo, hi - lo) for _, lo, hi in global_ if hi > lo]
-        self.max_in_flight = max_in_flight
+        self.max_in_flight = MAX_IN_FLIGHT if max_in_flight is None else max_in_flight
         self.next_cta = 0
         self.active: _Group | None = None
         self.waiting: deque[_Group] = deque()  # switched-out groups, longest first
