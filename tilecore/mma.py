@@ -5,9 +5,10 @@ An MMA atom (:class:`tilecore.atoms.Atom` of kind ``mma``) with ``data["interfac
 is either the CUDA-core atom (``data["cuda_cores"]``) or a warp-level tensor-core atom with
 ``data["inst"] = (16, 8, K)`` whose ``lower(cg, action, req, ...)`` implements:
 
-- ``lower(cg, "load_a", req, a: SmemOperand, row, k)`` -> the 4 A fragment words (i32) of the
+- ``lower(cg, "load_a", req, a: SmemOperand, row, k)`` -> the A fragment words (i32; 4, or 2 for m16n8k8 f16 / bf16) of the
   16 x K block whose first row / column are the i32 values ``row`` / ``k``;
-- ``lower(cg, "load_b", req, b: SmemOperand, k, col)`` -> the 2 B fragment words of the K x 8 block;
+- ``lower(cg, "load_b", req, b: SmemOperand, k, col)`` -> the B fragment words (2, or 1 for m16n8k8 f16 / bf16) of the
+  K x 8 block;
 - ``lower(cg, "mma", req, a_words, b_words, c)`` -> D (4 accumulator scalars in the PTX ISA's
   C / D fragment order).
 
