@@ -57,6 +57,7 @@ def run(compiled, grid, values, isolate: bool = False, timeout: float | None = N
     # what is handed to the emulator for each pointer parameter, in order (an array, or the table of a list of
     # arrays): the launch's outputs come back in this order; position -> strided host array
     passed, strided = [], {}
+    c = compiled.contract
 
     def pointer_host(a):
         if a.host is None:
@@ -75,23 +76,25 @@ def run(compiled, grid, values, isolate: bool = False, timeout: float | None = N
         passed.append(h)
         return h
 
-    items_strided = []  # (strided host item, its span copy) of list arguments
+    # (host item, the copy the emulator writes back into, its bytes before the launch where the item is read-only,
+    # the item's name) of list arguments' strided or read-only items
+    items_strided = []
 
     def table(lst):  # a list of arrays: the emulator places each item and writes its address into its row
         from ..emulate.engine import PointerTable
 
+        name = [e.name for e in c.params if e.kind == "list"][sum(isinstance(p, PointerTable) for p in passed)]
         hosts = []
-        for a in lst.items:
+        for r, a in enumerate(lst.items):
             h = pointer_host(a)
-            if not (h.flags.c_contiguous or h.size == 0):
+            if not (h.flags.c_contiguous or h.size == 0) or not h.flags.writeable:
                 span = _span_copy(h).copy()  # writable: the emulator copies the item's memory back into it
-                items_strided.append((h, span))
+                items_strided.append((h, span, None if h.flags.writeable else span.copy(), f"{name}[{r}]"))
                 h = span
             hosts.append(h)
         passed.append(PointerTable(list_words(lst.items), hosts))  # a pointer parameter too (its words)
         return passed[-1]
 
-    c = compiled.contract
     args = marshal(c, values, pointer, table=table)
     if isolate and any(e.kind == "list" for e in c.params):  # the child would write the items back, not us
         raise TilecoreError("a list-of-arrays argument cannot be passed to an isolated launch yet")
@@ -106,7 +109,10 @@ def run(compiled, grid, values, isolate: bool = False, timeout: float | None = N
         _write_back(host, result.outputs[k])
     _refuse_lost_stores(compiled.symbol, [e.name for e in c.params if e.kind in ("pointer", "list")], passed,
                         [strided.get(k, h) for k, h in enumerate(passed)], result.outputs)
-    for host, span in items_strided:
+    for host, span, before, name in items_strided:
+        if before is not None and bytes(span) != bytes(before):
+            raise TilecoreError(f"kernel '{compiled.symbol}' stored into argument '{name}', a read-only numpy array: "
+                                "its results cannot be copied back (pass a writable array)")
         _write_back(host, span)
     if result.printf:
         sys.stdout.write(result.printf)
