@@ -1072,6 +1072,12 @@ def sum_of_list(Xs, Y, T: CI):
 
 
 @ct.kernel
+def increment_each(Xs, T: CI):
+    for i in range(len(Xs)):
+        ct.store(Xs[i], (0,), ct.load(Xs[i], (0,), (T,), padding_mode=Z) + 1)
+
+
+@ct.kernel
 def add_one(X, Y, T: CI):
     b = ct.bid(0)
     ct.store(Y, (b,), ct.load(X, (b,), (T,), padding_mode=Z) + 1)
@@ -1089,8 +1095,9 @@ def test_strided_output_after_a_list_of_arrays():
 
 
 def test_a_store_into_a_read_only_array_is_an_error():
-    """A read-only numpy output (``np.broadcast_to``) took the kernel's stores and dropped them silently (no copy
-    back into a read-only array); now a TilecoreError names the argument. Read-only inputs stay fine."""
+    """A read-only numpy output (``np.broadcast_to``, a frozen array; an item of a list of arrays too) took the
+    kernel's stores and dropped them silently (no copy back into a read-only array); now a TilecoreError names the
+    argument. Read-only inputs stay fine."""
     x = np.broadcast_to(np.float32(2.0), (40,))
     y = np.zeros(40, np.float32)
     tc.launch(None, (3,), add_one, (x, y, 16), gpu_name="sm_80")
@@ -1101,6 +1108,15 @@ def test_a_store_into_a_read_only_array_is_an_error():
     ro.flags.writeable = False
     with pytest.raises(TilecoreError, match="stored into argument 'Y'"):
         tc.launch(None, (3,), add_one, (y, ro, 16), gpu_name="sm_80")
+    # items of a list of arrays: read-only inputs are fine, a store into one names the item
+    w, s = np.zeros(13, np.float32), np.zeros(26, np.float32)[::2]
+    tc.launch(None, (1,), sum_of_list, ([ro[:13], np.broadcast_to(np.float32(1), (13,)), s], w, 16), gpu_name="sm_80")
+    assert (w == 1).all()
+    with pytest.raises(TilecoreError, match=r"stored into argument 'Xs\[1\]', a read-only numpy array"):
+        tc.launch(None, (1,), increment_each, ([w, ro], 16), gpu_name="sm_80")
+    assert (w == 2).all()  # the writable arguments keep what the kernel stored
+    tc.launch(None, (1,), increment_each, ([w, s], 16), gpu_name="sm_80")
+    assert (w == 3).all() and (s == 1).all()
 
 
 # ------------------------------------------------------------------------------ hints and orderings together, tuple parameters
