@@ -67,10 +67,12 @@ class CtaScheduler:
     (its CTA_BEGIN / CTA_END set to the CTA); ``grid``: the grid (x, y, z) for messages; ``kernel``: the kernel's name; ``shared``: (label, lo, hi) of the shared memory a
     CTA owns (saved at switches); ``global_``: (label, lo, hi) of global memory (watched for progress);
     ``max_in_flight``: CTAs started and not finished at once (None: :data:`MAX_IN_FLIGHT`, read at the call).
+    ``unit``: ``"CTA"``, or ``"cluster"`` in a launch with clusters, where the unit scheduled is a whole cluster
+    (its CTAs run together, on one crew; ``ncta`` and ``grid`` count clusters).
     """
 
     def __init__(self, rt, ncta: int, contexts, call, grid, kernel: str, shared, global_,
-                 max_in_flight: int | None = None):
+                 max_in_flight: int | None = None, unit: str = "CTA"):
         self.rt = rt
         self.ncta = ncta
         self.contexts = contexts
@@ -80,6 +82,7 @@ class CtaScheduler:
         self.shared = [(lo, hi - lo) for _, lo, hi in shared if hi > lo]
         self.global_ = [(lo, hi - lo) for _, lo, hi in global_ if hi > lo]
         self.max_in_flight = MAX_IN_FLIGHT if max_in_flight is None else max_in_flight
+        self.unit = unit
         self.next_cta = 0
         self.active: _Group | None = None
         self.waiting: deque[_Group] = deque()  # switched-out groups, longest first
@@ -231,12 +234,12 @@ class CtaScheduler:
         parts = []
         for g in self.waiting:
             where = sites[g.site] if 0 <= g.site < len(sites) else "an unknown place"
-            parts.append(f"CTA {self._coords(g.cta)} in the loop at {where}")
-        left = self.ncta - self.next_cta
-        tail = (f"; {left} CTA{'s' * (left > 1)} not started (the emulator keeps at most {self.max_in_flight} CTAs "
+            parts.append(f"{self.unit} {self._coords(g.cta)} in the loop at {where}")
+        left, u = self.ncta - self.next_cta, self.unit
+        tail = (f"; {left} {u}{'s' * (left > 1)} not started (the emulator keeps at most {self.max_in_flight} {u}s "
                 "in flight)") if left else ""
         first = self.waiting[0].site if self.waiting else -1
         rt.fail(TilecoreError(
-            f"deadlock: kernel '{self.kernel}': every running CTA waits in a loop for global memory that no CTA "
-            f"changes any more: " + "; ".join(parts) + tail,
+            f"deadlock: kernel '{self.kernel}': every running {self.unit} waits in a loop for global memory that no "
+            f"CTA changes any more: " + "; ".join(parts) + tail,
             sites[first] if 0 <= first < len(sites) else None))

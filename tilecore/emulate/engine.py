@@ -271,21 +271,35 @@ class EmulatedKernel:
             rt.sites = self.host.sites
             rt.cluster_table = cluster_table
             rt.arg_ranges = {i: (lo, hi) for i, (_, lo, hi) in zip(self.pointer_indices(), arrays)}
-            ctxs = []
-            for r in range(n):
-                for t in range(nthreads):
-                    ctx = C.new_ctx(grid, block, bases[r] + dyn_off, dyn, dyn, True, global_table,
-                                    len(memory.global_), shared_tables[r], len(by_rank[r]),
-                                    (sink.ctypes.data + 4095) // 4096 * 4096, cluster_table, len(memory.cluster))
-                    ctx.smem_vars = ctypes.addressof(var_tables[r])
-                    for d in range(3):
-                        ctx.i[C.NCLUSTERID + d] = nclusters[d]
-                        ctx.i[C.CLUSTER_NCTAID + d] = cl[d]
-                    ctx.i[C.CLUSTER_RANK], ctx.i[C.CLUSTER_NRANK] = r, n
-                    ctx.i[C.CTA_BEGIN], ctx.i[C.CTA_END] = 0, nclusters[0] * nclusters[1] * nclusters[2]
-                    ctx.i[C.T_BEGIN], ctx.i[C.T_END] = t, t + 1
-                    ctxs.append(ctx)
-            self._run_threads(ctxs, storage)
+            def contexts(spin_limit=None):  # one per thread of the cluster, rank by rank
+                ctxs = []
+                for r in range(n):
+                    for t in range(nthreads):
+                        ctx = C.new_ctx(grid, block, bases[r] + dyn_off, dyn, dyn, True, global_table,
+                                        len(memory.global_), shared_tables[r], len(by_rank[r]),
+                                        (sink.ctypes.data + 4095) // 4096 * 4096, cluster_table, len(memory.cluster))
+                        ctx.smem_vars = ctypes.addressof(var_tables[r])
+                        for d in range(3):
+                            ctx.i[C.NCLUSTERID + d] = nclusters[d]
+                            ctx.i[C.CLUSTER_NCTAID + d] = cl[d]
+                        ctx.i[C.CLUSTER_RANK], ctx.i[C.CLUSTER_NRANK] = r, n
+                        ctx.i[C.CTA_BEGIN], ctx.i[C.CTA_END] = 0, nclusters[0] * nclusters[1] * nclusters[2]
+                        ctx.i[C.T_BEGIN], ctx.i[C.T_END] = t, t + 1
+                        if spin_limit is not None:
+                            ctx.i[C.SPIN_LIMIT] = spin_limit
+                        ctxs.append(ctx)
+                return ctxs
+
+            if self.host.wait_loops:  # clusters that may wait for each other: cooperatively, a cluster a unit
+                from .ctasched import SPIN_LIMIT, CtaScheduler
+
+                rt.sched = CtaScheduler(rt, nclusters[0] * nclusters[1] * nclusters[2],
+                                        lambda: contexts(SPIN_LIMIT), lambda ctx: self._call(ctx, storage),
+                                        tuple(nclusters), self.host.kernel, memory.cluster, memory.global_,
+                                        unit="cluster")
+                rt.sched.run()
+            else:
+                self._run_threads(contexts(), storage)
             self._rt = None
         del keep
         if rt.error is not None:

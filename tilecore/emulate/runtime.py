@@ -175,13 +175,20 @@ class DeviceRuntime:
                  "done", "cp_async_pending", "bulk_pending")
 
     def save_cta_state(self) -> dict:
-        """The running CTA's state (its objects; a switched-out CTA keeps them untouched) (lock held)."""
-        return {k: getattr(self, k) for k in self.CTA_STATE}
+        """The running CTA's state (its objects; a switched-out CTA keeps them untouched; with clusters also the
+        cluster's table of live shared memory, where exited CTAs have empty entries) (lock held)."""
+        state = {k: getattr(self, k) for k in self.CTA_STATE}
+        if self.cluster_table is not None:
+            state["cluster_table"] = list(self.cluster_table)
+        return state
 
     def restore_cta_state(self, state: dict) -> None:
         """Make ``state`` (of :meth:`save_cta_state`) the running CTA's again (lock held)."""
         for k, v in state.items():
-            setattr(self, k, v)
+            if k == "cluster_table":
+                self.cluster_table[:] = v
+            else:
+                setattr(self, k, v)
 
     def fresh_cta_state(self) -> None:
         """The state of a CTA that starts (lock held)."""
