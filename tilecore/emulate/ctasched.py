@@ -21,6 +21,9 @@ launched through a :class:`CtaScheduler` instead:
 
 Only one CTA runs at a time, so the single instance of the static shared variables and the dynamic shared
 buffer serve every CTA (saved and restored at each switch), and the rest of the emulator is unchanged.
+
+In a launch with clusters the unit is a whole cluster (its CTAs run together on one crew, as without
+waits; the shared windows of all its CTAs are saved at a switch); messages then name clusters.
 """
 
 from __future__ import annotations

@@ -5,9 +5,11 @@ loops over every CTA and thread. Kernels with collectives run one host thread
 per GPU thread of a CTA (so barriers and shuffles really synchronise), CTAs one
 after another. Kernels with wait loops (:mod:`.waitloops`: a CTA may wait for
 another) run cooperatively (:mod:`.ctasched`): each CTA on host threads of its
-own, one CTA at a time, a spinning CTA switched out for another. Kernels with clusters of more than one CTA (``nvvm.cluster_dim``)
-run one host thread per GPU thread of each CTA of a cluster, clusters one after
-another (:meth:`EmulatedKernel.launch`).
+own, one CTA at a time, a spinning CTA switched out for another. Kernels with
+clusters of more than one CTA (``nvvm.cluster_dim``) run one host thread per
+GPU thread of each CTA of a cluster, clusters one after another
+(:meth:`EmulatedKernel.launch`), or cooperatively like CTAs when they have wait
+loops.
 """
 
 from __future__ import annotations

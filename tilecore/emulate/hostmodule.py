@@ -12,7 +12,9 @@ Steps (each GPU-specific piece is looked up in :mod:`.optable` / :mod:`.libdevic
    allocas register their buffers (:mod:`.memcheck`);
 4. give libdevice ``__nv_*`` declarations host bodies; drop GPU-only attributes
    (``nvvm.kernel`` would make the function a PTX entry);
-5. add the helpers (:mod:`.prelude`) and the grid driver ``__emu_drive``.
+5. add the helpers (:mod:`.prelude`) and the grid driver ``__emu_drive``;
+6. count the back edges of wait loops, where a CTA may wait for another CTA (:mod:`.waitloops`): a kernel
+   with such loops is launched cooperatively (:mod:`.ctasched`); other kernels are left as they were.
 
 Static ``addrspace(3)`` globals stay module globals: CTAs run one after another,
 so one instance is the shared memory of the running CTA. A kernel with clusters of more than one CTA
