@@ -79,7 +79,7 @@ def test_occupancy_yields_to_a_large_accumulator():
     while that cap is at least twice the accumulator's registers a thread, as tileiras reads it (probed on sm_90:
     128 threads at occupancy 4 keep 128 registers with 128 x 64 f32, take 255 with 128 x 128; at 8: 64 with 64 x 64,
     255 with 128 x 64). MLA decode (512 x 64 f32 accumulator, occupancy 2, 256 threads) spilled 6 KB a thread at
-    the 128 registers occupancy 2 left it."""
+    the 128 registers occupancy 2 left it; the registers count the largest dot operand's words too."""
     assert min_ctas_per_sm(4, 4, 128 * 64) == 4 and min_ctas_per_sm(4, 4, 128 * 128) == 1
     assert min_ctas_per_sm(8, 4, 64 * 64) == 8 and min_ctas_per_sm(8, 4, 128 * 64) == 1
     assert min_ctas_per_sm(3, 4, 128 * 64) == 3 and min_ctas_per_sm(3, 4, 128 * 128) == 1
@@ -87,6 +87,12 @@ def test_occupancy_yields_to_a_large_accumulator():
     spec = spec_from_hints({"occupancy": 2}, 512 * 64, 90)
     assert spec.num_warps == 8 and spec.num_ctas == 1 and spec.occupancy == 2
     assert spec_from_hints({"occupancy": 2}, 64 * 64, 90).num_ctas == 2
+    # an operand of 128 x 512 f16 (32768 words: in registers before its dot writes it to shared memory) takes 8 warps
+    # on sm_90+ and lifts the register cap too (MLA decode with TH = 16, TN = 128: a 512 x 16 accumulator)
+    spec = spec_from_hints({"occupancy": 2}, 512 * 16, 90, 128 * 512 // 2)
+    assert spec.num_warps == 8 and spec.num_ctas == 1
+    assert spec_from_hints({"occupancy": 2}, 512 * 16, 80, 128 * 512 // 2).num_warps == 4
+    assert spec_from_hints({}, 64 * 64, 90, 64 * 512 // 2).num_warps == 4
 
 
 def test_returning_kernel_is_rejected():

@@ -71,6 +71,12 @@ WORKER_WARPS = "num_worker_warps_per_cta"  # cuTile's kernel hint num_worker_war
 # bench/large_dots.py): at 4 warps a 256 x 128 f32 accumulator is 256 registers a thread and ptxas spills
 # (256x128x128 f16 on sm_90a: 2105 LDL / STL at 4 warps, none at 8).
 LARGE_ACCUMULATOR = 256 * 128
+# ... or whose largest dot operand holds at least LARGE_OPERAND_WORDS 32-bit words (a 128 x 512 f16 tile): an operand
+# loaded outside a pipelined loop lives in registers before its dot writes it to shared memory, 256 registers a thread
+# at 4 warps (TileGym's MLA decode with TH = 16, TN = 128: 14280 bytes of stack a thread at 4 warps, 6048 at 8;
+# tileiras gives it 256 threads). tileiras' f16 matmuls agree on 7 of 8 shapes (bench/large_accumulators.py
+# --threads: 256 threads for 64 x 64 x 1024, 128 x 16 x 1024, 128 x 64 x 512; 128 for 64 x 16 x 1024).
+LARGE_OPERAND_WORDS = 128 * 512 // 2
 LARGE_ACCUMULATOR_WARPS = 8
 LARGE_ACCUMULATOR_MIN_CC = 90
 DOT_OPS = ("nv_tileaa.dot", "nv_tileaa.mma_block_scale")
@@ -78,36 +84,41 @@ REGISTERS_PER_SM = 65536
 MAX_REGISTERS_PER_THREAD = 255
 
 
-def min_ctas_per_sm(occupancy: int, num_warps: int, largest_accumulator: int) -> int:
+def min_ctas_per_sm(occupancy: int, num_warps: int, largest_tile: int) -> int:
     """The CTAs per SM a kernel asks ptxas for (PTX ``.minnctapersm``) under cuTile's ``occupancy`` hint: the hint,
     unless the register cap it implies (65536 / (occupancy x threads), a multiple of 8, at most 255) is less than
-    twice the registers a thread holds of the largest dot's accumulator (one a 32-bit element); then 1 (no cap).
-    tileiras reads the hint so (bench/large_accumulators.py): 128 threads at occupancy 4 take 128 registers with a
-    128 x 64 f32 accumulator but 255 with 128 x 128; at 8, 64 with 64 x 64 but 255 with 128 x 64. Kept, MLA decode's
-    512 x 64 accumulator at occupancy 2 on 256 threads capped ptxas at 128 registers: 6 KB of stack a thread."""
+    twice the registers a thread holds of the largest dot tile (``largest_tile`` 32-bit words: its accumulator, or an
+    operand held in registers); then 1 (no cap). tileiras reads the hint so (bench/large_accumulators.py
+    --occupancy): 128 threads at occupancy 4 take 128 registers with a 128 x 64 f32 accumulator but 255 with
+    128 x 128; at 8, 64 with 64 x 64 but 255 with 128 x 64. Kept, MLA decode's 512 x 64 accumulator at occupancy 2 on
+    256 threads capped ptxas at 128 registers: 6 KB of stack a thread (TH = 16, TN = 128: its 128 x 512 f16 operand,
+    7.5 KB)."""
     if occupancy <= 1:
         return 1
     threads = 32 * num_warps
     cap = min(MAX_REGISTERS_PER_THREAD, REGISTERS_PER_SM // (occupancy * threads) // 8 * 8)
-    return occupancy if 2 * -(-largest_accumulator // threads) <= cap else 1
+    return occupancy if 2 * -(-largest_tile // threads) <= cap else 1
 
 
-def spec_from_hints(hints: dict, largest_accumulator: int = 0, cc: int = DEFAULT_CC) -> KernelSpec:
+def spec_from_hints(hints: dict, largest_accumulator: int = 0, cc: int = DEFAULT_CC,
+                    largest_operand: int = 0) -> KernelSpec:
     """The kernel spec of a kernel's cuTile optimization hints (:func:`hints_for`). Its warps: ``num_warps``, else
     cuTile's ``num_worker_warps`` ("the warps of the CUDA-core warp groups"; tilecore's kernels are not warp
     specialized, so every warp is one: a 256 x 256 f32 accumulator is then 256 registers a thread at 8, not 512 at 4),
     else :data:`LARGE_ACCUMULATOR_WARPS` when compute capability ``cc`` is at least
     :data:`LARGE_ACCUMULATOR_MIN_CC` and the kernel's ``largest_accumulator`` (elements of its largest dot result)
-    at least :data:`LARGE_ACCUMULATOR`, else 4. Its ``num_ctas`` (CTAs per SM): :func:`min_ctas_per_sm`."""
+    is at least :data:`LARGE_ACCUMULATOR` or its ``largest_operand`` (32-bit words of its largest dot operand) at
+    least :data:`LARGE_OPERAND_WORDS`, else 4. Its ``num_ctas`` (CTAs per SM): :func:`min_ctas_per_sm`."""
     ks = KernelSpec()
     default = DEFAULT_NUM_WARPS
-    if cc >= LARGE_ACCUMULATOR_MIN_CC and largest_accumulator >= LARGE_ACCUMULATOR:
+    if cc >= LARGE_ACCUMULATOR_MIN_CC and (largest_accumulator >= LARGE_ACCUMULATOR or
+                                           largest_operand >= LARGE_OPERAND_WORDS):
         default = LARGE_ACCUMULATOR_WARPS
     ks.num_warps = hints.get("num_warps", hints.get(WORKER_WARPS, default))
     n = hints.get("num_cta_in_cga", 1)
     ks.cluster_dim = (n, 1, 1)
     ks.occupancy = hints.get("occupancy", 0)
-    ks.num_ctas = min_ctas_per_sm(hints.get("occupancy", 1), ks.num_warps, largest_accumulator)
+    ks.num_ctas = min_ctas_per_sm(hints.get("occupancy", 1), ks.num_warps, max(largest_accumulator, largest_operand))
     ks.max_registers = hints.get("max_nreg", hints.get("max_registers", 0))
     return ks
 
@@ -121,23 +132,34 @@ def attach_kernel_specs(module, target) -> int:
             hints = hints_for(op.attributes["optimization_hints"] if "optimization_hints" in op.attributes
                               else None, target)
             cc = target.cc if target is not None else DEFAULT_CC
-            op.attributes[SPEC_ATTR] = spec_from_hints(hints, largest_accumulator(op), cc).attr()
+            acc, operand = largest_dot_tiles(op)
+            op.attributes[SPEC_ATTR] = spec_from_hints(hints, acc, cc, operand).attr()
             op.attributes[CC_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), cc)
             n += 1
     return n
 
 
-def largest_accumulator(func_op) -> int:
-    """Elements of the largest dot result (:data:`DOT_OPS`) in ``func_op``, 0 without dots."""
-    largest = [0]
+def largest_dot_tiles(func_op) -> tuple[int, int]:
+    """(elements of the largest dot result, 32-bit words of the largest dot operand) in ``func_op``
+    (:data:`DOT_OPS`; 0 without dots)."""
+    largest = [0, 0]
+
+    def words(t) -> int:
+        t = ir.RankedTensorType(t)
+        el = t.element_type
+        bits = el.width if isinstance(el, (ir.FloatType, ir.IntegerType)) else 32
+        return -(-math.prod(t.shape) * bits // 32)
 
     def visit(op):
         if op.name in DOT_OPS and len(op.results) == 1 and isinstance(op.results[0].type, ir.RankedTensorType):
             largest[0] = max(largest[0], math.prod(ir.RankedTensorType(op.results[0].type).shape))
+            for v in list(op.operands)[:2]:
+                if isinstance(v.type, ir.RankedTensorType):
+                    largest[1] = max(largest[1], words(v.type))
         return ir.WalkResult.ADVANCE
 
     func_op.walk(visit)
-    return largest[0]
+    return largest[0], largest[1]
 
 
 SPEC_FORM = ("#nv_tileaa.kernel_spec<num_warps : i32, array<i32: x, y, z>, num_ctas : i32, occupancy : i32, "
