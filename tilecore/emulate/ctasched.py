@@ -156,12 +156,13 @@ class CtaScheduler:
         self.waiting.append(g)
         self.active = None
         self.switches += 1
+        if self.next_cta < self.ncta and self.in_flight < self.max_in_flight:
+            self.stale, self.last_memory = 0, None  # a CTA starting is progress (and global memory is not read)
+            self._start_next()
+            return
         memory = self._memory()
         self.stale = self.stale + 1 if memory == self.last_memory else 0
         self.last_memory = memory
-        if self.next_cta < self.ncta and self.in_flight < self.max_in_flight:
-            self._start_next()
-            return
         if self.stale > 2 * len(self.waiting):
             self._deadlock()
             return
@@ -235,13 +236,14 @@ class CtaScheduler:
         rt = self.rt
         sites = rt.sites
         parts = []
-        for g in self.waiting:
+        stuck = sorted(self.waiting, key=lambda g: g.cta)
+        for g in stuck:
             where = sites[g.site] if 0 <= g.site < len(sites) else "an unknown place"
             parts.append(f"{self.unit} {self._coords(g.cta)} in the loop at {where}")
         left, u = self.ncta - self.next_cta, self.unit
         tail = (f"; {left} {u}{'s' * (left > 1)} not started (the emulator keeps at most {self.max_in_flight} {u}s "
                 "in flight)") if left else ""
-        first = self.waiting[0].site if self.waiting else -1
+        first = stuck[0].site if stuck else -1
         rt.fail(TilecoreError(
             f"deadlock: kernel '{self.kernel}': every running {self.unit} waits in a loop for global memory that no "
             f"CTA changes any more: " + "; ".join(parts) + tail,
