@@ -74,8 +74,9 @@ LARGE_ACCUMULATOR = 256 * 128
 # ... or whose largest dot operand holds at least LARGE_OPERAND_WORDS 32-bit words (a 128 x 512 f16 tile): an operand
 # loaded outside a pipelined loop lives in registers before its dot writes it to shared memory, 256 registers a thread
 # at 4 warps (TileGym's MLA decode with TH = 16, TN = 128: 14280 bytes of stack a thread at 4 warps, 6048 at 8;
-# tileiras gives it 256 threads). tileiras' f16 matmuls agree on 7 of 8 shapes (bench/large_accumulators.py
-# --threads: 256 threads for 64 x 64 x 1024, 128 x 16 x 1024, 128 x 64 x 512; 128 for 64 x 16 x 1024).
+# tileiras gives it 256 threads). On tileiras' f16 matmuls the rule agrees on 6 of 8 shapes (bench/large_accumulators.py
+# --threads: 256 threads for 64 x 64 x 1024, 128 x 16 x 1024, 128 x 64 x 512; tileiras keeps 128 for 128 x 16 x 512
+# and 64 x 16 x 1024, whose A alone is 32768 words).
 LARGE_OPERAND_WORDS = 128 * 512 // 2
 LARGE_ACCUMULATOR_WARPS = 8
 LARGE_ACCUMULATOR_MIN_CC = 90
