@@ -66,9 +66,9 @@ class CtaScheduler:
     """Runs the CTAs ``0 .. ncta - 1`` of a launch cooperatively (see the module docstring).
 
     ``rt``: the launch's :class:`.runtime.DeviceRuntime` (its lock and ``cta_cond`` are used); ``contexts()``: new
-    contexts of a crew's threads (one per GPU thread); ``call(ctx)``: runs the native driver on a context
-    (its CTA_BEGIN / CTA_END set to the CTA); ``grid``: the grid (x, y, z) for messages; ``kernel``: the kernel's name; ``shared``: (label, lo, hi) of the shared memory a
-    CTA owns (saved at switches); ``global_``: (label, lo, hi) of global memory (watched for progress);
+    contexts of a crew's threads (one per GPU thread); ``call(ctx)``: runs the native driver on a context (its
+    CTA_BEGIN / CTA_END set to the CTA); ``grid``: the grid (x, y, z) for messages; ``kernel``: the kernel's
+    name; ``shared``: (label, lo, hi) of the shared memory a CTA owns (saved at switches); ``global_``: (label, lo, hi) of global memory (watched for progress);
     ``max_in_flight``: CTAs started and not finished at once (None: :data:`MAX_IN_FLIGHT`, read at the call).
     ``unit``: ``"CTA"``, or ``"cluster"`` in a launch with clusters, where the unit scheduled is a whole cluster
     (its CTAs run together, on one crew; ``ncta`` and ``grid`` count clusters).
@@ -89,7 +89,6 @@ class CtaScheduler:
         self.next_cta = 0
         self.active: _Group | None = None
         self.waiting: deque[_Group] = deque()  # switched-out groups, longest first
-        self.groups: list[_Group] = []  # every group started
         self.crews: list[_Crew] = []  # every crew (their threads are joined at the end)
         self.idle: list[_Crew] = []  # crews whose CTA finished
         self.in_flight = 0
@@ -122,7 +121,7 @@ class CtaScheduler:
             with rt.lock:
                 while crew.seq == seen and not self.done and not rt.aborted:
                     crew.cond.wait()
-                if crew.seq == seen:
+                if crew.seq == seen or rt.aborted:
                     return
                 seen, cta = crew.seq, crew.cta
             ctx.i[C.CTA_BEGIN], ctx.i[C.CTA_END], ctx.i[C.SPINS] = cta, cta + 1, 0
@@ -194,7 +193,6 @@ class CtaScheduler:
         self.rt.fresh_cta_state()
         self.active = g
         g.turn = 1
-        self.groups.append(g)
         crew.cta = g.cta
         crew.seq += 1
         crew.cond.notify_all()  # its threads run the CTA once the caller releases the lock
@@ -220,8 +218,9 @@ class CtaScheduler:
 
     def wake_all(self) -> None:
         """The launch failed: wake every parked thread (it returns at its abort check)."""
-        for g in self.groups:
-            g.cond.notify_all()
+        for g in [*self.waiting, self.active]:
+            if g is not None:
+                g.cond.notify_all()
         for crew in self.crews:
             crew.cond.notify_all()
 
