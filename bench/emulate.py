@@ -10,6 +10,10 @@
 3. The bundled vector add (tilecore/data/vadd_gpu.mlir) on 1,000,000 elements:
    lowering, JIT and launch wall times, with and without bounds checks.
 
+4. A chain of CTAs each waiting for the NEXT one (llvm dialect: every thread spins on an
+   atomic acquire load of flag[b + 1]): the cooperative path (tilecore/emulate/ctasched.py),
+   16 CTAs x 32 threads (the threads/s column counts GPU threads).
+
 Prints threads/s for each and the ratio fast path / collective path.
 """
 
@@ -76,6 +80,37 @@ module attributes {gpu.container_module} {
 """
 
 
+WAIT_CHAIN = """
+gpu.module @m {
+llvm.func @chain(%flag: !llvm.ptr<1>) attributes {nvvm.kernel} {
+  %b = nvvm.read.ptx.sreg.ctaid.x : i32
+  %n = nvvm.read.ptx.sreg.nctaid.x : i32
+  %t = nvvm.read.ptx.sreg.tid.x : i32
+  %one = llvm.mlir.constant(1 : i32) : i32
+  %zero = llvm.mlir.constant(0 : i32) : i32
+  %b1 = llvm.add %b, %one : i32
+  %last = llvm.icmp "sge" %b1, %n : i32
+  llvm.cond_br %last, ^done(%zero : i32), ^spin
+^spin:
+  %p = llvm.getelementptr %flag[%b1] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+  %v = llvm.load %p atomic acquire {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+  %unset = llvm.icmp "eq" %v, %zero : i32
+  llvm.cond_br %unset, ^spin, ^done(%v : i32)
+^done(%got: i32):
+  %is0 = llvm.icmp "eq" %t, %zero : i32
+  llvm.cond_br %is0, ^publish, ^end
+^publish:
+  %mine = llvm.getelementptr %flag[%b] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
+  %next = llvm.add %got, %one : i32
+  llvm.store %next, %mine atomic release {alignment = 4 : i64} : i32, !llvm.ptr<1>
+  llvm.br ^end
+^end:
+  llvm.return
+}
+}
+"""
+
+
 def lower(pm, module):
     res = compile_module(module, resolve_target("sm_80", pm.targets()), CompileOptions(emit="mlir"), pm,
                          stages=["convert-nvgpu-and-gpu-to-nvvm"])
@@ -118,6 +153,11 @@ def main() -> int:
     seq = total / t
     print(f"{'vadd (sequential)':<28}{256:>12}{total // 256:>7}{t:>10.4f}{seq:>12,.0f}")
     print(f"ratio sequential / concurrent at 256 threads/CTA: {seq / coll[256]:,.0f}x")
+    chain = compile_kernel(WAIT_CHAIN, "chain")
+    flags = np.zeros(16, np.int32)
+    t = best(lambda: chain.launch(16, 32, [flags]), args.repeat)
+    np.testing.assert_array_equal(chain.launch(16, 32, [flags]).outputs[0], 16 - np.arange(16))
+    print(f"{'wait chain (cooperative)':<28}{32:>12}{16:>7}{t:>10.3f}{16 * 32 / t:>12,.0f}")
 
     n = 1_000_000
     a = np.random.default_rng(1).random(n, dtype=np.float32)
