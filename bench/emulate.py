@@ -7,12 +7,11 @@
    CTA over the same total number of threads: threads run concurrently (one host
    thread per GPU thread), so this is the slow path.
 2. The same count through the sequential fast path (vector add, no collectives).
-3. The bundled vector add (tilecore/data/vadd_gpu.mlir) on 1,000,000 elements:
-   lowering, JIT and launch wall times, with and without bounds checks.
-
-4. A chain of CTAs each waiting for the NEXT one (llvm dialect: every thread spins on an
+3. A chain of CTAs each waiting for the NEXT one (llvm dialect: every thread spins on an
    atomic acquire load of flag[b + 1]): the cooperative path (tilecore/emulate/ctasched.py),
    16 CTAs x 32 threads (the threads/s column counts GPU threads).
+4. The bundled vector add (tilecore/data/vadd_gpu.mlir) on 1,000,000 elements:
+   lowering, JIT and launch wall times, with and without bounds checks.
 
 Prints threads/s for each and the ratio fast path / collective path.
 """
