@@ -322,3 +322,34 @@ def test_batched_matmul_numbers(name, sm, options, bmnk):
     emulate.launch(module, name, (cdiv(m, 64), cdiv(n, 64), bt), (128, 1, 1), arr(a) + arr(b) + arr(c))
     want = av @ bv
     np.testing.assert_allclose(c, want, atol=1e-4 * np.abs(want).max(), rtol=0)
+
+
+@ct.kernel
+def matmul_counted(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """A K loop over element offsets whose loads are indexed by a counter the loop carries (TileGym's ``tile += 1``)."""
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0.0, dtype=ct.float32)
+    kt = 0
+    for _k0 in range(0, A.shape[1], TK):
+        a = ct.load(A, index=(i, kt), shape=(TM, TK), padding_mode=ct.PaddingMode.ZERO)
+        b = ct.load(B, index=(kt, j), shape=(TK, TN), padding_mode=ct.PaddingMode.ZERO)
+        acc = ct.mma(a, b, acc)
+        kt += 1
+    ct.store(C, index=(i, j), tile=acc)
+
+
+def test_loads_indexed_by_a_loop_carried_counter_are_pipelined():
+    """Loads indexed by an iteration argument the body yields as ``arg + 1`` are piped as the induction variable's
+    (the counter at iteration n is init + n): TMA boxes for A and B, the numbers on partial tiles. They were
+    loaded into registers every iteration (MLA decode TD = 512 on sm_90a: 4688 -> 3640 bytes of stack a thread)."""
+    import tilecore.cutile as tc
+
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((70, 104)).astype(np.float16)  # K = 104: 3 tiles of 32 and a partial one
+    b = rng.standard_normal((104, 40)).astype(np.float16)
+    c = np.zeros((70, 40), np.float32)
+    args = (a, b, c, 64, 32, 32)
+    tc.launch(None, (2, 2), matmul_counted, args, gpu_name="sm_90a")
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=2e-3, atol=2e-3)
+    k = tc.compile(matmul_counted, args, gpu_name="sm_90a")
+    assert sorted(m.tensor for m in k.contract.tensor_maps) == [0, 5, 10]  # A, B (the loop) and C (the store)

@@ -33,6 +33,8 @@ the part of a chunk past the array's edge is zero-filled by the copy (its source
 bounds; a chunk with none reads nothing). The copy needs 16-byte aligned chunk addresses: what the
 compiler cannot prove (the base pointer's ``div_by`` hint, static strides) is checked at run time and
 the loop runs un-pipelined when the check fails (:func:`alignment_check`).
+
+The induction variable includes the counters the loop carries (:func:`_counters`: ``tile += 1`` beside it).
 """
 
 from __future__ import annotations
@@ -92,6 +94,8 @@ class Plan:
     atom: object
     slice_ops: list  # scalar body ops the load indices depend on, in program order
     shift: int = 0  # bytes the body's own scratch region starts after (the ring's): 0 when the body uses none
+    loop: object = None  # the old scf.for
+    counters: dict = None  # iteration argument -> (its init, the constant added per iteration): :func:`_counters`
 
 
 def _in_body(v, body) -> bool:
@@ -194,10 +198,42 @@ def _load_ok(load, dot, body, transposed_ok: bool = False, chain: tuple = (), pa
                      packed=packed)
 
 
-def _index_slice(load, body, iv, seen: dict) -> bool:
-    """Collect the scalar body ops ``load``'s indices depend on (into ``seen``); False if one is not scalar."""
+def _counters(loop) -> dict:
+    """The iteration arguments of ``loop`` (an old scf.for) that count iterations: scalars of the induction variable's
+    type that the body yields as ``arg + c`` (``c`` a constant): argument -> (its init value, ``c``). TileGym's kernels
+    index their loads by such a counter (``tile += 1`` beside ``for n0 in range(0, S, TN)``); at iteration
+    ``(iv - lb) / step`` it is ``init + that * c`` (:func:`_counter_values`)."""
+    body = loop.regions[0].blocks[0]
+    iv = body.arguments[0]
+    yields = list(list(body.operations)[-1].operands)
+    out = {}
+    for arg, init, nxt in zip(list(body.arguments)[1:], list(loop.operands)[3:], yields):
+        if arg.type != iv.type or not isinstance(nxt, ir.OpResult) or nxt.owner.name != "arith.addi":
+            continue
+        a, b = nxt.owner.operands
+        other = b if a == arg else a if b == arg else None
+        if other is None or not isinstance(other, ir.OpResult) or other.owner.name != "arith.constant":
+            continue
+        out[arg] = (init, ir.IntegerAttr(other.owner.attributes["value"]).value)
+    return out
+
+
+def _counter_values(rb, plan_: Plan, iv_new) -> dict:
+    """Each counter of the plan's loop (:func:`_counters`) at the iteration whose induction variable is ``iv_new``."""
+    if not plan_.counters:
+        return {}
+    cg = rb.data["cg"]
+    lb, step = rb.get(plan_.loop.operands[0]), rb.get(plan_.loop.operands[2])
+    n = cg.op("arith.divsi", cg.op("arith.subi", iv_new, lb), step)
+    return {arg: cg.op("arith.addi", rb.get(init), cg.op("arith.muli", n, resize_int(cg.c32(c), n.type)))
+            for arg, (init, c) in plan_.counters.items()}
+
+
+def _index_slice(load, body, iv, seen: dict, counters=()) -> bool:
+    """Collect the scalar body ops ``load``'s indices depend on (into ``seen``); False if one is not scalar
+    (``counters``: iteration arguments that count iterations, :func:`_counters`, are as good as ``iv``)."""
     def visit(v) -> bool:
-        if not _in_body(v, body) or v == iv:
+        if not _in_body(v, body) or v == iv or v in counters:
             return True
         if isinstance(v, ir.BlockArgument):
             return False
@@ -232,6 +268,7 @@ def plan(cg, loop) -> Plan | None:
     from ..atoms.select import mma_request
 
     loads, slice_ops = [], {}
+    counters = _counters(loop)
     for d, a in zip(dots, dot_atoms):
         lay_a = lay_b = None
         if a.data.get("fragment") == "wgmma":  # warpgroup atoms read their operands in their swizzled layouts
@@ -248,7 +285,7 @@ def plan(cg, loop) -> Plan | None:
             k_major_ok = lay is lay_b and lay is not None or b_k_major
             piped, deps = _load_ok(load, d, body, transposed_ok=k_major_ok, chain=chain,
                                    packed_ok=_packed_ok(d, a)), {}
-            if piped is None or not _index_slice(load, body, iv, deps):
+            if piped is None or not _index_slice(load, body, iv, deps, counters):
                 continue
             piped = _staged_as_atom_reads(cg, d, a, i, piped, lay)
             if piped is None:
@@ -302,7 +339,7 @@ def plan(cg, loop) -> Plan | None:
         return None
     order = {o.operation: i for i, o in enumerate(ops)}
     shift = 0 if pure else (stages * at + MBARRIER_BYTES * stages + 1023) // 1024 * 1024
-    return Plan(loads, at, stages, atom, sorted(slice_ops.values(), key=lambda o: order[o]), shift)
+    return Plan(loads, at, stages, atom, sorted(slice_ops.values(), key=lambda o: order[o]), shift, loop, counters)
 
 
 def _body_scratch(cg, dots, staged_as_read) -> int:
@@ -455,18 +492,23 @@ def _only_fragment_arithmetic(cg, ops, loads, slice_ops, dots, frag) -> bool:
 # -- code ------------------------------------------------------------------------------------------
 def _indices(rb, plan_: Plan, p: PipedLoad, iv_old, iv_new) -> list:
     """The load's index values for the iteration whose induction variable is ``iv_new`` (the index slice
-    rebuilt with the induction variable bound to it, the bindings restored after)."""
-    saved = {v: rb.map[v] for v in [iv_old, *[r for o in plan_.slice_ops for r in o.results]] if v in rb.map}
+    rebuilt with the induction variable bound to it, and the loop's counters to their values there, the bindings
+    restored after)."""
+    counted = _counter_values(rb, plan_, iv_new)
+    bound = [iv_old, *counted]
+    saved = {v: rb.map[v] for v in [*bound, *[r for o in plan_.slice_ops for r in o.results]] if v in rb.map}
     fresh = [r for o in plan_.slice_ops for r in o.results if r not in rb.map]
     rb.map[iv_old] = iv_new
+    rb.map.update(counted)
     try:
         for o in plan_.slice_ops:
             rb.op(o)
         return [rb.get(x) for x in list(p.load.operands)[1:] if "mem_token" not in str(x.type)]
     finally:
         rb.map.update(saved)
-        if iv_old not in saved:
-            del rb.map[iv_old]
+        for v in bound:
+            if v not in saved:
+                del rb.map[v]
         for r in fresh:
             rb.map.pop(r, None)
 
