@@ -395,7 +395,7 @@ def _check(got, a, b):
     ("bs_e4m3_loop", (137, 70, 300)),  # K: 3 tiles, the last one partial (its scale blocks too)
     ("bs_e5m2_loop", (200, 45, 96)),
     ("bs_e4m3_single", (130, 50, 200)),  # 7 K blocks: SF IDs 0-3 of the first word, 0-2 of the next
-    ("bs_e4m3_m256", (260, 270, 100)),
+    ("bs_e4m3_m256", (250, 140, 100)),  # one partial 256-row block, two column blocks (the second partial)
     ("bs_m64", (100, 70, 50)),  # 64-row tiles: M = 128 MMA over A in layout F
     ("bs_m64_loop", (70, 45, 300)),
 ])

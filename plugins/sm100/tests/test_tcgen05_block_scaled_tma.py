@@ -235,7 +235,7 @@ def copies(monkeypatch):
     ("bs_e4m3_loop", (150, 80, 320)),  # 128 x 64 x 128 tiles: K 2.5 tiles (the last one's scale blocks partial)
     ("bs_e5m2_loop", (200, 48, 208)),
     ("bs_m64_loop", (100, 48, 304)),  # 64-row tiles: the stage copied into layout F per dot
-    ("bs_e4m3_m256", (272, 144, 112)),
+    ("bs_e4m3_m256", (250, 144, 112)),  # one partial 256-row block (six cost 70-120 s of CI)
     ("bs_e4m3_loop_bt", (140, 96, 288)),  # B K-major: its N x K transpose in memory
     ("bs_e5m2_loop_tb", (90, 80, 272)),  # the same, transposed after the load (64-row tiles: layout F too)
 ])
