@@ -407,22 +407,8 @@ def test_plain_loads_do_not_make_a_wait_loop(load, wait_loops):
 
 
 # ------------------------------------------------------------------------------ clusters that wait for later clusters
-@ct.kernel(num_ctas=ct.ByTarget(sm_90=2, sm_100=2))
-def suffix_sum_clusters(X, Y, Incl, Flags, TILE: ConstInt):
-    """:func:`suffix_sum` with a tile block of two CTAs (a cluster): cluster b waits for cluster b + 1."""
-    b = ct.bid(0)
-    n = ct.num_blocks(0)
-    x = ct.load(X, (b,), (TILE,), padding_mode=Z)
-    right = ct.full((TILE,), 0, dtype=ct.int32) + ct.sum(x, axis=0, keepdims=True)
-    own = right - ct.cumsum(x, axis=0) + x
-    carry = ct.full((1,), 0, dtype=ct.int32)
-    if b + 1 < n:
-        while ct.atomic_add(Flags, b + 1, 0, memory_order=ACQ) == 0:
-            pass
-        carry = ct.load(Incl, (b + 1,), (1,))
-    ct.store(Incl, (b,), ct.sum(x, axis=0, keepdims=True) + carry)
-    ct.atomic_xchg(Flags, b, 1, memory_order=REL)
-    ct.store(Y, (b,), own + carry)
+# :func:`suffix_sum` with a tile block of two CTAs (a cluster): cluster b waits for cluster b + 1.
+suffix_sum_clusters = suffix_sum.replace_hints(num_ctas=ct.ByTarget(sm_90=2, sm_100=2))
 
 
 @pytest.mark.parametrize("sm", ["sm_90a", "sm_100a"])
@@ -431,4 +417,5 @@ def test_clusters_waiting_for_later_clusters(sm):
     grid = -(-61 // 16)
     y, incl, flags = np.zeros(61, np.int32), np.zeros(grid, np.int32), np.zeros(grid, np.int32)
     tc.launch(None, (grid,), suffix_sum_clusters, (x, y, incl, flags, 16), gpu_name=sm)
+    assert ".reqnctapercluster 2, 1, 1" in tc.compile(suffix_sum_clusters, (x, y, incl, flags, 16), gpu_name=sm).ptx
     np.testing.assert_array_equal(y, np.cumsum(x[::-1])[::-1])
