@@ -1672,17 +1672,16 @@ def _blocks(p: Program, extents: list[int]) -> int:
 def _clusters(g: Gen, p: Program) -> None:
     """cuTile ``num_ctas=2`` (the ``clusters`` stream): clusters of 2 CTAs on sm_90+, and on
     sm_100a CTA pairs (``tcgen05.mma.cta_group::2``) where the dot admits them: then a 2-D f16 / bf16 dot gets
-    128-row tiles (the pair's instruction M is 256) and N of 32 (each CTA stages half of B)."""
+    128-row tiles (the pair's instruction M is 256); its N must be 32 or more (each CTA stages half of B)."""
     p.num_ctas = 2
     g.features.add("num_ctas:2")
     pair_types = {"mma:f16->f16", "mma:f16->f32", "mma:bf16->f32"}
-    if "mma_batched" not in g.features and g.features & pair_types:
+    # Each CTA of a pair stages half of B: rows of 32 bytes or more, so N >= 32. N is not widened here: the body,
+    # drawn before, writes the tile's sizes as numbers (a bias row of N elements: seed 7010 widened N = 8 to 32 and
+    # its (1, 8) row no longer broadcast against the (128, 32) accumulator: cuTile refused to export it).
+    if "mma_batched" not in g.features and g.features & pair_types and p.tile[1] >= 32:
         p.tile[0] = 128
         p.extents[0] = _extent(g.clusters, 128, 2)
-        if p.tile[1] < 32:  # each CTA's half of B: rows of 32 bytes or more
-            p.tile[1] = 32
-            p.extents[1] = _extent(g.clusters, 32, 2)
-            g.features.discard("mma_narrow_n8")  # (N = 8 drawn, then widened for the pair)
         g.features.add("cta_pairs")
 
 
