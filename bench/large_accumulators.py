@@ -75,13 +75,25 @@ def report(who: str, t: dict, cubin: str) -> None:
     print(row("", f), flush=True)
 
 
-def occupancy_probe(d: str) -> None:
-    """tileiras' register cap for cuTile's occupancy hint on 128-thread matmuls of several accumulator shapes."""
+def _tileiras_matmul(d: str, kernel, tm: int, tn: int, tk: int) -> tuple[str, str]:
+    """Compile ``kernel`` (large_dots' f16 matmul, maybe with other hints) for a tile with tileiras for sm_90; returns
+    the cubin's ``cuobjdump -elf`` and ``-res-usage`` texts."""
     from tilecore.cutile.kernel import export_bytecode
     from tilecore.cutile.specialize import specs_of
     from tilecore.serialize import find_nvidia_tool
 
     tileiras, cuobjdump = find_nvidia_tool("tileiras"), find_nvidia_tool("cuobjdump")
+    src, out = os.path.join(d, "probe.tileirbc"), os.path.join(d, "probe.cubin")
+    with open(src, "wb") as fh:
+        fh.write(export_bytecode(kernel, specs_of(kernel, ["f16[2]", "f16[2]", "f32[2]", tm, tn, tk]), "matmul"))
+    subprocess.run([tileiras, "--gpu-name", "sm_90", src, "-o", out], check=True, capture_output=True)
+    elf = subprocess.run([cuobjdump, "-elf", out], capture_output=True, text=True).stdout
+    res = subprocess.run([cuobjdump, "-res-usage", out], capture_output=True, text=True).stdout
+    return elf, res
+
+
+def occupancy_probe(d: str) -> None:
+    """tileiras' register cap for cuTile's occupancy hint on 128-thread matmuls of several accumulator shapes."""
     from large_dots import matmul
 
     print("tileiras, sm_90, f16 matmul, TK = 32: occupancy, accumulator -> register cap (EIATTR_MAXREG_COUNT), "
@@ -89,13 +101,7 @@ def occupancy_probe(d: str) -> None:
     for occ in (2, 3, 4, 8):
         kernel = matmul.replace_hints(occupancy=occ)
         for tm, tn in ((128, 128), (128, 64), (64, 64), (64, 32)):
-            src, out = os.path.join(d, "occ.tileirbc"), os.path.join(d, "occ.cubin")
-            with open(src, "wb") as fh:
-                fh.write(export_bytecode(kernel, specs_of(kernel, ["f16[2]", "f16[2]", "f32[2]", tm, tn, 32]),
-                                         "matmul"))
-            subprocess.run([tileiras, "--gpu-name", "sm_90", src, "-o", out], check=True, capture_output=True)
-            elf = subprocess.run([cuobjdump, "-elf", out], capture_output=True, text=True).stdout
-            res = subprocess.run([cuobjdump, "-res-usage", out], capture_output=True, text=True).stdout
+            elf, res = _tileiras_matmul(d, kernel, tm, tn, 32)
             cap = re.search(r"EIATTR_MAXREG_COUNT\s+Format:\s+\S+\s+Value:\s+(\S+)", elf)
             regs = re.search(r"REG:(\d+) STACK:(\d+)", res)
             print(f"  occupancy {occ}  {tm:3d} x {tn:3d} f32 ({tm * tn // 128:3d} a thread)  cap "
@@ -108,20 +114,10 @@ def threads_probe(d: str) -> None:
     (``kernel_spec.LARGE_OPERAND_WORDS``)."""
     from large_dots import matmul
 
-    from tilecore.cutile.kernel import export_bytecode
-    from tilecore.cutile.specialize import specs_of
-    from tilecore.serialize import find_nvidia_tool
-
-    tileiras, cuobjdump = find_nvidia_tool("tileiras"), find_nvidia_tool("cuobjdump")
     print("tileiras, sm_90, f16 matmul: TM x TN x TK, A / B words -> threads per CTA, registers, stack")
     for tm, tn, tk in ((64, 64, 512), (64, 64, 1024), (128, 16, 512), (128, 16, 1024), (64, 16, 1024),
                        (128, 64, 256), (128, 64, 512), (128, 128, 128)):
-        src, out = os.path.join(d, "thr.tileirbc"), os.path.join(d, "thr.cubin")
-        with open(src, "wb") as fh:
-            fh.write(export_bytecode(matmul, specs_of(matmul, ["f16[2]", "f16[2]", "f32[2]", tm, tn, tk]), "matmul"))
-        subprocess.run([tileiras, "--gpu-name", "sm_90", src, "-o", out], check=True, capture_output=True)
-        elf = subprocess.run([cuobjdump, "-elf", out], capture_output=True, text=True).stdout
-        res = subprocess.run([cuobjdump, "-res-usage", out], capture_output=True, text=True).stdout
+        elf, res = _tileiras_matmul(d, matmul, tm, tn, tk)
         ntid = re.search(r"EIATTR_REQNTID\s+Format:\s+\S+\s+Value:\s+(\S+)", elf)
         regs = re.search(r"REG:(\d+) STACK:(\d+)", res)
         print(f"  {tm:3d} x {tn:3d} x {tk:4d}  A {tm * tk // 2:5d} / B {tk * tn // 2:5d} words  threads "
