@@ -57,6 +57,9 @@ _ROWS = [
     ("i64", "int64", np.int64, np.int64, "i", 64, 80, -(2**63), 2**63 - 1, 0.0),
     ("u8", "uint8", np.uint8, np.uint8, "u", 8, 80, 0, 255, 0.0),
     ("u32", "uint32", np.uint32, np.uint32, "u", 32, 80, 0, 2**32 - 1, 0.0),
+    # runtime scalar parameters of the ``idioms`` template only (not in INTS: the other draws stay as they were)
+    ("u16", "uint16", np.uint16, np.uint16, "u", 16, 80, 0, 2**16 - 1, 0.0),
+    ("u64", "uint64", np.uint64, np.uint64, "u", 64, 80, 0, 2**64 - 1, 0.0),
     ("bool", "bool_", np.bool_, np.bool_, "b", 1, 80, 0, 1, 0.0),
 ]
 DTYPES: dict[str, DType] = {r[0]: DType(*r) for r in _ROWS}

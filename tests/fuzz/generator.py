@@ -27,7 +27,7 @@ import math
 import random
 from dataclasses import dataclass, field
 
-from . import menu
+from . import idioms, menu
 from .dtypes import DTYPES, F8, FLOATS, INTS, SCALAR_TYPES
 
 OOB = "1048576"
@@ -136,6 +136,7 @@ class Program:
     loop_var: str | None = None  # model-side grid excludes the loop axis
     aux: list[tuple[str, str]] = field(default_factory=list)  # model-only outputs (name, output it is shaped like)
     num_ctas: int = 1  # cuTile's num_ctas (2: clusters of 2 CTAs, a tile block per cluster; CTA pairs: grid x whole clusters)
+    helpers: list[tuple[list[str], list[str]]] = field(default_factory=list)  # module-level (@ct.function, model) code
 
     @property
     def name(self) -> str:
@@ -169,6 +170,8 @@ def _render(p: Program, edits: Edits, extents: list[int]) -> str:
             out.append(f"    ({q.name!r}, 'scalar', {q.dt!r}, 0, ''),")
     out += ["]", f"CHECKS = {p.checks!r}",
             "PRINTS = []  # the printf lines the model expects of the last launch (reference fills it)", "", ""]
+    for kernel_lines, _model in p.helpers:  # @ct.function helpers the kernel calls
+        out += kernel_lines + ["", ""]
     # kernel
     args = ", ".join([q.name for q in p.params] + [f"{t}: ct.Constant[int]" for t in tnames])
     out += ["@ct.kernel" if p.num_ctas == 1 else f"@ct.kernel(num_ctas={p.num_ctas})", f"def KERNEL({args}):"]
@@ -192,6 +195,8 @@ def _render(p: Program, edits: Edits, extents: list[int]) -> str:
     out += ["    return inp", "", ""]
     out += ["def grid(S, T):", f"    {', '.join(tnames)}, = T",
             "    return (" + "".join(f"{g}, " for g in _cluster_grid(p)) + ")", "", ""]
+    for _kernel, model_lines in p.helpers:  # their numpy models
+        out += model_lines + ["", ""]
     # reference
     out += ["def reference(inp, S, T):", f"    {', '.join(tnames)}, = T", "    PRINTS.clear()"]
     outs = []
@@ -253,6 +258,9 @@ class Gen:
         self.clusters = random.Random(f"clusters-{seed}")
         # narrow mma tiles (N = 8, K tiles of 8 / 16: ``t_mma``): a stream of their own too
         self.narrow = random.Random(f"narrow-{seed}")
+        # idioms of the third-party kernel rounds (``idioms.py``): a stream of their own too
+        self.idiom = random.Random(f"idiom-{seed}")
+        self.helpers: dict[str, tuple[list[str], list[str]]] = {}  # @ct.function helpers by name
         self.seed = seed
         self.nval = 0
         self.nin = 0
@@ -302,7 +310,8 @@ class Gen:
         if feature:
             self.features.add(feature)
 
-    def array(self, dt: str, rank: int, shape: list[str], role="in", init="rand") -> Param:
+    def array(self, dt: str, rank: int, shape: list[str], role="in", init="rand", draw=True) -> Param:
+        """A new array parameter; ``draw`` False: no random index type / row padding (no draw from ``rng``)."""
         if role == "in":
             name = f"x{self.nin}"
             self.nin += 1
@@ -310,10 +319,10 @@ class Gen:
             name = f"y{self.nout}"
             self.nout += 1
         q = Param(name, "array", dt, rank, self.index_dt, role, shape, init)
-        if self.index_dt == "i32" and self.chance(0.05):  # one array indexed with int64 among int32 ones
+        if draw and self.index_dt == "i32" and self.chance(0.05):  # one array indexed with int64 among int32 ones
             q.index_dt = "i64"
             self.features.add("index_mixed")
-        if rank >= 2 and self.strided_ok and self.chance(0.3):
+        if draw and rank >= 2 and self.strided_ok and self.chance(0.3):
             q.row_pad = self.rng.randint(1, 9)
             self.features.add("strided_array")
         self.params.append(q)
@@ -384,6 +393,8 @@ class Gen:
         """Apply ``n`` random ops to ``v``; returns the last value."""
         for _ in range(n):
             v = self.step(v, depth, pointwise_only, allow_cast, scalars_ok)
+        if self.idiom.random() < idioms.CHAIN_CHANCE:  # an idiom of the third-party rounds (its own stream)
+            v = idioms.chain_op(self, v, depth, pointwise_only, allow_cast)
         return v
 
     def step(self, v: Val, depth: int, pointwise_only: bool, allow_cast: bool, scalars_ok: bool) -> Val:
@@ -771,10 +782,11 @@ class Gen:
         return res
 
     # --- stores
-    def store(self, v: Val, depth: int, order=None):
+    def store(self, v: Val, depth: int, order=None, draw=True):
+        """Store ``v`` to a new output array (``draw`` False: no draw from ``rng``, no store hints)."""
         if v.tainted and any(not a.index.startswith(("b", "r", "j")) or "cdiv" in a.extent for a in v.axes):
             return
-        q = self.array(v.dt, len(v.axes), [a.extent for a in v.axes], role="out", init="zeros")
+        q = self.array(v.dt, len(v.axes), [a.extent for a in v.axes], role="out", init="zeros", draw=draw)
         idx = "(" + "".join(f"{a.index}, " for a in v.axes) + ")"
         if order is not None:
             # store through a permuted tile space: the array's axes are the tile's axes permuted back
@@ -784,7 +796,7 @@ class Gen:
             m = f"ns.store({q.name}, {idx}, {v.name}, order={tuple(order)})"
             self.features.add("store_order")
         else:
-            k = f"ct.store({q.name}, index={idx}, tile={v.name}{self.store_hints()})"
+            k = f"ct.store({q.name}, index={idx}, tile={v.name}{self.store_hints() if draw else ''})"
             m = f"ns.store({q.name}, {idx}, {v.name})"
         self.emit(k, m, depth, droppable=True, feature="store")
         self.check(q.name, v)
@@ -1656,7 +1668,9 @@ def t_mma_scaled(g: Gen, p: Program):
 
 
 TEMPLATES = [("tiles", t_tiles, 10), ("loop", t_loop, 3), ("mma", t_mma, 3), ("attn", t_attn, 1), ("gather", t_gather, 2), ("raw", t_raw, 2),
-             ("atomic", t_atomic, 2), ("view", t_view, 2), ("advidx", t_advidx, 1), ("mma_scaled", t_mma_scaled, 1)]
+             ("atomic", t_atomic, 2), ("view", t_view, 2), ("advidx", t_advidx, 1), ("mma_scaled", t_mma_scaled, 1),
+             # weight 0 (``--template idioms`` only; appended last, so the default draw's choices stay the same)
+             ("idioms", lambda g, p: idioms.t_idioms(g, p), 0)]
 
 
 MAX_BLOCKS = 12  # the emulator runs blocks one after another: keep launches small
@@ -1724,6 +1738,7 @@ def generate(seed: int, template: str | None = None) -> Program:
         g.features.add("num_ctas:2")
     p.params, p.stmts, p.checks, p.features, p.min_sm = g.params, g.stmts, g.checks, g.features | {f"template:{name}"}, g.min_sm
     p.aux = g.aux
+    p.helpers = list(g.helpers.values())
     if g.index_dt == "i64":
         for q in p.params:
             if q.kind == "array":

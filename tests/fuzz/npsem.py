@@ -278,6 +278,31 @@ def _step(v, key: str, up: bool):
     return np.nextafter(t(v), t(np.inf) if up else t(-np.inf))
 
 
+def _round_rational(q, key: str, mode: str):
+    """The rational ``q`` rounded to element type ``key`` toward zero / -inf / +inf (``rz`` / ``rm`` / ``rp``) or to
+    nearest with ties away from zero (``ra``); beyond the type's range: the largest finite value of its sign, or
+    infinity when the mode rounds away from zero (RP above, RM below, RA)."""
+    from fractions import Fraction
+    top = Fraction(float(_step(np.inf, key, False)))  # the type's largest finite value
+    if abs(q) > top:
+        away = (mode == "rp" and q > 0) or (mode == "rm" and q < 0) or mode == "ra"
+        return r((np.inf if away else float(top)) * (1 if q > 0 else -1), key)
+    v = r(float(q), key)
+    if not np.isfinite(v):  # q rounds to nearest beyond the range but is not beyond it
+        v = _step(v, key, q < 0)
+    while Fraction(float(v)) > q:
+        v = _step(v, key, False)
+    while np.isfinite(up := _step(v, key, True)) and Fraction(float(up)) <= q:
+        v = up
+    if Fraction(float(v)) == q:
+        return v
+    up = _step(v, key, True)  # v < q < up
+    if mode == "ra":
+        below, above = q - Fraction(float(v)), Fraction(float(up)) - q
+        return up if above < below or (above == below and q > 0) else v
+    return up if mode == "rp" or (mode == "rz" and q < 0) else v
+
+
 def directed(op: str, x, y, mode: str, key: str):
     """``ct.add / sub / mul / truediv(x, y, rounding_mode=RZ | RM | RP)``: the exact result (rationals) rounded
     toward zero / -inf / +inf to element type ``key``, element by element. Results that are not finite
@@ -296,21 +321,19 @@ def directed(op: str, x, y, mode: str, key: str):
             continue
         a, b = Fraction(af), Fraction(bf)
         q = a + b if op == "add" else a - b if op == "sub" else a * b if op == "mul" else a / b
-        top = Fraction(float(_step(np.inf, key, False)))  # the type's largest finite value
-        if abs(q) > top:
-            away = (mode == "rp" and q > 0) or (mode == "rm" and q < 0)
-            out[pos] = r((np.inf if away else float(top)) * (1 if q > 0 else -1), key)
-            continue
-        v = r(float(q), key)
-        if not np.isfinite(v):  # q rounds to nearest beyond the range but is not beyond it
-            v = _step(v, key, q < 0)
-        while Fraction(float(v)) > q:
-            v = _step(v, key, False)
-        while np.isfinite(up := _step(v, key, True)) and Fraction(float(up)) <= q:
-            v = up
-        if Fraction(float(v)) != q and (mode == "rp" or (mode == "rz" and q < 0)):
-            v = _step(v, key, True)
-        out[pos] = v
+        out[pos] = _round_rational(q, key, mode)
+    return out
+
+
+def directed_cast(x, key: str, mode: str):
+    """``ct.astype(x, key, rounding_mode=RZ | RM | RP | RA)`` of float values: each value rounded to element type
+    ``key`` in the mode's direction (NaN and infinities stay)."""
+    from fractions import Fraction
+    x = np.asarray(x)
+    out = np.empty(x.shape, dtype=DTYPES[key].compute)
+    for pos in np.ndindex(*x.shape):
+        f = float(x[pos])
+        out[pos] = r(f, key) if not np.isfinite(f) else _round_rational(Fraction(f), key, mode)
     return out
 
 
@@ -357,6 +380,48 @@ def scan(kind: str, x, axis: int, reverse: bool, key: str):
     else:
         out = r(f(x.astype(np.float64), axis=axis), key)
     return np.flip(out, axis) if reverse else out
+
+
+def _along(x, axis: int, reverse: bool):
+    """``x`` with ``axis`` first (a view), flipped when ``reverse``."""
+    x = np.moveaxis(np.asarray(x), axis, 0)
+    return x[::-1] if reverse else x
+
+
+def fill_scan(x, axis: int, reverse: bool):
+    """``ct.scan(x, axis, lambda a, b: ct.where(b != 0, b, a), 0, reverse=reverse)``: the last non-zero element up
+    to each position (a reverse scan walks from the end: its accumulator, the elements above, is the left
+    operand), 0 before the first."""
+    src = _along(x, axis, reverse)
+    out = np.zeros_like(src)
+    acc = np.zeros_like(src[0])
+    for i in range(src.shape[0]):
+        acc = np.where(src[i] != 0, src[i], acc)
+        out[i] = acc
+    return np.moveaxis(out[::-1] if reverse else out, 0, axis)
+
+
+def affine_scan(a, b, axis: int, reverse: bool):
+    """The second component of ``ct.scan((a, b), axis, lambda a1, b1, a2, b2: (a1 * a2, a2 * b1 + b2), (1, 0),
+    reverse=reverse)``: h_i = a_i * h_(i-1) + b_i from h = 0 (from the end when ``reverse``), in the element type
+    of ``a`` / ``b`` (integers wrap)."""
+    sa, sb = _along(a, axis, reverse), _along(b, axis, reverse)
+    out = np.zeros_like(sb)
+    h = np.zeros_like(sb[0])
+    with np.errstate(over="ignore"):
+        for i in range(sb.shape[0]):
+            h = (sa[i] * h + sb[i]).astype(sb.dtype)
+            out[i] = h
+    return np.moveaxis(out[::-1] if reverse else out, 0, axis)
+
+
+def max_first_count(x, axis: int):
+    """The three results of a tuple ``ct.reduce((x, index, ones))`` keeping (max, its first index, how many times it
+    occurs), keepdims: the maximum, the first index of it along ``axis`` (int32), the count of it (int32)."""
+    x = np.asarray(x)
+    m = np.max(x, axis=axis, keepdims=True)
+    return (m, np.argmax(x == m, axis=axis, keepdims=True).astype(np.int32),
+            np.sum(x == m, axis=axis, keepdims=True, dtype=np.int32))
 
 
 def mma(a, b, acc, acc_key: str):
