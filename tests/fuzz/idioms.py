@@ -105,12 +105,13 @@ def _where_scalar(g, v, depth):
     return res
 
 
-def _scalar_value(r, dt: str) -> str:
-    """A runtime scalar's value (drawn on the idiom stream) as the numpy expression ``make_inputs`` writes."""
+def _scalar_value(r, dt: str, unsigned: bool = False) -> str:
+    """A runtime scalar's value as the numpy expression ``make_inputs`` writes (``unsigned``: converted to an
+    unsigned type, so a float is not negative: float -> unsigned of a negative value is out of range)."""
     d = DTYPES[dt]
     if d.kind == "b":
         return f"np.bool_({r.random() < 0.5})"
-    v = round(r.uniform(-2, 2), 3) if d.kind == "f" else r.randint(0, 5) if d.kind == "u" else r.randint(-5, 5)
+    v = round(r.uniform(0 if unsigned else -2, 2), 3) if d.kind == "f" else r.randint(0, 5) if d.kind == "u" else r.randint(-5, 5)
     return f"np.{d.storage.__name__}({v})"
 
 
@@ -271,7 +272,8 @@ def t_idioms(g, p):
            f"{v.name} = ns.load({q.name}, {idx}, {tsh}, 0{mo})", feature=f"load_order_{form}")
     for _ in range(g.rng.randint(1, 2)):
         v = _scalar_width(g, v)
-    shape_ops = [_bcast_sum, _none_index, _reshape_permute, _static_iter, _while_break, _arange]
+    shape_ops = [_bcast_sum, _none_index, _reshape_permute, _static_iter, _while_break, _arange, _axis_tuple,
+                 _transpose_pair, _static_eval, _astile, _ones_zeros, _scalar_left]
     for f in g.rng.sample(shape_ops, g.rng.randint(2, 3)):
         v = f(g, v) or v
     for _ in range(g.rng.randint(2, 4)):
@@ -283,8 +285,8 @@ def t_idioms(g, p):
 def _scalar_width(g, v):
     """``v + ct.astype(s, v's type)`` for a runtime scalar ``s`` of any width."""
     sdt = g.pick(SCALAR_WIDTHS)
-    s = g.scalar(sdt, _scalar_value(g.rng, sdt))
     d = DTYPES[v.dt]
+    s = g.scalar(sdt, _scalar_value(g.rng, sdt, unsigned=d.kind == "u"))
     g.features.add(f"scalar_width:{sdt}")
     if d.kind == "f":
         res = g.new_val(v, exact=False, bound=v.bound + 3, nops=v.nops + 1, cancel=True)
@@ -359,4 +361,69 @@ def _arange(g, v):
     g.emit(f"{res.name} = {v.name} + ct.arange({v.axes[-1].sym}, dtype=ct.{d.ct}, start={start}, step={step})",
            f"{res.name} = ns.r({v.name} + (np.arange({n}) * {step} + {start}).astype({v.name}.dtype), {v.dt!r})",
            feature="arange_start_step")
+    return res
+
+
+def _axis_tuple(g, v):
+    """``v - max(v, axis=(0, -1), keepdims=True)``: a reduction over an axis tuple with a negative axis."""
+    d = DTYPES[v.dt]
+    if d.kind == "f":
+        res = g.new_val(v, exact=False, bound=2 * v.bound, nops=v.nops + 1, cancel=True)
+        m = f"ns.r({v.name} - np.max({v.name}, axis=(0, -1), keepdims=True), {v.dt!r})"
+    else:
+        res = g.new_val(v)
+        m = f"{v.name} - np.max({v.name}, axis=(0, -1), keepdims=True)"
+    g.emit(f"{res.name} = {v.name} - ct.max({v.name}, axis=(0, -1), keepdims=True)", f"{res.name} = {m}",
+           feature="reduce_axis_tuple")
+    return res
+
+
+def _transpose_pair(g, v):
+    """``ct.transpose(v, 0, 2)``: two axes of a 3- / 4-D tile swapped."""
+    axes = list(v.axes)
+    axes[0], axes[2] = axes[2], axes[0]
+    res = g.new_val(v, axes=axes)
+    g.emit(f"{res.name} = ct.transpose({v.name}, 0, 2)", f"{res.name} = np.swapaxes({v.name}, 0, 2)",
+           feature="transpose_axes")
+    return res
+
+
+def _static_eval(g, v):
+    """``v + ct.static_eval(T0 * 2 + 1)`` (a compile-time expression of a constant parameter)."""
+    d = DTYPES[v.dt]
+    t = v.axes[0].sym if v.axes[0].sym.startswith("T") else "T0"
+    res = g.new_val(v, exact=v.exact and d.kind != "f", bound=v.bound + 20, nops=v.nops + 1)
+    g.emit(f"{res.name} = {v.name} + ct.static_eval({t} * 2 + 1)",
+           f"{res.name} = ns.r({v.name} + ({t} * 2 + 1), {v.dt!r})", feature="static_eval")
+    return res
+
+
+def _astile(g, v):
+    """``v + ct.astile((c0, ..., cn-1), dtype)`` along the last axis (a constant table)."""
+    d = DTYPES[v.dt]
+    vals = [g.rng.randint(0, 4) for _ in range(v.shape[-1])]
+    lit = "(" + "".join(f"{_lit(v.dt, c)}, " for c in vals) + ")"
+    res = g.new_val(v, exact=v.exact and d.kind != "f", bound=v.bound + 4, nops=v.nops + 1)
+    g.emit(f"{res.name} = {v.name} + ct.astile({lit}, dtype=ct.{d.ct})",
+           f"{res.name} = ns.r({v.name} + np.array({lit}, {v.name}.dtype), {v.dt!r})", feature="astile")
+    return res
+
+
+def _ones_zeros(g, v):
+    """``v * ct.ones(shape, dtype) + ct.zeros(shape, dtype)``."""
+    d = DTYPES[v.dt]
+    res = g.new_val(v)
+    g.emit(f"{res.name} = {v.name} * ct.ones({v.shape}, dtype=ct.{d.ct}) + ct.zeros({v.shape}, dtype=ct.{d.ct})",
+           f"{res.name} = ns.r({v.name} * 1 + 0, {v.dt!r})", feature="ones_zeros")
+    return res
+
+
+def _scalar_left(g, v):
+    """A Python scalar on the left of an operator: ``c - v``."""
+    d = DTYPES[v.dt]
+    c = g.rng.randint(0, 9)
+    res = g.new_val(v, exact=v.exact and d.kind != "f", bound=v.bound + 9, nops=v.nops + 1,
+                    cancel=v.cancel or d.kind == "f")
+    g.emit(f"{res.name} = {_lit(v.dt, c)} - {v.name}", f"{res.name} = ns.r({_lit(v.dt, c)} - {v.name}, {v.dt!r})",
+           feature="scalar_left")
     return res
