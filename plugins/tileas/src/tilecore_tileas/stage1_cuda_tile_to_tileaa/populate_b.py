@@ -223,12 +223,17 @@ def index_space_shape(op, rb):
     view = _view(rb, op.operands[0], op)
     d = view.desc
     types = result_types(op, rb)
-    shapes = _shape_values(view.memref, d.tensor_view, types[0])
+    # divide at the extents' width: an int64-indexed array's extent of 2^31 or more has an i32 tile count (cuTile's
+    # num_tiles) that truncating the extent first would get wrong
+    wide = max([ir.IntegerType(types[0]).width] + [ir.IntegerType(v.type).width
+                                                    for v in list(view.memref.owner.operands)[1:]])
+    wty = ir.IntegerType.get_signless(wide)
+    shapes = _shape_values(view.memref, d.tensor_view, wty)
     steps = d.traversal_strides if isinstance(d, T.StridedView) else d.tile_shape
     out = []
     for k, (step, ty) in enumerate(zip(steps, types)):
-        dim = resize_int(shapes[d.dim_map[k]] if d.dim_map else shapes[k], ty)
-        out.append(create("arith.ceildivsi", [ty], [dim, const_int(ty, step)]).results[0])
+        dim = shapes[d.dim_map[k]] if d.dim_map else shapes[k]
+        out.append(resize_int(create("arith.ceildivsi", [wty], [dim, const_int(wty, step)]).results[0], ty))
     return out
 
 
