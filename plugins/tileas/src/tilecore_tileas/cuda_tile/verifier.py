@@ -422,6 +422,11 @@ def _make_tensor_view(name, op) -> None:
                           f"{len(g['dynamic_shape'])} and {len(g['dynamic_strides'])} operands")
 
 
+# padding values a narrow float cannot hold (no infinities in e4m3 / e2m1, no NaN in e2m1, no sign in e8m0)
+UNREPRESENTABLE_PADDING = {"f8E4M3FN": ("pos_inf", "neg_inf"), "f4E2M1FN": ("nan", "pos_inf", "neg_inf"),
+                           "f8E8M0FNU": ("neg_zero", "pos_inf", "neg_inf")}
+
+
 def _make_view(name, op) -> None:
     """make_partition_view / make_strided_view / make_gather_scatter_view: a view of its tensor_view operand."""
     src = T.parse_type(str(op.operands[0].type))
@@ -441,6 +446,11 @@ def _make_view(name, op) -> None:
         raise VerifyError(f"dim_map {list(dim_map)} is not a permutation of the {rank} dimensions of {short(src)}")
     if isinstance(view, T.GatherScatterView) and not 0 <= view.sparse_dim < rank:
         raise VerifyError(f"sparse dimension {view.sparse_dim} is not a dimension of {short(src)}")
+    if view.padding not in ("none", "zero") and not src.element.is_float():  # as tileiras' bytecode reader
+        raise VerifyError(f"padding_value {view.padding} can only be used with floating point element types, got "
+                          f"'{short(src.element)}' (an integer / bool array pads with zero)")
+    if view.padding in UNREPRESENTABLE_PADDING.get(src.element.name, ()):  # tileiras fails to compile these
+        raise VerifyError(f"padding_value {view.padding} has no encoding in {short(src.element)}")
 
 
 def _index_space(name, op) -> None:
