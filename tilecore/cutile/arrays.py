@@ -92,6 +92,9 @@ def _host_view(obj):
 def describe_host(obj, what: str) -> ArrayArg:
     """A host array (numpy or what numpy can view without a copy) as an :class:`ArrayArg`."""
     a = _host_view(obj)
+    if not a.dtype.isnative:  # a GPU reads little-endian words (DLPack refuses other byte orders too)
+        raise TilecoreError(f"{what}: dtype '{a.dtype.str}' is not in the machine's byte order (convert "
+                            f"it: a.astype(a.dtype.newbyteorder('=')))")
     if any(s % a.itemsize for s in a.strides):
         raise TilecoreError(f"{what}: strides {a.strides} (bytes) are not a multiple of the element size "
                             f"{a.itemsize}")
