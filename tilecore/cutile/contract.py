@@ -138,7 +138,7 @@ def check_grid(grid, contract: LaunchContract) -> tuple[int, int, int]:
     is not a whole number of clusters is a :class:`TilecoreError`."""
     import numpy as np
 
-    vals = [grid] if isinstance(grid, (int, np.integer)) else list(grid)
+    vals = [grid] if isinstance(grid, (int, np.integer)) else list(grid) if isinstance(grid, (tuple, list)) else []
     if not 1 <= len(vals) <= 3 or any(not isinstance(v, (int, np.integer)) for v in vals):
         raise TilecoreError(f"grid must be an int or 1 to 3 ints, got {grid!r}")
     g = tuple(int(v) for v in vals) + (1,) * (3 - len(vals))
