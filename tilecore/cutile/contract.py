@@ -230,6 +230,7 @@ def marshal(contract: LaunchContract, values, pointer, tensor_map=None, table=No
             out.append(index_value(len(v.items), e.type, e))
         else:
             out.append(scalar_value(v, e.dtype, e.name))
+    check_tensor_map_strides(contract, out)
     if contract.tensor_maps and tensor_map is not None:
         from ..tensormaps import append_maps
 
@@ -238,3 +239,21 @@ def marshal(contract: LaunchContract, values, pointer, tensor_map=None, table=No
         except ValueError as e:
             raise TilecoreError(f"kernel '{contract.kernel}': {e}") from None
     return out
+
+
+def check_tensor_map_strides(contract: LaunchContract, params) -> None:
+    """A :class:`TilecoreError` naming the argument when an array the kernel reads by TMA has a stride of 0 (a
+    broadcast view, ``np.broadcast_to`` / ``expand``): its tensor map cannot be encoded (``cuTensorMapEncodeTiled``
+    and cuTile's own encoder need positive strides), while cuTile's layout facts (0 is a multiple of 16 bytes) let
+    the kernel take the TMA path without a run-time check. ``params``: the marshalled kernel parameters."""
+    from ..tensormaps import unaligned
+
+    for r in contract.tensor_maps:
+        if unaligned(r, params):  # an optional map the kernel will not read
+            continue
+        for s in r.global_strides:
+            if isinstance(s, dict) and int(params[s["param"]]) == 0:
+                e = contract.params[s["param"]]
+                raise TilecoreError(f"argument '{e.name}' has stride 0 on axis {e.axis} (a broadcast view), but kernel "
+                                    f"'{contract.kernel}' reads it by TMA, whose tensor maps need positive strides: "
+                                    "pass a copy (numpy.ascontiguousarray) or compile with options={\"tileas.tma\": \"off\"}")
