@@ -611,6 +611,9 @@ def test_mma_into_each_accumulator_type(sm, case):
     c = np.zeros((m, n), {"f16": np.float16, "f32": np.float32, "i32": np.int32, "f64": np.float64}[accum])
     rows = None if operand == "f64" else 64
     _run(sm, (2, 2), mma_acc_types, (a, b, c, 64, 32, 32, code), rows=rows)
+    if operand == "f64":  # DMMA on every target, as tileiras
+        assert "mma.sync.aligned.m8n8k4.row.col.f64" in tc.compile(mma_acc_types, (a, b, c, 64, 32, 32, code),
+                                                                   gpu_name=sm).ptx
     want = av @ bv
     if accum == "i32":
         np.testing.assert_array_equal(c, want)

@@ -1,4 +1,4 @@
-"""Emulator: ldmatrix, cp.async and mma.sync (f16 accumulator; e4m3 / e5m2 through inline PTX).
+"""Emulator: ldmatrix, cp.async and mma.sync (f16 accumulator; e4m3 / e5m2 through inline PTX; m8n8k4 f64).
 
 Each kernel is llvm + nvvm dialect MLIR text; the expected numbers come from the PTX ISA's
 fragment layouts computed here in numpy ("Warp Level Matrix Multiply-Accumulate Instructions":
@@ -550,6 +550,78 @@ def test_mlir_22_rejects_the_fp8_mma_op_form(pm):
         parse(pm, gpu_module(mma_kernel("i32", "f32", 4, op)))
 
 
+# ---------------------------------------------------------------- mma.sync m8n8k4 .f64
+MMA_F64 = """
+  llvm.func @k(%a: !llvm.ptr<1>, %b: !llvm.ptr<1>, %c: !llvm.ptr<1>, %d: !llvm.ptr<1>) attributes {nvvm.kernel} {
+    %t = nvvm.read.ptx.sreg.tid.x : i32
+    %two = llvm.mlir.constant(2 : i32) : i32
+    %one = llvm.mlir.constant(1 : i32) : i32
+    %pa = llvm.getelementptr %a[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f64
+    %pb = llvm.getelementptr %b[%t] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f64
+    %i0 = llvm.mul %t, %two : i32
+    %i1 = llvm.add %i0, %one : i32
+    %pc0 = llvm.getelementptr %c[%i0] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f64
+    %pc1 = llvm.getelementptr %c[%i1] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f64
+    %a0 = llvm.load %pa : !llvm.ptr<1> -> f64
+    %b0 = llvm.load %pb : !llvm.ptr<1> -> f64
+    %c0 = llvm.load %pc0 : !llvm.ptr<1> -> f64
+    %c1 = llvm.load %pc1 : !llvm.ptr<1> -> f64
+    %r = nvvm.mma.sync A[%a0] B[%b0] C[%c0, %c1] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>,
+         shape = #nvvm.shape<m = 8, n = 8, k = 4>} : (f64, f64, f64) -> !llvm.struct<(f64, f64)>
+    %d0 = llvm.extractvalue %r[0] : !llvm.struct<(f64, f64)>
+    %d1 = llvm.extractvalue %r[1] : !llvm.struct<(f64, f64)>
+    %pd0 = llvm.getelementptr %d[%i0] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f64
+    %pd1 = llvm.getelementptr %d[%i1] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f64
+    llvm.store %d0, %pd0 : f64, !llvm.ptr<1>
+    llvm.store %d1, %pd1 : f64, !llvm.ptr<1>
+    llvm.return
+  }"""
+
+
+def run_mma_f64(pm, a, b, c):
+    """D (8 x 8) of mma.m8n8k4 .f64 on A (8 x 4), B (4 x 8), C (8 x 8) through the lanes' fragments (PTX ISA
+    9.7.14.5, "Matrix Fragments for mma.m8n8k4 with .f64 floating point type": lane 4g + t holds A[g][t],
+    B[t][g] and C / D [g][2t], [g][2t + 1])."""
+    lanes = [(lane >> 2, lane & 3) for lane in range(32)]
+    a_regs = np.array([a[g, t] for g, t in lanes])
+    b_regs = np.array([b[t, g] for g, t in lanes])
+    c_regs = np.array([[c[g, 2 * t], c[g, 2 * t + 1]] for g, t in lanes])
+    d = np.zeros((32, 2))
+    launch(parse(pm, gpu_module(MMA_F64)), "k", grid=1, block=32, args=[a_regs, b_regs, c_regs, d])
+    out = np.zeros((8, 8))
+    for lane, (g, t) in enumerate(lanes):
+        out[g, 2 * t:2 * t + 2] = d[lane]
+    return out
+
+
+def test_mma_sync_m8n8k4_f64_fragments_and_one_rounding(pm):
+    """Random operands: D is A @ B + C with each element the exact sum rounded once (computed here with
+    fractions); a sum that cancels (1 + 2^-60 - 1: sequential f64 additions lose the 2^-60) keeps it."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(21)
+    a, b, c = rng.standard_normal((8, 4)), rng.standard_normal((4, 8)), rng.standard_normal((8, 8))
+    a[0], b[:, 0], c[0, 0] = [1.0, 2.0 ** -30, -1.0, 0.0], [1.0, 2.0 ** -30, 1.0, 5.0], 0.0
+    d = run_mma_f64(pm, a, b, c)
+    want = np.array([[float(sum((Fraction(a[i, k]) * Fraction(b[k, j]) for k in range(4)), Fraction(c[i, j])))
+                      for j in range(8)] for i in range(8)])
+    np.testing.assert_array_equal(d, want)
+    assert d[0, 0] == 2.0 ** -60
+
+
+def test_mma_sync_m8n8k4_f64_special_values(pm):
+    """IEEE 754 in the products and sums: inf * 0 and inf - inf give NaN, an inf otherwise stays; a finite sum
+    beyond the largest double overflows to inf."""
+    a, b, c = np.ones((8, 4)), np.ones((4, 8)), np.zeros((8, 8))
+    a[0, 0], b[0, 0] = np.inf, 0.0  # D[0, 0]: inf * 0
+    a[1, 0] = np.inf  # D[1, j]: inf
+    a[2, :2], b[:2, 1] = [np.inf, -np.inf], 1.0  # D[2, 1]: inf - inf
+    a[3, :], b[:, 2] = 1e308, 1.0  # D[3, 2]: 4e308
+    d = run_mma_f64(pm, a, b, c)
+    assert np.isnan(d[0, 0]) and np.isnan(d[2, 1])
+    assert d[1, 3] == np.inf and d[3, 2] == np.inf and d[4, 4] == 4.0
+
+
 # ---------------------------------------------------------------- the same forms through ptxas
 def test_ptxas_accepts_ldmatrix_cp_async_and_f16_mma_for_sm_80(pm):
     ptx = "\n".join(ptxas_round_trip(pm, body, "sm_80", "+ptx80") for body in (
@@ -558,12 +630,13 @@ def test_ptxas_accepts_ldmatrix_cp_async_and_f16_mma_for_sm_80(pm):
         cp_async_kernel(8, "ca", False, "nvvm.cp.async.wait.group 1"),
         cp_async_kernel(4, "ca", True, ""),
         mma_kernel("vector<2xf16>", "vector<2xf16>", 2, MMA_F16_ACC), tile_kernel(),
-        *(mma_kernel(*mma_k8(e, acc), n_a=2) for e, acc in (("f16", "f32"), ("bf16", "f32"), ("f16", "f16")))))
+        *(mma_kernel(*mma_k8(e, acc), n_a=2) for e, acc in (("f16", "f32"), ("bf16", "f32"), ("f16", "f16"))),
+        MMA_F64))
     for needle in ("ldmatrix.sync.aligned.m8n8.x1.shared.b16", "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16",
                    "ldmatrix.sync.aligned.m8n8.x4.shared.b16", "cp.async.cg.shared.global [%rd",
                    "cp.async.ca.shared.global", "cp.async.commit_group", "cp.async.wait_group",
                    "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32",
-                   "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16"):
+                   "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16", "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64"):
         assert needle in ptx, needle
 
 

@@ -27,7 +27,8 @@ Emulated tensor-core / async-copy forms (PTX ISA sections cited at each row):
   ``nvvm.cp.async.wait.group N``: per thread, the copies land late (when a wait retires their group, or
   at the thread's exit; :data:`CP_ASYNC_ISSUE`);
 - ``nvvm.mma.sync`` row.col m16n8k16 / m16n8k8 f16 / bf16 -> f32, f16 -> f16, m16n8k8 tf32 -> f32,
-  m16n8k32 s8 / u8 -> s32; m16n8k32 e4m3 / e5m2 -> f32 only as inline PTX (:data:`INLINE_ASM`);
+  m16n8k32 s8 / u8 -> s32, m8n8k4 f64 -> f64; m16n8k32 e4m3 / e5m2 -> f32 only as inline PTX
+  (:data:`INLINE_ASM`);
 - mbarrier (sm_90 forms of MLIR 22: ``nvvm.mbarrier.init`` / ``arrive`` / ``arrive_drop`` / ``.nocomplete`` /
   ``arrive.expect_tx`` / ``expect_tx`` / ``complete_tx`` / ``test.wait`` / ``try_wait`` / ``try_wait.parity`` /
   ``inval``, ``nvvm.cp.async.mbarrier.arrive``, ``nvvm.fence.mbarrier.init``; try_wait.parity also as the
@@ -251,6 +252,10 @@ def _mma_sync(op, rw):
     operands = list(op.operands)
     a_type = str(operands[0].type) if operands else ""
     acc_type = str(operands[-1].type) if operands else ""
+    if "m = 8, n = 8, k = 4" in shape and a_type == acc_type == "f64":  # m8n8k4 .f64 (A, B: one f64; C: two)
+        if len(operands) != 4 or str(op.results[0].type) != "!llvm.struct<(f64, f64)>":
+            rw.unknown(op)
+        return [_mma_call(rw, "mma.m8n8k4.f64", "f64", "f64", 2, operands, 2)]
     k = int(m.group(1)) if (m := re.search(r"m = 16, n = 8, k = (\d+)", shape)) else 0
     elem = ptx[0] or ("f16" if a_type == "vector<2xf16>" else "?")
     if ptx[1] not in ("", ptx[0]) and not (k == 32 and {ptx[0], ptx[1]} <= {"s8", "u8"}):
@@ -272,21 +277,22 @@ def _mma_sync(op, rw):
 
 def _mma_call(rw, name: str, a_type: str, acc: str, n_acc: int, operands, n_ab: int = 6):
     """A call of the helper that puts the lane's A and B (``n_ab``: 4 + 2, or 2 + 1) and C (``n_acc``)
-    registers in a stack buffer of 32-bit words, runs warp row ``name`` on it and returns D (a struct of
-    ``n_acc`` ``acc``)."""
+    registers in a stack buffer of 32-bit words (64-bit words for f64 operands), runs warp row ``name`` on it
+    and returns D (a struct of ``n_acc`` ``acc``)."""
     result = f"!llvm.struct<({', '.join([acc] * n_acc)})>"
     sym = "__emu_" + name.replace(".", "_")
     n = n_ab + n_acc
     regs = [f"%r{i}" for i in range(n)]
     params = ", ".join(["%ctx: !llvm.ptr"] + [f"{r}: {a_type}" for r in regs[:n_ab]]
                        + [f"{r}: {acc}" for r in regs[n_ab:]])
-    arr = f"!llvm.array<{n} x i32>"
+    native = ("f64",) if acc == "f64" else ("i32", "f32")  # stored as they are; other types bitcast to the word
+    arr = f"!llvm.array<{n} x {'i64' if acc == 'f64' else 'i32'}>"
     body = ["%one = llvm.mlir.constant(1 : i32) : i32", f"%buf = llvm.alloca %one x {arr} : (i32) -> !llvm.ptr"]
     for i, r in enumerate(regs):
         ty = a_type if i < n_ab else acc
         body.append(f"%p{i} = llvm.getelementptr %buf[0, {i}] : (!llvm.ptr) -> !llvm.ptr, {arr}")
         word = r
-        if ty not in ("i32", "f32"):
+        if ty not in native:
             body.append(f"%w{i} = llvm.bitcast {r} : {ty} to i32")
             word, ty = f"%w{i}", "i32"
         body.append(f"llvm.store {word}, %p{i} : {ty}, !llvm.ptr")
@@ -297,7 +303,7 @@ def _mma_call(rw, name: str, a_type: str, acc: str, n_acc: int, operands, n_ab: 
              f"%s0 = llvm.mlir.poison : {result}"]
     for i in range(n_acc):
         out = "%r" if i == n_acc - 1 else f"%s{i + 1}"
-        load = acc if acc in ("i32", "f32") else "i32"
+        load = acc if acc in native else "i32"
         body.append(f"%d{i} = llvm.load %p{n_ab + i} : !llvm.ptr -> {load}")
         val = f"%d{i}"
         if load != acc:

@@ -10,6 +10,8 @@ index in :data:`WARP_OPS`.
 
 from __future__ import annotations
 
+import math
+
 M32 = 0xFFFFFFFF
 
 
@@ -254,7 +256,55 @@ def _f8_table(elem: str) -> list[float]:
     return _F8_TABLES[elem]
 
 
-MMA_ROWS = {**{f"mma.m16n8k{k}.{e}": _mma(k, e, e) for k in (8, 16) for e in ("f16", "bf16")},
+def _mma_f64(mask, lanes):
+    """``mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64`` (PTX ISA 9.7.14.5, "Matrix Fragments for mma.m8n8k4
+    with .f64 floating point type"). Each lane passes ``a`` = the address of its register file of 64-bit
+    words: a0, b0, c0, c1 (D written over C). Lane l has group g = l >> 2 and thread-in-group t = l & 3: a0 is
+    A[g][t] (A 8 x 4), b0 is B[t][g] (B 4 x 8), c0 / c1 are C[g][2t] / C[g][2t + 1] (C / D 8 x 8).
+
+    Numbers: each element of D is the exact sum of its four products and C, rounded once to the nearest double
+    (the ISA does not specify the order or internal precision of the accumulation; one rounding is what a
+    fused dot product gives). Exactly: every finite double is an integer over a power of two
+    (``as_integer_ratio``), so the sum is one integer over the largest denominator, and Python's integer
+    division rounds it correctly.
+    """
+    import ctypes
+
+    if len(lanes) != 32:
+        raise ValueError("mma.sync needs all 32 lanes of the warp")
+    regs = {lane: (ctypes.c_double * 4).from_address(a) for lane, (a, _, _) in lanes.items()}
+    a_m = [[0.0] * 4 for _ in range(8)]
+    b_m = [[0.0] * 8 for _ in range(4)]
+    for lane, r in regs.items():
+        g, t = lane >> 2, lane & 3
+        a_m[g][t], b_m[t][g] = r[0], r[1]
+    def ratio(x):  # None for inf / NaN
+        return x.as_integer_ratio() if math.isfinite(x) else None
+
+    a_q = [[ratio(x) for x in row] for row in a_m]
+    b_q = [[ratio(b_m[kk][j]) for kk in range(4)] for j in range(8)]  # by column
+    for lane, r in regs.items():
+        g, t = lane >> 2, lane & 3
+        for i in (0, 1):
+            j, c = 2 * t + i, r[2 + i]
+            if math.isfinite(c) and None not in a_q[g] and None not in b_q[j]:
+                terms = [(na * nb, da * db) for (na, da), (nb, db) in zip(a_q[g], b_q[j])]
+                terms.append(c.as_integer_ratio())
+                den = max(d for _, d in terms)  # powers of two: every other divides it
+                num = sum(n * (den // d) for n, d in terms)
+                try:
+                    r[2 + i] = num / den
+                except OverflowError:
+                    r[2 + i] = math.inf if num > 0 else -math.inf
+            else:  # IEEE 754 special values: inf * 0, NaN operands and inf - inf give NaN, else the infinity
+                terms = [a_m[g][kk] * b_m[kk][j] for kk in range(4)] + [c]
+                infs = {x for x in terms if math.isinf(x)}
+                r[2 + i] = math.nan if any(map(math.isnan, terms)) or len(infs) > 1 else infs.pop()
+    return {lane: 0 for lane in lanes}
+
+
+MMA_ROWS = {"mma.m8n8k4.f64": _mma_f64,
+            **{f"mma.m16n8k{k}.{e}": _mma(k, e, e) for k in (8, 16) for e in ("f16", "bf16")},
             **{f"mma.m16n8k{k}.f16.f16acc": _mma(k, "f16", "f16", "f16") for k in (8, 16)},
             "mma.m16n8k8.tf32": _mma(8, "tf32", "tf32"),
             **{f"mma.m16n8k32.{a}.{b}": _mma(32, a, b, "s32") for a in ("s8", "u8") for b in ("s8", "u8")},

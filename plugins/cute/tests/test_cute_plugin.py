@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from tilecore_cute.mma_sm80 import ATOMS
+from tilecore_cute.mma_sm80 import ATOMS, DoubleMma
 from tilecore_cute.mma_sm90 import ATOMS as WG_ATOMS
 
 from tilecore.atoms import select_atom
@@ -55,8 +55,8 @@ def test_registrations(pm):
     assert pm.stages()["convert-cute-to-llvm"].plugin == "cute"
     atoms = {n: a for n, a in pm.atoms(resolve_target("sm_80", pm.targets())).items() if a.plugin == "cute"}
     # every atom cute lists has a lowering
-    assert set(atoms) == set(ATOMS) | set(WG_ATOMS) | {"copy.sm80.cp_async", "copy.sm90.tma.tile"}
-    mma = [a for n, a in atoms.items() if n in ATOMS]
+    assert set(atoms) == set(ATOMS) | set(WG_ATOMS) | {DoubleMma.name, "copy.sm80.cp_async", "copy.sm90.tma.tile"}
+    mma = [a for n, a in atoms.items() if n in ATOMS or n == DoubleMma.name]
     assert all(a.kind == "mma" and a.lower is not None and a.data["interface"] == MMA_INTERFACE for a in mma)
     cp = atoms["copy.sm80.cp_async"]
     assert cp.kind == "copy" and cp.data == {"interface": G2S_INTERFACE, "chunk_bytes": 16}
@@ -79,7 +79,12 @@ def test_registrations(pm):
     (MmaRequest(64, 32, 16, "i8", "i8", "i32", arch="sm_90a"), "sm_90a", "mma.sm90a.m64nNk32.i8.i32"),
     (MmaRequest(8, 64, 16, "f16", "f16", "f32"), "sm_80", None),  # M not a multiple of 16
     (MmaRequest(256, 256, 64, "f16", "f16", "f32"), "sm_80", None),  # operands exceed the smem budget
-    (MmaRequest(64, 64, 16, "f64", "f64", "f64"), "sm_80", None),  # no tensor-core atom
+    (MmaRequest(64, 64, 16, "f64", "f64", "f64"), "sm_80", "mma.sm80.m8n8k4.f64"),  # DMMA, as tileiras
+    (MmaRequest(64, 32, 8, "f64", "f64", "f64", arch="sm_90a"), "sm_90a", "mma.sm80.m8n8k4.f64"),
+    (MmaRequest(64, 32, 8, "f64", "f64", "f64", arch="sm_100a"), "sm_100a", "mma.sm80.m8n8k4.f64"),
+    (MmaRequest(8, 64, 16, "f64", "f64", "f64"), "sm_80", None),  # M not a multiple of 16
+    (MmaRequest(64, 64, 6, "f64", "f64", "f64"), "sm_80", None),  # K not a multiple of 4
+    (MmaRequest(64, 64, 16, "f32", "f32", "f64"), "sm_80", None),  # f32 operands: no atom
     (MmaRequest(128, 128, 64, "f16", "f16", "f32", arch="sm_90a"), "sm_90a", "mma.sm90a.m64nNk16.f16.f32"),
     (MmaRequest(64, 64, 32, "bf16", "bf16", "f32", arch="sm_90a"), "sm_90a", "mma.sm90a.m64nNk16.bf16.f32"),
     (MmaRequest(32, 64, 32, "f16", "f16", "f32", arch="sm_90a"), "sm_90a", "mma.sm80.m16n8k16.f16.f32"),  # M < 64
@@ -152,6 +157,42 @@ def test_mma_atom_ops_lower_to_nvvm_and_ptxas_accepts(pm, k, at, bt, acc, sm, pt
     from tilecore.serialize import ptx_to_cubin
 
     assert ptx_to_cubin(text_ptx, sm)[:4] == b"\x7fELF"
+
+
+F64_KERNEL = """
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    llvm.func @k(%out: !llvm.ptr<1>, %a: f64, %b: f64, %c: f64) attributes {nvvm.kernel} {
+      %d:2 = "cute_nvgpu.mma_sync"(%a, %b, %c, %c) {atom = "mma.sm80.m8n8k4.f64", shape = array<i32: 8, 8, 4>,
+          a_type = "f64", b_type = "f64", acc_type = "f64", num_a = 1 : i32, num_b = 1 : i32,
+          operandSegmentSizes = array<i32: 1, 1, 2>} : (f64, f64, f64, f64) -> (f64, f64)
+      %s = llvm.fadd %d#0, %d#1 : f64
+      llvm.store %s, %out : f64, !llvm.ptr<1>
+      llvm.return
+    }
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("sm", ["sm_80", "sm_90a", "sm_100a"])
+def test_f64_mma_lowers_to_m8n8k4_and_ptxas_accepts(pm, sm):
+    """The f64 atom's half-block op (A, B one f64, C two) becomes nvvm.mma.sync m8n8k4 with f64 operands and a
+    two-f64 result; ptxas takes it for every target (DMMA)."""
+    if sm not in pm.targets():
+        pytest.skip(f"{sm} needs the plugin that provides it")
+    m, _ = lower(pm, F64_KERNEL, gpu=sm)
+    mma = next(o for o in op_list(m) if o.name == "nvvm.mma.sync")
+    assert str(mma.attributes["shape"]) == "#nvvm.shape<m = 8, n = 8, k = 4>"
+    assert [str(v.type) for v in mma.operands] == ["f64"] * 4
+    assert str(mma.results[0].type) == "!llvm.struct<(f64, f64)>"
+    stages = ["convert-cute-to-llvm", "convert-nvgpu-and-gpu-to-nvvm", "attach-nvvm-target", "translate-debug-info",
+              "serialize"]
+    _, res = lower(pm, F64_KERNEL, gpu=sm, stages=stages)
+    assert "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64" in res.artifacts["ptx"]["m"]
+    from tilecore.serialize import ptx_to_cubin
+
+    assert ptx_to_cubin(res.artifacts["ptx"]["m"], sm)[:4] == b"\x7fELF"
 
 
 def test_fence_and_thread_idx_lower_to_nvvm(pm):

@@ -7,7 +7,8 @@ lowers them, :mod:`.mma_lowering`):
   ``%ptr`` (``!llvm.ptr<3>``) is this lane's row address.
 - ``cute_nvgpu.mma_sync %a..., %b..., %c... {atom = "<atom name>", shape = array<i32: M, N, K>,
   a_type = "f16", b_type = "f16", acc_type = "f32", num_a = 4, num_b = 2}`` -> the D fragment, one
-  scalar per accumulator element (a 16-bit float accumulator is packed in pairs by stage 5).
+  scalar per accumulator element (a 16-bit float accumulator is packed in pairs by stage 5); the A / B
+  operands are 32-bit words, or f64 elements for the f64 atom.
 - ``cute_nvgpu.wgmma %desc_a, %desc_b, %c {shape = array<i32: 64, N, K>, a_type, b_type, acc_type}``
   (one warpgroup's m64nNkK; the accumulator an ``!llvm.struct`` of N / 2 scalars, chained from mma to
   mma and unpacked only after the wait), ``cute_nvgpu.wgmma_fence`` / ``_commit`` /
@@ -110,7 +111,9 @@ irdl.dialect @cute_nvgpu {
   irdl.operation @bulk_wait_group_read {
   }
   irdl.operation @mma_sync {
-    %w = irdl.is i32
+    %i32 = irdl.is i32
+    %f64 = irdl.is f64
+    %w = irdl.any_of(%i32, %f64)
     %acc = irdl.any
     irdl.operands(a: variadic %w, b: variadic %w, c: variadic %acc)
     irdl.results(d: variadic %acc)

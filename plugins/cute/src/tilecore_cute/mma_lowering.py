@@ -78,7 +78,7 @@ class MmaSyncPattern(Pattern):
                     packed.append(llvm.insertelement(v, c[i + 1], _c32(1)))
                 c, parts = packed, (h2, 2)
             else:
-                parts = (el, 4)
+                parts = (el, len(c))  # 4 accumulators; m8n8k4 f64: 2
             struct = ir.Type.parse(f"!llvm.struct<({', '.join([str(parts[0])] * parts[1])})>")
             kw = {"multiplicand_a_ptx_type": ir.Attribute.parse(f"#nvvm.mma_type<{a_t}>"),
                   "multiplicand_b_ptx_type": ir.Attribute.parse(f"#nvvm.mma_type<{b_t}>")}

@@ -33,6 +33,7 @@ Atoms (name: operands -> accumulator, instruction, lowest target):
 | ``mma.sm80.m16n8k8.tf32.f32`` | tf32 x tf32 -> f32 | mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 | 80 |
 | ``mma.sm80.m16n8k32.i8.i32`` | s8 / u8 x s8 / u8 -> s32 (wrapping) | mma.sync.aligned.m16n8k32.row.col.s32.{s8,u8}.{s8,u8}.s32 | 80 |
 | ``mma.sm89.m16n8k32.f8.f32`` | e4m3 / e5m2 x e4m3 / e5m2 -> f32 | mma.sync.aligned.m16n8k32.row.col.f32.{e4m3,e5m2}.{e4m3,e5m2}.f32 | 89 |
+| ``mma.sm80.m8n8k4.f64`` | f64 x f64 -> f64 (a 16 x 8 block: two instructions) | mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 | 80 |
 
 The 16-bit m16n8k8 atoms take dots whose K is a multiple of 8 but not of 16 (a tile of TK = 8): their priority is
 one under the k16 atoms', which take every K they can. They serve sm_90a and sm_100a too (no wgmma / tcgen05 atom
@@ -40,6 +41,15 @@ admits a 16-bit K of 8), as NVIDIA's tileiras does (``HMMA.1688`` on sm_80 / sm_
 tile): a wgmma or tcgen05 MMA (K = 16) over a K zero-padded to 16 would spend half its tensor-core work on the
 padding, store the padding to shared memory every dot and wait for an asynchronous MMA per K tile of 8, where
 ``mma.sync`` m16n8k8 does exactly the dot's work from ``ldmatrix`` fragments and synchronously.
+
+The f64 atom (:class:`DoubleMma`) serves every target from sm_80 on, as tileiras does (``DMMA.884`` on sm_80 /
+sm_90 / sm_100 for a 64 x 64 x 32 f64 tile, where tilecore ran f64 dots on the CUDA cores): the interface's
+16 x 8 block is two ``m8n8k4`` instructions, rows 0..7 and 8..15, so the accumulator keeps the m16n8 C / D
+fragment order. Fragments (PTX ISA 9.7.14.5, "Matrix Fragments for mma.m8n8k4 with .f64 floating point type";
+``g = lane / 4``, ``t = lane % 4``): A holds one element, row ``g``, column ``t``; B one, row ``t``, column
+``g``; C / D two, row ``g``, columns ``2t``, ``2t + 1``. ldmatrix moves 16-bit halves of 8 x 16-byte rows, which
+would need a transpose of 64-bit elements for B, so both operands are read with one 8-byte shared-memory load
+per element (tileiras' ``LDS.64``).
 """
 
 from __future__ import annotations
@@ -150,6 +160,56 @@ class WarpMma:
         return list(op.results)
 
 
+class DoubleMma:
+    """``mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64`` (module docstring), twice per 16 x 8 block."""
+
+    name = "mma.sm80.m8n8k4.f64"
+    inst = (16, 8, 4)
+
+    def admits(self, req) -> bool:
+        return req.a == req.b == req.acc == "f64" and not req.trans_a and tensor_core_admits(req, self.inst)
+
+    def lower(self, cg, action: str, req, *args):
+        if action == "load_a":
+            return self.load_a(cg, *args)
+        if action == "load_b":
+            return self.load_b(cg, *args)
+        if action == "mma":
+            return self.mma(cg, *args)
+        raise ValueError(f"atom {self.name}: unknown action '{action}'")
+
+    @staticmethod
+    def _group_and_thread(cg):
+        lane, _ = cg.lane_and_warp()
+        return cg.op("arith.shrui", lane, cg.c32(2)), cg.op("arith.andi", lane, cg.c32(3))
+
+    def load_a(self, cg, smem, row, k) -> list:
+        """A[row + g, k + t] and A[row + 8 + g, k + t]: the A of the block's upper and lower instruction."""
+        g, t = self._group_and_thread(cg)
+        r, c = cg.op("arith.addi", row, g), cg.op("arith.addi", k, t)
+        return [dialects.llvm.load(smem.elem, smem.address(cg, rr, c))
+                for rr in (r, cg.op("arith.addi", r, cg.c32(8)))]
+
+    def load_b(self, cg, smem, k, col) -> list:
+        """B[k + t, col + g] (both instructions of a block read the same B)."""
+        g, t = self._group_and_thread(cg)
+        return [dialects.llvm.load(smem.elem, smem.address(cg, cg.op("arith.addi", k, t), cg.op("arith.addi", col, g)))]
+
+    def mma(self, cg, a: list, b: list, c: list) -> list:
+        out = []
+        for half in (0, 1):  # rows 0..7: c0, c1; rows 8..15: c2, c3
+            attrs = {"atom": ir.StringAttr.get(self.name), "shape": ir.DenseI32ArrayAttr.get([8, 8, 4]),
+                     "a_type": ir.StringAttr.get("f64"), "b_type": ir.StringAttr.get("f64"),
+                     "acc_type": ir.StringAttr.get("f64"),
+                     "num_a": ir.IntegerAttr.get(cg.i32, 1), "num_b": ir.IntegerAttr.get(cg.i32, 1),
+                     "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1, 2])}
+            cs = c[2 * half:2 * half + 2]
+            op = ir.Operation.create("cute_nvgpu.mma_sync", results=[v.type for v in cs],
+                                     operands=[a[half], b[0], *cs], attributes=attrs)
+            out += list(op.results)
+        return out
+
+
 def atoms() -> list[Atom]:
     out = []
     for name, (elems, acc, k, cc) in ATOMS.items():
@@ -159,4 +219,8 @@ def atoms() -> list[Atom]:
                         priority=NARROW_K_PRIORITY if impl.narrow else PRIORITY,
                         data={"interface": MMA_INTERFACE, "inst": (16, 8, k), "impl": impl},
                         description=f"mma.sync.aligned.{shape} {'/'.join(elems)} -> {acc}, ldmatrix operands"))
+    f64 = DoubleMma()
+    out.append(Atom(f64.name, "mma", lower=f64.lower, min_cc=80, admits=f64.admits, priority=PRIORITY,
+                    data={"interface": MMA_INTERFACE, "inst": f64.inst, "impl": f64},
+                    description="mma.sync.aligned.m8n8k4 f64 -> f64 (two a 16 x 8 block), ld.shared operands"))
     return out
