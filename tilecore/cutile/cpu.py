@@ -1,8 +1,9 @@
 """The CPU path: a compiled cuTile kernel runs in :mod:`tilecore.emulate` on host arrays.
 
 Arrays are updated in place, as on a GPU: a C-contiguous array is handed to the emulator as it is
-(the emulator copies its results back); a strided one (a view with gaps, e.g. ``x[:, ::2]``) as a
-copy of the memory it spans, and afterwards only its own elements are written back. Device printf
+(the emulator copies its results back); a strided one (a view with gaps, e.g. ``x[:, ::2]``) as the
+memory it spans, and afterwards only its own elements are written back. Arguments sharing memory (``f(x, x)``)
+share it in the emulator too. Device printf
 text goes to stdout; a device assert, a bad memory access or a deadlock is a
 :class:`~tilecore.errors.TilecoreError` at the kernel's source location.
 """
@@ -15,16 +16,23 @@ from ..errors import TilecoreError
 from .contract import list_words, marshal
 
 
-def _span_copy(a):
-    """A read-only copy (uint8) of the bytes array ``a`` spans (strides >= 0)."""
+def _span_view(a):
+    """A read-only uint8 view of the bytes array ``a`` spans (strides >= 0): the emulator copies it (one copy for
+    arguments whose memory overlaps: :func:`tilecore.emulate.engine.shared_copies`) and writes nothing back into
+    it; :func:`_write_back` copies the array's own elements afterwards."""
     import ctypes
 
     import numpy as np
 
     extent = sum((n - 1) * s for n, s in zip(a.shape, a.strides)) + a.itemsize
-    buf = np.ctypeslib.as_array((ctypes.c_uint8 * extent).from_address(a.ctypes.data)).copy()
+    buf = np.ctypeslib.as_array((ctypes.c_uint8 * extent).from_address(a.ctypes.data))
     buf.flags.writeable = False
     return buf
+
+
+def _span_copy(a):
+    """A writable copy (uint8) of the bytes array ``a`` spans (strides >= 0)."""
+    return _span_view(a).copy()
 
 
 def _write_back(a, span) -> None:
@@ -72,7 +80,7 @@ def run(compiled, grid, values, isolate: bool = False, timeout: float | None = N
         h = pointer_host(a)
         if not (h.flags.c_contiguous or h.size == 0):
             strided[len(passed)] = h
-            h = _span_copy(h)
+            h = _span_view(h)
         passed.append(h)
         return h
 
@@ -88,7 +96,7 @@ def run(compiled, grid, values, isolate: bool = False, timeout: float | None = N
         for r, a in enumerate(lst.items):
             h = pointer_host(a)
             if not (h.flags.c_contiguous or h.size == 0) or not h.flags.writeable:
-                span = _span_copy(h).copy()  # writable: the emulator copies the item's memory back into it
+                span = _span_copy(h)  # writable: the emulator copies the item's memory back into it
                 items_strided.append((h, span, None if h.flags.writeable else span.copy(), f"{name}[{r}]"))
                 h = span
             hosts.append(h)

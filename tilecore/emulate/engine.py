@@ -68,6 +68,35 @@ def copy_back(originals, outputs) -> None:
             np.copyto(orig, dev.reshape(orig.shape))
 
 
+def shared_copies(args) -> dict[int, np.ndarray]:
+    """Device copies of the C-contiguous arrays among ``args`` whose memory overlaps another's (``f(x, x)``, an
+    in-place kernel; overlapping windows of one buffer), by position: one buffer per group of overlapping arrays
+    (the union of their bytes, placed at the host's address modulo 64), each array a view into it, so that the
+    kernel sees one memory as on a GPU (a copy each lost the stores through one of them: the other's copy was
+    written back over them). Arrays that overlap none get no entry (the caller copies them alone)."""
+    spans = sorted((a.ctypes.data, a.ctypes.data + a.nbytes, i) for i, a in enumerate(args)
+                   if isinstance(a, np.ndarray) and a.flags.c_contiguous and a.nbytes)
+    groups, out = [], {}
+    for lo, hi, i in spans:
+        if groups and lo < groups[-1][1]:
+            groups[-1][1] = max(groups[-1][1], hi)
+            groups[-1][2].append(i)
+        else:
+            groups.append([lo, hi, [i]])
+    for lo, hi, members in groups:
+        if len(members) < 2:
+            continue
+        raw = np.empty(hi - lo + 64, np.uint8)
+        skip = (lo - raw.ctypes.data) % 64
+        buf = raw[skip:skip + hi - lo]
+        buf[:] = np.ctypeslib.as_array((ctypes.c_uint8 * (hi - lo)).from_address(lo))
+        for i in members:
+            a = args[i]
+            start = a.ctypes.data - lo
+            out[i] = buf[start:start + a.nbytes].view(a.dtype).reshape(a.shape)
+    return out
+
+
 def _dims(v, what: str) -> tuple[int, int, int]:
     vals = [int(v)] if isinstance(v, (int, np.integer)) else [int(x) for x in v]
     if not 1 <= len(vals) <= 3 or any(x < 1 for x in vals):
@@ -147,6 +176,7 @@ class EmulatedKernel:
             raise TilecoreError(f"kernel '{self.host.kernel}' takes {len(types)} arguments "
                                 f"({', '.join(types)}), got {len(args)}", self.host.location)
         storage, device, originals, arrays = [], [], [], []
+        shared = shared_copies(args)
         items = []  # (caller's array, device copy, memory range) of pointer tables' items
         for i, (a, t) in enumerate(zip(args, types)):
             if t.startswith("!llvm.ptr") and isinstance(a, PointerTable):
@@ -165,7 +195,7 @@ class EmulatedKernel:
             elif t.startswith("!llvm.ptr"):
                 if not isinstance(a, np.ndarray):
                     raise TilecoreError(f"argument {i} ({t}) must be a numpy array, got {type(a).__name__}")
-                dev = np.array(a, copy=True, order="C")
+                dev = shared[i] if i in shared else np.array(a, copy=True, order="C")
                 device.append(dev)
                 arrays.append((f"argument {i}", dev.ctypes.data, dev.ctypes.data + dev.nbytes))
                 originals.append(a)
