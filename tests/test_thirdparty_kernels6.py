@@ -10,12 +10,14 @@ Checklist:
   one block, grids of 700 blocks on y or z (``ct.num_blocks``);
 - numpy layouts: Fortran order, transposed views, steps (``a[:, ::3]``), row steps, offset slices, broadcast
   (stride 0) inputs, zero-size arrays ((0, 17), (17, 0), a 0-extent 4-D array, K = 0 products), shape (1,), a
-  0-d array through ``gather`` / ``scatter``; the same layouts feeding TMA K loops on sm_90a / sm_100a;
+  0-d array through ``gather`` / ``scatter``; the same layouts feeding TMA K loops on sm_90a / sm_100a; the same
+  array (or two views of one memory) as input and output of an in-place kernel;
 - every dtype (bool, int8 .. uint64, f16, f32, f64; bf16 / e4m3 / e5m2 through ``bitcast``) as load / store
   element at odd sizes; every ``PaddingMode`` on partial tiles of f16 / f32 / f64;
 - int64 index values beyond 2^31 / 2^32 / 2^63 - 1 in gathers / scatters on int32-indexed arrays; an array of
   2^33 + 3 elements (a broadcast view: one element of memory) read through ``ct.IndexedWithInt64``: gathers,
-  ``num_tiles``, a tile index beyond 2^31 elements; negative index tiles with masks; ``ct.cdiv`` of odd extents;
+  ``num_tiles``, a tile index beyond 2^31 elements; an int64 tile index on an int32-indexed array (cuTile
+  truncates it); negative index tiles with masks; ``ct.cdiv`` of odd extents;
 - one kernel launched with two shapes / dtypes (two specialisations in one process); 14 arrays of 12 dtypes plus
   three scalars in one kernel;
 - tile shapes 1 x 1, 1 x N, N x 1, 1 x 4096, a 4096-element 1-D scan, 3-D tiles with a dimension of 1;
@@ -37,6 +39,10 @@ Bugs found (fixed, each with its regression test here):
    it too). The error now names the argument, its axis and the way out (a copy, or ``tileas.tma=off``).
 4. A big-endian numpy array ('>f4') was read as little-endian words: wrong numbers, no error. Now refused.
 5. A grid that is neither an int nor a sequence (``2.5``) raised a TypeError traceback. Now a TilecoreError.
+6. The same array passed for two parameters (``f(x, x)``, an in-place kernel) lost the kernel's stores when the
+   output parameter came first: the emulator copied each argument and wrote both copies back, the unchanged one
+   last. Arguments whose memory overlaps now share one copy (``tilecore.emulate.engine.shared_copies``; a strided
+   view's span is handed over as a view, not a copy, so that it is seen to overlap).
 """
 
 from __future__ import annotations
@@ -195,6 +201,30 @@ def test_numpy_layouts_as_inputs_and_outputs(kind):
             mask[{"step": (slice(None), slice(None, None, 3)), "rows": (slice(None, None, 2),),
                   "slice": (slice(1, 8), slice(8, 38))}[kind]] = False
             np.testing.assert_array_equal(out.base[mask], before[mask])
+
+
+@ct.kernel
+def plus_one_into_first(Y, X, T0: CI, T1: CI):
+    i, j = ct.bid(0), ct.bid(1)
+    ct.store(Y, (i, j), ct.load(X, (i, j), (T0, T1), padding_mode=Z) + 1)
+
+
+@pytest.mark.parametrize("kind", ["C", "F", "step", "slice"])
+def test_the_same_array_as_input_and_output(kind):
+    """Bug 6: ``f(x, x)`` (an in-place kernel): the emulator gave each parameter its own copy and wrote both back,
+    the later parameter's (unchanged) copy over the earlier's results: with the output parameter first nothing
+    changed. Arguments sharing memory now share one copy (sm_80; both parameter orders)."""
+    for kernel in (plus_one_2d, plus_one_into_first):
+        x = _layout(kind, (7, 30))
+        want = x + 1
+        _launch("sm_80", (2, 4), kernel, (x, x, 4, 8))
+        np.testing.assert_array_equal(x, want)
+    base = np.arange(7 * 30, dtype=np.float32).reshape(7, 30)  # a strided view and its C-contiguous base
+    view = base[:, ::3]
+    want = base.copy()
+    want[:, ::3] += 1
+    _launch("sm_80", (2, 2), plus_one_into_first, (view, base[:, ::3], 4, 8))
+    np.testing.assert_array_equal(base, want)
 
 
 @pytest.mark.parametrize("shape", [(0, 17), (17, 0)])
@@ -505,6 +535,22 @@ def test_arrays_of_more_than_2_to_the_31_elements(n):
     np.testing.assert_array_equal(o[8:16], tail)
     assert (o[16:24] == np.float32(_cdiv(n, 8))).all()
     np.testing.assert_array_equal(o[24:], tail)
+
+
+@ct.kernel
+def tile_at(X, OUT, far, T: CI):
+    ct.store(OUT, (0,), ct.load(X, (far,), (T,), padding_mode=PM.NEG_INF))
+
+
+def test_an_int64_tile_index_on_an_int32_indexed_array_wraps_as_cutile_exports_it():
+    """cuTile exports ``ct.load(X, (far,), ...)`` of an int64 ``far`` on an int32-indexed array with a ``trunci``
+    to i32 (tileiras compiles the same bytecode): 2^32 + 1 is tile 1, -(2^32) + 1 tile 1, -1 out of bounds."""
+    x = np.arange(20, dtype=np.float32)
+    for far, tile in ((2**32 + 1, 1), (-(2**32) + 1, 1), (2**33, 0), (-1, None)):
+        o = np.zeros(8, np.float32)
+        _launch("sm_80", (1,), tile_at, (x, o, np.int64(far), 8))
+        want = np.full(8, -np.inf, np.float32) if tile is None else x[8 * tile:8 * tile + 8]
+        np.testing.assert_array_equal(o, want)
 
 
 @ct.kernel
