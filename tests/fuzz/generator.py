@@ -95,6 +95,7 @@ class Param:
     init: str = ""  # how make_inputs fills it: "rand" | "zeros" | an expression
     value: str = ""  # scalar literal
     row_pad: int = 0  # rows this much longer than the extent (a strided, non-contiguous array)
+    group: str = ""  # the tuple parameter it is a member of (members are consecutive in the parameter list)
 
 
 @dataclass(frozen=True)
@@ -168,13 +169,20 @@ def _render(p: Program, edits: Edits, extents: list[int]) -> str:
             out.append(f"    ({q.name!r}, 'array', {q.dt!r}, {q.rank}, {q.index_dt!r}),")
         else:
             out.append(f"    ({q.name!r}, 'scalar', {q.dt!r}, 0, ''),")
-    out += ["]", f"CHECKS = {p.checks!r}",
+    tuples: dict[str, list[str]] = {}
+    for q in p.params:
+        if q.group:
+            tuples.setdefault(q.group, []).append(q.name)
+    out += ["]", f"TUPLES = {tuples!r}", f"CHECKS = {p.checks!r}",
             "PRINTS = []  # the printf lines the model expects of the last launch (reference fills it)", "", ""]
     for kernel_lines, _model in p.helpers:  # @ct.function helpers the kernel calls
         out += kernel_lines + ["", ""]
     # kernel
-    args = ", ".join([q.name for q in p.params] + [f"{t}: ct.Constant[int]" for t in tnames])
+    names = [q.group or q.name for q in p.params]
+    args = ", ".join([n for i, n in enumerate(names) if n not in names[:i]] + [f"{t}: ct.Constant[int]" for t in tnames])
     out += ["@ct.kernel" if p.num_ctas == 1 else f"@ct.kernel(num_ctas={p.num_ctas})", f"def KERNEL({args}):"]
+    for t, members in tuples.items():  # tuple parameters unpacked
+        out.append(f"    {', '.join(members)}, = {t}")
     for i in range(len(p.grid)):
         out.append(f"    b{i} = ct.bid({i})")
     for k, s in enumerate(p.stmts):

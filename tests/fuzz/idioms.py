@@ -15,7 +15,7 @@ that the default draw gave before stay the same except for the statements these 
   ``order="F"`` or a permutation, runtime scalar parameters of every width (int8 ... uint64, f16 / f32 / f64,
   bool) converted with ``ct.astype``, ``expand_dims`` / ``broadcast_to`` / ``t[:, None]`` / ``reshape`` /
   ``permute`` chains, ``ct.static_iter``, ``while True`` with ``break`` on a runtime scalar, ``ct.arange`` with
-  ``start`` / ``step``, and several :func:`chain_op` idioms.
+  ``start`` / ``step``, tuple parameters (arrays and scalars), and several :func:`chain_op` idioms.
 
 The numpy models are :mod:`.npsem`'s (``fill_scan``, ``affine_scan``, ``max_first_count``, ``directed_cast``).
 """
@@ -273,13 +273,33 @@ def t_idioms(g, p):
     for _ in range(g.rng.randint(1, 2)):
         v = _scalar_width(g, v)
     shape_ops = [_bcast_sum, _none_index, _reshape_permute, _static_iter, _while_break, _arange, _axis_tuple,
-                 _transpose_pair, _static_eval, _astile, _ones_zeros, _scalar_left]
+                 _transpose_pair, _static_eval, _astile, _ones_zeros, _scalar_left, _while_tile_cond, _nested_break,
+                 _range_step]
     for f in g.rng.sample(shape_ops, g.rng.randint(2, 3)):
         v = f(g, v) or v
     for _ in range(g.rng.randint(2, 4)):
         v = chain_op(g, v, 0, False, True)
     v = g.chain(v, g.rng.randint(0, 2), 0)
     g.store(v, 0)
+    if g.chance(0.5):
+        _tuple_parameter(g)
+
+
+def _tuple_parameter(g) -> None:
+    """Two or three input parameters (arrays, scalars) passed as one tuple parameter ``t0`` (unpacked first thing
+    in the kernel; ``cutile_python_v2``: the leaves pass one after the other, so the members move next to each
+    other in the parameter list)."""
+    ins = [q for q in g.params if q.role == "in"]
+    if len(ins) < 2:
+        return
+    chosen = {q.name for q in g.rng.sample(ins, min(len(ins), g.rng.randint(2, 3)))}
+    members = [q for q in ins if q.name in chosen]
+    at = next(i for i, q in enumerate(g.params) if q.name in chosen)
+    rest = [q for q in g.params if q.name not in chosen]
+    g.params[:] = rest[:at] + members + rest[at:]
+    for q in members:
+        q.group = "t0"
+    g.features.add("tuple_parameter")
 
 
 def _scalar_width(g, v):
@@ -426,4 +446,47 @@ def _scalar_left(g, v):
                     cancel=v.cancel or d.kind == "f")
     g.emit(f"{res.name} = {_lit(v.dt, c)} - {v.name}", f"{res.name} = ns.r({_lit(v.dt, c)} - {v.name}, {v.dt!r})",
            feature="scalar_left")
+    return res
+
+
+def _while_tile_cond(g, v):
+    """``while ct.max(w) > lim: w = w // 2`` (unsigned ``>> 1``, floats ``* 0.5``, exact): a loop on a condition of
+    the tile."""
+    d = DTYPES[v.dt]
+    lim = g.rng.choice([1, 3, 20])
+    if d.kind == "f" and v.bound > 1e4:  # no infinity that halving never brings down
+        return None
+    res = g.new_val(v)
+    if d.kind == "f":
+        k_step, m_step, lit = f"{res.name} * 0.5", f"ns.r({res.name} * 0.5, {v.dt!r})", f"{lim}.0"
+    else:  # unsigned: a shift (cuTile 1.7 writes unsigned // as a divi rounding to -inf, which tileiras refuses too)
+        op = ">> 1" if d.kind == "u" else "// 2"
+        k_step, m_step, lit = f"{res.name} {op}", f"{res.name} {op}", str(lim)
+    g.emit([f"{res.name} = {v.name}", f"while ct.max({res.name}) > {lit}:", f"    {res.name} = {k_step}"],
+           [f"{res.name} = {v.name}", f"while np.max({res.name}) > {lit}:", f"    {res.name} = {m_step}"],
+           feature="while_tile_condition")
+    return res
+
+
+def _nested_break(g, v):
+    """Nested ``for`` loops, the inner one left by ``break`` on a runtime scalar."""
+    s = g.scalar("i32", f"np.int32({g.rng.randint(0, 4)})")
+    d = DTYPES[v.dt]
+    res = g.new_val(v, exact=v.exact and d.kind != "f", bound=v.bound + 12, nops=v.nops + 12)
+    body = [f"{res.name} = {v.name}", "for i in range(3):", "    for j in range(4):", f"        if j == {s.name}:",
+            "            break", f"        {res.name} = {res.name} + 1"]
+    model = body[:-1] + [f"        {res.name} = ns.r({res.name} + 1, {v.dt!r})"]
+    g.emit(body, model, feature="nested_loop_break")
+    return res
+
+
+def _range_step(g, v):
+    """``for i in range(lo, 9, step)`` with a runtime start and step."""
+    lo = g.scalar("i32", f"np.int32({g.rng.randint(-2, 3)})")
+    st = g.scalar("i32", f"np.int32({g.rng.randint(1, 4)})")
+    d = DTYPES[v.dt]
+    res = g.new_val(v, exact=v.exact and d.kind != "f", bound=v.bound + 12, nops=v.nops + 12)
+    g.emit([f"{res.name} = {v.name}", f"for i in range({lo.name}, 9, {st.name}):", f"    {res.name} = {res.name} + 1"],
+           [f"{res.name} = {v.name}", f"for i in range({lo.name}, 9, {st.name}):",
+            f"    {res.name} = ns.r({res.name} + 1, {v.dt!r})"], feature="range_runtime_step")
     return res

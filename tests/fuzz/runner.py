@@ -106,14 +106,22 @@ def load_module(path: str):
 def signatures(mod) -> list:
     """The ``KernelSignature`` list of a generated module."""
     import cuda.tile as ct
-    from cuda.tile.compilation import ArrayConstraint, CallingConvention, KernelSignature, ScalarConstraint
+    from cuda.tile.compilation import (
+        ArrayConstraint,
+        CallingConvention,
+        KernelSignature,
+        ScalarConstraint,
+        TupleConstraint,
+    )
 
     from .dtypes import DTYPES
 
+    tuples = getattr(mod, "TUPLES", {})  # tuple parameter -> its members (consecutive in PARAMS)
+    member_of = {m: t for t, ms in tuples.items() for m in ms}
     sigs = []
     for symbol, tile in mod.SIGNATURES:
         params = []
-        for _name, kind, dt, rank, index_dt in mod.PARAMS:
+        for name, kind, dt, rank, index_dt in mod.PARAMS:
             ctdt = getattr(ct, DTYPES[dt].ct)
             if kind == "array":
                 params.append(ArrayConstraint(ctdt, rank, index_dtype=ct.int64 if index_dt == "i64" else ct.int32,
@@ -121,7 +129,16 @@ def signatures(mod) -> list:
                                               stride_constant=[None] * (rank - 1) + [1], base_addr_divisible_by=16))
             else:
                 params.append(ScalarConstraint(ctdt))
-        sigs.append(KernelSignature(params + list(tile), CallingConvention.cutile_python_v1(), symbol=symbol))
+            params[-1] = (member_of.get(name), params[-1])
+        grouped = []  # a tuple parameter's members as one TupleConstraint (its leaves pass one after the other)
+        for group, c in params:
+            if group is not None and grouped and isinstance(grouped[-1], tuple) and grouped[-1][0] == group:
+                grouped[-1][1].append(c)
+            else:
+                grouped.append((group, [c]) if group is not None else c)
+        params = [TupleConstraint(c[1]) if isinstance(c, tuple) else c for c in grouped]
+        cc = CallingConvention.cutile_python_v2() if tuples else CallingConvention.cutile_python_v1()
+        sigs.append(KernelSignature(params + list(tile), cc, symbol=symbol))
     return sigs
 
 
