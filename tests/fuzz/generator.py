@@ -173,7 +173,7 @@ def _render(p: Program, edits: Edits, extents: list[int]) -> str:
     for q in p.params:
         if q.group:
             tuples.setdefault(q.group, []).append(q.name)
-    out += ["]", f"TUPLES = {tuples!r}", f"CHECKS = {p.checks!r}",
+    out += ["]"] + ([f"TUPLES = {tuples!r}"] if tuples else []) + [f"CHECKS = {p.checks!r}",
             "PRINTS = []  # the printf lines the model expects of the last launch (reference fills it)", "", ""]
     for kernel_lines, _model in p.helpers:  # @ct.function helpers the kernel calls
         out += kernel_lines + ["", ""]
