@@ -11,7 +11,7 @@ Checklist:
 - numpy layouts: Fortran order, transposed views, steps (``a[:, ::3]``), row steps, offset slices, broadcast
   (stride 0) inputs, zero-size arrays ((0, 17), (17, 0), a 0-extent 4-D array, K = 0 products), shape (1,), a
   0-d array through ``gather`` / ``scatter``; the same layouts feeding TMA K loops on sm_90a / sm_100a; the same
-  array (or two views of one memory) as input and output of an in-place kernel;
+  array (or two views of one memory) as input and output of an in-place kernel, lists of arrays sharing memory;
 - every dtype (bool, int8 .. uint64, f16, f32, f64; bf16 / e4m3 / e5m2 through ``bitcast``) as load / store
   element at odd sizes; every ``PaddingMode`` on partial tiles of f16 / f32 / f64;
 - int64 index values beyond 2^31 / 2^32 / 2^63 - 1 in gathers / scatters on int32-indexed arrays; an array of
@@ -41,8 +41,10 @@ Bugs found (fixed, each with its regression test here):
 5. A grid that is neither an int nor a sequence (``2.5``) raised a TypeError traceback. Now a TilecoreError.
 6. The same array passed for two parameters (``f(x, x)``, an in-place kernel) lost the kernel's stores when the
    output parameter came first: the emulator copied each argument and wrote both copies back, the unchanged one
-   last. Arguments whose memory overlaps now share one copy (``tilecore.emulate.engine.shared_copies``; a strided
-   view's span is handed over as a view, not a copy, so that it is seen to overlap).
+   last; the same with lists of arrays (an in-place multi-tensor apply with the output list first; items that are
+   rows of an array argument). Arguments and list items whose memory overlaps now share one copy
+   (``tilecore.emulate.engine.shared_copies``; a strided view's span is handed over as a view, not a copy, so that
+   it is seen to overlap).
 """
 
 from __future__ import annotations
@@ -225,6 +227,45 @@ def test_the_same_array_as_input_and_output(kind):
     want[:, ::3] += 1
     _launch("sm_80", (2, 2), plus_one_into_first, (view, base[:, ::3], 4, 8))
     np.testing.assert_array_equal(base, want)
+
+
+@ct.kernel
+def foreach_double(Ys, Xs, TILE: CI):
+    i, j = ct.bid(0), ct.bid(1)
+    x, y = Xs[i], Ys[i]
+    if j * TILE < x.shape[0]:
+        ct.store(y, (j,), ct.load(x, (j,), (TILE,), padding_mode=Z) * 2)
+
+
+@ct.kernel
+def rows_from_list(Y, Xs, TILE: CI):
+    i, j = ct.bid(0), ct.bid(1)
+    x = Xs[i]
+    if j * TILE < x.shape[0]:
+        ct.store(Y, (i, j), ct.reshape(ct.load(x, (j,), (TILE,), padding_mode=Z) * 2, (1, TILE)))
+
+
+def test_lists_of_arrays_sharing_memory_with_each_other_and_an_array_argument():
+    """Bug 6 for lists: an in-place multi-tensor apply (the same list, C-contiguous and strided items, as output and
+    input), and list items that are rows of the array argument written (each item and argument had its own copy;
+    the items' unchanged copies were written back last)."""
+    xs = [np.arange(n, dtype=np.float32) + 1 for n in (7, 33)]
+    want = [2 * x for x in xs]
+    _launch("sm_80", (2, 2), foreach_double, (xs, xs, 32))
+    for x, w in zip(xs, want):
+        np.testing.assert_array_equal(x, w)
+    base = np.arange(80, dtype=np.float32).reshape(2, 40) + 1
+    want = base.copy()
+    want[0, :14:2] *= 2
+    want[1, ::3] *= 2
+    _launch("sm_80", (2, 2), foreach_double, ([base[0, :14:2], base[1, ::3]], [base[0, :14:2], base[1, ::3]], 32))
+    np.testing.assert_array_equal(base, want)
+    y = np.zeros((2, 64), np.float32)
+    y[0, :7], y[1, :33] = 1, 3
+    _launch("sm_80", (2, 2), rows_from_list, (y, [y[0, :7], y[1, :33]], 32))
+    want = np.zeros((2, 64), np.float32)
+    want[0, :7], want[1, :33] = 2, 6
+    np.testing.assert_array_equal(y, want)
 
 
 @pytest.mark.parametrize("shape", [(0, 17), (17, 0)])

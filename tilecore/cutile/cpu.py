@@ -16,17 +16,17 @@ from ..errors import TilecoreError
 from .contract import list_words, marshal
 
 
-def _span_view(a):
-    """A read-only uint8 view of the bytes array ``a`` spans (strides >= 0): the emulator copies it (one copy for
-    arguments whose memory overlaps: :func:`tilecore.emulate.engine.shared_copies`) and writes nothing back into
-    it; :func:`_write_back` copies the array's own elements afterwards."""
+def _span_view(a, writable: bool = False):
+    """A uint8 view of the bytes array ``a`` spans (strides >= 0): the emulator copies it (one copy for arguments
+    whose memory overlaps: :func:`tilecore.emulate.engine.shared_copies`). Read-only: it writes nothing back into
+    it (:func:`_write_back` copies the array's own elements afterwards); ``writable``: it writes the span back."""
     import ctypes
 
     import numpy as np
 
     extent = sum((n - 1) * s for n, s in zip(a.shape, a.strides)) + a.itemsize
     buf = np.ctypeslib.as_array((ctypes.c_uint8 * extent).from_address(a.ctypes.data))
-    buf.flags.writeable = False
+    buf.flags.writeable = writable
     return buf
 
 
@@ -84,9 +84,9 @@ def run(compiled, grid, values, isolate: bool = False, timeout: float | None = N
         passed.append(h)
         return h
 
-    # (host item, the copy the emulator writes back into, its bytes before the launch where the item is read-only,
-    # the item's name) of list arguments' strided or read-only items
-    items_strided = []
+    # (the copy the emulator writes back into, its bytes before the launch, the item's name) of list arguments'
+    # read-only items
+    items_read_only = []
 
     def table(lst):  # a list of arrays: the emulator places each item and writes its address into its row
         from ..emulate.engine import PointerTable
@@ -95,10 +95,12 @@ def run(compiled, grid, values, isolate: bool = False, timeout: float | None = N
         hosts = []
         for r, a in enumerate(lst.items):
             h = pointer_host(a)
-            if not (h.flags.c_contiguous or h.size == 0) or not h.flags.writeable:
-                span = _span_copy(h)  # writable: the emulator copies the item's memory back into it
-                items_strided.append((h, span, None if h.flags.writeable else span.copy(), f"{name}[{r}]"))
+            if not h.flags.writeable:  # a copy the emulator may write into: a store is then an error
+                span = _span_copy(h)
+                items_read_only.append((span, span.copy(), f"{name}[{r}]"))
                 h = span
+            elif not (h.flags.c_contiguous or h.size == 0):  # the emulator writes the span's bytes back
+                h = _span_view(h, writable=True)
             hosts.append(h)
         passed.append(PointerTable(list_words(lst.items), hosts))  # a pointer parameter too (its words)
         return passed[-1]
@@ -117,11 +119,10 @@ def run(compiled, grid, values, isolate: bool = False, timeout: float | None = N
         _write_back(host, result.outputs[k])
     _refuse_lost_stores(compiled.symbol, [e.name for e in c.params if e.kind in ("pointer", "list")], passed,
                         [strided.get(k, h) for k, h in enumerate(passed)], result.outputs)
-    for host, span, before, name in items_strided:
-        if before is not None and bytes(span) != bytes(before):
+    for span, before, name in items_read_only:
+        if bytes(span) != bytes(before):
             raise TilecoreError(f"kernel '{compiled.symbol}' stored into argument '{name}', a read-only numpy array: "
                                 "its results cannot be copied back (pass a writable array)")
-        _write_back(host, span)
     if result.printf:
         sys.stdout.write(result.printf)
         sys.stdout.flush()

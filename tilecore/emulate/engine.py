@@ -176,13 +176,16 @@ class EmulatedKernel:
             raise TilecoreError(f"kernel '{self.host.kernel}' takes {len(types)} arguments "
                                 f"({', '.join(types)}), got {len(args)}", self.host.location)
         storage, device, originals, arrays = [], [], [], []
-        shared = shared_copies(args)
+        # one copy of memory that arguments / list items share: positions of args, then of the items in order
+        flat = list(args) + [item for a in args if isinstance(a, PointerTable) for item in a.items]
+        shared = shared_copies(flat)
         items = []  # (caller's array, device copy, memory range) of pointer tables' items
         for i, (a, t) in enumerate(zip(args, types)):
             if t.startswith("!llvm.ptr") and isinstance(a, PointerTable):
                 words = np.array(a.words, dtype=np.int64, copy=True, order="C")
                 for r, item in enumerate(a.items):
-                    dev = np.array(item, copy=True, order="C")
+                    k = len(args) + len(items)
+                    dev = shared[k] if k in shared else np.array(item, copy=True, order="C")
                     items.append((item, dev, (f"argument {i} item {r}", dev.ctypes.data,
                                               dev.ctypes.data + max(dev.nbytes, 1))))
                     words[r, a.column] = dev.ctypes.data
