@@ -306,3 +306,48 @@ def test_cta_pair_programs():
         assert "num_ctas:2" in r.features, (r.seed, r.features)
         for sm in ("sm_90a", "sm_100a"):
             assert r.outcomes[sm].status == "ok", f"seed {r.seed} {sm}: {r.outcomes[sm].key[:300]}"
+
+
+# Idioms of the third-party rounds (tests/fuzz/idioms.py, --template idioms): five seeds that together draw every
+# idiom of the template (4-D tiles and a tuple parameter, tuple / non-commutative scans both ways, the tuple reduce,
+# helpers, directed casts, while / nested / runtime-step loops, order="F", u16 / u64 scalars), each on one SM in turn
+# (their lowering is target-independent but for the loads).
+IDIOM_SEEDS = {228: ("sm_80", "tuple_parameter"), 1: ("sm_90a", "tuple_scan"), 33: ("sm_100a", "while_tile_condition"),
+               106: ("sm_80", "idiom:directed_cast"), 121: ("sm_90a", "transpose_axes")}
+
+
+def test_idiom_programs():
+    work = tempfile.mkdtemp(prefix="fuzz-ci-idioms-")
+    try:
+        results = [_check(seed, work, (sm,), "idioms") for seed, (sm, _) in IDIOM_SEEDS.items()]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    for r in results:
+        sm, feature = IDIOM_SEEDS[r.seed]
+        assert feature in r.features, (r.seed, r.features)
+        assert r.outcomes[sm].status == "ok", f"seed {r.seed} {sm}: {r.outcomes[sm].key[:300]}"
+
+
+def test_idiom_models():
+    """The numpy models of the idioms on small cases worked by hand: a forward / backward fill, the affine
+    recurrence h = a h + b both ways in wrapping int8, (max, first index, count), casts rounded in each direction."""
+    from fuzz import npsem
+
+    x = np.array([0, 3, 0, -2, 0], np.int32)
+    assert npsem.fill_scan(x, 0, False).tolist() == [0, 3, 3, -2, -2]
+    assert npsem.fill_scan(x, 0, True).tolist() == [3, 3, -2, -2, 0]
+    a, b = np.array([2, 3, -1], np.int8), np.array([1, 100, 5], np.int8)
+    assert npsem.affine_scan(a, b, 0, False).tolist() == [1, 103, -98]  # 3 * 1 + 100; -103 + 5 wrapped
+    assert npsem.affine_scan(a, b, 0, True).tolist() == [-25, 115, 5]  # 3 * 5 + 100; 2 * 115 + 1 = 231 wrapped
+    m, i, c = npsem.max_first_count(np.array([[1.0, 4.0, 4.0, -1.0]]), 1)
+    assert (m.tolist(), i.tolist(), c.tolist()) == ([[4.0]], [[1]], [[2]])
+    third = np.array([1 / 3, -1 / 3], np.float64)
+    up = np.float32(1 / 3)  # the nearest f32 is above 1/3
+    down = np.nextafter(up, np.float32(0))
+    assert float(down) < 1 / 3 < float(up)
+    assert npsem.directed_cast(third, "f32", "rz").tolist() == [down, -down]
+    assert npsem.directed_cast(third, "f32", "rp").tolist() == [up, -down]
+    assert npsem.directed_cast(third, "f32", "rm").tolist() == [down, -up]
+    assert npsem.directed_cast(np.array([1 + 2.0**-11, 1 + 3 * 2.0**-11]), "f16", "ra").tolist() == [1 + 2.0**-10,
+                                                                                                  1 + 2 * 2.0**-10]
+    assert npsem.directed_cast(np.array([1 + 2.0**-11], np.float64), "f16", "rz").tolist() == [1.0]
