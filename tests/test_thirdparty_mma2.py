@@ -1273,6 +1273,7 @@ def test_mma_on_batched_3d_tiles(sm):
 # with zeros (the operands stay 8-bit in shared memory; ``tilecore_cute.mma_sm90.Wgmma.k_padded``).
 _NARROW = {
     "n8-f16": ((64, 8, 32), "f16", dict(MMA_OP)),  # tcgen05 M = 64 N = 8, B K-major (sm_90a: m64n8k16)
+    "m128-n8-f16": ((128, 8, 32), "f16", {"sm_100a": "tcgen05.mma"}),  # M = 128 N = 8 (Table 39; tileiras: UTCHMMA)
     "k8-f16": ((64, 32, 8), "f16", {sm: "mma.sync.aligned.m16n8k8" for sm in SMS}),  # mma.sync m16n8k8 (sm_80+)
     "k16-e4m3": ((64, 32, 16), "e4m3", {"sm_90a": "wgmma.mma_async", "sm_100a": "tcgen05.mma"}),  # K padded to 32
 }

@@ -460,6 +460,17 @@ def test_mma_m64_negate_and_no_accumulate(pm):
     np.testing.assert_array_equal(got, (-a @ b).astype(np.float32))
 
 
+@pytest.mark.parametrize("n", [8, 24])
+def test_mma_m128_with_n_a_multiple_of_8(pm, n):
+    """M = 128 with N = 8 / 24 (PTX ISA 9.7.16.2.1, Table 39, cta_group::1 dense .kind::f16: N = 8, 16, 24 ... 256 for
+    M = 64 and 128; tileiras' SASS has M 128 N 8, instruction descriptor 0x08030000), B K-major."""
+    rng = np.random.default_rng(9)
+    a, b = quarters(rng, (128, 16)), quarters(rng, (16, n))
+    c = quarters(rng, (128, n)).astype(np.float32)
+    got = run_mma(pm, as_type(a, "f16"), as_type(b, "f16"), c, kind="f16", ta="f16", tb="f16", swz=32)
+    np.testing.assert_array_equal(got, (a @ b + c).astype(np.float32))
+
+
 def test_mma_k_steps_accumulate_inside_a_128b_atom(pm):
     """Four MMAs along K (start address + 32 bytes each inside the 128B-swizzled atom), the first one with
     enable-input-d false: D = A B over K = 64."""
@@ -956,7 +967,7 @@ def test_isolated_launch(pm):
 
 @pytest.mark.parametrize("hi_a, idesc_, message", [
     (desc_high(16, 1024, 128), idesc("f16", "f16", "f32", 32, 64), r"M = 32, N = 64 is not a cta_group::1 shape"),
-    (desc_high(16, 1024, 128), idesc("f16", "f16", "f32", 128, 24), r"M = 128, N = 24 is not"),
+    (desc_high(16, 1024, 128), idesc("f16", "f16", "f32", 128, 264), r"M = 128, N = 264 is not"),
     (desc_high(16, 1024, 128), idesc("f16", "bf16", "f32", 128, 64), "A is f16 and B is bf16"),
     (desc_high(16, 1024, 128) | 1 << 2, idesc("f16", "f16", "f32", 128, 64) | 1 << 2, "sparsity"),
     (desc_high(16, 1024, 128) & ~(1 << 46), idesc("f16", "f16", "f32", 128, 64), "bits 46-48 must hold the fixed "

@@ -22,7 +22,7 @@ PTX ISA 9.0, "TensorCore 5th Generation Family Instructions" (section 9.7.16):
   transpose B = 1 (MN-major) (bits 15 / 16), N >> 3 (17-22), M >> 4 (24-28); :func:`instr_desc`.
 - **tcgen05.mma** (9.7.16.10.9): ``D (TMEM) = A * B + (enable_input_d ? D : 0)``, issued by one thread;
   shapes (table 39, cta_group::1 dense): M = 128 or 64, N a multiple of 16 up to 256 (8-bit MN-major B: of 16;
-  M = 64 of .kind::f16 / tf32 / f8f6f4: of 8, :func:`inst_n_ok`),
+  .kind::f16 / tf32 / f8f6f4: of 8, :func:`inst_n_ok`),
   K = 16 (f16), 8 (tf32), 32 (i8, f8f6f4). "Data path layout" (9.7.16.10.5): M = 128 puts row ``i`` of D in lane
   ``i``; M = 64 ("layout F") in lane ``32 (i / 16) + i % 16`` of the D address's lane (0 or 16). ``tcgen05.commit`` (9.7.16.11.1) makes an mbarrier track the completion of the MMAs the thread issued
   before it (``mbarrier::arrive::one``); the threads wait on the mbarrier's phase parity.
@@ -105,7 +105,7 @@ the tile's (:class:`RepeatedRowsOperand`; block-scaled: an M = 128 one over layo
 :func:`layout_f_rows`), so that layout F puts every row where tileas' ``TmemFragment`` reads it; an 8-bit B of N = 16
 (rows of 16 bytes, no swizzled layout) is read K-major (transpose-B bit 0, which ``.kind::i8`` / ``.kind::f8f6f4`` /
 ``.kind::mxf8f6f4`` take: Tables 42 / 44; :meth:`Umma.narrow_b`), and so is a B of N = 8 (16-bit: rows of 16 bytes;
-8-bit: of 8) of a tile of 64 rows or fewer, one M = 64 instruction of N = 8 (:func:`inst_n_ok`); an 8-bit K of 16 is
+8-bit: of 8), one instruction of N = 8 (:func:`inst_n_ok`; M = 64 or 128); an 8-bit K of 16 is
 laid out as 32 and an e2m1 K of
 32 as 64, the padding zeroed per dot (:meth:`Umma.k_padded`, :func:`tilecore.mma.zero_k_padding`; :meth:`BlockScaledF4Umma.k_padded`,
 ``zero_scale_pad``): zero products add nothing to D.
@@ -180,9 +180,12 @@ N8_KINDS = ("f16", "tf32", "f8f6f4")
 
 
 def inst_n_ok(ni: int, m: int, kind: str) -> bool:
-    """Whether ``tcgen05.mma.cta_group::1`` has instruction N ``ni`` for a tile of ``m`` rows (:data:`N8_KINDS`):
-    a multiple of 16, or of 8 with the M = 64 instructions (a tile of 64 rows or fewer, :func:`m_ok`)."""
-    return ni > 0 and (ni % 16 == 0 or (ni % 8 == 0 and m in SMALL_M and kind in N8_KINDS))
+    """Whether ``tcgen05.mma.cta_group::1`` has instruction N ``ni`` for a tile of ``m`` rows: a multiple of 16, or
+    of 8 for :data:`N8_KINDS` (PTX ISA 9.7.16.2.1, Table 39, cta_group::1 dense: M = 64 and M = 128 both take
+    N = 8, 16, 24 ... 256; a 128 x 8 f16 tile is one UTCHMMA in tileiras' SASS too). ``m`` is kept for the kinds
+    whose table row differs by M."""
+    del m
+    return ni > 0 and (ni % 16 == 0 or (ni % 8 == 0 and kind in N8_KINDS))
 
 
 def tmem_cols(m: int, n: int) -> int:
@@ -405,8 +408,8 @@ class Umma:
         """Whether B's N-major rows take no swizzle (N = 16 of an 8-bit kind, N = 8 of ``.kind::f16``: 16-byte rows;
         N an odd multiple of 8 of those; 8 bytes of N = 8 e4m3 / e5m2): B is then read K-major (its N x K
         transpose, rows of K), which every kind takes (the instruction descriptor's transpose-B bit 0, PTX ISA
-        9.7.16.4.2); all N is one instruction (:func:`inst_n_ok`: N a multiple of 16, or of 8 with M = 64 for
-        :data:`N8_KINDS`; ``.kind::i8`` multiples of 16 only here)."""
+        9.7.16.4.2); all N is one instruction (:func:`inst_n_ok`: N a multiple of 16, or of 8 for :data:`N8_KINDS`;
+        ``.kind::i8`` multiples of 16 only here)."""
         step = 16 if self.kind == "i8" else 8
         return (self.kind in ("i8", "f8f6f4", "f16") and n % step == 0 and n <= MAX_N
                 and not swizzle_for(n * self.eb))
@@ -625,8 +628,7 @@ class Tf32Umma(Umma):
         return sum(lay.nbytes for lay in self.layouts(req)) <= req.smem_budget
 
     def inst_n(self, n: int) -> int:
-        """B is K-major: the widest multiple of 16 up to 256 dividing ``n``, else of 8 (M = 64 only,
-        :func:`inst_n_ok`)."""
+        """B is K-major: the widest multiple of 16 up to 256 dividing ``n``, else of 8 (:func:`inst_n_ok`)."""
         return next((c for step in (16, 8) for c in range(min(n, MAX_N) // step * step, 0, -step) if n % c == 0), 0)
 
     def layouts(self, req, at: int = 0, *_):
@@ -917,8 +919,7 @@ class BlockScaledF4Umma(BlockScaledUmma):
         return -(-k // F4_K) * F4_K if k % self.block == 0 else k
 
     def inst_n(self, n: int) -> int:
-        """B is K-major: the widest multiple of 16 up to 256 dividing ``n``, else of 8 (M = 64 only,
-        :func:`inst_n_ok`)."""
+        """B is K-major: the widest multiple of 16 up to 256 dividing ``n``, else of 8 (:func:`inst_n_ok`)."""
         return next((c for step in (16, 8) for c in range(min(n, MAX_N) // step * step, 0, -step) if n % c == 0), 0)
 
     def b_descriptor(self, cg, b: SwizzledOperand, k0: int, col: int):
