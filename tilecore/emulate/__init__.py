@@ -21,10 +21,12 @@ __all__ = ["launch", "compile_kernel", "EmulatedKernel", "LaunchResult"]
 _CACHE: dict = {}
 
 
-def compile_kernel(module, kernel: str, opt_level: int = 2, check_bounds: bool = True) -> EmulatedKernel:
+def compile_kernel(module, kernel: str, opt_level: int = 1, check_bounds: bool = True) -> EmulatedKernel:
     """Rewrite and JIT-compile ``kernel`` of ``module`` (an ``ir.Module``, left unchanged, or MLIR text).
 
-    Compiled kernels are cached by module text. ``check_bounds``: every load, store, atomic and bulk
+    Compiled kernels are cached by module text. ``opt_level``: the host JIT's level (:data:`.jit.LEVELS`;
+    1: cheap to compile, 2: LLVM's ``default<O2>`` and default code generation, slower to compile, the
+    sequential path's native loop up to twice as fast). ``check_bounds``: every load, store, atomic and bulk
     copy (global, shared, local or generic) that is misaligned or outside the buffers it may touch
     fails the launch (instead of corrupting host memory or crashing); see :mod:`.memcheck`.
     """

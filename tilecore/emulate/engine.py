@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..errors import TilecoreError
-from ..mlir import execution_engine
 from . import context as C
 from .hostmodule import HostModule
+from .jit import HostJit
 from .libcalls import make_libcalls
 from .memcheck import Memory
 from .runtime import DeviceRuntime, make_callbacks
@@ -126,18 +127,23 @@ def place_dynamic_shared(dyn: int, static) -> tuple[np.ndarray, int]:
 class EmulatedKernel:
     """A kernel compiled for the host; :meth:`launch` runs it on a grid."""
 
-    def __init__(self, host: HostModule, opt_level: int = 2):
+    def __init__(self, host: HostModule, opt_level: int = 1):
+        """JIT-compile ``host`` at ``opt_level`` (:data:`.jit.LEVELS`: 1, the default, is cheap to compile and
+        runs the kernels as fast as 2 where the runtime's callbacks dominate; 2 is MLIR's ExecutionEngine at
+        ``default<O2>``). ``jit_seconds``: the wall time the JIT took; ``engine.timings``: its steps."""
         self.host = host
         self._rt: DeviceRuntime | None = None
         self._callbacks = make_callbacks(lambda: self._rt)
-        try:
-            self.engine = execution_engine().ExecutionEngine(host.module, opt_level=opt_level)
-        except Exception as e:  # noqa: BLE001 - an LLVM translation failure is a user-visible error
-            raise TilecoreError(f"the host JIT cannot compile kernel '{host.kernel}': {e}", host.location) from None
         self._libcalls = make_libcalls()
-        for sym, cb in {**self._callbacks, **self._libcalls}.items():
-            self.engine.raw_register_runtime(sym, ctypes.cast(cb, ctypes.c_void_p))
-        self._drive = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self.engine.raw_lookup("__emu_drive"))
+        symbols = {sym: ctypes.cast(cb, ctypes.c_void_p).value for sym, cb in {**self._callbacks, **self._libcalls}.items()}
+        t0 = time.perf_counter()
+        try:
+            self.engine = HostJit(host.module, symbols, ("__emu_drive", "__emu_globals"), opt_level)
+        except TilecoreError as e:  # an LLVM translation / code generation failure is a user-visible error
+            raise TilecoreError(f"the host JIT cannot compile kernel '{host.kernel}': {e.message}",
+                                host.location) from None
+        self.jit_seconds = time.perf_counter() - t0
+        self._drive = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self.engine.lookup("__emu_drive"))
         self._global_vars, self._shared_vars = self._module_globals()
         self._lock = threading.Lock()
 
@@ -148,7 +154,7 @@ class EmulatedKernel:
         table = (ctypes.c_int64 * max(2 * n, 2))()
         table_ref = ctypes.c_void_p(ctypes.addressof(table))
         argv = (ctypes.c_void_p * 1)(ctypes.addressof(table_ref))
-        ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self.engine.raw_lookup("__emu_globals"))(argv)
+        ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self.engine.lookup("__emu_globals"))(argv)
         placed = [(g, space, table[2 * k], table[2 * k + 1]) for k, (g, space) in enumerate(self.host.globals)]
         self._smem_sizes = {g: hi - lo for g, space, lo, hi in placed if space == 3}
         return ([(f"global @{g}", lo, hi) for g, space, lo, hi in placed if space != 3],
