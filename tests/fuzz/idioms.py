@@ -207,7 +207,7 @@ def _tuple_reduce(g, v, depth):
     ax = r.randrange(rank)
     a = v.axes[ax]
     d = DTYPES[v.dt]
-    ident = "-math.inf" if d.kind == "f" else str(int(d.lo))
+    ident = "-float('inf')" if d.kind == "f" else str(int(d.lo))
     sub = ", ".join(":" if i == ax else "None" for i in range(rank))
     ones = "(" + "1, " * rank + ")"
     m, i, c = g.tmp(), g.tmp(), g.tmp()
@@ -279,6 +279,8 @@ def t_idioms(g, p):
         v = f(g, v) or v
     for _ in range(g.rng.randint(2, 4)):
         v = chain_op(g, v, 0, False, True)
+    if g.idiom.random() < 0.5:  # tuple scans of mixed element types (on the idiom stream: the draws above stay)
+        v = (_segmented_scan if DTYPES[v.dt].kind in "iu" else _argmax_scan)(g, v) or v
     v = g.chain(v, g.rng.randint(0, 2), 0)
     g.store(v, 0)
     if g.chance(0.5):
@@ -489,4 +491,40 @@ def _range_step(g, v):
     g.emit([f"{res.name} = {v.name}", f"for i in range({lo.name}, 9, {st.name}):", f"    {res.name} = {res.name} + 1"],
            [f"{res.name} = {v.name}", f"for i in range({lo.name}, 9, {st.name}):",
             f"    {res.name} = ns.r({res.name} + 1, {v.dt!r})"], feature="range_runtime_step")
+    return res
+
+
+def _argmax_scan(g, v):
+    """A running argmax: ``ct.scan((v, index), ...)`` of a float tile and an int32 tile, the index stored, the
+    value tile passed on."""
+    if v.tainted or not v.exact or DTYPES[v.dt].kind != "f":
+        return None
+    r = g.idiom
+    ax = r.randrange(len(v.axes))
+    rev = r.random() < 0.5
+    sub = ", ".join(":" if i == ax else "None" for i in range(len(v.axes)))
+    m, i = g.tmp(), g.tmp()
+    g.emit(f"{m}, {i} = ct.scan(({v.name}, ct.broadcast_to(ct.arange({v.axes[ax].sym}, dtype=ct.int32)[{sub}], "
+           f"{v.shape})), axis={ax}, func=lambda a1, i1, a2, i2: (ct.where(a2 > a1, a2, a1), ct.where(a2 > a1, i2, i1)), "
+           f"identity=(-float('inf'), 0){', reverse=True' if rev else ''})",
+           f"{i} = ns.running_argmax({v.name}, {ax}, {rev})", feature="tuple_scan_argmax" + ("_reverse" if rev else ""))
+    g.store(G.Val(i, "i32", list(v.axes)), 0, draw=False)
+    return v
+
+
+def _segmented_scan(g, v):
+    """A segmented sum: ``ct.scan((v, flag), ...)`` of an integer tile and a bool tile (a new segment at every
+    element divisible by 8)."""
+    if v.tainted:
+        return None
+    r = g.idiom
+    ax = r.randrange(len(v.axes))
+    rev = r.random() < 0.5
+    f, t = g.tmp(), g.tmp()
+    res = g.new_val(v)
+    g.emit([f"{f} = ({v.name} & 7) == 0",
+            f"{res.name}, {t} = ct.scan(({v.name}, {f}), axis={ax}, func=lambda v1, f1, v2, f2: "
+            f"(ct.where(f2, v2, v1 + v2), f1 | f2), identity=(0, False){', reverse=True' if rev else ''})"],
+           [f"{f} = ({v.name} & 7) == 0", f"{res.name} = ns.segmented_sum({v.name}, {f}, {ax}, {rev})"],
+           feature="tuple_scan_segmented" + ("_reverse" if rev else ""))
     return res

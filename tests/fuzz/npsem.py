@@ -415,6 +415,34 @@ def affine_scan(a, b, axis: int, reverse: bool):
     return np.moveaxis(out[::-1] if reverse else out, 0, axis)
 
 
+def running_argmax(x, axis: int, reverse: bool):
+    """The second component of ``ct.scan((x, index), axis, take-b-when-strictly-greater, (-inf, 0), reverse)``:
+    the index of the running maximum (ties keep the earlier element of the walk: the first forward, the last
+    backward)."""
+    src = _along(x, axis, reverse)
+    n = src.shape[0]
+    pos = np.arange(n)[::-1] if reverse else np.arange(n)
+    out = np.zeros(src.shape, np.int32)
+    best, at = src[0].copy(), np.full(src.shape[1:], pos[0], np.int32)
+    for i in range(n):
+        take = src[i] > best
+        best, at = np.where(take, src[i], best), np.where(take, pos[i], at).astype(np.int32)
+        out[i] = at
+    return np.moveaxis(out[::-1] if reverse else out, 0, axis)
+
+
+def segmented_sum(x, flag, axis: int, reverse: bool):
+    """The first component of ``ct.scan((x, flag), axis, lambda v1, f1, v2, f2: (where(f2, v2, v1 + v2), f1 | f2),
+    (0, False), reverse)``: sums restarting at every flagged element (integers wrap)."""
+    sx, sf = _along(x, axis, reverse), _along(flag, axis, reverse)
+    out = np.zeros_like(sx)
+    acc = np.zeros_like(sx[0])
+    for i in range(sx.shape[0]):
+        acc = np.where(sf[i], sx[i], (acc + sx[i]).astype(sx.dtype))
+        out[i] = acc
+    return np.moveaxis(out[::-1] if reverse else out, 0, axis)
+
+
 def max_first_count(x, axis: int):
     """The three results of a tuple ``ct.reduce((x, index, ones))`` keeping (max, its first index, how many times it
     occurs), keepdims: the maximum, the first index of it along ``axis`` (int32), the count of it (int32)."""
