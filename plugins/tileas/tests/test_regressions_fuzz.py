@@ -16,6 +16,10 @@ block = (128, 1, 1).
    scatter, advanced indexing, pointer tiles; loads read a byte as true when it is nonzero.
    A float -> bool cast (cuTile writes ``ftoi`` to i1) was an ``fptoui`` to i1, poison for
    every value but 0 and 1; it is ``x != 0`` now, as cuTile's int -> bool.
+3. ``ftof`` with ``rounding_mode = nearest_away`` (cuTile's ``astype(x, float16, rounding_mode=RA)`` of a bf16 tile,
+   drawn by tests/fuzz/idioms.py): it was lowered as a plain ``truncf`` (PTX ``cvt.rn.f16.f32``, ties to even), so
+   a value exactly halfway between two f16 codes (in bf16 -> f16 that is the f16 subnormal range) rounded to the
+   even one instead of away from zero: 2^-25 gave 0, not 2^-24. Stage 1 now steps such ties one code away.
 """
 
 from __future__ import annotations
@@ -523,3 +527,31 @@ def test_verifier_rejects_a_terminator_before_the_end_of_its_block():
                                                        '"cuda_tile_term.yield"() : () -> ()']),
                                           f'"cuda_tile_term.continue"(%acc) : ({F4}) -> ()'])))
     assert (e.location, e.message) == ("k.py:7:3", "'cuda_tile.continue' must be the last op of its block")
+
+
+
+# ------------------------------------------------------------------------------ 3. ftof nearest_away
+@ct.kernel
+def bf16_to_f16_ra(x, y, TILE: ct.Constant[int]):
+    b = ct.bitcast(ct.load(x, index=(0,), shape=(TILE,), padding_mode=ZERO), ct.bfloat16)
+    ct.store(y, index=(0,), tile=ct.astype(b, ct.float16, rounding_mode=ct.RoundingMode.RA))
+
+
+def test_ftof_nearest_away_breaks_ties_away_from_zero():
+    """sm_80 (an elementwise conversion: the same code on every target). bf16 codes -> the f16 value rounded to
+    nearest, ties away from zero (worked by hand: f16's subnormal step is 2^-24)."""
+    import tilecore.cutile as tc
+
+    u = 2.0**-24
+    cases = [(0x3300, u), (0xB300, -u),  # 2^-25: halfway between 0 and 2^-24 (ties to even gave 0)
+             (0x3420, 3 * u), (0xB420, -3 * u),  # 2.5 * 2^-24: halfway between 2 and 3 steps (even: 2)
+             (0x33C0, 2 * u),  # 1.5 * 2^-24: halfway, the even code is the one away from zero too
+             (0x3340, u),  # 0.75 * 2^-24: no tie, nearest
+             (0x3F81, 1.0078125), (0x3801, 2.0**-15 * (1 + 2.0**-7)),  # exact in f16 (normal, subnormal)
+             (0x0000, 0.0), (0x8000, -0.0), (0x477F, 65280.0), (0x4780, np.inf), (0xC780, -np.inf)]
+    x = np.array([c for c, _ in cases], np.uint16)
+    y = np.zeros(len(cases), np.float16)
+    tc.launch(None, (1,), bf16_to_f16_ra, (x, y, 16), gpu_name="sm_80")
+    want = np.array([w for _, w in cases], np.float16)
+    np.testing.assert_array_equal(y, want)
+    assert np.array_equal(np.signbit(y), np.signbit(want))

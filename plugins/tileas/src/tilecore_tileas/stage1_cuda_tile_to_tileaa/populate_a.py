@@ -111,6 +111,8 @@ def ftof(op, rb):
     mode = DIRECTED.get(s(op, "rounding_mode") or "")
     if name == "arith.truncf" and mode is not None and _width(rt) <= 8:  # to an 8- / 4-bit float: stage 4 rounds
         return list(create(name, [rt], [src], {"tilecore.rounding": ir.StringAttr.get(mode)}).results)
+    if s(op, "rounding_mode") == "nearest_away":  # ties away from zero (cuTile's RA, e.g. bf16 -> f16)
+        mode = "ra"
     out = create(name, [rt], [src]).results[0]
     if name == "arith.truncf" and mode is not None:
         out = directed_truncation(src, out, mode)
@@ -133,7 +135,10 @@ def directed_truncation(src, rn, mode: str):
     largest finite value, as PTX ``cvt.rz`` gives) or away from it in the mode's direction; the codes of a
     float are ordered by magnitude within each sign, so one step is +-1 on the bit pattern. NaN compares
     false everywhere and stays NaN. (PTX ISA "Data Movement and Conversion Instructions: cvt", rounding
-    modifiers .rz / .rm / .rp of float-to-float conversions.)"""
+    modifiers .rz / .rm / .rp of float-to-float conversions.) ``ra``, to nearest with ties away from zero (PTX
+    has ``.rna`` for tf32 only): ``rn`` breaks ties to even, so where ``src`` lies exactly halfway between ``rn``
+    and the next code away from zero (the differences are exact in ``src``'s wider type: Sterbenz, or a zero
+    ``rn``), one step away from zero."""
     st, rt = src.type, rn.type
     width = ir.FloatType(element_type(rt)).width
     it = _like(rt, ir.IntegerType.get_signless(width))
@@ -147,6 +152,14 @@ def directed_truncation(src, rn, mode: str):
 
     back = create("arith.extf", [st], [rn]).results[0]
     bits = create("arith.bitcast", [it], [rn]).results[0]
+    if mode == "ra":  # |rn| < |src| and |src| - |rn| == |next| - |src|: one step away from zero
+        away = create("arith.addi", [it], [bits, const(1)]).results[0]
+        nxt = create("arith.extf", [st], [create("arith.bitcast", [rt], [away]).results[0]]).results[0]
+        a_src, a_rn, a_nxt = [create("math.absf", [st], [v]).results[0] for v in (src, back, nxt)]
+        below = create("arith.subf", [st], [a_src, a_rn]).results[0]
+        above = create("arith.subf", [st], [a_nxt, a_src]).results[0]
+        tie = create("arith.andi", [i1], [cmp("less_than", a_rn, a_src), cmp("equal", below, above)]).results[0]
+        return create("arith.select", [rt], [tie, create("arith.bitcast", [rt], [away]).results[0], rn]).results[0]
     if mode == "rz":  # |rn| > |src|
         absf = [create("math.absf", [st], [v]).results[0] for v in (back, src)]
         wrong = toward_zero = cmp("greater_than", *absf)
