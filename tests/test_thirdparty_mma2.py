@@ -1274,6 +1274,8 @@ def test_mma_on_batched_3d_tiles(sm):
 _NARROW = {
     "n8-f16": ((64, 8, 32), "f16", dict(MMA_OP)),  # tcgen05 M = 64 N = 8, B K-major (sm_90a: m64n8k16)
     "m128-n8-f16": ((128, 8, 32), "f16", {"sm_100a": "tcgen05.mma"}),  # M = 128 N = 8 (Table 39; tileiras: UTCHMMA)
+    "n8-s8": ((64, 8, 64), "i8", {"sm_100a": "tcgen05.mma"}),  # .kind::i8 N = 8 (tileiras: UTCIMMA, idesc N 8)
+    "m128-n8-s8": ((128, 8, 64), "i8", {"sm_100a": "tcgen05.mma"}),
     "k8-f16": ((64, 32, 8), "f16", {sm: "mma.sync.aligned.m16n8k8" for sm in SMS}),  # mma.sync m16n8k8 (sm_80+)
     "k16-e4m3": ((64, 32, 16), "e4m3", {"sm_90a": "wgmma.mma_async", "sm_100a": "tcgen05.mma"}),  # K padded to 32
 }
@@ -1288,6 +1290,10 @@ def _narrow_args(gap, rng, extra=0):
     if operand == "f16":
         a, b = _f16(rng, m, k), _f16(rng, k, n)
         av, bv = a.astype(np.float64), b.astype(np.float64)
+    elif operand == "i8":
+        a, b = rng.integers(-128, 128, (m, k)).astype(np.int8), rng.integers(-128, 128, (k, n)).astype(np.int8)
+        av, bv = a.astype(np.int64), b.astype(np.int64)
+        return (a, b, np.zeros((m, n), np.int32), tm, tn, tk, 0), av, bv
     else:
         (a, av), (b, bv) = _f8_operand(rng, (m, k)), _f8_operand(rng, (k, n))
     return (a, b, np.zeros((m, n), np.float32), tm, tn, tk, 2 if operand == "e4m3" else 0), av, bv
@@ -1308,7 +1314,10 @@ def test_tensor_core_paths_for_narrow_tiles(sm, gap):
     tm, tn = args[3], args[4]
     c = args[2]
     tc.launch(None, (-(-c.shape[0] // tm), -(-c.shape[1] // tn)), mma_acc_types, args, gpu_name=sm)
-    _close(c, av @ bv, "f32")
+    if c.dtype == np.int32:
+        np.testing.assert_array_equal(c, av @ bv)
+    else:
+        _close(c, av @ bv, "f32")
 
 
 @ct.kernel

@@ -91,8 +91,8 @@ KINDS = ("f16", "tf32", "f8f6f4", "i8")
 
 def check_shape(what: str, m: int, n: int, n8_at_128: bool = False) -> None:
     """PTX ISA 9.7.16.2.1, Table 39, cta_group::1 dense: M 64 or 128; N up to 256, a multiple of 8 with M = 64
-    and, for ``.kind::f16`` / ``tf32`` / ``f8f6f4`` (``n8_at_128``), with M = 128 too (tileiras' SASS has such an
-    MMA: instruction descriptor 0x08030000, M 128 N 8, for a 128 x 8 f16 tile); else of 16."""
+    and, for the dense kinds (``n8_at_128``), with M = 128 too (tileiras' SASS has such MMAs: instruction
+    descriptors 0x08030000, f16 M 128 N 8, and 0x080204a8, s8 M 128 N 8); else (block-scaled kinds) of 16."""
     step = 8 if m == 64 or n8_at_128 else 16
     if m not in (64, 128) or not step <= n <= 256 or n % step:
         n128 = 8 if n8_at_128 else 16
@@ -121,7 +121,7 @@ def decode_idesc(idesc: int, kind: str) -> dict:
         raise ValueError(f"{what}: transposed (MN-major) tf32 operands need the 128B swizzle with 32-byte atoms "
                          "(PTX ISA 9.7.16.10.1, Table 52), which the emulator does not model")
     m, n = f["m4"] << 4, f["n3"] << 3
-    check_shape(what, m, n, n8_at_128=kind != "i8")
+    check_shape(what, m, n, n8_at_128=True)
     esize = hopper.ELEMENT_BYTES[a]
     if esize == 1 and f["trans_b"] and n % 16:
         raise ValueError(f"{what}: an MN-major 8-bit B needs N a multiple of 16 (PTX ISA Table 50), N = {n}")

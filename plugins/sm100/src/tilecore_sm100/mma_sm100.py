@@ -173,10 +173,11 @@ def inst_n(n: int, eb: int) -> int:
     return 0
 
 
-# kinds with an instruction N of 8, 24, 40 ... (odd multiples of 8) for M = 64: PTX ISA 9.7.16.2.1 "Matrix Shape",
-# Table 39 (cta_group::1, dense: .kind::f16 / .kind::tf32 / .kind::f8f6f4 64xNxK, N = {8, 16, 24, ... 256} steps of
-# 8); every kind takes the multiples of 16 with M = 64 and 128
-N8_KINDS = ("f16", "tf32", "f8f6f4")
+# kinds with an instruction N of 8, 24, 40 ... (odd multiples of 8) for M = 64 and 128: PTX ISA 9.7.16.2.1 "Matrix
+# Shape", Table 39 (cta_group::1, dense: .kind::f16 / .kind::tf32 / .kind::f8f6f4 64xNxK and 128xNxK, N = {8, 16,
+# 24, ... 256} steps of 8); .kind::i8 too: tileiras' SASS has UTCIMMA with instruction descriptors 0x040204a8 /
+# 0x080204a8 (M 64 / 128, N 8, s8, B K-major) for 64 x 8 / 128 x 8 s8 tiles
+N8_KINDS = ("f16", "tf32", "f8f6f4", "i8")
 
 
 def inst_n_ok(ni: int, m: int, kind: str) -> bool:
@@ -408,10 +409,8 @@ class Umma:
         """Whether B's N-major rows take no swizzle (N = 16 of an 8-bit kind, N = 8 of ``.kind::f16``: 16-byte rows;
         N an odd multiple of 8 of those; 8 bytes of N = 8 e4m3 / e5m2): B is then read K-major (its N x K
         transpose, rows of K), which every kind takes (the instruction descriptor's transpose-B bit 0, PTX ISA
-        9.7.16.4.2); all N is one instruction (:func:`inst_n_ok`: N a multiple of 16, or of 8 for :data:`N8_KINDS`;
-        ``.kind::i8`` multiples of 16 only here)."""
-        step = 16 if self.kind == "i8" else 8
-        return (self.kind in ("i8", "f8f6f4", "f16") and n % step == 0 and n <= MAX_N
+        9.7.16.4.2); all N is one instruction (:func:`inst_n_ok`: N a multiple of 16, or of 8 for :data:`N8_KINDS`)."""
+        return (self.kind in ("i8", "f8f6f4", "f16") and n % 8 == 0 and n <= MAX_N
                 and not swizzle_for(n * self.eb))
 
     def kmajor_descriptor(self, cg, op: SwizzledOperand, kb: int, row: int):
