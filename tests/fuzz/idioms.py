@@ -23,6 +23,7 @@ The numpy models are :mod:`.npsem`'s (``fill_scan``, ``affine_scan``, ``max_firs
 from __future__ import annotations
 
 import math
+import random
 
 from . import generator as G
 from .dtypes import DTYPES, F8, FLOATS, INTS, SCALAR_TYPES
@@ -221,8 +222,8 @@ def _tuple_reduce(g, v, depth):
     return v
 
 
-def _directed_cast(g, v, depth):
-    r = g.idiom
+def _directed_cast(g, v, depth, r=None):
+    r = r or g.idiom
     dst, modes = r.choice(DIRECTED_CASTS[v.dt])
     if dst == "f16" and v.bound >= 6e4:
         return None
@@ -231,9 +232,18 @@ def _directed_cast(g, v, depth):
     if not v.exact:
         res.rtol = max(v.rtol, 2 * DTYPES[v.dt].rtol)
         res.nops = v.nops + 1
-    g.emit(f"{res.name} = ct.astype({v.name}, ct.{DTYPES[dst].ct}, rounding_mode=ct.RoundingMode.{mode})",
-           f"{res.name} = ns.directed_cast({v.name}, {dst!r}, {mode.lower()!r})", depth,
-           feature=f"directed_cast:{v.dt}->{dst}:{mode}")
+    k = f"ct.astype({v.name}, ct.{DTYPES[dst].ct}, rounding_mode=ct.RoundingMode.{mode})"
+    m = f"ns.directed_cast({v.name}, {dst!r}, {mode.lower()!r})"
+    feature = f"directed_cast:{v.dt}->{dst}:{mode}"
+    # half of the exact values converted to f16: scaled by 2**-20 first (exact), into f16's subnormal range, where
+    # bf16 -> f16 has ties (RA rounded them to even: found so), and back by 2**10 twice (exact in f16); a draw of
+    # its own (the idiom stream's later draws stay put)
+    if dst == "f16" and v.exact and v.bound <= 64 and random.Random(f"subnormal-{g.seed}-{res.name}").random() < 0.5:
+        k = f"ct.astype({v.name} * {2.0**-20!r}, ct.float16, rounding_mode=ct.RoundingMode.{mode}) * 1024.0 * 1024.0"
+        m = (f"ns.r(ns.r(ns.directed_cast(ns.r({v.name} * {2.0**-20!r}, {v.dt!r}), 'f16', {mode.lower()!r}) * 1024.0, "
+             f"'f16') * 1024.0, 'f16')")
+        feature += ":subnormal"
+    g.emit(f"{res.name} = {k}", f"{res.name} = {m}", depth, feature=feature)
     return res
 
 
@@ -270,6 +280,12 @@ def t_idioms(g, p):
     v = g.new_val(dt=dt, axes=[G.Axis(f"S[{a}]", bv[a], T[a], f"T{a}") for a in perm])
     g.emit(f"{v.name} = ct.load({q.name}, index={idx}, shape={tsh}{ko}, padding_mode=ct.PaddingMode.ZERO)",
            f"{v.name} = ns.load({q.name}, {idx}, {tsh}, 0{mo})", feature=f"load_order_{form}")
+    cast = random.Random(f"cast-{g.seed}")  # a stream of its own: the draws below stay put
+    if v.dt in DIRECTED_CASTS and cast.random() < 0.4:  # a directed cast of the loaded (exact) tile, stored as it is
+        w = _directed_cast(g, v, 0, cast)
+        if w is not None:
+            g.store(w, 0, draw=False)
+            v = w
     for _ in range(g.rng.randint(1, 2)):
         v = _scalar_width(g, v)
     shape_ops = [_bcast_sum, _none_index, _reshape_permute, _static_iter, _while_break, _arange, _axis_tuple,
