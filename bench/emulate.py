@@ -1,6 +1,7 @@
 """CPU emulator speed: emulated threads per second, and the 1M-element vector add.
 
-    python bench/emulate.py [--threads 8192] [--repeat 3]
+    python bench/emulate.py [--threads 8192] [--repeat 3] [--opt-level N]
+    python bench/emulate.py --tests NODEID [NODEID ...] [--opt-level N]
 
 1. A fixed collective kernel (warp shuffle-xor sum, barrier, per-warp partials in
    shared memory, barrier, thread 0 sums them) at 128, 256 and 1024 threads per
@@ -13,7 +14,12 @@
 4. The bundled vector add (tilecore/data/vadd_gpu.mlir) on 1,000,000 elements:
    lowering, JIT and launch wall times, with and without bounds checks.
 
-Prints threads/s for each and the ratio fast path / collective path.
+Prints threads/s for each and the ratio fast path / collective path, and the JIT time of each kernel.
+
+``--tests``: instead, runs each pytest node id in this process and prints its wall time split into the
+emulator's JIT (its steps: translate, optimise, codegen, link; :mod:`tilecore.emulate.jit`), the launches and
+the rest (cuTile export, tilecore's lowering, numpy). ``--opt-level``: the JIT level
+(``TILECORE_EMU_OPT_LEVEL``, :data:`tilecore.emulate.jit.LEVELS`; default 1).
 """
 
 from __future__ import annotations
@@ -125,20 +131,83 @@ def best(fn, repeat):
     return min(times)
 
 
+class JitRunSplit:
+    """Adds up, while installed, the JIT seconds (and their steps) of every kernel the emulator compiles and the
+    seconds of every launch."""
+
+    def __init__(self):
+        self.jit, self.run, self.kernels, self.steps = 0.0, 0.0, 0, {}
+
+    def __enter__(self):
+        from tilecore.emulate.engine import EmulatedKernel
+
+        self._init, self._launch = EmulatedKernel.__init__, EmulatedKernel.launch
+        split = self
+
+        def init(kern, *a, **k):
+            split._init(kern, *a, **k)
+            split.jit += kern.jit_seconds
+            split.kernels += 1
+            for step, sec in kern.engine.timings.items():
+                split.steps[step] = split.steps.get(step, 0.0) + sec
+
+        def launch(kern, *a, **k):
+            t0 = time.perf_counter()
+            try:
+                return split._launch(kern, *a, **k)
+            finally:
+                split.run += time.perf_counter() - t0
+
+        EmulatedKernel.__init__, EmulatedKernel.launch = init, launch
+        return self
+
+    def __exit__(self, *exc):
+        from tilecore.emulate.engine import EmulatedKernel
+
+        EmulatedKernel.__init__, EmulatedKernel.launch = self._init, self._launch
+
+
+def run_tests(nodes) -> int:
+    """Each pytest node in this process: total, JIT (steps), launch and other seconds."""
+    import pytest
+
+    print(f"JIT level {os.environ.get('TILECORE_EMU_OPT_LEVEL', '1')}; seconds (wall)")
+    failed = 0
+    for node in nodes:
+        with JitRunSplit() as split:
+            t0 = time.perf_counter()
+            rc = pytest.main(["-p", "no:cacheprovider", "-q", "--no-header", node])
+            total = time.perf_counter() - t0
+        failed |= int(rc)
+        steps = " ".join(f"{k} {v:.2f}" for k, v in split.steps.items())
+        print(f"{node}\n  {'passed' if rc == 0 else f'FAILED ({rc})'}: total {total:.1f}  jit {split.jit:.1f} "
+              f"({split.kernels} kernels: {steps})  run {split.run:.1f}  other {total - split.jit - split.run:.1f}",
+              flush=True)
+    return 1 if failed else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=8192, help="total threads per measurement (default 8192)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per figure; the best is kept (default 3)")
+    ap.add_argument("--opt-level", type=int, choices=(0, 1, 2, 3), help="the emulator's JIT level (default 1)")
+    ap.add_argument("--tests", nargs="+", metavar="NODEID", help="time these pytest nodes instead: JIT / run split")
     args = ap.parse_args()
+    if args.opt_level is not None:
+        os.environ["TILECORE_EMU_OPT_LEVEL"] = str(args.opt_level)
+    if args.tests:
+        return run_tests(args.tests)
     pm = get_plugin_manager()
     with pm.make_context():
         reduce_mod = lower(pm, ir.Module.parse(REDUCE))
     vadd_mod = lower(pm, read_input(os.path.join(ROOT, "tilecore", "data", "vadd_gpu.mlir"), pm)[0])
-    k = compile_kernel(reduce_mod, "cta_sum")
-    vadd = compile_kernel(vadd_mod, "vadd")
+    with JitRunSplit() as split:
+        k = compile_kernel(reduce_mod, "cta_sum")
+        vadd = compile_kernel(vadd_mod, "vadd")
     total = args.threads
     x = np.random.default_rng(0).random(total, dtype=np.float32)
-    print(f"CPU emulator, {total} threads per figure, best of {args.repeat} ({os.cpu_count()} host cores)")
+    print(f"CPU emulator, {total} threads per figure, best of {args.repeat} ({os.cpu_count()} host cores), "
+          f"JIT level {os.environ.get('TILECORE_EMU_OPT_LEVEL', '1')}: cta_sum + vadd JIT {split.jit:.3f} s")
     print(f"{'kernel':<28}{'threads/CTA':>12}{'CTAs':>7}{'seconds':>10}{'threads/s':>12}")
     coll = {}
     for bs in (128, 256, 1024):
@@ -170,7 +239,7 @@ def main() -> int:
 
     for checked in (True, False):
         t1 = time.perf_counter()
-        kern = EmulatedKernel(build(m, "vadd", check_bounds=checked))
+        kern = EmulatedKernel(build(m, "vadd", check_bounds=checked), int(os.environ.get("TILECORE_EMU_OPT_LEVEL", 1)))
         t2 = time.perf_counter()
         kern.launch((n + 255) // 256, 256, [a, b, c, n])
         t3 = time.perf_counter()

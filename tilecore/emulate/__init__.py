@@ -13,6 +13,7 @@ signature.
 from __future__ import annotations
 
 import hashlib
+import os
 
 from .engine import EmulatedKernel, LaunchResult
 
@@ -21,12 +22,12 @@ __all__ = ["launch", "compile_kernel", "EmulatedKernel", "LaunchResult"]
 _CACHE: dict = {}
 
 
-def compile_kernel(module, kernel: str, opt_level: int = 1, check_bounds: bool = True) -> EmulatedKernel:
+def compile_kernel(module, kernel: str, opt_level: int | None = None, check_bounds: bool = True) -> EmulatedKernel:
     """Rewrite and JIT-compile ``kernel`` of ``module`` (an ``ir.Module``, left unchanged, or MLIR text).
 
     Compiled kernels are cached by module text. ``opt_level``: the host JIT's level (:data:`.jit.LEVELS`;
     1: cheap to compile, 2: LLVM's ``default<O2>`` and default code generation, slower to compile, the
-    sequential path's native loop up to twice as fast). ``check_bounds``: every load, store, atomic and bulk
+    sequential path's native loop up to twice as fast); None: ``$TILECORE_EMU_OPT_LEVEL``, else 1. ``check_bounds``: every load, store, atomic and bulk
     copy (global, shared, local or generic) that is misaligned or outside the buffers it may touch
     fails the launch (instead of corrupting host memory or crashing); see :mod:`.memcheck`.
     """
@@ -38,6 +39,13 @@ def compile_kernel(module, kernel: str, opt_level: int = 1, check_bounds: bool =
 
         module = read_mlir_text(module.encode(), "", get_plugin_manager().make_context())
 
+    if opt_level is None:
+        level = os.environ.get("TILECORE_EMU_OPT_LEVEL", "1").strip()
+        if level not in ("0", "1", "2", "3"):
+            from ..errors import TilecoreError
+
+            raise TilecoreError(f"TILECORE_EMU_OPT_LEVEL must be 0, 1, 2 or 3, got {level!r}")
+        opt_level = int(level)
     key = (id(module.context), hashlib.sha1(str(module).encode()).hexdigest(), kernel, opt_level, check_bounds)
     k = _CACHE.get(key)
     if k is None:
