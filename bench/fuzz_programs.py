@@ -2,6 +2,7 @@
 
     python bench/fuzz_programs.py --n 100 --seed 1                  # sm_80, sm_90a, sm_100a
     python bench/fuzz_programs.py --n 20 --seed 7 --gpu-name sm_90a --jobs 2
+    python bench/fuzz_programs.py --template idioms --n 40 --seed 1 --jobs 1 --no-tileiras   # third-party idioms
     python bench/fuzz_programs.py --replay bench/results/fuzz/sm_80-1-17/kernel.py --gpu-name sm_80
 
 Program ``i`` of a run has seed ``SEED + i`` (``tests/fuzz/generator.py``: the seed reproduces it).
@@ -184,7 +185,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repro-per-class", type=int, default=2, help="reproducers per failure class (default 2)")
     ap.add_argument("--out", default=OUT, help="reproducer / summary folder (default bench/results/fuzz)")
     ap.add_argument("--replay", metavar="KERNEL_PY", help="run a written program (a reproducer's kernel.py)")
-    ap.add_argument("--template", help="draw every program from this template (tiles, loop, mma, attn, ...)")
+    ap.add_argument("--template", help="draw every program from this template (tiles, loop, mma, attn, ...; "
+                                          "idioms: only drawn this way)")
     a = ap.parse_args(argv)
     sms = [s for g in (a.gpu_name or [",".join(DEFAULT_SMS)]) for s in g.split(",") if s]
     if a.replay:
