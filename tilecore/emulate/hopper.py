@@ -204,15 +204,19 @@ def exact_sums(terms: np.ndarray) -> np.ndarray:
         inexact |= (err != 0) | ~np.isfinite(t)
         s = t
     for i in np.flatnonzero(inexact):
-        s[i] = _exact_sum(terms[i].tolist())
+        s[i] = exact_sum(terms[i].tolist())
     return s
 
 
-def _exact_sum(terms: list) -> float:
+def exact_sum(terms: list) -> float:
+    """The exact sum of floats ``terms`` rounded once to a double (``math.fsum``); with infinities of both signs
+    NaN, and a sum whose intermediate steps pass the double range their plain sum, as a GPU's adder gives them
+    (``math.fsum`` raises ValueError / OverflowError there)."""
     try:
         return math.fsum(terms)
     except (OverflowError, ValueError):  # inf - inf, or an intermediate sum beyond double range
-        return float(np.sum(np.array(terms, np.float64)))
+        with np.errstate(invalid="ignore", over="ignore"):
+            return float(np.sum(np.array(terms, np.float64)))
 
 
 def wgmma(form: dict, desc_a: int, desc_b: int, scale_d: int, accs: dict[int, ctypes.Array], smem: SharedMemory,

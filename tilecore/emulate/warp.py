@@ -173,15 +173,16 @@ def _mma(k: int, a_elem: str, b_elem: str, acc: str = "f32"):
     c2, c3 in register 1).
 
     Numbers: the products are exact (doubles hold the product of two 11-bit significands), the products
-    and C are summed with ``math.fsum`` (the exact sum, rounded once to a double) and rounded to f32
+    and C are summed exactly (``math.fsum``; infinities of both signs: NaN) and rounded to f32
     (f16 accumulator: then to f16, as the sum is accumulated in f32 and then rounded). The ISA does not
     specify the internal precision or order of the accumulation; the hardware may differ in the last
     place for sums that need more than f32's 24 bits (FP8 paths are reported to keep fewer).
     """
     import ctypes
-    import math
     import operator
     import struct
+
+    from .hopper import exact_sum
 
     per = 2 if a_elem in ("f16", "bf16") else 1 if a_elem == "tf32" else 4
     bits = 32 // per
@@ -231,11 +232,11 @@ def _mma(k: int, a_elem: str, b_elem: str, acc: str = "f32"):
                 elif acc == "f16":
                     half = r[n_c + i // 2] >> (16 * (i & 1)) & 0xFFFF
                     products.append(struct.unpack("<e", struct.pack("<H", half))[0])
-                    f32 = struct.unpack("<f", struct.pack("<I", _f32_bits(math.fsum(products))))[0]
+                    f32 = struct.unpack("<f", struct.pack("<I", _f32_bits(exact_sum(products))))[0]
                     d.append(_f16_bits(f32))
                 else:
                     products.append(struct.unpack("<f", struct.pack("<I", r[n_c + i]))[0])
-                    d.append(_f32_bits(math.fsum(products)))
+                    d.append(_f32_bits(exact_sum(products)))
             out[lane] = [d[0] | d[1] << 16, d[2] | d[3] << 16] if acc == "f16" else d
         for lane, words in out.items():
             for i, word in enumerate(words):
