@@ -13,7 +13,8 @@ Checklist:
   0-d array through ``gather`` / ``scatter``; the same layouts feeding TMA K loops on sm_90a / sm_100a; the same
   array (or two views of one memory) as input and output of an in-place kernel, lists of arrays sharing memory;
 - every dtype (bool, int8 .. uint64, f16, f32, f64; bf16 / e4m3 / e5m2 through ``bitcast``) as load / store
-  element at odd sizes; every ``PaddingMode`` on partial tiles of f16 / f32 / f64;
+  element at odd sizes; every ``PaddingMode`` on partial tiles of f16 / f32 / f64; -inf / NaN padding through
+  tensor-core K loops;
 - int64 index values beyond 2^31 / 2^32 / 2^63 - 1 in gathers / scatters on int32-indexed arrays; an array of
   2^33 + 3 elements (a broadcast view: one element of memory) read through ``ct.IndexedWithInt64``: gathers,
   ``num_tiles``, a tile index beyond 2^31 elements; an int64 tile index on an int32-indexed array (cuTile
@@ -45,6 +46,9 @@ Bugs found (fixed, each with its regression test here):
    rows of an array argument). Arguments and list items whose memory overlaps now share one copy
    (``tilecore.emulate.engine.shared_copies``; a strided view's span is handed over as a view, not a copy, so that
    it is seen to overlap).
+7. ``mma.sync`` in the emulator (sm_80 products) crashed on operands padded with -inf ("internal error in the
+   emulator (warp): ValueError: -inf + inf in fsum"): ``math.fsum`` raises on infinities of both signs. It now
+   sums as the wgmma / tcgen05 models do (NaN).
 """
 
 from __future__ import annotations
@@ -356,6 +360,42 @@ def test_degenerate_products(sm, mnk):
     c = np.full((m, n), 7, np.float32)
     _launch(sm, (_cdiv(m, 64), _cdiv(n, 64)), kloop_mm, (a, b, c, 64, 64, 32))
     np.testing.assert_array_equal(c, a.astype(np.float64) @ b.astype(np.float64))
+
+
+def _padded_product_kernel(mode):
+    @ct.kernel
+    def padded_mm(A, B, C, TM: CI, TN: CI, TK: CI):
+        i, j = ct.bid(0), ct.bid(1)
+        acc = ct.zeros((TM, TN), ct.float32)
+        for k in range(ct.cdiv(A.shape[1], TK)):
+            acc = ct.mma(ct.load(A, (i, k), (TM, TK), padding_mode=mode),
+                         ct.load(B, (k, j), (TK, TN), padding_mode=mode), acc)
+        ct.store(C, (i, j), acc.astype(C.dtype))
+    return padded_mm
+
+
+PADDED_MM = {m: _padded_product_kernel(m) for m in (PM.NEG_INF, PM.NAN)}
+
+
+@pytest.mark.parametrize("sm", SMS)
+@pytest.mark.parametrize("mode", [PM.NEG_INF, PM.NAN], ids=lambda m: m.name)
+def test_inf_and_nan_padding_through_tensor_core_products(sm, mode):
+    """Bug 7: K loops over operands padded with -inf / NaN (70 x 48 x 50 in 64 x 64 x 32 tiles: the padded rows
+    and K columns meet in the products): (-inf) x (-inf) = inf, -inf x 0 and inf - inf = NaN. The sm_80
+    emulator's mma.sync summed the products with ``math.fsum``, which raises on inf - inf ("internal error in
+    the emulator (warp): ValueError: -inf + inf in fsum"); it now gives NaN as the hardware's adder does (as the
+    wgmma / tcgen05 models did). The numbers: numpy on the padded operands."""
+    m, n, k = 70, 48, 50
+    a, b = _layout("slice", (m, k), np.float16, 9), _layout("slice", (k, n), np.float16, 10)
+    b[:, 5] = 0  # -inf x 0 in the padded K rows of A: NaN in column 5
+    c = np.zeros((m, n), np.float32)
+    _launch(sm, (_cdiv(m, 64), _cdiv(n, 64)), PADDED_MM[mode], (a, b, c, 64, 64, 32))
+    fill = -np.inf if mode == PM.NEG_INF else np.nan
+    ap, bp = np.full((128, 64), fill), np.full((64, 64), fill)
+    ap[:m, :k], bp[:k, :n] = a, b
+    with np.errstate(invalid="ignore"):
+        want = (ap[:, None, :] * bp.T[None, :, :]).sum(axis=2)[:m, :n]
+    np.testing.assert_array_equal(c, want.astype(np.float32))
 
 
 @pytest.mark.parametrize("sm", TMA_SMS)
