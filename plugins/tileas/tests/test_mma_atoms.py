@@ -167,6 +167,43 @@ def test_pipelined_k_loop_structure():
     assert "arith.constant 4096 : i32" in text  # the stage stride
 
 
+@ct.kernel
+def dot_once(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """One dot of loaded tiles (no K loop, so no pipeline): its operands go to shared memory from registers."""
+    i, j = ct.bid(0), ct.bid(1)
+    a = ct.load(A, index=(i, 0), shape=(TM, TK), padding_mode=ct.PaddingMode.ZERO)
+    b = ct.load(B, index=(0, j), shape=(TK, TN), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(C, index=(i, j), tile=ct.mma(a, b, ct.zeros((TM, TN), dtype=C.dtype)))
+
+
+@pytest.mark.parametrize("sm, dt, vec", [("sm_80", np.float16, "vector<4xf16>"), ("sm_90a", np.float16, "vector<4xf16>"),
+                                         ("sm_100a", np.float16, "vector<4xf16>"), ("sm_90a", np.int8, "vector<4xi8>")])
+def test_register_operands_are_stored_a_vector_per_group(sm, dt, vec):
+    """A dot's operands written from registers into their swizzled layouts (mma.sync, wgmma, tcgen05): each group of
+    the blocked layout's 4 consecutive elements is one vector store into shared memory (one address and predicate a
+    group, ``dot._vector_groups``; before, one of each an element, live across K loops: MLA's spills), and no
+    scalar store of the element type remains (but for sm_90a's s8 B, which wgmma reads K-major: its transpose is
+    written element by element); the numbers on partial tiles."""
+    import tilecore.cutile as tc
+
+    rng = np.random.default_rng(8)
+    m, n, k = 70, 45, 64
+    if dt == np.int8:
+        a, b, c = rng.integers(-9, 9, (m, k)).astype(dt), rng.integers(-9, 9, (k, n)).astype(dt), np.zeros((m, n), np.int32)
+    else:
+        a, b, c = rng.standard_normal((m, k)).astype(dt), rng.standard_normal((k, n)).astype(dt), np.zeros((m, n), np.float32)
+    args = (a, b, c, 64, 32, 64)
+    ck_ = tc.compile(dot_once, args, gpu_name=sm)
+    elem = vec.split("x")[1].rstrip(">")
+    lines = str(ck_.module).splitlines()
+    vector_stores = [ln for ln in lines if "llvm.store" in ln and f": {vec}, !llvm.ptr<3>" in ln]
+    scalar_stores = [ln for ln in lines if "llvm.store" in ln and f": {elem}, !llvm.ptr<3>" in ln]
+    assert len(vector_stores) >= 2 and (dt == np.int8 or not scalar_stores), (len(vector_stores), len(scalar_stores))
+    tc.launch(None, (cdiv(m, 64), cdiv(n, 32)), dot_once, args, gpu_name=sm)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c, want, rtol=1e-3, atol=1e-3)
+
+
 def test_stride_hints_make_the_pipeline_unconditional():
     """With cuTile's stride facts (rows of 16-byte multiples: ``assume div_by``) and 16-byte aligned bases the
     alignment is known: one (pipelined) loop, no run-time check, no fallback; numbers on a partial tile."""

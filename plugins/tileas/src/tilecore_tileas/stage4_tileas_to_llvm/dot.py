@@ -414,11 +414,41 @@ def _dot_atom(cg, atom, req, lhs: TileV, rhs: TileV, acc: TileV, m: int, n: int,
 
 
 # -- tensor cores: warpgroup-level MMA atoms (wgmma) -----------------------------------------------
+def _vector_groups(tile: TileV, layout) -> int:
+    """Elements a thread stores with one vector store into ``layout``: the blocked layout's ``vec`` consecutive
+    elements when they are consecutive in a row of the tile (its rows a multiple of ``vec``) and in memory (a plain
+    row-major SwizzledOperand keeps each 16-byte unit whole: the group, ``vec`` elements at a multiple of ``vec``,
+    lies inside one), else 1. One address, predicate and store a group instead of ``vec``: a 128 x 512 f16 operand
+    at 256 threads is 64 of each a thread instead of 256 (their addresses are live across a K loop)."""
+    lay = tile.layout
+    if is_fragment(tile) or type(layout) is not SwizzledOperand or layout.transposed or lay.vec == 1:
+        return 1
+    bits = tile.regs[0].type.width if isinstance(tile.regs[0].type, (ir.IntegerType, ir.FloatType)) else 0
+    if bits not in (8, 16, 32) or bits != 8 * layout.elem_bytes or tile.shape[-1] % lay.vec \
+            or 16 % (lay.vec * layout.elem_bytes):
+        return 1
+    return lay.vec
+
+
 def _write_swizzled(cg, tile: TileV, layout) -> None:
     """Store ``tile`` (blocked or fragment) into its operand's canonical swizzled layout (every place of an
     element when the layout has ``addresses(cg, row, col)``: an atom's operand that holds some rows twice)."""
     if layout.elem is None:
         layout = replace(layout, elem=tile.regs[0].type)
+    vec = _vector_groups(tile, layout)
+    if vec > 1:  # the k-th group: registers k * vec .. (one flat index, one validity: N is a multiple of vec)
+        lay = tile.layout
+        vty = ir.VectorType.get([vec], tile.regs[0].type)
+        for k in range(0, lay.regs, vec):
+            row, col = cg.coords(tile.shape, cg.flat_in_tile(lay, k))
+
+            def store(k=k, row=row, col=col):
+                v = dialects.llvm.mlir_poison(vty)
+                for j in range(vec):
+                    v = dialects.llvm.insertelement(v, tile.regs[k + j], cg.c32(j))
+                dialects.llvm.store(v, layout.address(cg, row, col), alignment=vec * layout.elem_bytes)
+            cg.masked(cg.and_(cg.valid(lay, k), cg.owner_mask(lay)), store)
+        return
     if is_fragment(tile):
         places = [fragment_coords(cg, tile.layout, k) for k in range(tile.layout.regs)]
         conds = [None] * len(places)
