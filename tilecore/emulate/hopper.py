@@ -259,9 +259,9 @@ def wgmma(form: dict, desc_a: int, desc_b: int, scale_d: int, accs: dict[int, ct
         # exact products (doubles hold products of <= 11-bit significands), summed with C exactly
         # (math.fsum) and rounded once to f32; an f16 accumulator then rounds that f32 to f16 (the model
         # of the mma.sync rows, :func:`.warp._mma`: the ISA leaves the internal precision open)
-        prod = a[:, None, :] * b.T[None, :, :]  # (64, n, k)
-        terms = np.concatenate([prod, cm[:, :, None]], axis=2).reshape(64 * n, k + 1)
-        with np.errstate(over="ignore", invalid="ignore"):
+        with np.errstate(over="ignore", invalid="ignore"):  # -inf x 0, inf - inf: NaN, silently as on a GPU
+            prod = a[:, None, :] * b.T[None, :, :]  # (64, n, k)
+            terms = np.concatenate([prod, cm[:, :, None]], axis=2).reshape(64 * n, k + 1)
             f32 = exact_sums(terms).reshape(64, n).astype(np.float32)
             if d == "f16":
                 out = f32.astype(np.float16)[rows, cols].view(np.uint16)

@@ -302,9 +302,9 @@ def mma_compute(form: dict, raw_a, raw_b, lanes: np.ndarray, col: int, accumulat
         # exact products summed exactly with D and rounded once to f32 (the model of the wgmma rows:
         # :func:`tilecore.emulate.hopper.wgmma`; the ISA leaves the internal precision open)
         c = cells.view(np.float32).astype(np.float64) if accumulate else np.zeros((m, n))
-        prod = a[:, None, :] * b[None, :, :]
-        terms = np.concatenate([prod, c[:, :, None]], axis=2).reshape(m * n, k + 1)
-        with np.errstate(over="ignore", invalid="ignore"):
+        with np.errstate(over="ignore", invalid="ignore"):  # -inf x 0, inf - inf: NaN, silently as on a GPU
+            prod = a[:, None, :] * b[None, :, :]
+            terms = np.concatenate([prod, c[:, :, None]], axis=2).reshape(m * n, k + 1)
             out = hopper.exact_sums(terms).reshape(m, n).astype(np.float32).view(np.uint32)
     tm.cells[lanes[:, None], cols[None, :]] = out
 
