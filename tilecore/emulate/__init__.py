@@ -3,8 +3,8 @@
 >>> res = launch(module, "vadd", grid=4, block=256, args=[a, b, c, np.int32(n)])  # doctest: +SKIP
 >>> c_out, text = res                                                            # doctest: +SKIP
 
-The kernel's own LLVM code runs natively through the MLIR ExecutionEngine; only
-the GPU-specific parts are emulated (tables in :mod:`.optable`, :mod:`.libdevice`,
+The kernel's own LLVM code runs natively, JIT-compiled through LLVM's C API
+(:mod:`.jit`); only the GPU-specific parts are emulated (tables in :mod:`.optable`, :mod:`.libdevice`,
 :mod:`.warp`). Pointer arguments are numpy arrays (copied to device memory and
 back), the others Python / numpy scalars, in the order of the kernel's LLVM
 signature.
