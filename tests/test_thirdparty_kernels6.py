@@ -45,7 +45,7 @@ Bugs found (fixed, each with its regression test here):
    last; the same with lists of arrays (an in-place multi-tensor apply with the output list first; items that are
    rows of an array argument). Arguments and list items whose memory overlaps now share one copy
    (``tilecore.emulate.engine.shared_copies``; a strided view's span is handed over as a view, not a copy, so that
-   it is seen to overlap).
+   it is seen to overlap; an isolated launch's child re-creates the overlap from the caller's addresses).
 7. ``mma.sync`` in the emulator (sm_80 products) crashed on operands padded with -inf ("internal error in the
    emulator (warp): ValueError: -inf + inf in fsum"): ``math.fsum`` raises on infinities of both signs. It now
    sums as the wgmma / tcgen05 models do (NaN).
@@ -231,6 +231,11 @@ def test_the_same_array_as_input_and_output(kind):
     want[:, ::3] += 1
     _launch("sm_80", (2, 2), plus_one_into_first, (view, base[:, ::3], 4, 8))
     np.testing.assert_array_equal(base, want)
+    if kind == "step":  # an isolated launch (a child process: the arrays travel pickled, each a copy of its own)
+        x = _layout(kind, (7, 30))
+        want = x + 1
+        tc.launch(None, (2, 4), plus_one_into_first, (x, x, 4, 8), isolate=True)
+        np.testing.assert_array_equal(x, want)
 
 
 @ct.kernel

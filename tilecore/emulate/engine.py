@@ -69,24 +69,30 @@ def copy_back(originals, outputs) -> None:
             np.copyto(orig, dev.reshape(orig.shape))
 
 
-def shared_copies(args) -> dict[int, np.ndarray]:
-    """Device copies of the C-contiguous arrays among ``args`` whose memory overlaps another's (``f(x, x)``, an
-    in-place kernel; overlapping windows of one buffer), by position: one buffer per group of overlapping arrays
-    (the union of their bytes, placed at the host's address modulo 64), each array a view into it, so that the
-    kernel sees one memory as on a GPU (a copy each lost the stores through one of them: the other's copy was
-    written back over them). Arrays that overlap none get no entry (the caller copies them alone)."""
-    spans = sorted((a.ctypes.data, a.ctypes.data + a.nbytes, i) for i, a in enumerate(args)
+def overlap_groups(addresses, args) -> list[tuple[int, int, list[int]]]:
+    """``(lo, hi, positions)`` of each group of two or more C-contiguous arrays among ``args`` whose bytes overlap,
+    the array at position i taken to start at ``addresses[i]`` (its own address, or the one it had in the caller's
+    process: :mod:`.isolate`)."""
+    spans = sorted((addresses[i], addresses[i] + a.nbytes, i) for i, a in enumerate(args)
                    if isinstance(a, np.ndarray) and a.flags.c_contiguous and a.nbytes)
-    groups, out = [], {}
+    groups = []
     for lo, hi, i in spans:
         if groups and lo < groups[-1][1]:
             groups[-1][1] = max(groups[-1][1], hi)
             groups[-1][2].append(i)
         else:
             groups.append([lo, hi, [i]])
-    for lo, hi, members in groups:
-        if len(members) < 2:
-            continue
+    return [(lo, hi, members) for lo, hi, members in groups if len(members) > 1]
+
+
+def shared_copies(args) -> dict[int, np.ndarray]:
+    """Device copies of the C-contiguous arrays among ``args`` whose memory overlaps another's (``f(x, x)``, an
+    in-place kernel; overlapping windows of one buffer), by position: one buffer per group of overlapping arrays
+    (the union of their bytes, placed at the host's address modulo 64), each array a view into it, so that the
+    kernel sees one memory as on a GPU (a copy each lost the stores through one of them: the other's copy was
+    written back over them). Arrays that overlap none get no entry (the caller copies them alone)."""
+    out = {}
+    for lo, hi, members in overlap_groups([a.ctypes.data if isinstance(a, np.ndarray) else 0 for a in args], args):
         raw = np.empty(hi - lo + 64, np.uint8)
         skip = (lo - raw.ctypes.data) % 64
         buf = raw[skip:skip + hi - lo]

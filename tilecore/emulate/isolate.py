@@ -18,8 +18,10 @@ import subprocess
 import sys
 import tempfile
 
+import numpy as np
+
 from ..errors import TilecoreError
-from .engine import LaunchResult, copy_back
+from .engine import LaunchResult, copy_back, overlap_groups
 
 
 def _module_text(module) -> str:
@@ -48,7 +50,8 @@ def launch_isolated(module, kernel: str, grid, block, args, shared_bytes: int = 
     """:func:`tilecore.emulate.launch` in a child process; see there (``isolate=True``)."""
     args = list(args)
     request = {"module": _module_text(module), "kernel": kernel, "grid": grid, "block": block, "args": args,
-               "shared_bytes": shared_bytes, "check_bounds": check_bounds}
+               "shared_bytes": shared_bytes, "check_bounds": check_bounds,
+               "addresses": [a.ctypes.data if isinstance(a, np.ndarray) else 0 for a in args]}
     with tempfile.TemporaryDirectory(prefix="tilecore-emulate-") as tmp:
         inp, out = os.path.join(tmp, "launch.pkl"), os.path.join(tmp, "result.pkl")
         with open(inp, "wb") as f:
@@ -79,6 +82,21 @@ def launch_isolated(module, kernel: str, grid, block, args, shared_bytes: int = 
     return LaunchResult(outputs, reply["printf"])
 
 
+def _realias(args, addresses) -> list:
+    """``args`` (unpickled: each array its own copy) with the arrays that overlapped in the caller's memory (at
+    ``addresses``) made views into one buffer again, so that the launch shares their memory as the caller's would
+    (:func:`.engine.shared_copies`)."""
+    args = list(args)
+    for lo, hi, members in overlap_groups(addresses, args):
+        buf = np.empty(hi - lo, np.uint8)
+        for i in members:  # the caller's bytes (overlapping parts are the same bytes in each)
+            buf[addresses[i] - lo:addresses[i] - lo + args[i].nbytes] = args[i].reshape(-1).view(np.uint8)
+        for i in members:
+            a = args[i]
+            args[i] = buf[addresses[i] - lo:addresses[i] - lo + a.nbytes].view(a.dtype).reshape(a.shape)
+    return args
+
+
 def _child(inp: str, out: str) -> int:
     """Body of the child process: run the launch described in ``inp``, write the reply to ``out``."""
     from . import compile_kernel
@@ -87,7 +105,7 @@ def _child(inp: str, out: str) -> int:
         req = pickle.load(f)
     try:
         k = compile_kernel(req["module"], req["kernel"], check_bounds=req["check_bounds"])
-        res = k.launch(req["grid"], req["block"], req["args"], req["shared_bytes"])
+        res = k.launch(req["grid"], req["block"], _realias(req["args"], req["addresses"]), req["shared_bytes"])
         reply = {"outputs": res.outputs, "printf": res.printf, "pointers": k.pointer_indices()}
     except TilecoreError as e:
         reply = {"error": (e.message, e.location, e.notes)}
