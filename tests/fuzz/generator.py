@@ -475,7 +475,7 @@ class Gen:
         exact = v.exact and other.exact and (b.keeps_exact or kind in "iub")
         res = self.new_val(v, exact=exact, bound=b.bound(v.bound, other.bound) if kind == "f" else v.bound,
                            nred=max(v.nred, other.nred), nops=v.nops + other.nops + (0 if exact else 1),
-                           tainted=v.tainted or other.tainted,
+                           tainted=v.tainted or other.tainted, rtol=max(v.rtol, other.rtol),
                            cancel=v.cancel or other.cancel or (b.name in ("add", "sub") and not exact))
         self.emit(f"{res.name} = {k}", f"{res.name} = {m}", depth, self._bypass(res, v), feature=f"op:{b.name}")
         return res
@@ -915,7 +915,7 @@ def t_tiles(g: Gen, p: Program):
     g.store(v, 0)
     if gdc:
         g.emit("ct.grid_dependency_control_launch_dependents()", "pass", feature="gdc_launch_dependents")
-    if g.chance(0.25) and DTYPES[v.dt].kind != "b" and not v.tainted and v.exact:
+    if g.chance(0.25) and DTYPES[v.dt].kind != "b" and not v.tainted and v.exact and v.dt not in F8:
         m = g.new_val(v, dt="bool")
         g.emit(f"{m.name} = {v.name} >= {v.name} * 0", f"{m.name} = {v.name} >= {v.name} * 0",
                feature="store_bool")
@@ -939,7 +939,8 @@ def _debug_ops(g: Gen, v: Val) -> None:
     if g.chance(0.5):
         g.emit('ct.assert_(b0 < ct.num_blocks(0), "fz: block index in range")', "assert b0 < grid(S, T)[0]",
                feature="assert")
-        if DTYPES[v.dt].kind != "b" and not v.tainted:
+        if DTYPES[v.dt].kind != "b" and not v.tainted and v.dt not in F8:  # no compares of 8-bit floats (tileiras
+            # refuses them too: seed 6010)
             g.emit(f"ct.assert_({v.name} == {v.name})", f"assert np.all({v.name} == {v.name})", feature="assert_tile")
         return
     s = g.scalar("i32", str(g.rng.randint(-1000, 1000)))
