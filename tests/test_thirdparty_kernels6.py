@@ -15,7 +15,8 @@ Checklist:
 - every dtype (bool, int8 .. uint64, f16, f32, f64; bf16 / e4m3 / e5m2 through ``bitcast``) as load / store
   element at odd sizes; every ``PaddingMode`` on partial tiles of f16 / f32 / f64; -inf / NaN padding through
   tensor-core K loops;
-- int64 index values beyond 2^31 / 2^32 / 2^63 - 1 in gathers / scatters on int32-indexed arrays; an array of
+- int64 index values beyond 2^31 / 2^32 / 2^63 - 1 in gathers / scatters on int32-indexed arrays; int8 / uint8 /
+  uint16 / uint64 index tiles at their limits; an array of
   2^33 + 3 elements (a broadcast view: one element of memory) read through ``ct.IndexedWithInt64``: gathers,
   ``num_tiles``, a tile index beyond 2^31 elements; an int64 tile index on an int32-indexed array (cuTile
   truncates it); negative index tiles with masks; ``ct.cdiv`` of odd extents;
@@ -595,6 +596,33 @@ def test_int64_index_values_beyond_32_bits_on_an_int32_indexed_array():
     keep = (idx % 2 == 1) & (idx >= 0) & (idx < 11)
     want[idx[keep]] = v[keep]
     np.testing.assert_array_equal(t, want)
+
+
+@ct.kernel
+def scatter_where_nonzero(X, IDX, T: CI):
+    b = ct.bid(0)
+    i = ct.load(IDX, (b,), (T,), padding_mode=Z)
+    ct.scatter(X, i, ct.arange(T, dtype=ct.int32) + 100, mask=i != 0)
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.uint8, np.uint16, np.uint64], ids=lambda d: np.dtype(d).name)
+def test_narrow_and_unsigned_index_tiles_at_their_limits(dt):
+    """sm_80: gathers / scatters by int8 (-1, -128: out of bounds), uint8 / uint16 (255, 65535) and uint64 (2^64 - 1:
+    out of bounds, not -1) index tiles."""
+    info = np.iinfo(dt)
+    idx = np.array([0, 1, -1 if info.min < 0 else info.max, info.max, info.min, 5, min(info.max, 200), 3], dt)
+    wide = [int(v) for v in idx]
+    x = np.arange(300, dtype=np.int32) * 10
+    o = np.zeros(idx.size, np.int32)
+    _launch("sm_80", (1,), gather_by, (x, idx, o, 8))
+    np.testing.assert_array_equal(o, [x[v] if 0 <= v < 300 else -1 for v in wide])
+    y = np.zeros(300, np.int32)
+    _launch("sm_80", (1,), scatter_where_nonzero, (y, idx, 8))
+    want = np.zeros(300, np.int32)
+    for k, v in enumerate(wide):
+        if v != 0 and 0 <= v < 300:
+            want[v] = 100 + k
+    np.testing.assert_array_equal(y, want)
 
 
 @ct.kernel
