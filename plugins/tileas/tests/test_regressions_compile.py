@@ -357,8 +357,8 @@ def test_batched_mma_compiles(name, sm):
     dt, acc, tb, tm, tn_, tk = BMM[name]
     ptx = _compiles_without(_export(bmm, [f"{dt}[3]", f"{dt}[3]", f"{acc}[3]", tb, tm, tn_, tk], name), sm,
                             OLD_BATCHED)
-    if sm == "sm_100a" and dt == "f16":  # 16- / 32-row f16 tiles take tcgen05 since 2026-11-24
-        assert "tcgen05.mma.cta_group::1.kind::f16" in ptx and "mma.sync" not in ptx
+    if sm == "sm_100a":  # 16- / 32-row tiles take tcgen05 since 2026-11-24 (s8 with N = 8 since 2026-11-25)
+        assert f"tcgen05.mma.cta_group::1.kind::{dt}" in ptx and "mma.sync" not in ptx
     else:
         assert "mma.sync.aligned" in ptx
 

@@ -339,10 +339,16 @@ def _write_operand(cg, tile: TileV, at: int, pitch: int) -> None:
         return
     lay = tile.layout
     pad = pitch - tile.shape[-1]
-    for k in range(lay.regs):
+    vec = _vector_groups(tile, None, pad)
+    for k in range(0, lay.regs, vec):
         cond = cg.and_(cg.valid(lay, k), cg.owner_mask(lay))
         f = cg.padded_flat(lay, k, tile.shape[-1], pad)
-        cg.masked(cond, lambda f=f, k=k: cg.smem_store(at, f, tile.regs[k]))
+        if vec == 1:
+            cg.masked(cond, lambda f=f, k=k: cg.smem_store(at, f, tile.regs[k]))
+        else:
+            cg.masked(cond, lambda f=f, k=k: dialects.llvm.store(_vector(cg, tile.regs[k:k + vec]),
+                                                                  cg.smem_ptr(at, f, tile.regs[k].type),
+                                                                  alignment=vec * _bits(tile.regs[k]) // 8))
 
 
 def smem_operand(rows: int, cols: int, el, eb: int, at: int):
@@ -414,18 +420,35 @@ def _dot_atom(cg, atom, req, lhs: TileV, rhs: TileV, acc: TileV, m: int, n: int,
 
 
 # -- tensor cores: warpgroup-level MMA atoms (wgmma) -----------------------------------------------
-def _vector_groups(tile: TileV, layout) -> int:
-    """Elements a thread stores with one vector store into ``layout``: the blocked layout's ``vec`` consecutive
-    elements when they are consecutive in a row of the tile (its rows a multiple of ``vec``) and in memory (a plain
-    row-major SwizzledOperand keeps each 16-byte unit whole: the group, ``vec`` elements at a multiple of ``vec``,
-    lies inside one), else 1. One address, predicate and store a group instead of ``vec``: a 128 x 512 f16 operand
-    at 256 threads is 64 of each a thread instead of 256 (their addresses are live across a K loop)."""
+def _bits(v) -> int:
+    """The width of a register of an integer / float type (0 for other types)."""
+    return v.type.width if isinstance(v.type, (ir.IntegerType, ir.FloatType)) else 0
+
+
+def _vector(cg, regs: list):
+    """The registers ``regs`` as one vector value (the first in element 0)."""
+    v = dialects.llvm.mlir_poison(ir.VectorType.get([len(regs)], regs[0].type))
+    for j, r in enumerate(regs):
+        v = dialects.llvm.insertelement(v, r, cg.c32(j))
+    return v
+
+
+def _vector_groups(tile: TileV, layout, pad: int = 0) -> int:
+    """Elements a thread stores with one vector store into ``layout`` (None: rows padded by ``pad`` elements, a
+    multiple of 16 bytes): the blocked layout's ``vec`` consecutive elements when they are consecutive in a row of
+    the tile (its rows a multiple of ``vec``) and in memory (a plain row-major SwizzledOperand keeps each 16-byte
+    unit whole: the group, ``vec`` elements at a multiple of ``vec``, lies inside one; padded rows keep every row
+    start a multiple of 16 bytes), else 1. One address, predicate and store a group instead of ``vec``: a 128 x 512
+    f16 operand at 256 threads is 64 of each a thread instead of 256 (their addresses are live across a K loop)."""
     lay = tile.layout
-    if is_fragment(tile) or type(layout) is not SwizzledOperand or layout.transposed or lay.vec == 1:
+    if is_fragment(tile) or lay.vec == 1:
         return 1
-    bits = tile.regs[0].type.width if isinstance(tile.regs[0].type, (ir.IntegerType, ir.FloatType)) else 0
-    if bits not in (8, 16, 32) or bits != 8 * layout.elem_bytes or tile.shape[-1] % lay.vec \
-            or 16 % (lay.vec * layout.elem_bytes):
+    if layout is not None and (type(layout) is not SwizzledOperand or layout.transposed):
+        return 1
+    bits = _bits(tile.regs[0])
+    nbytes = lay.vec * bits // 8
+    if bits not in (8, 16, 32) or (layout is not None and bits != 8 * layout.elem_bytes) \
+            or tile.shape[-1] % lay.vec or 16 % nbytes or (layout is None and (pad * bits // 8) % 16):
         return 1
     return lay.vec
 
@@ -438,16 +461,12 @@ def _write_swizzled(cg, tile: TileV, layout) -> None:
     vec = _vector_groups(tile, layout)
     if vec > 1:  # the k-th group: registers k * vec .. (one flat index, one validity: N is a multiple of vec)
         lay = tile.layout
-        vty = ir.VectorType.get([vec], tile.regs[0].type)
         for k in range(0, lay.regs, vec):
             row, col = cg.coords(tile.shape, cg.flat_in_tile(lay, k))
-
-            def store(k=k, row=row, col=col):
-                v = dialects.llvm.mlir_poison(vty)
-                for j in range(vec):
-                    v = dialects.llvm.insertelement(v, tile.regs[k + j], cg.c32(j))
-                dialects.llvm.store(v, layout.address(cg, row, col), alignment=vec * layout.elem_bytes)
-            cg.masked(cg.and_(cg.valid(lay, k), cg.owner_mask(lay)), store)
+            cg.masked(cg.and_(cg.valid(lay, k), cg.owner_mask(lay)),
+                      lambda k=k, row=row, col=col: dialects.llvm.store(
+                          _vector(cg, tile.regs[k:k + vec]), layout.address(cg, row, col),
+                          alignment=vec * layout.elem_bytes))
         return
     if is_fragment(tile):
         places = [fragment_coords(cg, tile.layout, k) for k in range(tile.layout.regs)]
