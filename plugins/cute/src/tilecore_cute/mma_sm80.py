@@ -83,7 +83,23 @@ def ptx_type(elem: str, signed: bool) -> str:
     return PTX_F8.get(elem, elem)
 
 
-class WarpMma:
+class _WarpActions:
+    """The three lowering actions of a warp-level MMA atom, by name (:mod:`tilecore.mma`): ``load_a`` / ``load_b``
+    (``cg``, operand, row / k, k / col) and ``mma`` (``cg``, request, A, B, C)."""
+
+    name = ""
+
+    def lower(self, cg, action: str, req, *args):
+        if action == "load_a":
+            return self.load_a(cg, *args)
+        if action == "load_b":
+            return self.load_b(cg, *args)
+        if action == "mma":
+            return self.mma(cg, req, *args)
+        raise ValueError(f"atom {self.name}: unknown action '{action}'")
+
+
+class WarpMma(_WarpActions):
     """One ``mma.sync`` atom: admissibility and the three lowering actions (module docstring)."""
 
     def __init__(self, name: str, elems: tuple[str, ...], acc: str, k: int):
@@ -94,15 +110,6 @@ class WarpMma:
     def admits(self, req) -> bool:
         return (req.a in self.elems and req.b in self.elems and req.acc == self.acc and not req.trans_a
                 and tensor_core_admits(req, (16, 8, self.k)))
-
-    def lower(self, cg, action: str, req, *args):
-        if action == "load_a":
-            return self.load_a(cg, *args)
-        if action == "load_b":
-            return self.load_b(cg, *args)
-        if action == "mma":
-            return self.mma(cg, req, *args)
-        raise ValueError(f"atom {self.name}: unknown action '{action}'")
 
     # -- operands -------------------------------------------------------------------------------
     @staticmethod
@@ -160,7 +167,7 @@ class WarpMma:
         return list(op.results)
 
 
-class DoubleMma:
+class DoubleMma(_WarpActions):
     """``mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64`` (module docstring), twice per 16 x 8 block."""
 
     name = "mma.sm80.m8n8k4.f64"
@@ -168,15 +175,6 @@ class DoubleMma:
 
     def admits(self, req) -> bool:
         return req.a == req.b == req.acc == "f64" and not req.trans_a and tensor_core_admits(req, self.inst)
-
-    def lower(self, cg, action: str, req, *args):
-        if action == "load_a":
-            return self.load_a(cg, *args)
-        if action == "load_b":
-            return self.load_b(cg, *args)
-        if action == "mma":
-            return self.mma(cg, *args)
-        raise ValueError(f"atom {self.name}: unknown action '{action}'")
 
     @staticmethod
     def _group_and_thread(cg):
@@ -195,7 +193,7 @@ class DoubleMma:
         g, t = self._group_and_thread(cg)
         return [dialects.llvm.load(smem.elem, smem.address(cg, cg.op("arith.addi", k, t), cg.op("arith.addi", col, g)))]
 
-    def mma(self, cg, a: list, b: list, c: list) -> list:
+    def mma(self, cg, req, a: list, b: list, c: list) -> list:
         out = []
         for half in (0, 1):  # rows 0..7: c0, c1; rows 8..15: c2, c3
             attrs = {"atom": ir.StringAttr.get(self.name), "shape": ir.DenseI32ArrayAttr.get([8, 8, 4]),
