@@ -72,11 +72,6 @@ class _Dialects:
 dialects = _Dialects()
 
 
-def execution_engine():
-    """Return the ``mlir.execution_engine`` module (imported on demand)."""
-    return importlib.import_module("mlir.execution_engine")
-
-
 def site_packages_tool(*parts: str) -> str:
     """Path of a tool shipped inside the MLIR / LLVM wheels (mlir-opt, FileCheck ...)."""
     import os

@@ -229,6 +229,14 @@ class CodeGen:
     def select(self, c, a, b):
         return create("arith.select", [a.type], [c, a, b]).results[0]
 
+    def vector(self, regs: list):
+        """The values ``regs`` (one type) as one ``vector`` value, the first in element 0 (for one vector store of
+        consecutive elements)."""
+        v = dialects.llvm.mlir_poison(ir.VectorType.get([len(regs)], regs[0].type))
+        for j, r in enumerate(regs):
+            v = dialects.llvm.insertelement(v, r, self.c32(j))
+        return v
+
     def if_(self, cond, then_fn, else_fn=None, types=()):
         """scf.if with result ``types``; ``then_fn`` / ``else_fn`` build and return the yielded values."""
         node = create("scf.if", list(types), [cond], regions=2)

@@ -346,7 +346,7 @@ def _write_operand(cg, tile: TileV, at: int, pitch: int) -> None:
         if vec == 1:
             cg.masked(cond, lambda f=f, k=k: cg.smem_store(at, f, tile.regs[k]))
         else:
-            cg.masked(cond, lambda f=f, k=k: dialects.llvm.store(_vector(cg, tile.regs[k:k + vec]),
+            cg.masked(cond, lambda f=f, k=k: dialects.llvm.store(cg.vector(tile.regs[k:k + vec]),
                                                                   cg.smem_ptr(at, f, tile.regs[k].type),
                                                                   alignment=vec * _bits(tile.regs[k]) // 8))
 
@@ -425,14 +425,6 @@ def _bits(v) -> int:
     return v.type.width if isinstance(v.type, (ir.IntegerType, ir.FloatType)) else 0
 
 
-def _vector(cg, regs: list):
-    """The registers ``regs`` as one vector value (the first in element 0)."""
-    v = dialects.llvm.mlir_poison(ir.VectorType.get([len(regs)], regs[0].type))
-    for j, r in enumerate(regs):
-        v = dialects.llvm.insertelement(v, r, cg.c32(j))
-    return v
-
-
 def _vector_groups(tile: TileV, layout, pad: int = 0) -> int:
     """Elements a thread stores with one vector store into ``layout`` (None: rows padded by ``pad`` elements, a
     multiple of 16 bytes): the blocked layout's ``vec`` consecutive elements when they are consecutive in a row of
@@ -465,7 +457,7 @@ def _write_swizzled(cg, tile: TileV, layout) -> None:
             row, col = cg.coords(tile.shape, cg.flat_in_tile(lay, k))
             cg.masked(cg.and_(cg.valid(lay, k), cg.owner_mask(lay)),
                       lambda k=k, row=row, col=col: dialects.llvm.store(
-                          _vector(cg, tile.regs[k:k + vec]), layout.address(cg, row, col),
+                          cg.vector(tile.regs[k:k + vec]), layout.address(cg, row, col),
                           alignment=vec * layout.elem_bytes))
         return
     if is_fragment(tile):

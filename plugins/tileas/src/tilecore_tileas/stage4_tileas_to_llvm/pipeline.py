@@ -629,10 +629,16 @@ def _copy_chunk_elements(cg, atom, p: PipedLoad, acc, shape, cid, stage_base) ->
     src, dst = acc.address(g), _stage_address(cg, p, stage_base, row, col)
     zero = padding_value(cg, acc.element, "zero")
     p1, p3 = ir.Type.parse(PTR1), ir.Type.parse("!llvm.ptr<3>")
+    values = []
     for i in range(16 // p.elem_bytes):
         ok = cg.and_(inside, cg.cmpi(8, left, cg.const(acc.index, i))) if i else inside  # left > i (unsigned)
         at = llvm.getelementptr(p1, src, [], [i], acc.element, 0) if i else src
-        value = cg.masked(ok, lambda at=at: acc.load(at), zero, acc.element)
+        values.append(cg.masked(ok, lambda at=at: acc.load(at), zero, acc.element))
+    if isinstance(acc.element, (ir.IntegerType, ir.FloatType)) and acc.element.width == 8 * p.elem_bytes:
+        # the chunk is one 16-byte unit of the stage: one aligned store
+        llvm.store(cg.vector(values), dst, alignment=16)
+        return
+    for i, value in enumerate(values):
         llvm.store(value, llvm.getelementptr(p3, dst, [], [i * p.elem_bytes], cg.i8, 0) if i else dst)
 
 
