@@ -43,7 +43,9 @@ def test_fallback_copies_elements_into_one_stage(sm):
     # the only loads from global memory of halves: the fallback's (the pipelined loop copies by cp.async / TMA),
     # one chunk's 8 per operand: the 8 chunks of a thread are a loop (cid = tid + iv, iv += 128 up to 1024)
     assert len(re.findall(r"llvm\.load %\S+ : !llvm\.ptr<1> -> f16", text)) == 8 + 8
-    assert len(re.findall(r"llvm\.store %\S+, %\S+ : f16, !llvm\.ptr<3>", text)) == 8 + 8
+    # each chunk's 8 halves go into the stage as one 16-byte store (pipeline._copy_chunk_elements)
+    assert len(re.findall(r"llvm\.store %\S+, %\S+ {alignment = 16 : i64} : vector<8xf16>, !llvm\.ptr<3>", text)) == 2
+    assert not re.findall(r"llvm\.store %\S+, %\S+ : f16, !llvm\.ptr<3>", text)
     # the two loops' exit tests (scf.for lowered to blocks): the induction variable against 1024 chunks
     assert len(re.findall(r"arith\.cmpi slt, %\S+, %c1024_i32\S* : i32", text)) == 2
     # per loop body: sm_80 32 m16n8k16 per warp (64 x 64) in a loop over K; sm_90a 2 m64n128k16 (128 rows) for

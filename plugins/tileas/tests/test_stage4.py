@@ -93,8 +93,9 @@ def test_mmaf_f16_runs_through_the_cute_mma_atom():
     assert any(line.count(": f32") == 128 for line in heads)
     assert not re.findall(r"llvm\.store %\S+, %\S+ : f32, !llvm\.ptr<3>", text)
     # f16 stores: the fallback loop's A and B (64 elements each, copied into its stage by a loop over the
-    # thread's 8 chunks: 8 each), the f16 result (128 registers)
-    assert len(re.findall(r"llvm\.store %\S+, %\S+ : f16, !llvm\.ptr<3>", text)) == 8 + 8 + 128
+    # thread's 8 chunks: one 16-byte store a chunk), the f16 result (128 registers)
+    assert len(re.findall(r"llvm\.store %\S+, %\S+ {alignment = 16 : i64} : vector<8xf16>, !llvm\.ptr<3>", text)) == 2
+    assert len(re.findall(r"llvm\.store %\S+, %\S+ : f16, !llvm\.ptr<3>", text)) == 128
     # operands in the 128-byte XOR-swizzled layout (16-byte units of 8-row groups permuted)
     assert "arith.xori" in text
     # barriers: pipelined loop 1 (3 stages) + after it 1; fallback (one stage): before and after the copy, after
