@@ -271,6 +271,11 @@ def _mma_f64(mask, lanes):
     """
     import ctypes
 
+    from .hopper import exact_sum
+
+    def ratio(x):  # None for inf / NaN
+        return x.as_integer_ratio() if math.isfinite(x) else None
+
     if len(lanes) != 32:
         raise ValueError("mma.sync needs all 32 lanes of the warp")
     regs = {lane: (ctypes.c_double * 4).from_address(a) for lane, (a, _, _) in lanes.items()}
@@ -279,9 +284,6 @@ def _mma_f64(mask, lanes):
     for lane, r in regs.items():
         g, t = lane >> 2, lane & 3
         a_m[g][t], b_m[t][g] = r[0], r[1]
-    def ratio(x):  # None for inf / NaN
-        return x.as_integer_ratio() if math.isfinite(x) else None
-
     a_q = [[ratio(x) for x in row] for row in a_m]
     b_q = [[ratio(b_m[kk][j]) for kk in range(4)] for j in range(8)]  # by column
     for lane, r in regs.items():
@@ -297,10 +299,8 @@ def _mma_f64(mask, lanes):
                     r[2 + i] = num / den
                 except OverflowError:
                     r[2 + i] = math.inf if num > 0 else -math.inf
-            else:  # IEEE 754 special values: inf * 0, NaN operands and inf - inf give NaN, else the infinity
-                terms = [a_m[g][kk] * b_m[kk][j] for kk in range(4)] + [c]
-                infs = {x for x in terms if math.isinf(x)}
-                r[2 + i] = math.nan if any(map(math.isnan, terms)) or len(infs) > 1 else infs.pop()
+            else:  # IEEE 754 special values (inf * 0, NaN operands, inf - inf: NaN), as the other mma rows sum them
+                r[2 + i] = exact_sum([a_m[g][kk] * b_m[kk][j] for kk in range(4)] + [c])
     return {lane: 0 for lane in lanes}
 
 

@@ -180,12 +180,10 @@ def inst_n(n: int, eb: int) -> int:
 N8_KINDS = ("f16", "tf32", "f8f6f4", "i8")
 
 
-def inst_n_ok(ni: int, m: int, kind: str) -> bool:
-    """Whether ``tcgen05.mma.cta_group::1`` has instruction N ``ni`` for a tile of ``m`` rows: a multiple of 16, or
-    of 8 for :data:`N8_KINDS` (PTX ISA 9.7.16.2.1, Table 39, cta_group::1 dense: M = 64 and M = 128 both take
-    N = 8, 16, 24 ... 256; a 128 x 8 f16 tile is one UTCHMMA in tileiras' SASS too). ``m`` is kept for the kinds
-    whose table row differs by M."""
-    del m
+def inst_n_ok(ni: int, kind: str) -> bool:
+    """Whether ``tcgen05.mma.cta_group::1`` of ``.kind::<kind>`` has instruction N ``ni``: a multiple of 16, or of 8
+    for :data:`N8_KINDS` (PTX ISA 9.7.16.2.1, Table 39, cta_group::1 dense: M = 64 and M = 128 both take N = 8,
+    16, 24 ... 256; a 128 x 8 f16 tile is one UTCHMMA in tileiras' SASS too)."""
     return ni > 0 and (ni % 16 == 0 or (ni % 8 == 0 and kind in N8_KINDS))
 
 
@@ -358,7 +356,7 @@ class Umma:
         if not m_ok(req.m) or kp % self.k or req.threads % 128 or tmem_cols(req.m, req.n) > TMEM_COLS:
             return False
         if not swizzle_for(kp * self.eb) or not (self.narrow_b(req.n) or swizzle_for(req.n * self.eb)) or \
-                not inst_n_ok(self.inst_n(req.n), req.m, self.kind):
+                not inst_n_ok(self.inst_n(req.n), self.kind):
             return False
         if tmem_grid(req.m, req.n, req.threads) is None:
             return False
@@ -620,7 +618,7 @@ class Tf32Umma(Umma):
             return False
         if not m_ok(req.m) or req.k % self.k or req.threads % 128 or req.n % 8 or \
                 tmem_cols(req.m, req.n) > TMEM_COLS or not swizzle_for(req.k * 4) or \
-                not inst_n_ok(self.inst_n(req.n), req.m, self.kind):
+                not inst_n_ok(self.inst_n(req.n), self.kind):
             return False
         if tmem_grid(req.m, req.n, req.threads) is None:
             return False

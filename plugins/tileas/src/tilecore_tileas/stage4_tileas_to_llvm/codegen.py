@@ -357,6 +357,11 @@ def _origin_key(frag) -> tuple:
             getattr(frag, "warps_n", getattr(frag, "groups_n", 0)))
 
 
+def scalar_bits(ty) -> int:
+    """The width of an integer / float type (0 for any other type: pointers, vectors ...)."""
+    return ty.width if isinstance(ty, (ir.IntegerType, ir.FloatType)) else 0
+
+
 def elem_bytes(ty) -> int:
     s = str(ty)
     if s == "i1":

@@ -31,7 +31,7 @@ from ..atoms.mma import ROW_PAD_BYTES, SmemOperand, fma_atom, is_tensor_core
 from ..atoms.select import mma_request, signed
 from ..layout.fragment import WgFragment
 from . import narrow_float
-from .codegen import create, elem_bytes
+from .codegen import create, elem_bytes, scalar_bits
 from .exchange import write
 from .fragments import atom_fragment, fragment_coords, is_fragment, store_fragment, to_blocked, to_fragment
 from .memory import as_tile
@@ -332,6 +332,26 @@ def dot_fma(cg, op, elems, lhs, rhs, acc, offs, m, n, k_dim, scales: _Scales | N
 
 
 # -- tensor cores: warp-level MMA atoms -----------------------------------------------------------
+def _vector_groups(tile: TileV, layout, pad: int = 0) -> int:
+    """Elements a thread stores with one vector store into ``layout`` (None: rows padded by ``pad`` elements, a
+    multiple of 16 bytes): the blocked layout's ``vec`` consecutive elements when they are consecutive in a row of
+    the tile (its rows a multiple of ``vec``) and in memory (a plain row-major SwizzledOperand keeps each 16-byte
+    unit whole: the group, ``vec`` elements at a multiple of ``vec``, lies inside one; padded rows keep every row
+    start a multiple of 16 bytes), else 1. One address, predicate and store a group instead of ``vec``: a 128 x 512
+    f16 operand at 256 threads is 64 of each a thread instead of 256 (their addresses are live across a K loop)."""
+    lay = tile.layout
+    if is_fragment(tile) or lay.vec == 1:
+        return 1
+    if layout is not None and (type(layout) is not SwizzledOperand or layout.transposed):
+        return 1
+    bits = scalar_bits(tile.regs[0].type)
+    nbytes = lay.vec * bits // 8
+    if bits not in (8, 16, 32) or (layout is not None and bits != 8 * layout.elem_bytes) \
+            or tile.shape[-1] % lay.vec or 16 % nbytes or (layout is None and (pad * bits // 8) % 16):
+        return 1
+    return lay.vec
+
+
 def _write_operand(cg, tile: TileV, at: int, pitch: int) -> None:
     """Store ``tile`` row-major with ``pitch`` elements per row at byte ``at`` of the scratch buffer."""
     if is_fragment(tile):
@@ -348,7 +368,7 @@ def _write_operand(cg, tile: TileV, at: int, pitch: int) -> None:
         else:
             cg.masked(cond, lambda f=f, k=k: dialects.llvm.store(cg.vector(tile.regs[k:k + vec]),
                                                                   cg.smem_ptr(at, f, tile.regs[k].type),
-                                                                  alignment=vec * _bits(tile.regs[k]) // 8))
+                                                                  alignment=vec * scalar_bits(tile.regs[k].type) // 8))
 
 
 def smem_operand(rows: int, cols: int, el, eb: int, at: int):
@@ -420,31 +440,6 @@ def _dot_atom(cg, atom, req, lhs: TileV, rhs: TileV, acc: TileV, m: int, n: int,
 
 
 # -- tensor cores: warpgroup-level MMA atoms (wgmma) -----------------------------------------------
-def _bits(v) -> int:
-    """The width of a register of an integer / float type (0 for other types)."""
-    return v.type.width if isinstance(v.type, (ir.IntegerType, ir.FloatType)) else 0
-
-
-def _vector_groups(tile: TileV, layout, pad: int = 0) -> int:
-    """Elements a thread stores with one vector store into ``layout`` (None: rows padded by ``pad`` elements, a
-    multiple of 16 bytes): the blocked layout's ``vec`` consecutive elements when they are consecutive in a row of
-    the tile (its rows a multiple of ``vec``) and in memory (a plain row-major SwizzledOperand keeps each 16-byte
-    unit whole: the group, ``vec`` elements at a multiple of ``vec``, lies inside one; padded rows keep every row
-    start a multiple of 16 bytes), else 1. One address, predicate and store a group instead of ``vec``: a 128 x 512
-    f16 operand at 256 threads is 64 of each a thread instead of 256 (their addresses are live across a K loop)."""
-    lay = tile.layout
-    if is_fragment(tile) or lay.vec == 1:
-        return 1
-    if layout is not None and (type(layout) is not SwizzledOperand or layout.transposed):
-        return 1
-    bits = _bits(tile.regs[0])
-    nbytes = lay.vec * bits // 8
-    if bits not in (8, 16, 32) or (layout is not None and bits != 8 * layout.elem_bytes) \
-            or tile.shape[-1] % lay.vec or 16 % nbytes or (layout is None and (pad * bits // 8) % 16):
-        return 1
-    return lay.vec
-
-
 def _write_swizzled(cg, tile: TileV, layout) -> None:
     """Store ``tile`` (blocked or fragment) into its operand's canonical swizzled layout (every place of an
     element when the layout has ``addresses(cg, row, col)``: an atom's operand that holds some rows twice)."""

@@ -48,7 +48,7 @@ from ..atoms import default_atom
 from ..atoms.mma import is_tensor_core
 from ..stage1_cuda_tile_to_tileaa.common import resize_int
 from ..stage4_tileas_to_llvm.memory import PTR1, memory_order, memref_type_parts, view_type_parts
-from .codegen import create
+from .codegen import create, scalar_bits
 from .fragments import dot_fragment, preferred_layout
 from .tensor_maps import int_constant
 
@@ -634,7 +634,7 @@ def _copy_chunk_elements(cg, atom, p: PipedLoad, acc, shape, cid, stage_base) ->
         ok = cg.and_(inside, cg.cmpi(8, left, cg.const(acc.index, i))) if i else inside  # left > i (unsigned)
         at = llvm.getelementptr(p1, src, [], [i], acc.element, 0) if i else src
         values.append(cg.masked(ok, lambda at=at: acc.load(at), zero, acc.element))
-    if isinstance(acc.element, (ir.IntegerType, ir.FloatType)) and acc.element.width == 8 * p.elem_bytes:
+    if scalar_bits(acc.element) == 8 * p.elem_bytes:
         # the chunk is one 16-byte unit of the stage: one aligned store
         llvm.store(cg.vector(values), dst, alignment=16)
         return
